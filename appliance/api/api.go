@@ -1,0 +1,141 @@
+// Package api holds the wire types of paddockd's HTTP API: the request and
+// response bodies (BoxPost to create, Box for everything), the JSON error
+// body, and the validation rules that both the CLI and the server apply to
+// names, types and durations. It depends on the standard library only, so the
+// CLI can import it on every platform.
+package api
+
+import (
+	"time"
+)
+
+// Version is the API path prefix.
+const Version = "v1"
+
+// Box is a box as the API shows it: what is declared and what was observed.
+type Box struct {
+	Name       string            `json:"name"`
+	Type       string            `json:"type"`
+	Image      string            `json:"image"`
+	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
+	ExpiresAt  *time.Time        `json:"expires_at,omitempty"`
+	Mounts     []Mount           `json:"mounts,omitempty"`
+	Env        map[string]string `json:"env,omitempty"`
+	// Desired is the declared run state: "running" or "stopped".
+	Desired string `json:"desired"`
+	// Status is the observed state: "running", "stopped", "pending"
+	// (declared, not yet made) or "error".
+	Status    string    `json:"status"`
+	Error     string    `json:"error,omitempty"`
+	CPUs      float64   `json:"cpus"`
+	MemoryMiB int64     `json:"memory_mib"`
+	Created   time.Time `json:"created"`
+	// From names the snapshot the box's filesystem was made from, if any.
+	From string `json:"from,omitempty"`
+}
+
+// BoxPost creates a box.
+type BoxPost struct {
+	Name   string            `json:"name,omitempty"`
+	Type   string            `json:"type,omitempty"`
+	Image  string            `json:"image,omitempty"`
+	TTL    string            `json:"ttl,omitempty"`
+	Mounts []Mount           `json:"mounts,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+}
+
+// Mount attaches a named drive to a box.
+type Mount struct {
+	Drive    string `json:"drive"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// ForkPost makes a new box from a snapshot of another.
+type ForkPost struct {
+	Name string `json:"name,omitempty"`
+	// Snapshot chooses an existing snapshot; empty takes a new one now.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// RestorePost brings a box's filesystem back to a snapshot.
+type RestorePost struct {
+	// Snapshot defaults to the box's newest.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// Snapshot is a filesystem snapshot of a box.
+type Snapshot struct {
+	ID      string    `json:"id"`
+	Box     string    `json:"box"`
+	Reason  string    `json:"reason"`
+	State   string    `json:"state"` // pending, ready, failed, deleting
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// Drive is a named volume that outlives the boxes that mount it.
+type Drive struct {
+	Name    string    `json:"name"`
+	State   string    `json:"state"` // ready, pending, deleting
+	UsedBy  []string  `json:"used_by,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// DrivePost creates a drive.
+type DrivePost struct {
+	Name string `json:"name"`
+}
+
+// ExecPost runs a command in a box. Attached, it is sent with an upgrade to
+// the exec stream protocol (package stream); detached, it makes a job.
+type ExecPost struct {
+	Cmd     []string          `json:"cmd"`
+	Env     map[string]string `json:"env,omitempty"`
+	WorkDir string            `json:"workdir,omitempty"`
+	TTY     bool              `json:"tty,omitempty"`
+	Rows    uint16            `json:"rows,omitempty"`
+	Cols    uint16            `json:"cols,omitempty"`
+}
+
+// Job is a detached command whose output the server keeps.
+type Job struct {
+	ID       string     `json:"id"`
+	Box      string     `json:"box"`
+	Cmd      []string   `json:"cmd"`
+	State    string     `json:"state"` // running, exited, lost
+	ExitCode *int       `json:"exit_code,omitempty"`
+	Started  time.Time  `json:"started"`
+	Ended    *time.Time `json:"ended,omitempty"`
+}
+
+// Whoami answers who a token belongs to.
+type Whoami struct {
+	Token  string `json:"token"`
+	Server string `json:"server"`
+}
+
+// Error is the body of every non-2xx answer.
+type Error struct {
+	// Code is a stable word: not_found, invalid, conflict, unauthorized, internal.
+	Code    string `json:"error"`
+	Message string `json:"message"`
+	// Field names the request field that was invalid, when one was.
+	Field string `json:"field,omitempty"`
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Error codes.
+const (
+	CodeNotFound     = "not_found"
+	CodeInvalid      = "invalid"
+	CodeConflict     = "conflict"
+	CodeUnauthorized = "unauthorized"
+	CodeInternal     = "internal"
+)
+
+// Header names of the exec upgrade.
+const (
+	UpgradeExec = "paddock-exec/1"
+)

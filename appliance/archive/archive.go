@@ -1,0 +1,372 @@
+// Package archive moves file trees as tar streams between a laptop and a box
+// without ever writing outside the target: entries with "..", absolute names,
+// or links that point out of the archive's root are refused by Check, Pack
+// refuses to send such links, and Unpack writes through an os.Root so that
+// not even a symlink already on disk can redirect a write.
+//
+// A bad archive is refused whole: callers spool the stream, Check it, and
+// only then write anything (see Spool).
+package archive
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+)
+
+// ErrUnsafe is wrapped by every refusal of an entry.
+var ErrUnsafe = errors.New("unsafe archive entry")
+
+func unsafe(name, why string) error {
+	return fmt.Errorf("%w %q: %s", ErrUnsafe, name, why)
+}
+
+// cleanName turns a tar entry name into a clean relative slash path, or
+// refuses it. "." (the root itself) is returned as "".
+func cleanName(name string) (string, error) {
+	if name == "" {
+		return "", unsafe(name, "empty name")
+	}
+	if strings.Contains(name, "\\") && filepath.Separator == '\\' {
+		name = strings.ReplaceAll(name, "\\", "/")
+	}
+	if path.IsAbs(name) || (len(name) >= 2 && name[1] == ':') {
+		return "", unsafe(name, "absolute name")
+	}
+	for _, part := range strings.Split(strings.TrimSuffix(name, "/"), "/") {
+		if part == ".." {
+			return "", unsafe(name, "name contains ..")
+		}
+	}
+	c := path.Clean(name)
+	if c == "." {
+		return "", nil
+	}
+	return c, nil
+}
+
+// linkInside reports whether a symlink at entry name with the given target
+// resolves, lexically, inside the root.
+func linkInside(name, target string) bool {
+	if target == "" || path.IsAbs(target) {
+		return false
+	}
+	joined := path.Join(path.Dir(name), target)
+	return joined != ".." && !strings.HasPrefix(joined, "../")
+}
+
+// Checker validates entries one at a time; the zero value is ready.
+type Checker struct {
+	links map[string]bool // entries that are symlinks
+}
+
+// Entry checks one header and returns its clean name.
+func (c *Checker) Entry(h *tar.Header) (string, error) {
+	name, err := cleanName(h.Name)
+	if err != nil {
+		return "", err
+	}
+	if c.links == nil {
+		c.links = map[string]bool{}
+	}
+	// A write through a symlink that the same archive made could land
+	// anywhere the link points; refuse paths under an earlier symlink.
+	for p := path.Dir(name); p != "." && p != "/"; p = path.Dir(p) {
+		if c.links[p] {
+			return "", unsafe(h.Name, "path goes through symlink "+p)
+		}
+	}
+	switch h.Typeflag {
+	case tar.TypeReg, tar.TypeDir, tar.TypeGNUSparse, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
+			return "", unsafe(h.Name, "device files are not copied")
+		}
+	case tar.TypeSymlink:
+		if !linkInside(name, h.Linkname) {
+			return "", unsafe(h.Name, fmt.Sprintf("symlink to %q points outside the target", h.Linkname))
+		}
+		c.links[name] = true
+	case tar.TypeLink:
+		t, err := cleanName(h.Linkname)
+		if err != nil || t == "" {
+			return "", unsafe(h.Name, fmt.Sprintf("hard link to %q points outside the target", h.Linkname))
+		}
+	case tar.TypeXGlobalHeader, tar.TypeXHeader:
+	default:
+		return "", unsafe(h.Name, fmt.Sprintf("unsupported entry type %q", h.Typeflag))
+	}
+	return name, nil
+}
+
+// Check reads a whole tar stream and returns the first unsafe entry as an
+// error.
+func Check(r io.Reader) error {
+	tr := tar.NewReader(r)
+	var c Checker
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading archive: %w", err)
+		}
+		if _, err := c.Entry(h); err != nil {
+			return err
+		}
+	}
+}
+
+// Spool copies r into a temporary file in dir, checking every entry as it
+// goes, and returns the file rewound to its start. On any error nothing is
+// kept. The caller closes and removes the file (see Spooled.Close).
+func Spool(r io.Reader, dir string, rewrite func(*tar.Header)) (*Spooled, error) {
+	f, err := os.CreateTemp(dir, "spool-*.tar")
+	if err != nil {
+		return nil, err
+	}
+	s := &Spooled{File: f}
+	if err := s.fill(r, rewrite); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// Spooled is a checked archive in a temporary file.
+type Spooled struct {
+	*os.File
+	Size int64
+}
+
+func (s *Spooled) fill(r io.Reader, rewrite func(*tar.Header)) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(s.File)
+	var c Checker
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("reading archive: %w", err)
+		}
+		if h.Typeflag == tar.TypeXGlobalHeader {
+			continue
+		}
+		name, err := c.Entry(h)
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			continue
+		}
+		h.Name = name
+		if h.Typeflag == tar.TypeDir {
+			h.Name += "/"
+		}
+		if rewrite != nil {
+			rewrite(h)
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return fmt.Errorf("reading archive: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	n, err := s.File.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	s.Size = n
+	_, err = s.File.Seek(0, io.SeekStart)
+	return err
+}
+
+// Close closes and removes the spool file.
+func (s *Spooled) Close() error {
+	err := s.File.Close()
+	os.Remove(s.File.Name())
+	return err
+}
+
+// Pack writes the tree at src as a tar stream. A directory's contents are
+// packed relative to it; a single file is packed under its base name.
+// Symlinks are packed as links, and one that points outside src is an error
+// (the receiving side would refuse it anyway).
+func Pack(w io.Writer, src string) error {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	if !info.IsDir() {
+		if err := packOne(tw, src, info.Name(), info); err != nil {
+			return err
+		}
+		return tw.Close()
+	}
+	root := src
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		if rel == "." {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return packOne(tw, p, filepath.ToSlash(rel), fi)
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
+	link := ""
+	if fi.Mode()&fs.ModeSymlink != 0 {
+		l, err := os.Readlink(p)
+		if err != nil {
+			return err
+		}
+		link = filepath.ToSlash(l)
+		if !linkInside(name, link) {
+			return unsafe(name, fmt.Sprintf("symlink to %q points outside %s", l, "the pushed tree"))
+		}
+	}
+	if !fi.Mode().IsRegular() && !fi.IsDir() && link == "" {
+		return nil // sockets, devices and pipes are not copied
+	}
+	h, err := tar.FileInfoHeader(fi, link)
+	if err != nil {
+		return err
+	}
+	h.Name = name
+	if fi.IsDir() {
+		h.Name += "/"
+	}
+	h.Uname, h.Gname = "", ""
+	h.Format = tar.FormatPAX
+	if err := tw.WriteHeader(h); err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil
+	}
+	f, err := os.Open(p)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	n, err := io.Copy(tw, f)
+	if err == nil && n != h.Size {
+		err = fmt.Errorf("%s changed size while being read", p)
+	}
+	return err
+}
+
+// Unpack extracts a checked archive into dir (created if missing), dropping
+// the first strip path components of every name. It writes only through an
+// os.Root opened on dir, so no entry and no existing symlink can take a
+// write outside it.
+func Unpack(r io.Reader, dir string, strip int) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	tr := tar.NewReader(r)
+	var c Checker
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("reading archive: %w", err)
+		}
+		name, err := c.Entry(h)
+		if err != nil {
+			return err
+		}
+		name = stripComponents(name, strip)
+		if name == "" {
+			continue
+		}
+		if err := unpackOne(root, tr, h, name, strip); err != nil {
+			return fmt.Errorf("writing %s: %w", name, err)
+		}
+	}
+}
+
+func stripComponents(name string, n int) string {
+	for i := 0; i < n && name != ""; i++ {
+		j := strings.IndexByte(name, '/')
+		if j < 0 {
+			return ""
+		}
+		name = name[j+1:]
+	}
+	return name
+}
+
+func unpackOne(root *os.Root, tr *tar.Reader, h *tar.Header, name string, strip int) error {
+	if d := path.Dir(name); d != "." {
+		if err := root.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	mode := fs.FileMode(h.Mode) & fs.ModePerm
+	switch h.Typeflag {
+	case tar.TypeDir:
+		if err := root.MkdirAll(name, 0o755); err != nil {
+			return err
+		}
+		return root.Chmod(name, mode|0o700)
+	case tar.TypeReg, tar.TypeGNUSparse:
+		root.Remove(name) // replace a file or link, never write through it
+		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(f, tr); err != nil {
+			f.Close()
+			return err
+		}
+		return f.Close()
+	case tar.TypeSymlink:
+		root.Remove(name)
+		return root.Symlink(h.Linkname, name)
+	case tar.TypeLink:
+		target := stripComponents(path.Clean(h.Linkname), strip)
+		if target == "" {
+			return unsafe(h.Name, "hard link target outside the target")
+		}
+		root.Remove(name)
+		return root.Link(target, name)
+	case tar.TypeFifo:
+		return nil
+	}
+	return nil
+}

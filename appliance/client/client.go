@@ -1,0 +1,376 @@
+// Package client is the Go client of paddockd's HTTP API, used by the CLI,
+// the tests and the benchmarks. It depends only on the standard library and
+// the API's wire packages, so the CLI stays free of engine code.
+//
+// A server address is an http:// or https:// URL, or unix:///path/to.sock.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/stream"
+)
+
+// Client talks to one paddockd.
+type Client struct {
+	base  string // scheme://host, without a trailing slash
+	token string
+	hc    *http.Client
+}
+
+// New makes a client for server, authenticating with token.
+func New(server, token string) (*Client, error) {
+	u, err := url.Parse(server)
+	if err != nil {
+		return nil, fmt.Errorf("bad server address %q: %w", server, err)
+	}
+	c := &Client{token: token}
+	switch u.Scheme {
+	case "http", "https":
+		if u.Host == "" {
+			return nil, fmt.Errorf("bad server address %q: no host", server)
+		}
+		c.base = u.Scheme + "://" + u.Host
+		c.hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+	case "unix":
+		sock := u.Path
+		if sock == "" {
+			return nil, fmt.Errorf("bad server address %q: no socket path", server)
+		}
+		c.base = "http://paddock"
+		c.hc = &http.Client{Transport: &http.Transport{
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+				var d net.Dialer
+				return d.DialContext(ctx, "unix", sock)
+			},
+		}}
+	default:
+		return nil, fmt.Errorf("bad server address %q: use http://, https:// or unix://", server)
+	}
+	return c, nil
+}
+
+func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+"/"+api.Version+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// decodeError reads an API error body.
+func decodeError(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e api.Error
+	if json.Unmarshal(b, &e) == nil && e.Message != "" {
+		return &e
+	}
+	return &api.Error{Code: api.CodeInternal, Message: fmt.Sprintf("server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
+}
+
+func (c *Client) send(req *http.Request) (*http.Response, error) {
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		var op *net.OpError
+		if errors.As(err, &op) {
+			return nil, fmt.Errorf("cannot reach paddockd at %s: %w", c.base, err)
+		}
+		return nil, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode != http.StatusSwitchingProtocols {
+		defer resp.Body.Close()
+		return nil, decodeError(resp)
+	}
+	return resp, nil
+}
+
+// do sends a JSON request and decodes a JSON answer into out (if not nil).
+func (c *Client) do(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := c.request(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil {
+		io.Copy(io.Discard, resp.Body)
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+// Whoami checks the token.
+func (c *Client) Whoami(ctx context.Context) (api.Whoami, error) {
+	var w api.Whoami
+	return w, c.do(ctx, "GET", "/whoami", nil, &w)
+}
+
+// CreateBox creates a box.
+func (c *Client) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes", p, &b)
+}
+
+// Boxes lists boxes.
+func (c *Client) Boxes(ctx context.Context) ([]api.Box, error) {
+	var bs []api.Box
+	return bs, c.do(ctx, "GET", "/boxes", nil, &bs)
+}
+
+// Box returns one box.
+func (c *Client) Box(ctx context.Context, name string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "GET", "/boxes/"+esc(name), nil, &b)
+}
+
+// RemoveBox removes a box.
+func (c *Client) RemoveBox(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/boxes/"+esc(name), nil, nil)
+}
+
+// StopBox snapshots and stops a box.
+func (c *Client) StopBox(ctx context.Context, name string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/stop", nil, &b)
+}
+
+// StartBox starts a box.
+func (c *Client) StartBox(ctx context.Context, name string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/start", nil, &b)
+}
+
+// Snapshot snapshots a box.
+func (c *Client) Snapshot(ctx context.Context, name string) (api.Snapshot, error) {
+	var s api.Snapshot
+	return s, c.do(ctx, "POST", "/boxes/"+esc(name)+"/snapshots", nil, &s)
+}
+
+// Snapshots lists a box's snapshots.
+func (c *Client) Snapshots(ctx context.Context, name string) ([]api.Snapshot, error) {
+	var s []api.Snapshot
+	return s, c.do(ctx, "GET", "/boxes/"+esc(name)+"/snapshots", nil, &s)
+}
+
+// Restore brings back a snapshot.
+func (c *Client) Restore(ctx context.Context, name, snapshot string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/restore", api.RestorePost{Snapshot: snapshot}, &b)
+}
+
+// Fork makes a new box from a snapshot of another.
+func (c *Client) Fork(ctx context.Context, name string, p api.ForkPost) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/fork", p, &b)
+}
+
+// Drives lists drives.
+func (c *Client) Drives(ctx context.Context) ([]api.Drive, error) {
+	var d []api.Drive
+	return d, c.do(ctx, "GET", "/drives", nil, &d)
+}
+
+// CreateDrive makes a drive.
+func (c *Client) CreateDrive(ctx context.Context, name string) (api.Drive, error) {
+	var d api.Drive
+	return d, c.do(ctx, "POST", "/drives", api.DrivePost{Name: name}, &d)
+}
+
+// RemoveDrive removes a drive and its data.
+func (c *Client) RemoveDrive(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/drives/"+esc(name), nil, nil)
+}
+
+// StartJob runs a command detached.
+func (c *Client) StartJob(ctx context.Context, box string, p api.ExecPost) (api.Job, error) {
+	var j api.Job
+	return j, c.do(ctx, "POST", "/boxes/"+esc(box)+"/jobs", p, &j)
+}
+
+// Jobs lists a box's jobs.
+func (c *Client) Jobs(ctx context.Context, box string) ([]api.Job, error) {
+	var j []api.Job
+	return j, c.do(ctx, "GET", "/boxes/"+esc(box)+"/jobs", nil, &j)
+}
+
+// Job returns one job.
+func (c *Client) Job(ctx context.Context, box, id string) (api.Job, error) {
+	var j api.Job
+	return j, c.do(ctx, "GET", "/boxes/"+esc(box)+"/jobs/"+esc(id), nil, &j)
+}
+
+// JobLog copies a job's output to w, following it until the job ends when
+// follow is set.
+func (c *Client) JobLog(ctx context.Context, box, id string, follow bool, w io.Writer) error {
+	q := ""
+	if follow {
+		q = "?follow=1"
+	}
+	req, err := c.request(ctx, "GET", "/boxes/"+esc(box)+"/jobs/"+esc(id)+"/log"+q, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.Copy(w, resp.Body)
+	return err
+}
+
+// Push sends a tar stream to be extracted into dir in the box.
+func (c *Client) Push(ctx context.Context, box, dir string, tar io.Reader) error {
+	req, err := c.request(ctx, "PUT", "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(dir), tar)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-tar")
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// Pull returns a tar stream of path in the box.
+func (c *Client) Pull(ctx context.Context, box, path string) (io.ReadCloser, error) {
+	req, err := c.request(ctx, "GET", "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(path), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	return resp.Body, nil
+}
+
+// ExecIO is the caller's side of an attached command.
+type ExecIO struct {
+	Stdin  io.Reader // nil: the command's stdin is closed at once
+	Stdout io.Writer
+	Stderr io.Writer
+	Resize <-chan [2]uint16
+}
+
+// Exec runs a command attached and returns its exit code.
+func (c *Client) Exec(ctx context.Context, box string, p api.ExecPost, streams ExecIO) (int, error) {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return -1, err
+	}
+	req, err := c.request(ctx, "POST", "/boxes/"+esc(box)+"/exec", bytes.NewReader(b))
+	if err != nil {
+		return -1, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Connection", "Upgrade")
+	req.Header.Set("Upgrade", api.UpgradeExec)
+	resp, err := c.send(req)
+	if err != nil {
+		return -1, err
+	}
+	if resp.StatusCode != http.StatusSwitchingProtocols {
+		resp.Body.Close()
+		return -1, fmt.Errorf("server did not upgrade the exec connection (%s)", resp.Status)
+	}
+	conn, ok := resp.Body.(io.ReadWriteCloser)
+	if !ok {
+		resp.Body.Close()
+		return -1, errors.New("upgraded exec connection is not writable")
+	}
+	defer conn.Close()
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+
+	fw := stream.NewWriter(conn)
+	go func() {
+		if streams.Stdin != nil {
+			io.Copy(fw.Stream(stream.Stdin), streams.Stdin)
+		}
+		fw.Frame(stream.StdinEOF, nil)
+	}()
+	if streams.Resize != nil {
+		go func() {
+			for sz := range streams.Resize {
+				if fw.Frame(stream.Resize, stream.ResizeFrame(sz[0], sz[1])) != nil {
+					return
+				}
+			}
+		}()
+	}
+	stdout, stderr := streams.Stdout, streams.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	buf := make([]byte, 64<<10)
+	for {
+		t, payload, err := stream.Read(conn, buf)
+		if err != nil {
+			if ctx.Err() != nil {
+				return -1, ctx.Err()
+			}
+			return -1, fmt.Errorf("exec stream ended without an exit code: %w", err)
+		}
+		switch t {
+		case stream.Stdout:
+			if _, err := stdout.Write(payload); err != nil {
+				return -1, err
+			}
+		case stream.Stderr:
+			if _, err := stderr.Write(payload); err != nil {
+				return -1, err
+			}
+		case stream.Exit:
+			return stream.ParseExit(payload)
+		case stream.Error:
+			return -1, errors.New(string(payload))
+		}
+	}
+}
+
+// ReconcileResult is what one reconcile pass changed.
+type ReconcileResult struct {
+	Changes []string          `json:"changes"`
+	Errors  map[string]string `json:"errors,omitempty"`
+}
+
+// Reconcile runs one reconcile pass now.
+func (c *Client) Reconcile(ctx context.Context) (ReconcileResult, error) {
+	var r ReconcileResult
+	return r, c.do(ctx, "POST", "/reconcile", nil, &r)
+}

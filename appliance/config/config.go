@@ -1,0 +1,206 @@
+// Package config reads paddockd's configuration with koanf, in layers, each
+// overriding the one before:
+//
+//  1. built-in defaults (Defaults),
+//  2. the TOML file /etc/paddock/paddock.toml (or --config / PADDOCK_CONFIG),
+//     which may be absent,
+//  3. PADDOCK_* environment variables: the key in upper case, with "__"
+//     between nested keys (PADDOCK_STATE_DIR, PADDOCK_TYPES__SMALL__CPUS),
+//  4. command-line flags (--state-dir and so on).
+package config
+
+import (
+	"errors"
+	"fmt"
+	iofs "io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/knadh/koanf/parsers/toml/v2"
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/providers/posflag"
+	"github.com/knadh/koanf/v2"
+	"github.com/spf13/pflag"
+)
+
+// DefaultPath is the configuration file read when none is named.
+const DefaultPath = "/etc/paddock/paddock.toml"
+
+// BoxType is the size of a box type.
+type BoxType struct {
+	CPUs      float64 `koanf:"cpus"`
+	MemoryMiB int64   `koanf:"memory_mib"`
+}
+
+// Config is paddockd's configuration.
+type Config struct {
+	// StateDir holds the database, job logs and the local token.
+	StateDir string `koanf:"state_dir"`
+	// Socket is the unix socket the API is served on.
+	Socket string `koanf:"socket"`
+	// Listen is a TCP address for the API; in local mode it defaults to
+	// loopback and must stay on it.
+	Listen string `koanf:"listen"`
+	// Local mode: serve on loopback, make an owner token on first start and
+	// print it.
+	Local bool `koanf:"local"`
+	// Instance names every engine object this daemon makes.
+	Instance string `koanf:"instance"`
+	// Runtime is the OCI runtime of boxes: sysbox-runc, or runc where Sysbox
+	// cannot be installed (then Docker inside boxes does not work).
+	Runtime string `koanf:"runtime"`
+	// Image is the default box image.
+	Image string `koanf:"image"`
+	// BoxUser runs commands in boxes; BoxUID owns pushed files.
+	BoxUser string `koanf:"box_user"`
+	BoxUID  int    `koanf:"box_uid"`
+	// Subnet of the box network; empty lets Docker choose.
+	Subnet string `koanf:"subnet"`
+	// DockerHost overrides DOCKER_HOST.
+	DockerHost string `koanf:"docker_host"`
+	// Types maps small, medium and large to limits.
+	Types map[string]BoxType `koanf:"types"`
+	// ReconcileInterval is how often the reconciler runs with no trigger.
+	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
+	// LogLevel: debug, info, warn, error.
+	LogLevel string `koanf:"log_level"`
+}
+
+// Defaults are the built-in values.
+func Defaults() map[string]any {
+	return map[string]any{
+		"state_dir":               "/var/lib/paddock",
+		"socket":                  "/run/paddock/paddock.sock",
+		"listen":                  "",
+		"local":                   false,
+		"instance":                "paddock",
+		"runtime":                 "sysbox-runc",
+		"image":                   "paddock/box:latest",
+		"box_user":                "paddock",
+		"box_uid":                 1000,
+		"subnet":                  "",
+		"docker_host":             "",
+		"types.small.cpus":        1.0,
+		"types.small.memory_mib":  2048,
+		"types.medium.cpus":       2.0,
+		"types.medium.memory_mib": 4096,
+		"types.large.cpus":        4.0,
+		"types.large.memory_mib":  8192,
+		"reconcile_interval":      "10s",
+		"log_level":               "info",
+	}
+}
+
+// LocalListen is the loopback address of local mode.
+const LocalListen = "127.0.0.1:8760"
+
+// Flags declares the flags that override configuration keys.
+func Flags(fs *pflag.FlagSet) {
+	fs.String("config", "", "configuration file (default "+DefaultPath+")")
+	fs.String("state-dir", "", "state directory")
+	fs.String("socket", "", "unix socket for the API")
+	fs.String("listen", "", "TCP address for the API")
+	fs.Bool("local", false, "local mode: serve on "+LocalListen+" and print an owner token")
+	fs.String("instance", "", "name prefix of every engine object")
+	fs.String("runtime", "", "OCI runtime for boxes (sysbox-runc, runc)")
+	fs.String("image", "", "default box image")
+	fs.String("log-level", "", "debug, info, warn or error")
+}
+
+// Load reads the layers. environ is the environment (os.Environ()).
+func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
+		return Config{}, err
+	}
+	path := DefaultPath
+	explicit := false
+	for _, e := range environ {
+		if v, ok := strings.CutPrefix(e, "PADDOCK_CONFIG="); ok && v != "" {
+			path, explicit = v, true
+		}
+	}
+	if fs != nil {
+		if f := fs.Lookup("config"); f != nil && f.Changed {
+			path, explicit = f.Value.String(), true
+		}
+	}
+	if err := k.Load(file.Provider(path), toml.Parser()); err != nil {
+		if !errors.Is(err, errNotExist) || explicit {
+			return Config{}, fmt.Errorf("reading %s: %w", path, err)
+		}
+	}
+	err := k.Load(env.Provider(".", env.Opt{
+		Prefix: "PADDOCK_",
+		TransformFunc: func(key, v string) (string, any) {
+			key = strings.TrimPrefix(key, "PADDOCK_")
+			if key == "CONFIG" || strings.HasPrefix(key, "VAR_") || key == "HOST" || key == "TOKEN" {
+				return "", nil // not daemon settings
+			}
+			return strings.ToLower(strings.ReplaceAll(key, "__", ".")), v
+		},
+		EnvironFunc: func() []string { return environ },
+	}), nil)
+	if err != nil {
+		return Config{}, err
+	}
+	if fs != nil {
+		err := k.Load(posflag.ProviderWithFlag(fs, ".", k, func(f *pflag.Flag) (string, any) {
+			if f.Name == "config" || !f.Changed {
+				return "", nil
+			}
+			return strings.ReplaceAll(f.Name, "-", "_"), posflag.FlagVal(fs, f)
+		}), nil)
+		if err != nil {
+			return Config{}, err
+		}
+	}
+	var c Config
+	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
+		return Config{}, err
+	}
+	if c.Local && c.Listen == "" {
+		c.Listen = LocalListen
+	}
+	return c, c.Validate()
+}
+
+var errNotExist = iofs.ErrNotExist
+
+// Validate checks values that would otherwise fail later and far away.
+func (c Config) Validate() error {
+	if c.StateDir == "" {
+		return errors.New("config: state_dir is empty")
+	}
+	if c.Instance == "" || strings.ContainsAny(c.Instance, " /:") || strings.ToLower(c.Instance) != c.Instance {
+		return fmt.Errorf("config: instance %q must be lowercase letters, digits and '-'", c.Instance)
+	}
+	for _, t := range []string{"small", "medium", "large"} {
+		bt, ok := c.Types[t]
+		if !ok || bt.CPUs <= 0 || bt.MemoryMiB <= 0 {
+			return fmt.Errorf("config: types.%s needs cpus > 0 and memory_mib > 0", t)
+		}
+	}
+	if c.ReconcileInterval <= 0 {
+		return errors.New("config: reconcile_interval must be positive")
+	}
+	return nil
+}
+
+// EnsureDirs makes the state directory (0700) and the socket's directory.
+func (c Config) EnsureDirs() error {
+	if err := os.MkdirAll(c.StateDir, 0o700); err != nil {
+		return err
+	}
+	if c.Socket != "" {
+		if i := strings.LastIndexByte(c.Socket, '/'); i > 0 {
+			if err := os.MkdirAll(c.Socket[:i], 0o755); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

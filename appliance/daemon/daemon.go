@@ -1,0 +1,233 @@
+// Package daemon wires paddockd together: configuration, the state store,
+// the Docker driver, the reconciler with its periodic and TTL loops, and the
+// API listeners. Run is what cmd/paddockd calls.
+//
+// Start-up order: the store is opened and migrated, the engine must answer,
+// jobs left running by a previous process are marked lost, a first
+// reconcile repairs whatever a crash left half done, and only then are the
+// listeners opened.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/server"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Run runs paddockd with the given arguments and returns its exit code.
+func Run(args []string, environ []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config.Flags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "paddockd: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	cfg, err := config.Load(fs, environ)
+	if err != nil {
+		fmt.Fprintln(stderr, "paddockd:", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serve(ctx, cfg, stdout, stderr); err != nil {
+		fmt.Fprintln(stderr, "paddockd:", err)
+		return 1
+	}
+	return 0
+}
+
+func logger(cfg config.Config, w io.Writer) *slog.Logger {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		lvl = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
+	log := logger(cfg, stderr)
+	if cfg.Listen != "" && cfg.Local {
+		host, _, err := net.SplitHostPort(cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen %q: %w", cfg.Listen, err)
+		}
+		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+			return fmt.Errorf("local mode serves on loopback only, not %q", cfg.Listen)
+		}
+	}
+	if err := cfg.EnsureDirs(); err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	drv, err := docker.New(dctx, docker.Config{
+		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser, Subnet: cfg.Subnet,
+	})
+	cancel()
+	if err != nil {
+		return err
+	}
+	defer drv.Close()
+	log.Info("engine connected", "api", drv.APIVersion(), "instance", cfg.Instance, "runtime", cfg.Runtime)
+
+	life, endLife := context.WithCancel(context.Background())
+	defer endLife()
+	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life}
+	if err := svc.RecoverJobs(); err != nil {
+		return err
+	}
+
+	var token string
+	if cfg.Local {
+		if token, err = localToken(st, cfg.StateDir); err != nil {
+			return err
+		}
+	}
+
+	res, err := rec.Run(ctx)
+	if err != nil {
+		return fmt.Errorf("first reconcile: %w", err)
+	}
+	if e := res.Err(); e != nil {
+		log.Warn("first reconcile left errors", "err", e)
+	}
+
+	srv := &http.Server{
+		Handler:           (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg)}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	var listeners []net.Listener
+	if cfg.Socket != "" {
+		os.Remove(cfg.Socket)
+		l, err := net.Listen("unix", cfg.Socket)
+		if err != nil {
+			return err
+		}
+		os.Chmod(cfg.Socket, 0o660)
+		listeners = append(listeners, l)
+	}
+	if cfg.Listen != "" {
+		l, err := net.Listen("tcp", cfg.Listen)
+		if err != nil {
+			return err
+		}
+		listeners = append(listeners, l)
+	}
+	if len(listeners) == 0 {
+		return errors.New("nothing to listen on: set socket or listen")
+	}
+	errc := make(chan error, len(listeners))
+	for _, l := range listeners {
+		go func(l net.Listener) { errc <- srv.Serve(l) }(l)
+	}
+	var where []string
+	for _, l := range listeners {
+		where = append(where, l.Addr().Network()+":"+l.Addr().String())
+	}
+	log.Info("ready", "listen", strings.Join(where, " "))
+	if cfg.Local {
+		fmt.Fprintf(stdout, "paddockd is running. Log in with:\n\n  paddock login http://%s --token %s\n\n", cfg.Listen, token)
+	}
+
+	go loop(ctx, cfg.ReconcileInterval, func() {
+		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
+			log.Error("reconcile", "err", err)
+		}
+	})
+	go loop(ctx, 500*time.Millisecond, func() {
+		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
+			log.Error("ttl", "err", err)
+		}
+	})
+
+	select {
+	case <-ctx.Done():
+	case err := <-errc:
+		return err
+	}
+	log.Info("stopping")
+	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer scancel()
+	srv.Shutdown(sctx)
+	endLife()
+	if cfg.Socket != "" {
+		os.Remove(cfg.Socket)
+	}
+	return nil
+}
+
+func loop(ctx context.Context, every time.Duration, fn func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			fn()
+		}
+	}
+}
+
+func serverName(cfg config.Config) string {
+	if cfg.Local {
+		return "local"
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// localToken returns local mode's owner token, kept in the state directory
+// (mode 0600) so that it can be printed again on every start; only its hash
+// is in the database.
+func localToken(st *store.Store, dir string) (string, error) {
+	path := filepath.Join(dir, "local.token")
+	if b, err := os.ReadFile(path); err == nil {
+		tok := strings.TrimSpace(string(b))
+		if _, err := st.TokenName(auth.Hash(tok)); err == nil {
+			return tok, nil
+		}
+	}
+	tok, hash := auth.NewToken()
+	if err := st.AddToken(hash, "local-owner", time.Now()); err != nil {
+		return "", err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(tok+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return tok, os.Rename(tmp, path)
+}

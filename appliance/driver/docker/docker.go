@@ -1,0 +1,416 @@
+// Package docker implements driver.Driver on the Docker Engine API with
+// github.com/moby/moby/client, negotiating the API version so that it works
+// against Debian 12's Docker 20.10 (API 1.41) as well as current engines.
+//
+// Names in the engine are derived from the Paddock instance name, so that
+// several paddockd instances (tests, for one) can share an engine without
+// touching each other's objects:
+//
+//	container   <instance>-<box>
+//	volume      <instance>-drive-<drive>, <instance>-boxdata-<box>
+//	image       <instance>-snapshot:<snapshot id>
+//	network     <instance>
+//
+// and every object carries the labels paddock.instance, paddock.kind and
+// paddock.owner.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Labels set on every object.
+const (
+	LabelInstance = "paddock.instance"
+	LabelKind     = "paddock.kind"
+	LabelOwner    = "paddock.owner"
+	LabelSpec     = "paddock.spec"
+	// LabelSnapshot on a container names the snapshot it was made from; on
+	// an image, the snapshot it is.
+	LabelSnapshot = "paddock.snapshot"
+	// LabelBox names the box a container is, or a snapshot image was taken of.
+	LabelBox = "paddock.box"
+)
+
+// Config says how boxes are made.
+type Config struct {
+	// Host is the engine address; empty takes DOCKER_HOST or the default socket.
+	Host string
+	// Instance prefixes every name and is the value of paddock.instance.
+	Instance string
+	// Runtime is the OCI runtime for boxes: sysbox-runc in production.
+	Runtime string
+	// User runs commands in boxes unless an exec names another.
+	User string
+	// Subnet of the box network, e.g. "10.210.0.0/16"; empty lets the engine choose.
+	Subnet string
+}
+
+// Driver talks to one Docker engine.
+type Driver struct {
+	c   *client.Client
+	cfg Config
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New connects to the engine and checks that it answers.
+func New(ctx context.Context, cfg Config) (*Driver, error) {
+	opts := []client.Opt{client.WithAPIVersionNegotiation()}
+	if cfg.Host != "" {
+		opts = append(opts, client.WithHost(cfg.Host))
+	} else {
+		opts = append(opts, client.WithHostFromEnv())
+	}
+	c, err := client.New(opts...)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("docker engine does not answer: %w", err)
+	}
+	if cfg.Instance == "" {
+		cfg.Instance = "paddock"
+	}
+	if cfg.User == "" {
+		cfg.User = "paddock"
+	}
+	return &Driver{c: c, cfg: cfg}, nil
+}
+
+// Close releases the client.
+func (d *Driver) Close() error { return d.c.Close() }
+
+// APIVersion is the negotiated engine API version.
+func (d *Driver) APIVersion() string { return d.c.ClientVersion() }
+
+func (d *Driver) containerName(box string) string { return d.cfg.Instance + "-" + box }
+func (d *Driver) volumeName(v driver.VolumeRef) string {
+	return d.cfg.Instance + "-" + v.Kind + "-" + v.Name
+}
+func (d *Driver) snapshotRepo() string         { return d.cfg.Instance + "-snapshot" }
+func (d *Driver) snapshotRef(id string) string { return d.snapshotRepo() + ":" + id }
+
+func (d *Driver) labels(kind, owner string) map[string]string {
+	return map[string]string{LabelInstance: d.cfg.Instance, LabelKind: kind, LabelOwner: owner}
+}
+
+func (d *Driver) filter(kind string) client.Filters {
+	return client.Filters{}.Add("label", LabelInstance+"="+d.cfg.Instance, LabelKind+"="+kind)
+}
+
+func wrap(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%w: %v", driver.ErrNotFound, err)
+	case cerrdefs.IsConflict(err):
+		return fmt.Errorf("%w: %v", driver.ErrInUse, err)
+	}
+	return err
+}
+
+// Prepare makes the box network: a bridge of the instance's own, with
+// inter-container traffic off so boxes cannot reach each other.
+func (d *Driver) Prepare(ctx context.Context) error {
+	name := d.cfg.Instance
+	if _, err := d.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		return nil
+	} else if !cerrdefs.IsNotFound(err) {
+		return err
+	}
+	opts := client.NetworkCreateOptions{
+		Driver: "bridge",
+		Labels: d.labels("network", "instance/"+d.cfg.Instance),
+		Options: map[string]string{
+			"com.docker.network.bridge.enable_icc": "false",
+		},
+	}
+	if d.cfg.Subnet != "" {
+		p, err := netip.ParsePrefix(d.cfg.Subnet)
+		if err != nil {
+			return fmt.Errorf("box network subnet %q: %w", d.cfg.Subnet, err)
+		}
+		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: p}}}
+	}
+	_, err := d.c.NetworkCreate(ctx, name, opts)
+	if cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// ImageExists reports whether ref is on the engine.
+func (d *Driver) ImageExists(ctx context.Context, ref string) (bool, error) {
+	_, err := d.c.ImageInspect(ctx, ref)
+	if cerrdefs.IsNotFound(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Boxes lists the instance's box containers.
+func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
+	res, err := d.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: d.filter("box")})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]driver.BoxState, 0, len(res.Items))
+	for _, c := range res.Items {
+		out = append(out, driver.BoxState{
+			Name:     strings.TrimPrefix(c.Labels[LabelOwner], "box/"),
+			ID:       c.ID,
+			SpecHash: c.Labels[LabelSpec],
+			Running:  c.State == container.StateRunning,
+			Status:   string(c.State),
+			Snapshot: c.Labels[LabelSnapshot],
+		})
+	}
+	return out, nil
+}
+
+// CreateBox makes (but does not start) a box's container.
+func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
+	image := spec.Image
+	if spec.Snapshot != "" {
+		image = d.snapshotRef(spec.Snapshot)
+	}
+	labels := d.labels("box", "box/"+spec.Name)
+	labels[LabelSpec] = spec.Hash()
+	labels[LabelSnapshot] = spec.Snapshot
+	labels[LabelBox] = spec.Name // overrides the one a snapshot image carries
+	var mounts []mount.Mount
+	for _, m := range spec.Mounts {
+		mounts = append(mounts, mount.Mount{
+			Type: mount.TypeVolume, Source: d.volumeName(m.Volume), Target: m.Path, ReadOnly: m.ReadOnly,
+		})
+	}
+	init := true
+	stop := 5
+	_, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: d.containerName(spec.Name),
+		Config: &container.Config{
+			Image:       image,
+			Hostname:    spec.Name,
+			Labels:      labels,
+			StopTimeout: &stop,
+		},
+		HostConfig: &container.HostConfig{
+			Runtime:     d.cfg.Runtime,
+			Init:        &init,
+			NetworkMode: container.NetworkMode(d.cfg.Instance),
+			Mounts:      mounts,
+			Resources: container.Resources{
+				NanoCPUs: int64(spec.CPUs * 1e9),
+				Memory:   spec.MemoryBytes,
+			},
+		},
+	})
+	if cerrdefs.IsConflict(err) {
+		return fmt.Errorf("%w: container %s exists", driver.ErrInUse, d.containerName(spec.Name))
+	}
+	return wrap(err)
+}
+
+// StartBox starts a box's container.
+func (d *Driver) StartBox(ctx context.Context, name string) error {
+	_, err := d.c.ContainerStart(ctx, d.containerName(name), client.ContainerStartOptions{})
+	return wrap(err)
+}
+
+// StopBox stops a box's container.
+func (d *Driver) StopBox(ctx context.Context, name string) error {
+	_, err := d.c.ContainerStop(ctx, d.containerName(name), client.ContainerStopOptions{})
+	return wrap(err)
+}
+
+// RemoveBox removes a box's container (not its volumes).
+func (d *Driver) RemoveBox(ctx context.Context, name string) error {
+	_, err := d.c.ContainerRemove(ctx, d.containerName(name), client.ContainerRemoveOptions{Force: true})
+	return wrap(err)
+}
+
+// Snapshots lists the instance's snapshot images.
+func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
+	res, err := d.c.ImageList(ctx, client.ImageListOptions{Filters: d.filter("snapshot")})
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.SnapshotState
+	for _, im := range res.Items {
+		for _, tag := range im.RepoTags {
+			repo, id, ok := strings.Cut(tag, ":")
+			if ok && repo == d.snapshotRepo() {
+				out = append(out, driver.SnapshotState{ID: id, Box: im.Labels[LabelBox]})
+			}
+		}
+	}
+	return out, nil
+}
+
+// Snapshot commits a box's container filesystem. Volumes (drives and
+// /var/lib/docker) are not part of a commit.
+func (d *Driver) Snapshot(ctx context.Context, box, id string) error {
+	_, err := d.c.ContainerCommit(ctx, d.containerName(box), client.ContainerCommitOptions{
+		Reference: d.snapshotRef(id),
+		Comment:   "paddock snapshot " + id + " of " + box,
+		Changes: []string{
+			fmt.Sprintf("LABEL %s=%s %s=snapshot %s=snapshot/%s %s=%s %s=%s",
+				LabelInstance, d.cfg.Instance, LabelKind, LabelOwner, id, LabelSnapshot, id, LabelBox, box),
+		},
+	})
+	return wrap(err)
+}
+
+// RemoveSnapshot removes a snapshot image; ErrInUse while a box is made
+// from it.
+func (d *Driver) RemoveSnapshot(ctx context.Context, id string) error {
+	_, err := d.c.ImageRemove(ctx, d.snapshotRef(id), client.ImageRemoveOptions{})
+	return wrap(err)
+}
+
+// Volumes lists the instance's volumes.
+func (d *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
+	res, err := d.c.VolumeList(ctx, client.VolumeListOptions{
+		Filters: client.Filters{}.Add("label", LabelInstance+"="+d.cfg.Instance),
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []driver.VolumeRef
+	for _, v := range res.Items {
+		kind := v.Labels[LabelKind]
+		name, ok := strings.CutPrefix(v.Labels[LabelOwner], kind+"/")
+		if ok && (kind == driver.KindDrive || kind == driver.KindBoxData) {
+			out = append(out, driver.VolumeRef{Kind: kind, Name: name})
+		}
+	}
+	return out, nil
+}
+
+// CreateVolume makes a labelled volume; an existing one is kept as is.
+func (d *Driver) CreateVolume(ctx context.Context, v driver.VolumeRef) error {
+	_, err := d.c.VolumeCreate(ctx, client.VolumeCreateOptions{
+		Name:   d.volumeName(v),
+		Labels: d.labels(v.Kind, v.Kind+"/"+v.Name),
+	})
+	return err
+}
+
+// RemoveVolume removes a volume; ErrInUse while a container mounts it.
+func (d *Driver) RemoveVolume(ctx context.Context, v driver.VolumeRef) error {
+	_, err := d.c.VolumeRemove(ctx, d.volumeName(v), client.VolumeRemoveOptions{})
+	return wrap(err)
+}
+
+// Exec runs a command in a running box and returns its exit code.
+func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (int, error) {
+	user := spec.User
+	if user == "" {
+		user = d.cfg.User
+	}
+	opts := client.ExecCreateOptions{
+		User:         user,
+		TTY:          spec.TTY,
+		AttachStdin:  spec.Stdin != nil,
+		AttachStdout: true,
+		AttachStderr: true,
+		Env:          spec.Env,
+		WorkingDir:   spec.WorkDir,
+		Cmd:          spec.Cmd,
+	}
+	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
+		opts.ConsoleSize = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
+	}
+	cr, err := d.c.ExecCreate(ctx, d.containerName(box), opts)
+	if err != nil {
+		return -1, wrap(err)
+	}
+	att, err := d.c.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{TTY: spec.TTY, ConsoleSize: opts.ConsoleSize})
+	if err != nil {
+		return -1, wrap(err)
+	}
+	defer att.Close()
+	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
+	defer stop()
+
+	if spec.Stdin != nil {
+		go func() {
+			io.Copy(att.Conn, spec.Stdin)
+			att.CloseWrite()
+		}()
+	}
+	if spec.Resize != nil {
+		go func() {
+			for sz := range spec.Resize {
+				d.c.ExecResize(context.WithoutCancel(ctx), cr.ID, client.ExecResizeOptions{Height: uint(sz[0]), Width: uint(sz[1])})
+			}
+		}()
+	}
+	stdout, stderr := spec.Stdout, spec.Stderr
+	if stdout == nil {
+		stdout = io.Discard
+	}
+	if stderr == nil {
+		stderr = io.Discard
+	}
+	if spec.TTY {
+		_, err = io.Copy(stdout, att.Reader)
+	} else {
+		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}
+	if err != nil && ctx.Err() == nil {
+		return -1, fmt.Errorf("exec stream: %w", err)
+	}
+	if ctx.Err() != nil {
+		return -1, ctx.Err()
+	}
+	// The stream ends a moment before the engine records the exit code.
+	for i := 0; ; i++ {
+		ins, err := d.c.ExecInspect(context.WithoutCancel(ctx), cr.ID, client.ExecInspectOptions{})
+		if err != nil {
+			return -1, err
+		}
+		if !ins.Running {
+			return ins.ExitCode, nil
+		}
+		if i > 500 {
+			return -1, errors.New("exec stream ended but the command is still running")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// CopyTo extracts a tar stream into dir in the box.
+func (d *Driver) CopyTo(ctx context.Context, box, dir string, tar io.Reader) error {
+	_, err := d.c.CopyToContainer(ctx, d.containerName(box), client.CopyToContainerOptions{
+		DestinationPath: dir, Content: tar,
+	})
+	return wrap(err)
+}
+
+// CopyFrom streams path from the box as a tar.
+func (d *Driver) CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error) {
+	res, err := d.c.CopyFromContainer(ctx, d.containerName(box), client.CopyFromContainerOptions{SourcePath: path})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return res.Content, nil
+}

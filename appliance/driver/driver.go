@@ -1,0 +1,140 @@
+// Package driver is the narrow seam between the reconciler and a container
+// engine: the few operations Paddock needs on boxes, snapshots and volumes,
+// plus running commands and copying files in a box. The Docker engine
+// implementation lives in driver/docker; another backend (Nomad, Kubernetes
+// with a Sysbox runtime class) would implement the same interface and pass
+// the same contract tests (driver/drivertest).
+//
+// Every object a driver makes carries labels naming the Paddock instance and
+// the box, drive or snapshot that owns it, so that the reconciler can find
+// what it made and sweep what nothing declares.
+package driver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+)
+
+// ErrNotFound is returned when a box, volume or snapshot does not exist.
+var ErrNotFound = errors.New("not found in the engine")
+
+// ErrInUse is returned when an object cannot be removed because another one
+// still uses it (a snapshot image under a forked box, a volume under a box).
+var ErrInUse = errors.New("in use")
+
+// Volume kinds.
+const (
+	KindDrive   = "drive"   // a named drive, declared by users
+	KindBoxData = "boxdata" // a box's /var/lib/docker, not in snapshots
+)
+
+// VolumeRef names a volume by kind and owner name.
+type VolumeRef struct {
+	Kind string
+	Name string
+}
+
+func (v VolumeRef) String() string { return v.Kind + "/" + v.Name }
+
+// Mount attaches a volume at a path in a box.
+type Mount struct {
+	Volume   VolumeRef
+	Path     string
+	ReadOnly bool
+}
+
+// BoxSpec is everything that decides how a box's container is made. A
+// change to any field means the container must be made again; Hash says so.
+type BoxSpec struct {
+	Name string
+	// Image is the base image; Snapshot, when set, takes precedence: the
+	// box is made from that snapshot's image.
+	Image       string
+	Snapshot    string
+	CPUs        float64
+	MemoryBytes int64
+	Mounts      []Mount
+}
+
+// Hash is a stable digest of the spec, stored on the container as a label.
+func (s BoxSpec) Hash() string {
+	ms := make([]string, 0, len(s.Mounts))
+	for _, m := range s.Mounts {
+		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
+	}
+	sort.Strings(ms)
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","))))
+	return hex.EncodeToString(h[:8])
+}
+
+// BoxState is what the engine has for a box.
+type BoxState struct {
+	Name     string
+	ID       string
+	SpecHash string
+	Running  bool
+	Status   string // the engine's word: created, running, exited, ...
+	// Snapshot is the snapshot the container was made from, if any.
+	Snapshot string
+}
+
+// SnapshotState is a snapshot image the engine has.
+type SnapshotState struct {
+	ID  string
+	Box string
+}
+
+// ExecSpec is a command to run in a box.
+type ExecSpec struct {
+	Cmd     []string
+	Env     []string
+	WorkDir string
+	// User defaults to the driver's box user.
+	User   string
+	TTY    bool
+	Rows   uint16
+	Cols   uint16
+	Stdin  io.Reader // nil: no stdin
+	Stdout io.Writer
+	Stderr io.Writer // ignored with a TTY
+	// Resize delivers terminal size changes (rows, cols) while a TTY exec runs.
+	Resize <-chan [2]uint16
+}
+
+// Driver is what the reconciler and the API need from a container engine.
+type Driver interface {
+	// Prepare makes the shared objects (the box network).
+	Prepare(ctx context.Context) error
+
+	// ImageExists reports whether an image a box could be made from is on
+	// the engine.
+	ImageExists(ctx context.Context, ref string) (bool, error)
+
+	Boxes(ctx context.Context) ([]BoxState, error)
+	CreateBox(ctx context.Context, spec BoxSpec) error
+	StartBox(ctx context.Context, name string) error
+	StopBox(ctx context.Context, name string) error
+	RemoveBox(ctx context.Context, name string) error
+
+	Snapshots(ctx context.Context) ([]SnapshotState, error)
+	// Snapshot records the box's filesystem (not its volumes) under id.
+	Snapshot(ctx context.Context, box, id string) error
+	RemoveSnapshot(ctx context.Context, id string) error
+
+	Volumes(ctx context.Context) ([]VolumeRef, error)
+	CreateVolume(ctx context.Context, v VolumeRef) error
+	RemoveVolume(ctx context.Context, v VolumeRef) error
+
+	// Exec runs a command to completion and returns its exit code.
+	Exec(ctx context.Context, box string, spec ExecSpec) (int, error)
+	// CopyTo extracts a tar stream into dir in the box (dir must exist).
+	CopyTo(ctx context.Context, box, dir string, tar io.Reader) error
+	// CopyFrom returns a tar stream of path in the box, its base name first.
+	CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error)
+}

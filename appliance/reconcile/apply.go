@@ -1,0 +1,252 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// BoxType is the CPU and memory a box type maps to.
+type BoxType struct {
+	CPUs      float64
+	MemoryMiB int64
+}
+
+// Reconciler loads declared state from the store, observes the engine, plans
+// and applies. Runs are serialised; Run may be called from any goroutine.
+type Reconciler struct {
+	Store  *store.Store
+	Driver driver.Driver
+	Types  map[string]BoxType
+	Log    *slog.Logger
+
+	mu sync.Mutex
+}
+
+// Result is what a run did.
+type Result struct {
+	Changes []Change
+	// Errors maps a change's address to why it failed.
+	Errors map[string]error
+}
+
+// Err joins the errors of a run, or is nil.
+func (r Result) Err() error {
+	var errs []error
+	for addr, err := range r.Errors {
+		errs = append(errs, fmt.Errorf("%s: %w", addr, err))
+	}
+	return errors.Join(errs...)
+}
+
+// SpecFor turns a declared box into the spec its container is made from.
+func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
+	t := types[b.Type]
+	spec := driver.BoxSpec{
+		Name:        b.Name,
+		Image:       b.Image,
+		Snapshot:    b.From,
+		CPUs:        t.CPUs,
+		MemoryBytes: t.MemoryMiB << 20,
+	}
+	for _, m := range b.Mounts {
+		spec.Mounts = append(spec.Mounts, driver.Mount{
+			Volume: driver.VolumeRef{Kind: driver.KindDrive, Name: m.Drive}, Path: m.Path, ReadOnly: m.ReadOnly,
+		})
+	}
+	spec.Mounts = append(spec.Mounts, driver.Mount{
+		Volume: driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Name}, Path: BoxDataPath,
+	})
+	return spec
+}
+
+// Load reads the declared state.
+func (r *Reconciler) Load() (Desired, []store.Box, error) {
+	boxes, err := r.Store.ListBoxes()
+	if err != nil {
+		return Desired{}, nil, err
+	}
+	drives, err := r.Store.ListDrives()
+	if err != nil {
+		return Desired{}, nil, err
+	}
+	snaps, err := r.Store.ListSnapshots("")
+	if err != nil {
+		return Desired{}, nil, err
+	}
+	d := Desired{Drives: map[string]string{}}
+	for _, b := range boxes {
+		d.Boxes = append(d.Boxes, DesiredBox{Spec: SpecFor(b, r.Types), Running: b.Desired == "running"})
+	}
+	for _, dr := range drives {
+		d.Drives[dr.Name] = dr.State
+	}
+	for _, s := range snaps {
+		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, State: s.State})
+	}
+	return d, boxes, nil
+}
+
+// Observe reads what the engine has.
+func Observe(ctx context.Context, drv driver.Driver) (Observed, error) {
+	var o Observed
+	var err error
+	if o.Boxes, err = drv.Boxes(ctx); err != nil {
+		return o, err
+	}
+	if o.Volumes, err = drv.Volumes(ctx); err != nil {
+		return o, err
+	}
+	if o.Snapshots, err = drv.Snapshots(ctx); err != nil {
+		return o, err
+	}
+	return o, nil
+}
+
+// Run makes one pass: load, observe, plan, apply, record what is observed.
+func (r *Reconciler) Run(ctx context.Context) (Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.Driver.Prepare(ctx); err != nil {
+		return Result{}, fmt.Errorf("preparing the engine: %w", err)
+	}
+	desired, boxes, err := r.Load()
+	if err != nil {
+		return Result{}, err
+	}
+	observed, err := Observe(ctx, r.Driver)
+	if err != nil {
+		return Result{}, err
+	}
+	changes := Plan(desired, observed)
+	res := Result{Changes: changes, Errors: map[string]error{}}
+	if len(changes) > 0 && r.Log != nil {
+		r.Log.Info("reconcile", "plan", Summary(changes))
+	}
+	r.apply(ctx, changes, res.Errors)
+	if err := r.record(ctx, boxes, desired, res.Errors); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+func (r *Reconciler) apply(ctx context.Context, changes []Change, errs map[string]error) {
+	failedBox := map[string]bool{}
+	for _, c := range changes {
+		if failedBox[c.Box] && c.Box != "" && (c.Action == StartBox || c.Action == StopBox) {
+			continue // a box whose create or snapshot failed is not touched further this run
+		}
+		start := time.Now()
+		err := r.do(ctx, c)
+		if err != nil {
+			errs[c.Address()] = err
+			if c.Box != "" && (c.Action == CreateBox || c.Action == ReplaceBox || c.Action == TakeSnapshot) {
+				failedBox[c.Box] = true
+			}
+		}
+		if r.Log != nil {
+			if err != nil {
+				r.Log.Warn("change failed", "change", c.String(), "err", err)
+			} else {
+				r.Log.Debug("change", "change", c.String(), "took", time.Since(start))
+			}
+		}
+	}
+}
+
+func (r *Reconciler) do(ctx context.Context, c Change) error {
+	d := r.Driver
+	switch c.Action {
+	case CreateVolume:
+		return d.CreateVolume(ctx, c.Volume)
+	case TakeSnapshot:
+		if err := d.Snapshot(ctx, c.Box, c.Snapshot); err != nil {
+			r.Store.SetSnapshotState(c.Snapshot, "failed", err.Error())
+			return err
+		}
+		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")
+	case MarkSnapshot:
+		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")
+	case FailSnapshot:
+		return r.Store.SetSnapshotState(c.Snapshot, "failed", c.Reason)
+	case RemoveBox:
+		return ignoreNotFound(d.RemoveBox(ctx, c.Box))
+	case ReplaceBox:
+		if err := ignoreNotFound(d.RemoveBox(ctx, c.Box)); err != nil {
+			return err
+		}
+		return d.CreateBox(ctx, *c.Spec)
+	case CreateBox:
+		return d.CreateBox(ctx, *c.Spec)
+	case StartBox:
+		return d.StartBox(ctx, c.Box)
+	case StopBox:
+		return d.StopBox(ctx, c.Box)
+	case RemoveVolume:
+		err := ignoreNotFound(d.RemoveVolume(ctx, c.Volume))
+		if err == nil && c.Volume.Kind == driver.KindDrive {
+			return r.Store.ForgetDrive(c.Volume.Name)
+		}
+		return err
+	case ForgetDrive:
+		return r.Store.ForgetDrive(c.Volume.Name)
+	case RemoveSnapshot:
+		err := ignoreNotFound(d.RemoveSnapshot(ctx, c.Snapshot))
+		if errors.Is(err, driver.ErrInUse) {
+			return nil // kept until the boxes made from it are gone
+		}
+		if err != nil {
+			return err
+		}
+		return r.Store.ForgetSnapshot(c.Snapshot)
+	case ForgetSnapshot:
+		return r.Store.ForgetSnapshot(c.Snapshot)
+	}
+	return fmt.Errorf("unknown action %q", c.Action)
+}
+
+func ignoreNotFound(err error) error {
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// record stores the observed state of every declared box after a run.
+func (r *Reconciler) record(ctx context.Context, boxes []store.Box, desired Desired, errs map[string]error) error {
+	now, err := r.Driver.Boxes(ctx)
+	if err != nil {
+		return err
+	}
+	seen := map[string]driver.BoxState{}
+	for _, b := range now {
+		seen[b.Name] = b
+	}
+	for _, b := range boxes {
+		state, msg := "pending", ""
+		if o, ok := seen[b.Name]; ok {
+			state = "stopped"
+			if o.Running {
+				state = "running"
+			}
+		}
+		if missing := missingDrives(SpecFor(b, r.Types), desired.Drives); missing != "" {
+			state, msg = "error", fmt.Sprintf("drive %q is not declared", missing)
+		}
+		if err := errs["box."+b.Name]; err != nil {
+			state, msg = "error", err.Error()
+		}
+		if state != b.Observed || msg != b.ObservedEr {
+			if err := r.Store.SetObserved(b.Name, state, msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+// Package reconcile makes the engine match the declared state. Plan is a pure
+// function from (desired, observed) to an ordered list of changes; Apply
+// carries them out through a driver.Driver. Running Plan again after a
+// successful Apply yields no changes, and a crash at any point is repaired by
+// the next run, because every decision is taken from what is observed, never
+// from what a previous run meant to do.
+//
+// Data is never destroyed by inference: a drive's volume and a snapshot's
+// image are removed only when their declaration has been turned into a
+// tombstone ("deleting"), never because a declaration is missing. Containers
+// and a box's /var/lib/docker volume that no declared box owns are swept.
+package reconcile
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Action is what a change does.
+type Action string
+
+// Actions, in the order Apply runs them within a plan.
+const (
+	CreateVolume   Action = "create-volume"
+	TakeSnapshot   Action = "take-snapshot"
+	MarkSnapshot   Action = "mark-snapshot-ready" // the image exists; record it
+	FailSnapshot   Action = "fail-snapshot"
+	RemoveBox      Action = "remove-box"
+	ReplaceBox     Action = "replace-box"
+	CreateBox      Action = "create-box"
+	StartBox       Action = "start-box"
+	StopBox        Action = "stop-box"
+	RemoveVolume   Action = "remove-volume"
+	RemoveSnapshot Action = "remove-snapshot"
+	ForgetSnapshot Action = "forget-snapshot"
+	ForgetDrive    Action = "forget-drive"
+)
+
+// DesiredBox is a declared box as the engine should have it.
+type DesiredBox struct {
+	Spec    driver.BoxSpec
+	Running bool
+}
+
+// DesiredSnapshot is a declared snapshot.
+type DesiredSnapshot struct {
+	ID    string
+	Box   string
+	State string // pending, ready, failed, deleting
+}
+
+// Desired is the declared state.
+type Desired struct {
+	Boxes     []DesiredBox
+	Drives    map[string]string // name → state (ready | deleting)
+	Snapshots []DesiredSnapshot
+}
+
+// Observed is what the engine has.
+type Observed struct {
+	Boxes     []driver.BoxState
+	Volumes   []driver.VolumeRef
+	Snapshots []driver.SnapshotState
+}
+
+// Change is one step of a plan.
+type Change struct {
+	Action   Action
+	Box      string
+	Spec     *driver.BoxSpec
+	Volume   driver.VolumeRef
+	Snapshot string
+	Reason   string
+}
+
+// Address names the object a change is about, e.g. "box.web".
+func (c Change) Address() string {
+	switch c.Action {
+	case CreateVolume, RemoveVolume:
+		return "volume." + c.Volume.Kind + "." + c.Volume.Name
+	case TakeSnapshot, MarkSnapshot, FailSnapshot, RemoveSnapshot, ForgetSnapshot:
+		return "snapshot." + c.Snapshot
+	case ForgetDrive:
+		return "drive." + c.Volume.Name
+	}
+	return "box." + c.Box
+}
+
+func (c Change) String() string {
+	s := string(c.Action) + " " + c.Address()
+	if c.Reason != "" {
+		s += " (" + c.Reason + ")"
+	}
+	return s
+}
+
+// BoxDataPath is where a box's own Docker keeps its data: a per-box volume,
+// so it is not part of snapshots.
+const BoxDataPath = "/var/lib/docker"
+
+// Plan computes the changes that make observed match desired. It does no
+// I/O.
+func Plan(desired Desired, observed Observed) []Change {
+	var changes []Change
+	add := func(c Change) { changes = append(changes, c) }
+
+	boxes := map[string]driver.BoxState{}
+	for _, b := range observed.Boxes {
+		boxes[b.Name] = b
+	}
+	vols := map[driver.VolumeRef]bool{}
+	for _, v := range observed.Volumes {
+		vols[v] = true
+	}
+	images := map[string]bool{}
+	for _, s := range observed.Snapshots {
+		images[s.ID] = true
+	}
+	declared := map[string]DesiredBox{}
+	for _, b := range desired.Boxes {
+		declared[b.Spec.Name] = b
+	}
+
+	// Volumes that declared boxes and drives need.
+	need := map[driver.VolumeRef]bool{}
+	for _, b := range sortedBoxes(desired.Boxes) {
+		for _, m := range b.Spec.Mounts {
+			if m.Volume.Kind == driver.KindDrive && desired.Drives[m.Volume.Name] != "ready" {
+				continue // an undeclared drive is an error for the box, not a volume to make
+			}
+			need[m.Volume] = true
+		}
+	}
+	for _, name := range sortedKeys(desired.Drives) {
+		if desired.Drives[name] == "ready" {
+			need[driver.VolumeRef{Kind: driver.KindDrive, Name: name}] = true
+		}
+	}
+	for _, v := range sortedRefs(need) {
+		if !vols[v] {
+			add(Change{Action: CreateVolume, Volume: v})
+		}
+	}
+
+	// Snapshots come before anything that stops or replaces their box.
+	for _, s := range desired.Snapshots {
+		switch s.State {
+		case "pending":
+			switch {
+			case images[s.ID]:
+				add(Change{Action: MarkSnapshot, Snapshot: s.ID, Box: s.Box})
+			case boxes[s.Box].ID != "":
+				add(Change{Action: TakeSnapshot, Snapshot: s.ID, Box: s.Box})
+			default:
+				add(Change{Action: FailSnapshot, Snapshot: s.ID, Box: s.Box, Reason: "the box has no container to snapshot"})
+			}
+		}
+	}
+
+	// Containers nothing declares.
+	for _, b := range sortedStates(observed.Boxes) {
+		if _, ok := declared[b.Name]; !ok {
+			add(Change{Action: RemoveBox, Box: b.Name, Reason: "not declared"})
+		}
+	}
+
+	for _, b := range sortedBoxes(desired.Boxes) {
+		spec := b.Spec
+		name := spec.Name
+		if missing := missingDrives(spec, desired.Drives); missing != "" {
+			continue // reported by Status; nothing can be made
+		}
+		obs, ok := boxes[name]
+		switch {
+		case !ok:
+			add(Change{Action: CreateBox, Box: name, Spec: &spec, Reason: "no container"})
+			if b.Running {
+				add(Change{Action: StartBox, Box: name})
+			}
+			continue
+		case obs.SpecHash != spec.Hash():
+			add(Change{Action: ReplaceBox, Box: name, Spec: &spec, Reason: "spec changed"})
+			if b.Running {
+				add(Change{Action: StartBox, Box: name})
+			}
+			continue
+		}
+		switch {
+		case b.Running && !obs.Running:
+			add(Change{Action: StartBox, Box: name, Reason: "container " + obs.Status})
+		case !b.Running && obs.Running:
+			add(Change{Action: StopBox, Box: name})
+		}
+	}
+
+	// Volumes of boxes that are gone, and drives marked for deletion.
+	for _, v := range sortedRefs(vols) {
+		switch v.Kind {
+		case driver.KindBoxData:
+			if _, ok := declared[v.Name]; !ok {
+				add(Change{Action: RemoveVolume, Volume: v, Reason: "its box is gone"})
+			}
+		case driver.KindDrive:
+			if desired.Drives[v.Name] == "deleting" {
+				add(Change{Action: RemoveVolume, Volume: v, Reason: "drive removed"})
+			}
+		}
+	}
+	for _, name := range sortedKeys(desired.Drives) {
+		v := driver.VolumeRef{Kind: driver.KindDrive, Name: name}
+		if desired.Drives[name] == "deleting" && !vols[v] {
+			add(Change{Action: ForgetDrive, Volume: v})
+		}
+	}
+	inUse := map[string]bool{}
+	for _, b := range observed.Boxes {
+		inUse[b.Snapshot] = true
+	}
+	for _, s := range desired.Snapshots {
+		if s.State != "deleting" || inUse[s.ID] {
+			continue // kept while a box is made from it
+		}
+		if images[s.ID] {
+			add(Change{Action: RemoveSnapshot, Snapshot: s.ID, Box: s.Box})
+		} else {
+			add(Change{Action: ForgetSnapshot, Snapshot: s.ID, Box: s.Box})
+		}
+	}
+	return changes
+}
+
+// missingDrives names the first drive a box mounts that is not declared.
+func missingDrives(spec driver.BoxSpec, drives map[string]string) string {
+	for _, m := range spec.Mounts {
+		if m.Volume.Kind == driver.KindDrive && drives[m.Volume.Name] != "ready" {
+			return m.Volume.Name
+		}
+	}
+	return ""
+}
+
+func sortedBoxes(in []DesiredBox) []DesiredBox {
+	out := append([]DesiredBox(nil), in...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Spec.Name < out[j].Spec.Name })
+	return out
+}
+
+func sortedStates(in []driver.BoxState) []driver.BoxState {
+	out := append([]driver.BoxState(nil), in...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedRefs(m map[driver.VolumeRef]bool) []driver.VolumeRef {
+	out := make([]driver.VolumeRef, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
+}
+
+// Summary counts a plan's changes by action, for logs.
+func Summary(changes []Change) string {
+	if len(changes) == 0 {
+		return "no changes"
+	}
+	n := map[Action]int{}
+	for _, c := range changes {
+		n[c.Action]++
+	}
+	keys := make([]string, 0, len(n))
+	for k := range n {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	s := ""
+	for i, k := range keys {
+		if i > 0 {
+			s += ", "
+		}
+		s += fmt.Sprintf("%d %s", n[Action(k)], k)
+	}
+	return s
+}

@@ -1,0 +1,152 @@
+package server
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/stream"
+)
+
+// exec runs an attached command over an upgraded connection.
+func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
+	var p api.ExecPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if !strings.EqualFold(r.Header.Get("Upgrade"), api.UpgradeExec) {
+		return &api.Error{Code: api.CodeInvalid, Message: "attached exec needs 'Upgrade: " + api.UpgradeExec + "'; use /jobs to run detached"}
+	}
+	name := r.PathValue("name")
+	spec, err := s.Svc.CheckExec(name, p)
+	if err != nil {
+		return err
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: " + api.UpgradeExec + "\r\n\r\n")
+	if err := brw.Flush(); err != nil {
+		return nil
+	}
+	fw := stream.NewWriter(conn)
+	ctx := r.Context()
+	stdinR, stdinW := io.Pipe()
+	resize := make(chan [2]uint16, 4)
+	go readClientFrames(brw.Reader, stdinW, resize)
+
+	code, err := s.Svc.Exec(ctx, name, spec, service.ExecIO{
+		Stdin: stdinR, Stdout: fw.Stream(stream.Stdout), Stderr: fw.Stream(stream.Stderr), Resize: resize,
+	})
+	stdinR.Close()
+	if err != nil {
+		fw.Frame(stream.Error, []byte(err.Error()))
+		return nil
+	}
+	fw.Frame(stream.Exit, stream.ExitFrame(code))
+	return nil
+}
+
+// readClientFrames feeds stdin and resizes from the client until it hangs up.
+func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan<- [2]uint16) {
+	defer close(resize)
+	buf := make([]byte, 32<<10)
+	stdinOpen := true
+	for {
+		t, p, err := stream.Read(r, buf)
+		if err != nil {
+			if stdinOpen {
+				stdin.CloseWithError(io.ErrUnexpectedEOF)
+			}
+			return
+		}
+		switch t {
+		case stream.Stdin:
+			if stdinOpen {
+				if _, err := stdin.Write(p); err != nil {
+					stdinOpen = false
+				}
+			}
+		case stream.StdinEOF:
+			if stdinOpen {
+				stdin.Close()
+				stdinOpen = false
+			}
+		case stream.Resize:
+			if rows, cols, err := stream.ParseResize(p); err == nil {
+				select {
+				case resize <- [2]uint16{rows, cols}:
+				default:
+				}
+			}
+		}
+	}
+}
+
+func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
+	var p api.ExecPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	j, err := s.Svc.StartJob(r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, j)
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
+	js, err := s.Svc.Jobs(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, js)
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
+	j, err := s.Svc.Job(r.PathValue("name"), r.PathValue("id"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {
+	name, id := r.PathValue("name"), r.PathValue("id")
+	if _, err := s.Svc.Job(name, id); err != nil {
+		return err
+	}
+	follow := r.URL.Query().Get("follow") == "1"
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	return s.Svc.JobLog(r.Context(), name, id, follow, w, func() { rc.Flush() })
+}
+
+func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.Push(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"), r.Body); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) pull(w http.ResponseWriter, r *http.Request) error {
+	rc, err := s.Svc.Pull(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	_, err = io.Copy(w, rc)
+	if err != nil {
+		s.Log.Warn("pull interrupted", "box", r.PathValue("name"), "err", err)
+	}
+	return nil
+}

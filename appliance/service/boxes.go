@@ -1,0 +1,517 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// CreateBox declares a box and makes it run.
+func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error) {
+	b, err := s.newBox(p)
+	if err != nil {
+		return api.Box{}, err
+	}
+	if ok, err := s.Driver.ImageExists(ctx, b.Image); err != nil {
+		return api.Box{}, err
+	} else if !ok {
+		return api.Box{}, invalid("image", "image %q is not on the server", b.Image)
+	}
+	err = s.Store.Declare(func(tx *store.Tx) error {
+		for _, m := range b.Mounts {
+			d, err := tx.GetDrive(m.Drive)
+			if errors.Is(err, store.ErrNotFound) || (err == nil && d.State != "ready") {
+				return invalid("mounts", "no drive named %q: make it first with 'paddock drive new %s'", m.Drive, m.Drive)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if err := tx.CreateBox(b); errors.Is(err, store.ErrConflict) {
+			return conflict("a box named %q already exists", b.Name)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	rerr := s.reconcileFor(ctx, "box."+b.Name, "volume.boxdata."+b.Name)
+	out, err := s.GetBox(b.Name)
+	if err != nil {
+		return out, err
+	}
+	return out, rerr
+}
+
+// newBox validates a BoxPost and fills in defaults.
+func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
+	if p.Name == "" {
+		n, err := s.generateName()
+		if err != nil {
+			return store.Box{}, err
+		}
+		p.Name = n
+	}
+	if err := api.ValidName("box", p.Name); err != nil {
+		return store.Box{}, err
+	}
+	if p.Type == "" {
+		p.Type = "small"
+	}
+	if err := api.ValidType(p.Type); err != nil {
+		return store.Box{}, err
+	}
+	ttl, err := api.ParseTTL(p.TTL)
+	if err != nil {
+		return store.Box{}, err
+	}
+	if p.Image == "" {
+		p.Image = s.Cfg.Image
+	}
+	seen := map[string]bool{}
+	var mounts []store.Mount
+	for _, m := range p.Mounts {
+		if err := api.ValidMount(m); err != nil {
+			return store.Box{}, err
+		}
+		if seen[m.Path] {
+			return store.Box{}, invalid("mounts", "two drives are mounted at %s", m.Path)
+		}
+		seen[m.Path] = true
+		mounts = append(mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
+	}
+	for k := range p.Env {
+		if err := api.ValidEnvName(k); err != nil {
+			return store.Box{}, err
+		}
+	}
+	now := s.now()
+	b := store.Box{
+		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
+		Desired: "running", Created: now,
+	}
+	if ttl > 0 {
+		exp := now.Add(ttl)
+		b.ExpiresAt = &exp
+	}
+	return b, nil
+}
+
+// GetBox returns one box.
+func (s *Service) GetBox(name string) (api.Box, error) {
+	b, err := s.Store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Box{}, notFound("box", name)
+	}
+	if err != nil {
+		return api.Box{}, err
+	}
+	return toAPIBox(b, s.Cfg.Types), nil
+}
+
+// ListBoxes returns every box.
+func (s *Service) ListBoxes() ([]api.Box, error) {
+	bs, err := s.Store.ListBoxes()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]api.Box, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, toAPIBox(b, s.Cfg.Types))
+	}
+	return out, nil
+}
+
+// update changes one declared box in a transaction.
+func (s *Service) update(name string, fn func(tx *store.Tx, b *store.Box) error) error {
+	return s.Store.Declare(func(tx *store.Tx) error {
+		b, err := tx.GetBox(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("box", name)
+		}
+		if err != nil {
+			return err
+		}
+		if err := fn(tx, &b); err != nil {
+			return err
+		}
+		return tx.UpdateBox(b)
+	})
+}
+
+// addSnapshot declares a pending snapshot of a box with a fresh id.
+func (s *Service) addSnapshot(tx *store.Tx, box, reason string) (store.Snapshot, error) {
+	base := box + "-" + s.now().Format("20060102-150405")
+	for i := 1; ; i++ {
+		id := base
+		if i > 1 {
+			id = fmt.Sprintf("%s-%d", base, i)
+		}
+		if _, err := tx.GetSnapshot(id); errors.Is(err, store.ErrNotFound) {
+			sn := store.Snapshot{ID: id, Box: box, Reason: reason, State: "pending", Created: s.now()}
+			return sn, tx.AddSnapshot(sn)
+		} else if err != nil {
+			return store.Snapshot{}, err
+		}
+	}
+}
+
+// StopBox snapshots a running box's filesystem and stops it. reason is
+// recorded on the snapshot ("stop", "ttl").
+func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, error) {
+	var snap string
+	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+		if b.Desired == "stopped" {
+			return nil
+		}
+		b.Desired = "stopped"
+		if b.Observed == "running" || b.Observed == "stopped" {
+			sn, err := s.addSnapshot(tx, name, reason)
+			snap = sn.ID
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	addrs := []string{"box." + name}
+	if snap != "" {
+		addrs = append(addrs, "snapshot."+snap)
+	}
+	rerr := s.reconcileFor(ctx, addrs...)
+	b, err := s.GetBox(name)
+	if err != nil {
+		return b, err
+	}
+	return b, rerr
+}
+
+// StartBox starts a stopped box; its TTL starts again.
+func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
+	err := s.update(name, func(_ *store.Tx, b *store.Box) error {
+		if b.Desired == "running" {
+			return nil
+		}
+		b.Desired = "running"
+		if b.TTL > 0 {
+			exp := s.now().Add(b.TTL)
+			b.ExpiresAt = &exp
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	rerr := s.reconcileFor(ctx, "box."+name)
+	b, err := s.GetBox(name)
+	if err != nil {
+		return b, err
+	}
+	return b, rerr
+}
+
+// RemoveBox removes a box, its container, its /var/lib/docker volume and its
+// snapshots (a snapshot stays while a forked box is made from it). Drives
+// are kept.
+func (s *Service) RemoveBox(ctx context.Context, name string) error {
+	err := s.Store.Declare(func(tx *store.Tx) error {
+		if err := tx.DeleteBox(name); errors.Is(err, store.ErrNotFound) {
+			return notFound("box", name)
+		} else if err != nil {
+			return err
+		}
+		return tx.MarkSnapshotsDeleting(name)
+	})
+	if err != nil {
+		return err
+	}
+	return s.reconcileFor(ctx, "box."+name, "volume.boxdata."+name)
+}
+
+// Snapshot takes a snapshot of a box's filesystem now.
+func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, error) {
+	var sn store.Snapshot
+	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+		if b.Observed != "running" && b.Observed != "stopped" {
+			return conflict("box %q has no filesystem yet (status %s)", name, b.Observed)
+		}
+		var err error
+		sn, err = s.addSnapshot(tx, name, "manual")
+		return err
+	})
+	if err != nil {
+		return api.Snapshot{}, err
+	}
+	rerr := s.reconcileFor(ctx, "snapshot."+sn.ID)
+	out, err := s.getSnapshot(sn.ID)
+	if err != nil {
+		return out, err
+	}
+	return out, rerr
+}
+
+func toAPISnapshot(sn store.Snapshot) api.Snapshot {
+	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created}
+}
+
+func (s *Service) getSnapshot(id string) (api.Snapshot, error) {
+	all, err := s.Store.ListSnapshots("")
+	if err != nil {
+		return api.Snapshot{}, err
+	}
+	for _, sn := range all {
+		if sn.ID == id {
+			return toAPISnapshot(sn), nil
+		}
+	}
+	return api.Snapshot{}, notFound("snapshot", id)
+}
+
+// Snapshots lists a box's snapshots, oldest first (tombstones left out).
+func (s *Service) Snapshots(name string) ([]api.Snapshot, error) {
+	if _, err := s.GetBox(name); err != nil {
+		return nil, err
+	}
+	sns, err := s.Store.ListSnapshots(name)
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Snapshot{}
+	for _, sn := range sns {
+		if sn.State != "deleting" {
+			out = append(out, toAPISnapshot(sn))
+		}
+	}
+	return out, nil
+}
+
+// readySnapshot finds a usable snapshot of box: the named one, or the newest.
+func readySnapshot(tx *store.Tx, box, id string) (store.Snapshot, error) {
+	if id == "" {
+		sn, err := tx.NewestSnapshot(box)
+		if errors.Is(err, store.ErrNotFound) {
+			return sn, conflict("box %q has no snapshots", box)
+		}
+		return sn, err
+	}
+	sn, err := tx.GetSnapshot(id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && sn.Box != box) {
+		return sn, &api.Error{Code: api.CodeNotFound, Field: "snapshot", Message: fmt.Sprintf("box %q has no snapshot %q", box, id)}
+	}
+	if err == nil && sn.State != "ready" && sn.State != "pending" {
+		return sn, conflict("snapshot %q is %s", id, sn.State)
+	}
+	return sn, err
+}
+
+// Restore replaces a box's filesystem with a snapshot's. Drives and the
+// box's /var/lib/docker volume are untouched.
+func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, error) {
+	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+		sn, err := readySnapshot(tx, name, snapshot)
+		if err != nil {
+			return err
+		}
+		b.From = sn.ID
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	rerr := s.reconcileFor(ctx, "box."+name)
+	b, err := s.GetBox(name)
+	if err != nil {
+		return b, err
+	}
+	return b, rerr
+}
+
+// Fork makes a new box from a snapshot of src: the named one, or one taken
+// now. The new box has the source's type, image, mounts and environment,
+// and its own TTL clock.
+func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box, error) {
+	srcBox, err := s.Store.GetBox(src)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Box{}, notFound("box", src)
+	} else if err != nil {
+		return api.Box{}, err
+	}
+	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env}
+	if srcBox.TTL > 0 {
+		post.TTL = fmt.Sprint(int64(srcBox.TTL / time.Second))
+	}
+	for _, m := range srcBox.Mounts {
+		post.Mounts = append(post.Mounts, api.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
+	}
+	nb, err := s.newBox(post)
+	if err != nil {
+		return api.Box{}, err
+	}
+	var snapID string
+	err = s.Store.Declare(func(tx *store.Tx) error {
+		var sn store.Snapshot
+		var err error
+		if p.Snapshot != "" {
+			sn, err = readySnapshot(tx, src, p.Snapshot)
+		} else {
+			if srcBox.Observed != "running" && srcBox.Observed != "stopped" {
+				return conflict("box %q has no filesystem to fork yet (status %s)", src, srcBox.Observed)
+			}
+			sn, err = s.addSnapshot(tx, src, "fork")
+		}
+		if err != nil {
+			return err
+		}
+		snapID = sn.ID
+		nb.From = sn.ID
+		if err := tx.CreateBox(nb); errors.Is(err, store.ErrConflict) {
+			return conflict("a box named %q already exists", nb.Name)
+		} else if err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	rerr := s.reconcileFor(ctx, "snapshot."+snapID, "box."+nb.Name)
+	b, err := s.GetBox(nb.Name)
+	if err != nil {
+		return b, err
+	}
+	return b, rerr
+}
+
+// ExpireTTLs stops, with a snapshot, every running box whose TTL has run
+// out, and returns when the next one runs out (zero if none).
+func (s *Service) ExpireTTLs(ctx context.Context) (time.Time, error) {
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return time.Time{}, err
+	}
+	now := s.now()
+	var next time.Time
+	var errs []error
+	for _, b := range boxes {
+		if b.Desired != "running" || b.ExpiresAt == nil {
+			continue
+		}
+		if !b.ExpiresAt.After(now) {
+			s.Log.Info("ttl expired, stopping", "box", b.Name, "expired", b.ExpiresAt)
+			if _, err := s.StopBox(ctx, b.Name, "ttl"); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if next.IsZero() || b.ExpiresAt.Before(next) {
+			next = *b.ExpiresAt
+		}
+	}
+	return next, errors.Join(errs...)
+}
+
+// usedBy lists the boxes that mount a drive.
+func usedBy(boxes []store.Box, drive string) []string {
+	var out []string
+	for _, b := range boxes {
+		for _, m := range b.Mounts {
+			if m.Drive == drive {
+				out = append(out, b.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CreateDrive declares a drive and makes its volume.
+func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, error) {
+	if err := api.ValidName("drive", p.Name); err != nil {
+		return api.Drive{}, err
+	}
+	err := s.Store.Declare(func(tx *store.Tx) error {
+		err := tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now()})
+		if errors.Is(err, store.ErrConflict) {
+			d, _ := tx.GetDrive(p.Name)
+			if d.State == "deleting" {
+				return conflict("drive %q is being removed; try again in a moment", p.Name)
+			}
+			return conflict("a drive named %q already exists", p.Name)
+		}
+		return err
+	})
+	if err != nil {
+		return api.Drive{}, err
+	}
+	rerr := s.reconcileFor(ctx, "volume.drive."+p.Name)
+	d, err := s.getDrive(p.Name)
+	if err != nil {
+		return d, err
+	}
+	return d, rerr
+}
+
+func (s *Service) getDrive(name string) (api.Drive, error) {
+	ds, err := s.ListDrives()
+	if err != nil {
+		return api.Drive{}, err
+	}
+	for _, d := range ds {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return api.Drive{}, notFound("drive", name)
+}
+
+// ListDrives lists the drives and the boxes that mount each.
+func (s *Service) ListDrives() ([]api.Drive, error) {
+	ds, err := s.Store.ListDrives()
+	if err != nil {
+		return nil, err
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Drive{}
+	for _, d := range ds {
+		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name)})
+	}
+	return out, nil
+}
+
+// RemoveDrive removes a drive and its data. A drive that a box mounts is
+// refused, naming the boxes.
+func (s *Service) RemoveDrive(ctx context.Context, name string) error {
+	err := s.Store.Declare(func(tx *store.Tx) error {
+		d, err := tx.GetDrive(name)
+		if errors.Is(err, store.ErrNotFound) || (err == nil && d.State == "deleting") {
+			return notFound("drive", name)
+		} else if err != nil {
+			return err
+		}
+		boxes, err := tx.ListBoxes()
+		if err != nil {
+			return err
+		}
+		if users := usedBy(boxes, name); len(users) > 0 {
+			return conflict("drive %q is mounted by %s: remove those boxes first", name, strings.Join(users, ", "))
+		}
+		return tx.SetDriveState(name, "deleting")
+	})
+	if err != nil {
+		return err
+	}
+	return s.reconcileFor(ctx, "volume.drive."+name, "drive."+name)
+}

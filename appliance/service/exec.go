@@ -1,0 +1,303 @@
+package service
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// runningBox returns a box that is declared and running, or a clear error.
+func (s *Service) runningBox(name string) (store.Box, error) {
+	b, err := s.Store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, notFound("box", name)
+	}
+	if err != nil {
+		return b, err
+	}
+	if b.Desired != "running" || b.Observed != "running" {
+		return b, conflict("box %q is not running (status %s); start it with 'paddock start %s'", name, b.Observed, name)
+	}
+	return b, nil
+}
+
+// execEnv merges the box's declared environment with the request's.
+func execEnv(box map[string]string, req map[string]string) ([]string, error) {
+	m := map[string]string{}
+	for k, v := range box {
+		m[k] = v
+	}
+	for k, v := range req {
+		if err := api.ValidEnvName(k); err != nil {
+			return nil, err
+		}
+		m[k] = v
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, k+"="+m[k])
+	}
+	return out, nil
+}
+
+// ExecIO is where an attached command's streams go.
+type ExecIO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Resize <-chan [2]uint16
+}
+
+// CheckExec validates an exec request against a box before anything is
+// attached, so that the caller can still answer with a plain error.
+func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error) {
+	b, err := s.runningBox(name)
+	if err != nil {
+		return driver.ExecSpec{}, err
+	}
+	if len(p.Cmd) == 0 {
+		return driver.ExecSpec{}, invalid("cmd", "no command given")
+	}
+	env, err := execEnv(b.Env, p.Env)
+	if err != nil {
+		return driver.ExecSpec{}, err
+	}
+	if p.WorkDir != "" && !path.IsAbs(p.WorkDir) {
+		return driver.ExecSpec{}, invalid("workdir", "workdir %q must be an absolute path", p.WorkDir)
+	}
+	return driver.ExecSpec{Cmd: p.Cmd, Env: env, WorkDir: p.WorkDir, TTY: p.TTY, Rows: p.Rows, Cols: p.Cols}, nil
+}
+
+// Exec runs a checked command attached to the given streams.
+func (s *Service) Exec(ctx context.Context, name string, spec driver.ExecSpec, streams ExecIO) (int, error) {
+	spec.Stdin, spec.Stdout, spec.Stderr, spec.Resize = streams.Stdin, streams.Stdout, streams.Stderr, streams.Resize
+	return s.Driver.Exec(ctx, name, spec)
+}
+
+func (s *Service) jobsDir() string { return filepath.Join(s.Cfg.StateDir, "jobs") }
+
+func (s *Service) jobLog(id string) string { return filepath.Join(s.jobsDir(), id+".log") }
+
+// RecoverJobs marks jobs that were running when the daemon last stopped as
+// lost: their output stream is gone with the old process.
+func (s *Service) RecoverJobs() error {
+	jobs, err := s.Store.ListJobs("", "running")
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := s.Store.EndJob(j.ID, "lost", nil, s.now()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StartJob runs a command detached; its output is kept in a log on the
+// server.
+func (s *Service) StartJob(name string, p api.ExecPost) (api.Job, error) {
+	p.TTY = false
+	spec, err := s.CheckExec(name, p)
+	if err != nil {
+		return api.Job{}, err
+	}
+	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
+		return api.Job{}, err
+	}
+	j := store.Job{ID: "j" + randHex(4), Box: name, Cmd: p.Cmd, State: "running", Started: s.now()}
+	f, err := os.OpenFile(s.jobLog(j.ID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return api.Job{}, err
+	}
+	if err := s.Store.AddJob(j); err != nil {
+		f.Close()
+		return api.Job{}, err
+	}
+	done := make(chan struct{})
+	s.jobsMu.Lock()
+	if s.jobs == nil {
+		s.jobs = map[string]chan struct{}{}
+	}
+	s.jobs[j.ID] = done
+	s.jobsMu.Unlock()
+
+	go func() {
+		defer close(done)
+		w := &lockedWriter{w: f}
+		spec.Stdout, spec.Stderr = w, w
+		code, err := s.Driver.Exec(s.Life, name, spec)
+		state := "exited"
+		var cp *int
+		if err != nil {
+			fmt.Fprintf(w, "\npaddock: job failed: %v\n", err)
+			state = "lost"
+		} else {
+			cp = &code
+		}
+		f.Close()
+		if err := s.Store.EndJob(j.ID, state, cp, s.now()); err != nil {
+			s.Log.Error("recording job end", "job", j.ID, "err", err)
+		}
+		s.jobsMu.Lock()
+		delete(s.jobs, j.ID)
+		s.jobsMu.Unlock()
+	}()
+	return toAPIJob(j), nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func toAPIJob(j store.Job) api.Job {
+	return api.Job{ID: j.ID, Box: j.Box, Cmd: j.Cmd, State: j.State, ExitCode: j.ExitCode, Started: j.Started, Ended: j.Ended}
+}
+
+// Jobs lists a box's jobs.
+func (s *Service) Jobs(name string) ([]api.Job, error) {
+	if _, err := s.GetBox(name); err != nil {
+		return nil, err
+	}
+	js, err := s.Store.ListJobs(name, "")
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Job{}
+	for _, j := range js {
+		out = append(out, toAPIJob(j))
+	}
+	return out, nil
+}
+
+// Job returns one job of a box.
+func (s *Service) Job(name, id string) (api.Job, error) {
+	j, err := s.Store.GetJob(id)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && j.Box != name) {
+		return api.Job{}, notFound("job", id)
+	}
+	return toAPIJob(j), err
+}
+
+// JobLog copies a job's output to w; with follow, it keeps copying until the
+// job ends or ctx is done. flush is called after each chunk.
+func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io.Writer, flush func()) error {
+	if _, err := s.Job(name, id); err != nil {
+		return err
+	}
+	f, err := os.Open(s.jobLog(id))
+	if err != nil {
+		return fmt.Errorf("job %s has no log: %w", id, err)
+	}
+	defer f.Close()
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := f.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return werr
+			}
+			if flush != nil {
+				flush()
+			}
+			continue
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		if !follow {
+			return nil
+		}
+		s.jobsMu.Lock()
+		done, running := s.jobs[id]
+		s.jobsMu.Unlock()
+		if !running {
+			// Ended: drain what the last write added, then stop.
+			if _, err := io.Copy(w, f); err != nil {
+				return err
+			}
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-done:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Push extracts a tar stream into dir in a box (created if missing). The
+// archive is spooled and checked first: an entry with "..", an absolute
+// name or a link out of the target refuses the whole archive and nothing is
+// written. Files belong to the box user.
+func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) error {
+	if _, err := s.runningBox(name); err != nil {
+		return err
+	}
+	if !path.IsAbs(dir) {
+		return invalid("path", "target %q must be an absolute path in the box", dir)
+	}
+	dir = path.Clean(dir)
+	sp, err := archive.Spool(body, s.Cfg.StateDir, func(h *tar.Header) {
+		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
+	})
+	if err != nil {
+		if errors.Is(err, archive.ErrUnsafe) || strings.HasPrefix(err.Error(), "reading archive") {
+			return invalid("archive", "%v; nothing was written", err)
+		}
+		return err
+	}
+	defer sp.Close()
+	var stderr bytes.Buffer
+	code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: []string{"mkdir", "-p", "--", dir}, Stderr: &stderr})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return invalid("path", "cannot create %s in box %q: %s", dir, name, strings.TrimSpace(stderr.String()))
+	}
+	return s.Driver.CopyTo(ctx, name, dir, sp)
+}
+
+// Pull returns a tar stream of path in a box; the first component of every
+// name is path's base name.
+func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, error) {
+	if _, err := s.runningBox(name); err != nil {
+		return nil, err
+	}
+	if !path.IsAbs(p) {
+		return nil, invalid("path", "path %q must be absolute", p)
+	}
+	rc, err := s.Driver.CopyFrom(ctx, name, path.Clean(p))
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
+	}
+	return rc, err
+}

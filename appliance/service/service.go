@@ -1,0 +1,128 @@
+// Package service holds the verbs of paddockd: create, stop, start,
+// snapshot, restore, fork and remove boxes; make and remove drives; run
+// commands and jobs; copy files. A verb that changes what exists writes the
+// declared state in one transaction and then runs the reconciler; it never
+// calls the engine to create or stop anything itself, so the CLI, the API
+// and the TTL timer share one path with the periodic reconcile.
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/big"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Service is the set of verbs over one store, reconciler and driver.
+type Service struct {
+	Store  *store.Store
+	Rec    *reconcile.Reconciler
+	Driver driver.Driver
+	Cfg    config.Config
+	Log    *slog.Logger
+	// Life bounds background work (jobs); it ends when the daemon stops.
+	Life context.Context
+	Now  func() time.Time
+
+	jobsMu sync.Mutex
+	jobs   map[string]chan struct{} // running jobs: closed when done
+}
+
+func (s *Service) now() time.Time {
+	if s.Now != nil {
+		return s.Now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func notFound(kind, name string) error {
+	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s named %q", kind, name)}
+}
+
+func conflict(format string, args ...any) error {
+	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(field, format string, args ...any) error {
+	return &api.Error{Code: api.CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// reconcileFor runs the reconciler and returns the error, if any, of the
+// changes about one address (e.g. "box.web").
+func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
+	res, err := s.Rec.Run(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if e := res.Errors[a]; e != nil {
+			return fmt.Errorf("%s: %w", a, e)
+		}
+	}
+	return nil
+}
+
+// Reconcile runs the reconciler once.
+func (s *Service) Reconcile(ctx context.Context) (reconcile.Result, error) {
+	return s.Rec.Run(ctx)
+}
+
+var adjectives = []string{"amber", "bold", "brisk", "calm", "clever", "dusty", "eager", "fuzzy", "gentle", "happy", "jolly", "keen", "lively", "mellow", "nimble", "proud", "quiet", "rapid", "sunny", "swift", "tidy", "witty"}
+var animals = []string{"badger", "bison", "colt", "crane", "ferret", "finch", "fox", "gecko", "heron", "ibex", "koala", "lynx", "marten", "newt", "otter", "panda", "quail", "robin", "stoat", "tapir", "wren", "yak"}
+
+func pick(words []string) string {
+	n, _ := rand.Int(rand.Reader, big.NewInt(int64(len(words))))
+	return words[n.Int64()]
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (s *Service) generateName() (string, error) {
+	for i := 0; i < 50; i++ {
+		name := pick(adjectives) + "-" + pick(animals)
+		if i > 10 {
+			name += "-" + randHex(2)
+		}
+		if _, err := s.Store.GetBox(name); errors.Is(err, store.ErrNotFound) {
+			return name, nil
+		}
+	}
+	return "", errors.New("could not find a free box name")
+}
+
+func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
+	out := api.Box{
+		Name: b.Name, Type: b.Type, Image: b.Image, TTLSeconds: int64(b.TTL / time.Second),
+		ExpiresAt: b.ExpiresAt, Env: b.Env, Desired: b.Desired, Status: b.Observed,
+		Error: b.ObservedEr, Created: b.Created, From: b.From,
+		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
+	}
+	for _, m := range b.Mounts {
+		out.Mounts = append(out.Mounts, api.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
+	}
+	return out
+}
+
+// Types returns the box types as the reconciler wants them.
+func Types(c config.Config) map[string]reconcile.BoxType {
+	out := map[string]reconcile.BoxType{}
+	for k, v := range c.Types {
+		out[k] = reconcile.BoxType{CPUs: v.CPUs, MemoryMiB: v.MemoryMiB}
+	}
+	return out
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Box is a declared box and what was last observed of it.
+type Box struct {
+	Name       string
+	Type       string
+	Image      string
+	TTL        time.Duration
+	ExpiresAt  *time.Time
+	Mounts     []Mount
+	Env        map[string]string
+	Desired    string // running | stopped
+	From       string // snapshot id the filesystem came from
+	Created    time.Time
+	Observed   string
+	ObservedEr string
+}
+
+// Mount is a drive mounted in a box.
+type Mount struct {
+	Drive    string `json:"drive"`
+	Path     string `json:"path"`
+	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error`
+
+type scanner interface{ Scan(...any) error }
+
+func scanBox(r scanner) (Box, error) {
+	var b Box
+	var ttl int64
+	var exp sql.NullInt64
+	var mounts, env string
+	var created int64
+	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr)
+	if err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return b, ErrNotFound
+		}
+		return b, err
+	}
+	b.TTL = time.Duration(ttl) * time.Second
+	if exp.Valid {
+		t := fromUnix(exp.Int64)
+		b.ExpiresAt = &t
+	}
+	b.Created = fromUnix(created)
+	if err := json.Unmarshal([]byte(mounts), &b.Mounts); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal([]byte(env), &b.Env); err != nil {
+		return b, err
+	}
+	return b, nil
+}
+
+func expiresArg(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return unix(*t)
+}
+
+// CreateBox declares a new box; ErrConflict if the name is taken.
+func (t *Tx) CreateBox(b Box) error {
+	if b.Mounts == nil {
+		b.Mounts = []Mount{}
+	}
+	if b.Env == nil {
+		b.Env = map[string]string{}
+	}
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
+		b.Desired, b.From, unix(b.Created), "pending", "")
+	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+		return ErrConflict
+	}
+	return err
+}
+
+// GetBox reads one box in the transaction.
+func (t *Tx) GetBox(name string) (Box, error) {
+	return scanBox(t.tx.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
+}
+
+// UpdateBox rewrites the declared fields of a box.
+func (t *Tx) UpdateBox(b Box) error {
+	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=? WHERE name=?`,
+		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From, b.Name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// DeleteBox removes a box's declaration.
+func (t *Tx) DeleteBox(name string) error {
+	res, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+func oneRow(res sql.Result) error {
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// GetBox reads one box.
+func (s *Store) GetBox(name string) (Box, error) {
+	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
+}
+
+// ListBoxes lists every declared box by name.
+func (s *Store) ListBoxes() ([]Box, error) {
+	rows, err := s.db.Query(`SELECT ` + boxCols + ` FROM boxes ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Box
+	for rows.Next() {
+		b, err := scanBox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// SetObserved records what the reconciler saw of a box. It is not a change
+// of declared state and does not bump the serial.
+func (s *Store) SetObserved(name, state, errMsg string) error {
+	_, err := s.db.Exec(`UPDATE boxes SET observed=?, observed_error=? WHERE name=?`, state, errMsg, name)
+	return err
+}

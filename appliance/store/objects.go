@@ -1,0 +1,275 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Drive is a declared drive. State is "ready" or "deleting" (a tombstone the
+// reconciler clears once the volume is gone).
+type Drive struct {
+	Name    string
+	State   string
+	Created time.Time
+}
+
+// CreateDrive declares a drive; ErrConflict if it exists.
+func (t *Tx) CreateDrive(d Drive) error {
+	_, err := t.tx.Exec(`INSERT INTO drives (name, state, created) VALUES (?,?,?)`, d.Name, d.State, unix(d.Created))
+	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+		return ErrConflict
+	}
+	return err
+}
+
+// SetDriveState changes a drive's state.
+func (t *Tx) SetDriveState(name, state string) error {
+	res, err := t.tx.Exec(`UPDATE drives SET state=? WHERE name=?`, state, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// GetDrive reads one drive in the transaction.
+func (t *Tx) GetDrive(name string) (Drive, error) {
+	var d Drive
+	var c int64
+	err := t.tx.QueryRow(`SELECT name, state, created FROM drives WHERE name=?`, name).Scan(&d.Name, &d.State, &c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, ErrNotFound
+	}
+	d.Created = fromUnix(c)
+	return d, err
+}
+
+// ListBoxes lists every declared box in the transaction.
+func (t *Tx) ListBoxes() ([]Box, error) {
+	rows, err := t.tx.Query(`SELECT ` + boxCols + ` FROM boxes ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Box
+	for rows.Next() {
+		b, err := scanBox(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, rows.Err()
+}
+
+// ListDrives lists the declared drives by name.
+func (s *Store) ListDrives() ([]Drive, error) {
+	rows, err := s.db.Query(`SELECT name, state, created FROM drives ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Drive
+	for rows.Next() {
+		var d Drive
+		var c int64
+		if err := rows.Scan(&d.Name, &d.State, &c); err != nil {
+			return nil, err
+		}
+		d.Created = fromUnix(c)
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// ForgetDrive deletes a drive's tombstone after its volume is gone.
+func (s *Store) ForgetDrive(name string) error {
+	return s.declare(func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM drives WHERE name=? AND state='deleting'`, name)
+		return err
+	})
+}
+
+// Snapshot is a declared filesystem snapshot of a box. State: "pending"
+// (to be taken), "ready", "failed", or "deleting" (a tombstone).
+type Snapshot struct {
+	ID      string
+	Box     string
+	Reason  string
+	State   string
+	Error   string
+	Created time.Time
+}
+
+// AddSnapshot declares a snapshot.
+func (t *Tx) AddSnapshot(s Snapshot) error {
+	_, err := t.tx.Exec(`INSERT INTO snapshots (id, box, reason, state, error, created) VALUES (?,?,?,?,?,?)`,
+		s.ID, s.Box, s.Reason, s.State, s.Error, unix(s.Created))
+	return err
+}
+
+// GetSnapshot reads one snapshot in the transaction.
+func (t *Tx) GetSnapshot(id string) (Snapshot, error) {
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created FROM snapshots WHERE id=?`, id))
+}
+
+// MarkSnapshotsDeleting turns every snapshot of a box into a tombstone.
+func (t *Tx) MarkSnapshotsDeleting(box string) error {
+	_, err := t.tx.Exec(`UPDATE snapshots SET state='deleting' WHERE box=?`, box)
+	return err
+}
+
+// NewestSnapshot returns a box's newest ready or pending snapshot.
+func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created FROM snapshots
+		WHERE box=? AND state IN ('ready','pending') ORDER BY created DESC, id DESC LIMIT 1`, box))
+}
+
+func scanSnapshot(r scanner) (Snapshot, error) {
+	var s Snapshot
+	var c int64
+	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrNotFound
+	}
+	s.Created = fromUnix(c)
+	return s, err
+}
+
+// ListSnapshots lists snapshots, of one box when box is not empty, oldest
+// first.
+func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
+	q := `SELECT id, box, reason, state, error, created FROM snapshots`
+	var args []any
+	if box != "" {
+		q += ` WHERE box=?`
+		args = append(args, box)
+	}
+	rows, err := s.db.Query(q+` ORDER BY created, id`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Snapshot
+	for rows.Next() {
+		sn, err := scanSnapshot(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sn)
+	}
+	return out, rows.Err()
+}
+
+// SetSnapshotState records the outcome of taking a snapshot.
+func (s *Store) SetSnapshotState(id, state, errMsg string) error {
+	_, err := s.db.Exec(`UPDATE snapshots SET state=?, error=? WHERE id=?`, state, errMsg, id)
+	return err
+}
+
+// ForgetSnapshot deletes a snapshot tombstone once its image is gone.
+func (s *Store) ForgetSnapshot(id string) error {
+	return s.declare(func(tx *sql.Tx) error {
+		_, err := tx.Exec(`DELETE FROM snapshots WHERE id=? AND state='deleting'`, id)
+		return err
+	})
+}
+
+// Job is a detached command.
+type Job struct {
+	ID       string
+	Box      string
+	Cmd      []string
+	State    string // running, exited, lost
+	ExitCode *int
+	Started  time.Time
+	Ended    *time.Time
+}
+
+// AddJob records a started job.
+func (s *Store) AddJob(j Job) error {
+	_, err := s.db.Exec(`INSERT INTO jobs (id, box, cmd, state, started) VALUES (?,?,?,?,?)`,
+		j.ID, j.Box, mustJSON(j.Cmd), j.State, unix(j.Started))
+	return err
+}
+
+// EndJob records how a job ended.
+func (s *Store) EndJob(id, state string, code *int, at time.Time) error {
+	_, err := s.db.Exec(`UPDATE jobs SET state=?, exit_code=?, ended=? WHERE id=?`, state, code, unix(at), id)
+	return err
+}
+
+func scanJob(r scanner) (Job, error) {
+	var j Job
+	var cmd string
+	var code, ended sql.NullInt64
+	var started int64
+	err := r.Scan(&j.ID, &j.Box, &cmd, &j.State, &code, &started, &ended)
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, ErrNotFound
+	}
+	if err != nil {
+		return j, err
+	}
+	j.Started = fromUnix(started)
+	if code.Valid {
+		c := int(code.Int64)
+		j.ExitCode = &c
+	}
+	if ended.Valid {
+		t := fromUnix(ended.Int64)
+		j.Ended = &t
+	}
+	return j, json.Unmarshal([]byte(cmd), &j.Cmd)
+}
+
+const jobCols = `id, box, cmd, state, exit_code, started, ended`
+
+// GetJob reads one job.
+func (s *Store) GetJob(id string) (Job, error) {
+	return scanJob(s.db.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+}
+
+// ListJobs lists a box's jobs, oldest first; with state set, only those.
+func (s *Store) ListJobs(box, state string) ([]Job, error) {
+	q := `SELECT ` + jobCols + ` FROM jobs WHERE (box=? OR ?='') AND (state=? OR ?='') ORDER BY started, id`
+	rows, err := s.db.Query(q, box, box, state, state)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, j)
+	}
+	return out, rows.Err()
+}
+
+// AddToken stores a token's hash under a name.
+func (s *Store) AddToken(hash, name string, at time.Time) error {
+	_, err := s.db.Exec(`INSERT INTO tokens (hash, name, created) VALUES (?,?,?)`, hash, name, unix(at))
+	return err
+}
+
+// TokenName returns the name of the token with this hash.
+func (s *Store) TokenName(hash string) (string, error) {
+	var n string
+	err := s.db.QueryRow(`SELECT name FROM tokens WHERE hash=?`, hash).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return n, err
+}
+
+// CountTokens counts stored tokens.
+func (s *Store) CountTokens() (int, error) {
+	var n int
+	err := s.db.QueryRow(`SELECT count(*) FROM tokens`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,170 @@
+// Package store keeps paddockd's state in SQLite (modernc.org/sqlite, pure
+// Go) under the state directory: the declared boxes, drives and snapshots,
+// what the reconciler last observed of each box, jobs, and hashed API tokens.
+//
+// Every change to declared state increments a serial in the same
+// transaction, so a plan can name the state it was computed from. The
+// database runs in WAL mode; migrations are numbered and applied in order at
+// open.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite"
+)
+
+// Sentinel errors, mapped to HTTP statuses by the API server.
+var (
+	ErrNotFound = errors.New("not found")
+	ErrConflict = errors.New("already exists")
+)
+
+// Store is the state database.
+type Store struct {
+	db *sql.DB
+}
+
+var migrations = []string{
+	`CREATE TABLE meta (k TEXT PRIMARY KEY, v INTEGER NOT NULL);
+	 INSERT INTO meta VALUES ('serial', 0);
+	 CREATE TABLE boxes (
+		name TEXT PRIMARY KEY,
+		type TEXT NOT NULL,
+		image TEXT NOT NULL,
+		ttl_seconds INTEGER NOT NULL DEFAULT 0,
+		expires_at INTEGER,
+		mounts TEXT NOT NULL DEFAULT '[]',
+		env TEXT NOT NULL DEFAULT '{}',
+		desired TEXT NOT NULL,
+		from_snapshot TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL,
+		observed TEXT NOT NULL DEFAULT 'pending',
+		observed_error TEXT NOT NULL DEFAULT ''
+	 );
+	 CREATE TABLE drives (
+		name TEXT PRIMARY KEY,
+		state TEXT NOT NULL,
+		created INTEGER NOT NULL
+	 );
+	 CREATE TABLE snapshots (
+		id TEXT PRIMARY KEY,
+		box TEXT NOT NULL,
+		reason TEXT NOT NULL,
+		state TEXT NOT NULL,
+		error TEXT NOT NULL DEFAULT '',
+		created INTEGER NOT NULL
+	 );
+	 CREATE INDEX snapshots_box ON snapshots(box, created);
+	 CREATE TABLE jobs (
+		id TEXT PRIMARY KEY,
+		box TEXT NOT NULL,
+		cmd TEXT NOT NULL,
+		state TEXT NOT NULL,
+		exit_code INTEGER,
+		started INTEGER NOT NULL,
+		ended INTEGER
+	 );
+	 CREATE TABLE tokens (
+		hash TEXT PRIMARY KEY,
+		name TEXT NOT NULL,
+		created INTEGER NOT NULL
+	 );`,
+}
+
+// Open opens (creating if needed) the database in dir and migrates it.
+func Open(dir string) (*Store, error) {
+	dsn := "file:" + filepath.Join(dir, "paddock.db") +
+		"?_pragma=journal_mode(WAL)&_pragma=busy_timeout(5000)&_pragma=foreign_keys(1)&_pragma=synchronous(NORMAL)"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time keeps SQLite's locking simple; reads are fast.
+	db.SetMaxOpenConns(1)
+	s := &Store{db: db}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("migrating %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+func (s *Store) migrate() error {
+	var v int
+	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+		return err
+	}
+	for i := v; i < len(migrations); i++ {
+		tx, err := s.db.Begin()
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(migrations[i]); err != nil {
+			tx.Rollback()
+			return fmt.Errorf("migration %d: %w", i+1, err)
+		}
+		if _, err := tx.Exec(fmt.Sprintf(`PRAGMA user_version = %d`, i+1)); err != nil {
+			tx.Rollback()
+			return err
+		}
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Serial is the number of changes made to declared state so far.
+func (s *Store) Serial() (int64, error) {
+	var n int64
+	err := s.db.QueryRow(`SELECT v FROM meta WHERE k='serial'`).Scan(&n)
+	return n, err
+}
+
+// declare runs fn in a transaction that also bumps the serial.
+func (s *Store) declare(fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`UPDATE meta SET v = v + 1 WHERE k='serial'`); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// Tx is a declared-state transaction: several changes that land together
+// with one serial increment, or not at all.
+type Tx struct{ tx *sql.Tx }
+
+// Declare runs fn as one declared-state transaction.
+func (s *Store) Declare(fn func(*Tx) error) error {
+	return s.declare(func(tx *sql.Tx) error { return fn(&Tx{tx}) })
+}
+
+func unix(t time.Time) int64 { return t.UnixMilli() }
+func fromUnix(ms int64) time.Time {
+	return time.UnixMilli(ms).UTC()
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,438 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
+)
+
+func cmdNew(e *env, args []string) error {
+	fs := flags("new")
+	typ := fs.String("type", "small", "box type: small, medium or large")
+	ttl := fs.String("ttl", "", "stop (with a snapshot) after this long: seconds or a duration (1h)")
+	name := fs.String("name", "", "box name (default: generated)")
+	image := fs.String("image", "", "box image (default: the server's)")
+	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
+	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	}
+	// Check what can be checked here, so that a typo never reaches the server.
+	if err := api.ValidType(*typ); err != nil {
+		return usagef("%v", err)
+	}
+	if _, err := api.ParseTTL(*ttl); err != nil {
+		return usagef("%v", err)
+	}
+	if *name != "" {
+		if err := api.ValidName("box", *name); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image}
+	for _, d := range *drives {
+		m, err := api.ParseMount(d)
+		if err != nil {
+			return usagef("%v", err)
+		}
+		post.Mounts = append(post.Mounts, m)
+	}
+	env, err := parseEnv(*envs)
+	if err != nil {
+		return err
+	}
+	post.Env = env
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	b, err := c.CreateBox(cx, post)
+	if b.Name != "" {
+		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, b.Name)
+	return nil
+}
+
+func ttlText(b api.Box) string {
+	if b.TTLSeconds == 0 {
+		return "-"
+	}
+	if b.ExpiresAt != nil && b.Desired == "running" {
+		left := time.Until(*b.ExpiresAt).Round(time.Second)
+		if left < 0 {
+			left = 0
+		}
+		return left.String() + " left"
+	}
+	return (time.Duration(b.TTLSeconds) * time.Second).String()
+}
+
+func cmdLs(e *env, args []string) error {
+	fs := flags("ls")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	bs, err := c.Boxes(cx)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, bs)
+	}
+	s, _ := e.load()
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tIMAGE")
+	for _, b := range bs {
+		name := b.Name
+		if name == s.Current {
+			name += " *"
+		}
+		status := b.Status
+		if b.Desired != b.Status && b.Status != "error" {
+			status += " (→ " + b.Desired + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Image)
+	}
+	return tw.Flush()
+}
+
+func oneBox(e *env, name string, args []string) ([]string, string, error) {
+	if len(args) == 0 {
+		return nil, "", usagef("give a box name (or 'current')")
+	}
+	n, err := e.boxName(args[0])
+	return args[1:], n, err
+}
+
+func cmdShow(e *env, args []string) error {
+	fs := flags("show")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	rest, name, err := oneBox(e, "show", fs.Args())
+	if err != nil {
+		return err
+	}
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	b, err := c.Box(cx, name)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, b)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "name:\t%s\n", b.Name)
+	fmt.Fprintf(tw, "status:\t%s\n", b.Status)
+	if b.Error != "" {
+		fmt.Fprintf(tw, "error:\t%s\n", b.Error)
+	}
+	fmt.Fprintf(tw, "desired:\t%s\n", b.Desired)
+	fmt.Fprintf(tw, "type:\t%s (%g CPU, %d MiB)\n", b.Type, b.CPUs, b.MemoryMiB)
+	fmt.Fprintf(tw, "image:\t%s\n", b.Image)
+	if b.From != "" {
+		fmt.Fprintf(tw, "from snapshot:\t%s\n", b.From)
+	}
+	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
+	if b.ExpiresAt != nil {
+		fmt.Fprintf(tw, "expires:\t%s\n", b.ExpiresAt.Local().Format(time.RFC3339))
+	}
+	for _, m := range b.Mounts {
+		ro := ""
+		if m.ReadOnly {
+			ro = " (read-only)"
+		}
+		fmt.Fprintf(tw, "drive:\t%s at %s%s\n", m.Drive, m.Path, ro)
+	}
+	for _, k := range sortedKeys(b.Env) {
+		fmt.Fprintf(tw, "env:\t%s=%s\n", k, b.Env[k])
+	}
+	fmt.Fprintf(tw, "created:\t%s\n", b.Created.Local().Format(time.RFC3339))
+	return tw.Flush()
+}
+
+func cmdUse(e *env, args []string) error {
+	if len(args) != 1 {
+		return usagef("give one box name")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	if _, err := c.Box(cx, args[0]); err != nil {
+		return err
+	}
+	return e.setCurrent(args[0])
+}
+
+func cmdCurrent(e *env, args []string) error {
+	if len(args) != 0 {
+		return usagef("current takes no arguments")
+	}
+	n, err := e.boxName("current")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, n)
+	return nil
+}
+
+// boxVerb runs a verb that takes exactly one box and prints its status.
+func boxVerb(e *env, args []string, verb func(c *client.Client, name string) (api.Box, error)) error {
+	if len(args) != 1 {
+		return usagef("give one box name (or 'current')")
+	}
+	name, err := e.boxName(args[0])
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	b, err := verb(c, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "%s %s\n", b.Name, b.Status)
+	return nil
+}
+
+func cmdStop(e *env, args []string) error {
+	return boxVerb(e, args, func(c *client.Client, name string) (api.Box, error) {
+		cx, cancel := ctx()
+		defer cancel()
+		return c.StopBox(cx, name)
+	})
+}
+
+func cmdStart(e *env, args []string) error {
+	return boxVerb(e, args, func(c *client.Client, name string) (api.Box, error) {
+		cx, cancel := ctx()
+		defer cancel()
+		return c.StartBox(cx, name)
+	})
+}
+
+func cmdSnapshot(e *env, args []string) error {
+	if len(args) != 1 {
+		return usagef("give one box name (or 'current')")
+	}
+	name, err := e.boxName(args[0])
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	s, err := c.Snapshot(cx, name)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, s.ID)
+	return nil
+}
+
+func cmdSnapshots(e *env, args []string) error {
+	fs := flags("snapshots")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("give one box name (or 'current')")
+	}
+	name, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	ss, err := c.Snapshots(cx, name)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, ss)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tREASON\tSTATE\tCREATED")
+	for _, s := range ss {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339))
+	}
+	return tw.Flush()
+}
+
+func cmdRestore(e *env, args []string) error {
+	if len(args) < 1 || len(args) > 2 {
+		return usagef("give a box name and optionally a snapshot id")
+	}
+	snap := ""
+	if len(args) == 2 {
+		snap = args[1]
+	}
+	return boxVerb(e, args[:1], func(c *client.Client, name string) (api.Box, error) {
+		cx, cancel := ctx()
+		defer cancel()
+		return c.Restore(cx, name, snap)
+	})
+}
+
+func cmdFork(e *env, args []string) error {
+	fs := flags("fork")
+	name := fs.String("name", "", "name of the new box (default: generated)")
+	snap := fs.String("snapshot", "", "snapshot to fork from (default: one taken now)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("give the box to fork")
+	}
+	if *name != "" {
+		if err := api.ValidName("box", *name); err != nil {
+			return usagef("%v", err)
+		}
+	}
+	src, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	b, err := c.Fork(cx, src, api.ForkPost{Name: *name, Snapshot: *snap})
+	if b.Name != "" {
+		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
+			err = serr
+		}
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, b.Name)
+	return nil
+}
+
+func cmdRm(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("give at least one box name")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	s, _ := e.load()
+	var failed []string
+	for _, a := range args {
+		name, err := e.boxName(a)
+		if err == nil {
+			err = c.RemoveBox(cx, name)
+		}
+		if err != nil {
+			fmt.Fprintf(e.stderr, "paddock rm: %s: %v\n", a, err)
+			failed = append(failed, a)
+			continue
+		}
+		if name == s.Current {
+			e.setCurrent("")
+		}
+		fmt.Fprintf(e.stdout, "removed %s\n", name)
+	}
+	if len(failed) > 0 {
+		return exitError{1}
+	}
+	return nil
+}
+
+func cmdDrive(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("give new, ls or rm")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	switch args[0] {
+	case "new":
+		if len(args) != 2 {
+			return usagef("drive new NAME")
+		}
+		if err := api.ValidName("drive", args[1]); err != nil {
+			return usagef("%v", err)
+		}
+		d, err := c.CreateDrive(cx, args[1])
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, d.Name)
+	case "ls":
+		ds, err := c.Drives(cx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSTATE\tUSED BY")
+		for _, d := range ds {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.State, strings.Join(d.UsedBy, ","))
+		}
+		return tw.Flush()
+	case "rm":
+		if len(args) != 2 {
+			return usagef("drive rm NAME")
+		}
+		if err := c.RemoveDrive(cx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed drive %s\n", args[1])
+	default:
+		return usagef("unknown drive command %q: use new, ls or rm", args[0])
+	}
+	return nil
+}

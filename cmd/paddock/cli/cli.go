@@ -1,0 +1,351 @@
+// Package cli is the paddock command line: one file per group of verbs, each
+// a thin layer over package client. It must build for Linux, macOS and
+// Windows, and must not import the engine, nftables, Caddy or SQLite (a test
+// checks the import graph).
+//
+// The CLI keeps the server address, the token and the current box in
+// config.json in its configuration directory (os.UserConfigDir()/paddock,
+// or $PADDOCK_CONFIG_DIR), written with mode 0600. PADDOCK_HOST and
+// PADDOCK_TOKEN override what is stored.
+//
+// Exit codes: 0 success; for exec, the command's own code; 1 an error the
+// server or the system reported; 2 a usage error.
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/pflag"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
+)
+
+// env is what a command runs with; tests may replace its parts.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	getenv         func(string) string
+}
+
+type command struct {
+	name  string
+	args  string
+	short string
+	run   func(e *env, args []string) error
+}
+
+var commands []command
+
+func init() {
+	commands = []command{
+		{"login", "URL [--token TOKEN]", "log in to a paddockd and remember it", cmdLogin},
+		{"logout", "", "forget the server and token", cmdLogout},
+		{"whoami", "", "show the server and token in use", cmdWhoami},
+		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V]", "create a box; it becomes current", cmdNew},
+		{"ls", "[--json]", "list boxes", cmdLs},
+		{"show", "BOX [--json]", "show one box", cmdShow},
+		{"use", "BOX", "make BOX the current box", cmdUse},
+		{"current", "", "print the current box", cmdCurrent},
+		{"stop", "BOX", "snapshot the box's filesystem, then stop it", cmdStop},
+		{"start", "BOX", "start a stopped box", cmdStart},
+		{"resume", "BOX", "same as start", cmdStart},
+		{"snapshot", "BOX", "snapshot the box's filesystem now", cmdSnapshot},
+		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
+		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},
+		{"fork", "BOX [--name N] [--snapshot S]", "new box from a snapshot of BOX (default: one taken now)", cmdFork},
+		{"rm", "BOX...", "remove boxes (drives are kept)", cmdRm},
+		{"exec", "BOX [-t] [--detach] [--workdir D] [--env K=V] -- CMD...", "run a command in a box", cmdExec},
+		{"jobs", "BOX [--json]", "list a box's detached jobs", cmdJobs},
+		{"logs", "BOX JOB [-f]", "print a job's output", cmdLogs},
+		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
+		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},
+		{"drive", "new|ls|rm NAME", "manage drives (volumes that outlive boxes)", cmdDrive},
+		{"help", "", "show this help", cmdHelp},
+	}
+}
+
+// usageError is a mistake in how a command was called: exit code 2.
+type usageError struct{ msg string }
+
+func (u usageError) Error() string { return u.msg }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// exitError carries an exit code chosen by a command (exec).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Run runs the CLI and returns its exit code.
+func Run(args []string) int {
+	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, args)
+}
+
+func run(e *env, args []string) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		cmdHelp(e, nil)
+		return 0
+	}
+	if args[0] == "--version" || args[0] == "version" {
+		fmt.Fprintln(e.stdout, "paddock", Version)
+		return 0
+	}
+	for _, c := range commands {
+		if c.name == args[0] {
+			err := c.run(e, args[1:])
+			return report(e, c, err)
+		}
+	}
+	fmt.Fprintf(e.stderr, "paddock: unknown command %q%s\nRun 'paddock help' for the list.\n", args[0], suggest(args[0]))
+	return 2
+}
+
+// Version is set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+func report(e *env, c command, err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(e.stderr, "paddock %s: %s\nusage: paddock %s %s\n", c.name, ue.msg, c.name, c.args)
+		return 2
+	}
+	if errors.Is(err, pflag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(e.stderr, "paddock %s: %s\n", c.name, err)
+	return 1
+}
+
+func suggest(name string) string {
+	best, bestD := "", 3
+	for _, c := range commands {
+		if d := distance(name, c.name); d < bestD {
+			best, bestD = c.name, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+// distance is the Levenshtein distance.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
+
+func cmdHelp(e *env, _ []string) error {
+	fmt.Fprintln(e.stdout, "paddock: computers for coding agents\n\nCommands:")
+	for _, c := range commands {
+		fmt.Fprintf(e.stdout, "  %-10s %s\n", c.name, c.short)
+	}
+	fmt.Fprintln(e.stdout, "\n'current' stands for the current box wherever a BOX is asked for.")
+	return nil
+}
+
+// flags makes a flag set for a command; errors are returned, not printed.
+func flags(name string) *pflag.FlagSet {
+	fs := pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return fs
+}
+
+func parse(fs *pflag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return err
+		}
+		return usagef("%v", err)
+	}
+	return nil
+}
+
+// settings is the CLI's stored configuration.
+type settings struct {
+	Server  string `json:"server,omitempty"`
+	Token   string `json:"token,omitempty"`
+	Current string `json:"current,omitempty"`
+}
+
+func (e *env) configPath() (string, error) {
+	if d := e.getenv("PADDOCK_CONFIG_DIR"); d != "" {
+		return filepath.Join(d, "config.json"), nil
+	}
+	d, err := os.UserConfigDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "paddock", "config.json"), nil
+}
+
+func (e *env) load() (settings, error) {
+	var s settings
+	p, err := e.configPath()
+	if err != nil {
+		return s, err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return s, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	if err := json.Unmarshal(b, &s); err != nil {
+		return s, fmt.Errorf("%s: %w", p, err)
+	}
+	return s, nil
+}
+
+// save writes the settings atomically with mode 0600.
+func (e *env) save(s settings) error {
+	p, err := e.configPath()
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	b, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".config-*.json")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), p)
+}
+
+// client returns an API client from the environment and stored settings.
+func (e *env) client() (*client.Client, error) {
+	s, err := e.load()
+	if err != nil {
+		return nil, err
+	}
+	server, token := s.Server, s.Token
+	if v := e.getenv("PADDOCK_HOST"); v != "" {
+		server = v
+	}
+	if v := e.getenv("PADDOCK_TOKEN"); v != "" {
+		token = v
+	}
+	if server == "" {
+		return nil, errors.New("not logged in: run 'paddock login URL --token TOKEN' (paddockd prints both)")
+	}
+	if token == "" {
+		return nil, errors.New("no token: run 'paddock login' or set PADDOCK_TOKEN")
+	}
+	return client.New(server, token)
+}
+
+// boxName resolves "current" to the current box.
+func (e *env) boxName(name string) (string, error) {
+	if name != "current" {
+		return name, nil
+	}
+	s, err := e.load()
+	if err != nil {
+		return "", err
+	}
+	if s.Current == "" {
+		return "", errors.New("no current box: create one with 'paddock new' or choose one with 'paddock use BOX'")
+	}
+	return s.Current, nil
+}
+
+func (e *env) setCurrent(name string) error {
+	s, err := e.load()
+	if err != nil {
+		return err
+	}
+	s.Current = name
+	return e.save(s)
+}
+
+// ctx is cancelled by Ctrl-C.
+func ctx() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt)
+}
+
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func parseEnv(pairs []string) (map[string]string, error) {
+	if len(pairs) == 0 {
+		return nil, nil
+	}
+	m := map[string]string{}
+	for _, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, usagef("bad --env %q: use KEY=VALUE", p)
+		}
+		if err := api.ValidEnvName(k); err != nil {
+			return nil, usagef("%v", err)
+		}
+		m[k] = v
+	}
+	return m, nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}

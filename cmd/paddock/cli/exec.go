@@ -1,0 +1,152 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
+)
+
+func cmdExec(e *env, args []string) error {
+	fs := flags("exec")
+	tty := fs.BoolP("tty", "t", false, "give the command a terminal")
+	detach := fs.BoolP("detach", "d", false, "run as a background job; print its id")
+	workdir := fs.StringP("workdir", "w", "", "working directory in the box")
+	envs := fs.StringArrayP("env", "e", nil, "environment: KEY=VALUE (repeatable)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	dash := fs.ArgsLenAtDash()
+	all := fs.Args()
+	var boxArgs, cmd []string
+	if dash >= 0 {
+		boxArgs, cmd = all[:dash], all[dash:]
+	} else if len(all) > 0 {
+		boxArgs, cmd = all[:1], all[1:]
+	}
+	if len(boxArgs) != 1 {
+		return usagef("give one box, then -- and the command")
+	}
+	if len(cmd) == 0 {
+		return usagef("no command given after --")
+	}
+	if *tty && *detach {
+		return usagef("--tty and --detach do not go together")
+	}
+	env, err := parseEnv(*envs)
+	if err != nil {
+		return err
+	}
+	name, err := e.boxName(boxArgs[0])
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty}
+	if *detach {
+		j, err := c.StartJob(cx, name, post)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, j.ID)
+		return nil
+	}
+	streams := client.ExecIO{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr}
+	if *tty {
+		f, ok := e.stdin.(*os.File)
+		if !ok || !term.IsTerminal(int(f.Fd())) {
+			return errors.New("--tty needs a terminal on stdin")
+		}
+		if cols, rows, err := term.GetSize(int(f.Fd())); err == nil {
+			post.Rows, post.Cols = uint16(rows), uint16(cols)
+		}
+		old, err := term.MakeRaw(int(f.Fd()))
+		if err != nil {
+			return err
+		}
+		defer term.Restore(int(f.Fd()), old)
+		resize := make(chan [2]uint16, 1)
+		stop := watchResize(f, resize)
+		defer stop()
+		streams.Resize = resize
+	}
+	code, err := c.Exec(cx, name, post, streams)
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return exitError{code}
+	}
+	return nil
+}
+
+func cmdJobs(e *env, args []string) error {
+	fs := flags("jobs")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("give one box name (or 'current')")
+	}
+	name, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	js, err := c.Jobs(cx, name)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, js)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATE\tEXIT\tSTARTED\tCOMMAND")
+	for _, j := range js {
+		code := "-"
+		if j.ExitCode != nil {
+			code = fmt.Sprint(*j.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%q\n", j.ID, j.State, code, j.Started.Local().Format(time.RFC3339), j.Cmd)
+	}
+	return tw.Flush()
+}
+
+func cmdLogs(e *env, args []string) error {
+	fs := flags("logs")
+	follow := fs.BoolP("follow", "f", false, "keep printing until the job ends")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and a job id")
+	}
+	name, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	return c.JobLog(cx, name, fs.Arg(1), *follow, e.stdout)
+}

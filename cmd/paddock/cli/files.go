@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/paddock-dev/paddock/appliance/archive"
+)
+
+func cmdPush(e *env, args []string) error {
+	fs := flags("push")
+	to := fs.String("to", "", "directory in the box that receives LOCAL (created if missing)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and a local path")
+	}
+	if *to == "" {
+		return usagef("give --to PATH, a directory in the box")
+	}
+	if !path.IsAbs(*to) {
+		return usagef("--to %q must be an absolute path in the box", *to)
+	}
+	name, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	local := fs.Arg(1)
+	if _, err := os.Lstat(local); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+
+	pr, pw := io.Pipe()
+	packErr := make(chan error, 1)
+	go func() {
+		err := archive.Pack(pw, local)
+		pw.CloseWithError(err)
+		packErr <- err
+	}()
+	var body io.Reader = pr
+	var bar *progress
+	if isTerminal(e.stderr) {
+		bar = &progress{w: e.stderr, label: "push"}
+		body = io.TeeReader(pr, bar)
+	}
+	err = c.Push(cx, name, *to, body)
+	pr.CloseWithError(errors.New("push ended"))
+	if perr := <-packErr; perr != nil {
+		return fmt.Errorf("%v; nothing was sent", perr)
+	}
+	bar.done()
+	return err
+}
+
+func cmdPull(e *env, args []string) error {
+	fs := flags("pull")
+	to := fs.String("to", "", "local destination (default: the base name of PATH here)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and a path in it")
+	}
+	src := fs.Arg(1)
+	if !path.IsAbs(src) {
+		return usagef("path %q must be absolute in the box", src)
+	}
+	dest := *to
+	if dest == "" {
+		dest = path.Base(path.Clean(src))
+	}
+	name, err := e.boxName(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	rc, err := c.Pull(cx, name, src)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	var body io.Reader = rc
+	var bar *progress
+	if isTerminal(e.stderr) {
+		bar = &progress{w: e.stderr, label: "pull"}
+		body = io.TeeReader(rc, bar)
+	}
+	// The box is not trusted: spool and check the whole archive before
+	// writing a single file.
+	sp, err := archive.Spool(body, "", nil)
+	if err != nil {
+		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
+	}
+	defer sp.Close()
+	bar.done()
+	return extractPulled(sp, dest)
+}
+
+// extractPulled writes a pulled archive: a directory's contents into dest,
+// or a single file at dest (inside dest when dest is a directory).
+func extractPulled(sp *archive.Spooled, dest string) error {
+	tr := tar.NewReader(sp)
+	first, err := tr.Next()
+	if err != nil {
+		return fmt.Errorf("the box sent an empty archive")
+	}
+	if first.Typeflag == tar.TypeReg {
+		if _, err := tr.Next(); err == io.EOF {
+			target := dest
+			if fi, err := os.Stat(dest); err == nil && fi.IsDir() {
+				target = filepath.Join(dest, filepath.Base(first.Name))
+			}
+			if _, err := sp.Seek(0, io.SeekStart); err != nil {
+				return err
+			}
+			return writeSingle(sp, target)
+		}
+	}
+	if _, err := sp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	return archive.Unpack(sp, dest, 1)
+}
+
+func writeSingle(r io.Reader, target string) error {
+	tr := tar.NewReader(r)
+	h, err := tr.Next()
+	if err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(filepath.Dir(target))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	base := filepath.Base(target)
+	root.Remove(base)
+	f, err := root.OpenFile(base, os.O_CREATE|os.O_EXCL|os.O_WRONLY, os.FileMode(h.Mode)&0o777)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, tr); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progress draws bytes moved and the rate on a terminal.
+type progress struct {
+	w     io.Writer
+	label string
+	n     int64
+	start time.Time
+	last  time.Time
+}
+
+func (p *progress) Write(b []byte) (int, error) {
+	now := time.Now()
+	if p.start.IsZero() {
+		p.start = now
+	}
+	p.n += int64(len(b))
+	if now.Sub(p.last) > 100*time.Millisecond {
+		p.last = now
+		p.draw(now)
+	}
+	return len(b), nil
+}
+
+func (p *progress) draw(now time.Time) {
+	secs := now.Sub(p.start).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(p.n) / secs / (1 << 20)
+	}
+	fmt.Fprintf(p.w, "\r%s: %.1f MiB  %.1f MiB/s ", p.label, float64(p.n)/(1<<20), rate)
+}
+
+func (p *progress) done() {
+	if p == nil || p.start.IsZero() {
+		return
+	}
+	p.draw(time.Now())
+	fmt.Fprintln(p.w)
+}

@@ -1,0 +1,302 @@
+// Package e2e runs the real paddock CLI against a real paddockd on the real
+// Docker engine. Scripts in testdata/*.txtar (rogpeppe/go-internal
+// testscript) each get their own daemon; Go tests cover what a script cannot
+// express well (a crash in the middle of work).
+//
+// Outside CI these tests skip, with the reason printed, when the machine
+// cannot run the engine; in CI (CI=true) that is a failure.
+package e2e
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+var (
+	bins  harness.Bins
+	image string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if reason := harness.EngineReason(); reason != "" {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "e2e: cannot run in CI:", reason)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "e2e: SKIP:", reason)
+		return 0
+	}
+	dir, err := os.MkdirTemp("", "paddock-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if bins, err = harness.Build(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if image, err = harness.Image(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
+func startDaemon(t interface{ Fatal(...any) }, dir string) *harness.Daemon {
+	d, err := harness.NewDaemon(bins, image, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir: "testdata",
+		Setup: func(env *testscript.Env) error {
+			d := startDaemon(env.T(), env.WorkDir)
+			env.Values["daemon"] = d
+			env.Defer(func() {
+				if t, ok := env.T().(interface{ Failed() bool }); ok && t.Failed() {
+					b, _ := os.ReadFile(d.LogPath())
+					env.T().Log("paddockd log:\n" + string(b))
+				}
+				d.Cleanup()
+			})
+			env.Setenv("PATH", filepath.Dir(bins.Paddock)+string(os.PathListSeparator)+os.Getenv("PATH"))
+			env.Setenv("PADDOCK_CONFIG_DIR", filepath.Join(env.WorkDir, ".paddock"))
+			env.Setenv("PADDOCK_HOST", "http://"+d.Listen)
+			env.Setenv("PADDOCK_TOKEN", d.Token)
+			env.Setenv("INSTANCE", d.Instance)
+			env.Setenv("IMAGE", image)
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"daemon":  cmdDaemon,
+			"waitbox": cmdWaitBox,
+			"eviltar": cmdEvilTar,
+			"rawpush": cmdRawPush,
+			"engine":  cmdEngine,
+			"sleep":   cmdSleep,
+		},
+	})
+}
+
+func daemonOf(ts *testscript.TestScript) *harness.Daemon {
+	return ts.Value("daemon").(*harness.Daemon)
+}
+
+// daemon stop|start|kill
+func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: daemon stop|start|kill")
+	}
+	d := daemonOf(ts)
+	var err error
+	switch args[0] {
+	case "stop":
+		err = d.Stop()
+	case "kill":
+		err = d.Kill()
+	case "start":
+		err = d.Start()
+	default:
+		ts.Fatalf("unknown daemon action %q", args[0])
+	}
+	if err != nil {
+		ts.Fatalf("daemon %s: %v", args[0], err)
+	}
+}
+
+// waitbox BOX STATUS SECONDS: poll until the box's observed status is STATUS.
+func cmdWaitBox(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: waitbox BOX STATUS SECONDS")
+	}
+	var secs int
+	fmt.Sscan(args[2], &secs)
+	c := daemonOf(ts).Client()
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	last := ""
+	for time.Now().Before(deadline) {
+		b, err := c.Box(context.Background(), args[0])
+		if err == nil {
+			last = b.Status + "/" + b.Desired
+			if b.Status == args[1] && b.Desired == args[1] {
+				return
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	ts.Fatalf("box %s not %s after %ss (last: %s)", args[0], args[1], args[2], last)
+}
+
+// eviltar FILE KIND: write a tar whose one bad entry is of KIND: dotdot,
+// abs, symlink (to outside), linkthrough (a file written through a symlink).
+func cmdEvilTar(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: eviltar FILE KIND")
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	file := func(name, body string) {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		tw.Write([]byte(body))
+	}
+	file("good.txt", "good\n")
+	switch args[1] {
+	case "dotdot":
+		file("../escaped.txt", "bad\n")
+	case "abs":
+		file("/tmp/escaped.txt", "bad\n")
+	case "symlink":
+		tw.WriteHeader(&tar.Header{Name: "link", Linkname: "../../../tmp", Typeflag: tar.TypeSymlink})
+	case "linkthrough":
+		tw.WriteHeader(&tar.Header{Name: "inner", Linkname: "sub", Typeflag: tar.TypeSymlink})
+		file("inner/x.txt", "bad\n")
+	default:
+		ts.Fatalf("unknown kind %q", args[1])
+	}
+	tw.Close()
+	ts.Check(os.WriteFile(ts.MkAbs(args[0]), buf.Bytes(), 0o644))
+}
+
+// rawpush BOX DIR FILE: send a tar file as is, bypassing the CLI's checks.
+func cmdRawPush(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 3 {
+		ts.Fatalf("usage: rawpush BOX DIR FILE")
+	}
+	f, err := os.Open(ts.MkAbs(args[2]))
+	ts.Check(err)
+	defer f.Close()
+	err = daemonOf(ts).Client().Push(context.Background(), args[0], args[1], f)
+	if err != nil {
+		ts.Logf("push: %v", err)
+		fmt.Fprintln(ts.Stderr(), err)
+	}
+	if neg != (err != nil) {
+		ts.Fatalf("rawpush: unexpected result %v", err)
+	}
+}
+
+// engine containers N | engine volume NAME present|absent: check the engine.
+func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
+	inst := daemonOf(ts).Instance
+	switch {
+	case len(args) == 2 && args[0] == "containers":
+		names, err := harness.Containers(inst)
+		ts.Check(err)
+		if fmt.Sprint(len(names)) != args[1] {
+			ts.Fatalf("engine has %d box containers %v, want %s", len(names), names, args[1])
+		}
+	case len(args) == 3 && args[0] == "volume":
+		err := exec.Command("docker", "volume", "inspect", inst+"-"+args[1]).Run()
+		if (err == nil) != (args[2] == "present") {
+			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
+		}
+	default:
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent")
+	}
+}
+
+func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
+	d, err := time.ParseDuration(args[0])
+	ts.Check(err)
+	time.Sleep(d)
+}
+
+// TestCrashWhileCreating kills paddockd with SIGKILL while boxes are being
+// created, starts it again, and checks that the engine converges on exactly
+// the declared boxes.
+func TestCrashWhileCreating(t *testing.T) {
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	c := d.Client()
+
+	const n = 6
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func(i int) {
+			_, err := c.CreateBox(context.Background(), api.BoxPost{Name: fmt.Sprintf("crash-%d", i)})
+			errs <- err
+		}(i)
+	}
+	// Creates are serialised by the reconciler; kill while some are in flight.
+	time.Sleep(700 * time.Millisecond)
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	failed := 0
+	for i := 0; i < n; i++ {
+		if err := <-errs; err != nil {
+			failed++
+		}
+	}
+	t.Logf("%d of %d creates were cut off by the crash", failed, n)
+
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c = d.Client()
+	boxes, err := c.Boxes(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for _, b := range boxes {
+		want[d.Instance+"-"+b.Name] = true
+		if b.Status != "running" {
+			t.Errorf("box %s is %s after restart (%s)", b.Name, b.Status, b.Error)
+		}
+	}
+	names, err := harness.Containers(d.Instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, name := range names {
+		got[name] = true
+		if !want[name] {
+			t.Errorf("orphan container %s: no box declares it", name)
+		}
+	}
+	for name := range want {
+		if !got[name] {
+			t.Errorf("declared box %s has no container", name)
+		}
+	}
+	if len(boxes) == 0 {
+		t.Errorf("no box was declared before the crash; the test did not test anything")
+	}
+	// And a second pass changes nothing.
+	res, err := c.Reconcile(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 0 {
+		t.Errorf("reconcile after convergence still changes: %s", strings.Join(res.Changes, "; "))
+	}
+}

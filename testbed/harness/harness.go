@@ -1,0 +1,284 @@
+// Package harness runs Paddock for real on a test machine: it builds the
+// paddock and paddockd binaries, makes sure the Docker engine and the test
+// images are there (testbed/engine.sh, testbed/images.sh), and starts
+// paddockd daemons in local mode, each with its own instance name, state
+// directory and port, so that tests can run side by side on one engine and
+// clean up exactly what they made. The end-to-end tests and the benchmarks
+// use it.
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/client"
+)
+
+// Root is the repository's top directory.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Bins are the built binaries.
+type Bins struct {
+	Paddock  string
+	Paddockd string
+}
+
+// Build compiles both binaries into dir.
+func Build(dir string) (Bins, error) {
+	root, err := Root()
+	if err != nil {
+		return Bins{}, err
+	}
+	b := Bins{Paddock: filepath.Join(dir, "paddock"), Paddockd: filepath.Join(dir, "paddockd")}
+	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/paddock", "./cmd/paddockd")
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return b, fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return b, nil
+}
+
+// EngineReason says why the engine cannot be used, or "" when it can.
+func EngineReason() string {
+	if os.Geteuid() != 0 {
+		return "not root: the testbed needs to run the Docker engine"
+	}
+	if _, err := exec.LookPath("docker"); err != nil {
+		if _, err := exec.LookPath("apt-get"); err != nil {
+			return "no docker and no apt-get to install it"
+		}
+	}
+	return ""
+}
+
+var (
+	imageOnce sync.Once
+	image     string
+	imageErr  error
+)
+
+// Image makes sure the engine runs and the test box image is built, and
+// returns the image's tag.
+func Image() (string, error) {
+	imageOnce.Do(func() {
+		root, err := Root()
+		if err != nil {
+			imageErr = err
+			return
+		}
+		if out, err := exec.Command("bash", filepath.Join(root, "testbed", "engine.sh")).CombinedOutput(); err != nil {
+			imageErr = fmt.Errorf("testbed/engine.sh: %v\n%s", err, out)
+			return
+		}
+		cmd := exec.Command("bash", filepath.Join(root, "testbed", "images.sh"))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			imageErr = fmt.Errorf("testbed/images.sh: %v\n%s", err, stderr.String())
+			return
+		}
+		image = strings.TrimSpace(string(out))
+	})
+	return image, imageErr
+}
+
+// Daemon is one paddockd in local mode.
+type Daemon struct {
+	Bins     Bins
+	Image    string
+	Instance string
+	StateDir string
+	Socket   string
+	Listen   string
+	Token    string
+	// Extra environment for paddockd (PADDOCK_* settings).
+	Env []string
+
+	cmd  *exec.Cmd
+	done chan error
+	log  *os.File
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func freePort() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// NewDaemon prepares (does not start) a daemon whose state lives in dir.
+func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
+	id := "pdkt-" + randHex(4)
+	addr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Daemon{
+		Bins: bins, Image: image, Instance: id,
+		StateDir: filepath.Join(dir, "state"),
+		Socket:   filepath.Join(os.TempDir(), id+".sock"),
+		Listen:   addr,
+	}, nil
+}
+
+// LogPath is where the daemon's stderr goes.
+func (d *Daemon) LogPath() string { return filepath.Join(filepath.Dir(d.StateDir), d.Instance+".log") }
+
+// Start starts paddockd and waits until its API answers.
+func (d *Daemon) Start() error {
+	if d.cmd != nil {
+		return errors.New("daemon already running")
+	}
+	if err := os.MkdirAll(filepath.Dir(d.StateDir), 0o755); err != nil {
+		return err
+	}
+	log, err := os.OpenFile(d.LogPath(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", os.DevNull,
+		"--state-dir", d.StateDir, "--socket", d.Socket, "--listen", d.Listen,
+		"--instance", d.Instance, "--runtime", "runc", "--image", d.Image, "--log-level", "debug")
+	cmd.Env = append(os.Environ(), d.Env...)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	d.cmd, d.log, d.done = cmd, log, make(chan error, 1)
+	go func() { d.done <- cmd.Wait() }()
+
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-d.done:
+			d.cmd = nil
+			log.Close()
+			b, _ := os.ReadFile(d.LogPath())
+			return fmt.Errorf("paddockd exited at start (%v):\n%s", err, b)
+		default:
+		}
+		if tok, err := os.ReadFile(filepath.Join(d.StateDir, "local.token")); err == nil {
+			d.Token = strings.TrimSpace(string(tok))
+			c, err := client.New("http://"+d.Listen, d.Token)
+			if err == nil {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				_, err = c.Whoami(ctx)
+				cancel()
+				if err == nil {
+					return nil
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	d.Kill()
+	return errors.New("paddockd did not answer within 60s; see " + d.LogPath())
+}
+
+func (d *Daemon) signal(sig syscall.Signal) error {
+	if d.cmd == nil {
+		return nil
+	}
+	d.cmd.Process.Signal(sig)
+	select {
+	case <-d.done:
+	case <-time.After(30 * time.Second):
+		d.cmd.Process.Kill()
+		<-d.done
+	}
+	d.cmd = nil
+	d.log.Close()
+	return nil
+}
+
+// Stop stops the daemon with SIGTERM.
+func (d *Daemon) Stop() error { return d.signal(syscall.SIGTERM) }
+
+// Kill stops the daemon with SIGKILL, as a crash would.
+func (d *Daemon) Kill() error { return d.signal(syscall.SIGKILL) }
+
+// Client is an API client for the daemon.
+func (d *Daemon) Client() *client.Client {
+	c, err := client.New("http://"+d.Listen, d.Token)
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
+// CLIEnv is the environment under which the paddock CLI talks to the daemon.
+func (d *Daemon) CLIEnv() []string {
+	return []string{"PADDOCK_HOST=http://" + d.Listen, "PADDOCK_TOKEN=" + d.Token}
+}
+
+// Cleanup stops the daemon and removes every engine object of its instance.
+func (d *Daemon) Cleanup() {
+	d.Stop()
+	Sweep(d.Instance)
+	os.Remove(d.Socket)
+}
+
+// Sweep removes the containers, volumes, images and network labelled with an
+// instance name.
+func Sweep(instance string) {
+	f := "label=paddock.instance=" + instance
+	ids := func(args ...string) []string {
+		out, _ := exec.Command("docker", args...).Output()
+		return strings.Fields(string(out))
+	}
+	if c := ids("ps", "-aq", "--filter", f); len(c) > 0 {
+		exec.Command("docker", append([]string{"rm", "-f"}, c...)...).Run()
+	}
+	if v := ids("volume", "ls", "-q", "--filter", f); len(v) > 0 {
+		exec.Command("docker", append([]string{"volume", "rm", "-f"}, v...)...).Run()
+	}
+	if i := ids("images", "-q", "--filter", f); len(i) > 0 {
+		exec.Command("docker", append([]string{"rmi", "-f"}, i...)...).Run()
+	}
+	exec.Command("docker", "network", "rm", instance).Run()
+}
+
+// Containers lists the names of the instance's box containers.
+func Containers(instance string) ([]string, error) {
+	out, err := exec.Command("docker", "ps", "-a", "--format", "{{.Names}}", "--filter", "label=paddock.instance="+instance, "--filter", "label=paddock.kind=box").Output()
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(string(out)), nil
+}
