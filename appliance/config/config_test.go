@@ -1,0 +1,59 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/spf13/pflag"
+)
+
+func TestLayers(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "paddock.toml")
+	os.WriteFile(file, []byte(`
+instance = "from-file"
+runtime = "from-file"
+image = "from-file"
+reconcile_interval = "3s"
+[types.small]
+cpus = 0.5
+`), 0o644)
+	fs := pflag.NewFlagSet("t", pflag.ContinueOnError)
+	Flags(fs)
+	if err := fs.Parse([]string{"--config", file, "--image", "from-flag"}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(fs, []string{"PADDOCK_RUNTIME=runc", "PADDOCK_IMAGE=from-env", "PADDOCK_TYPES__LARGE__MEMORY_MIB=123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Instance != "from-file" || c.Runtime != "runc" || c.Image != "from-flag" {
+		t.Fatalf("layers: instance %q runtime %q image %q", c.Instance, c.Runtime, c.Image)
+	}
+	if c.Types["small"].CPUs != 0.5 || c.Types["small"].MemoryMiB != 2048 || c.Types["large"].MemoryMiB != 123 {
+		t.Fatalf("types %+v", c.Types)
+	}
+	if c.ReconcileInterval != 3*time.Second || c.StateDir != "/var/lib/paddock" {
+		t.Fatalf("interval %v state %q", c.ReconcileInterval, c.StateDir)
+	}
+}
+
+func TestMissingDefaultFileIsFineButNamedIsNot(t *testing.T) {
+	if _, err := Load(nil, []string{"PADDOCK_CONFIG=/nonexistent/paddock.toml"}); err == nil {
+		t.Fatal("a named missing file was accepted")
+	}
+	if _, err := Load(nil, []string{"PADDOCK_TYPES__SMALL__CPUS=0", "PADDOCK_CONFIG=" + os.DevNull}); err == nil {
+		t.Fatal("cpus = 0 accepted")
+	}
+}
+
+func TestLocalModeDefaultsToLoopback(t *testing.T) {
+	c, err := Load(nil, []string{"PADDOCK_LOCAL=true", "PADDOCK_CONFIG=" + os.DevNull})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Listen != LocalListen {
+		t.Fatalf("listen %q", c.Listen)
+	}
+}

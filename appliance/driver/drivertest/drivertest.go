@@ -1,0 +1,204 @@
+// Package drivertest is the contract every driver.Driver keeps. Lifecycle
+// covers what the reconciler relies on (boxes, snapshots, volumes, their
+// errors) and runs against both the Docker driver and the fake; Runtime
+// covers running commands and copying files, which only a real engine does.
+package drivertest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func boxState(t *testing.T, d driver.Driver, name string) (driver.BoxState, bool) {
+	t.Helper()
+	bs, err := d.Boxes(context.Background())
+	must(t, err)
+	for _, b := range bs {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return driver.BoxState{}, false
+}
+
+func hasVolume(t *testing.T, d driver.Driver, v driver.VolumeRef) bool {
+	t.Helper()
+	vs, err := d.Volumes(context.Background())
+	must(t, err)
+	for _, x := range vs {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func hasSnapshot(t *testing.T, d driver.Driver, id string) (driver.SnapshotState, bool) {
+	t.Helper()
+	ss, err := d.Snapshots(context.Background())
+	must(t, err)
+	for _, s := range ss {
+		if s.ID == id {
+			return s, true
+		}
+	}
+	return driver.SnapshotState{}, false
+}
+
+// Spec is a small box with a drive and a box-data volume.
+func Spec(name, image string) driver.BoxSpec {
+	return driver.BoxSpec{
+		Name: name, Image: image, CPUs: 1, MemoryBytes: 256 << 20,
+		Mounts: []driver.Mount{
+			{Volume: driver.VolumeRef{Kind: driver.KindDrive, Name: "ct-drive"}, Path: "/mnt/ct-drive"},
+			{Volume: driver.VolumeRef{Kind: driver.KindBoxData, Name: name}, Path: "/var/lib/docker"},
+		},
+	}
+}
+
+// Lifecycle checks boxes, snapshots and volumes. image must exist on the
+// engine; the driver must start with none of the objects the test makes.
+func Lifecycle(t *testing.T, d driver.Driver, image string) {
+	ctx := context.Background()
+	must(t, d.Prepare(ctx))
+	must(t, d.Prepare(ctx)) // idempotent
+
+	if ok, err := d.ImageExists(ctx, image); err != nil || !ok {
+		t.Fatalf("ImageExists(%q) = %v, %v; want true", image, ok, err)
+	}
+	if ok, err := d.ImageExists(ctx, "paddock-test/absent:none"); err != nil || ok {
+		t.Fatalf("ImageExists(absent) = %v, %v; want false, nil", ok, err)
+	}
+
+	drive := driver.VolumeRef{Kind: driver.KindDrive, Name: "ct-drive"}
+	data := driver.VolumeRef{Kind: driver.KindBoxData, Name: "ct-a"}
+	must(t, d.CreateVolume(ctx, drive))
+	must(t, d.CreateVolume(ctx, drive)) // idempotent
+	must(t, d.CreateVolume(ctx, data))
+	if !hasVolume(t, d, drive) || !hasVolume(t, d, data) {
+		t.Fatal("created volumes are not listed")
+	}
+
+	spec := Spec("ct-a", image)
+	must(t, d.CreateBox(ctx, spec))
+	if err := d.CreateBox(ctx, spec); !errors.Is(err, driver.ErrInUse) {
+		t.Fatalf("second CreateBox: %v, want ErrInUse", err)
+	}
+	st, ok := boxState(t, d, "ct-a")
+	if !ok || st.Running || st.SpecHash != spec.Hash() || st.Snapshot != "" {
+		t.Fatalf("after create: %+v (listed %v), want not running with hash %s", st, ok, spec.Hash())
+	}
+	must(t, d.StartBox(ctx, "ct-a"))
+	if st, _ := boxState(t, d, "ct-a"); !st.Running {
+		t.Fatalf("after start: %+v", st)
+	}
+
+	must(t, d.Snapshot(ctx, "ct-a", "ct-snap-1"))
+	if s, ok := hasSnapshot(t, d, "ct-snap-1"); !ok || s.Box != "ct-a" {
+		t.Fatalf("snapshot listed as %+v (%v)", s, ok)
+	}
+	must(t, d.StopBox(ctx, "ct-a"))
+	if st, _ := boxState(t, d, "ct-a"); st.Running {
+		t.Fatalf("after stop: %+v", st)
+	}
+
+	fork := Spec("ct-b", image)
+	fork.Snapshot = "ct-snap-1"
+	fork.Mounts = fork.Mounts[:1]
+	must(t, d.CreateBox(ctx, fork))
+	if st, _ := boxState(t, d, "ct-b"); st.Snapshot != "ct-snap-1" || st.SpecHash != fork.Hash() {
+		t.Fatalf("fork state %+v", st)
+	}
+	if err := d.RemoveSnapshot(ctx, "ct-snap-1"); !errors.Is(err, driver.ErrInUse) {
+		t.Fatalf("RemoveSnapshot under a box: %v, want ErrInUse", err)
+	}
+	if err := d.RemoveVolume(ctx, drive); !errors.Is(err, driver.ErrInUse) {
+		t.Fatalf("RemoveVolume of a mounted drive: %v, want ErrInUse", err)
+	}
+
+	must(t, d.RemoveBox(ctx, "ct-b"))
+	must(t, d.RemoveBox(ctx, "ct-a"))
+	if err := d.RemoveBox(ctx, "ct-a"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("second RemoveBox: %v, want ErrNotFound", err)
+	}
+	if err := d.StartBox(ctx, "ct-a"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("StartBox of a removed box: %v, want ErrNotFound", err)
+	}
+	if _, ok := boxState(t, d, "ct-a"); ok {
+		t.Fatal("removed box still listed")
+	}
+	// Volumes outlive their boxes until removed.
+	if !hasVolume(t, d, drive) {
+		t.Fatal("drive volume went with the box")
+	}
+	must(t, d.RemoveSnapshot(ctx, "ct-snap-1"))
+	if _, ok := hasSnapshot(t, d, "ct-snap-1"); ok {
+		t.Fatal("removed snapshot still listed")
+	}
+	must(t, d.RemoveVolume(ctx, drive))
+	must(t, d.RemoveVolume(ctx, data))
+	if err := d.RemoveVolume(ctx, data); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("second RemoveVolume: %v, want ErrNotFound", err)
+	}
+}
+
+// Runtime checks exec and file copies on a running box made from image,
+// which must have sh, cat and a user the driver runs commands as.
+func Runtime(t *testing.T, d driver.Driver, image string) {
+	ctx := context.Background()
+	must(t, d.Prepare(ctx))
+	spec := Spec("ct-run", image)
+	must(t, d.CreateBox(ctx, spec))
+	t.Cleanup(func() {
+		d.RemoveBox(ctx, "ct-run")
+		d.RemoveVolume(ctx, spec.Mounts[0].Volume)
+		d.RemoveVolume(ctx, spec.Mounts[1].Volume)
+	})
+	must(t, d.StartBox(ctx, "ct-run"))
+
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{
+		Cmd:    []string{"sh", "-c", "cat; echo to-err >&2; echo $GREETING; exit 7"},
+		Env:    []string{"GREETING=hi"},
+		Stdin:  strings.NewReader("from-stdin\n"),
+		Stdout: &out, Stderr: &errb,
+	})
+	must(t, err)
+	if code != 7 || out.String() != "from-stdin\nhi\n" || errb.String() != "to-err\n" {
+		t.Fatalf("exec: code %d stdout %q stderr %q", code, out.String(), errb.String())
+	}
+
+	var tarball bytes.Buffer
+	tw := tar.NewWriter(&tarball)
+	tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: 6, Typeflag: tar.TypeReg})
+	tw.Write([]byte("hello\n"))
+	tw.Close()
+	must(t, d.CopyTo(ctx, "ct-run", "/tmp", &tarball))
+	rc, err := d.CopyFrom(ctx, "ct-run", "/tmp/hello.txt")
+	must(t, err)
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	h, err := tr.Next()
+	must(t, err)
+	body, _ := io.ReadAll(tr)
+	if h.Name != "hello.txt" || string(body) != "hello\n" {
+		t.Fatalf("copied back %q with %q", h.Name, body)
+	}
+	if _, err := d.CopyFrom(ctx, "ct-run", "/no/such/path"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("CopyFrom of a missing path: %v, want ErrNotFound", err)
+	}
+}

@@ -1,0 +1,256 @@
+// Package fake is an in-memory driver.Driver for unit tests of the logic
+// above the driver (the reconciler, the API). It keeps only what the
+// reconciler observes, runs no commands, and passes the same lifecycle
+// contract tests (drivertest.Lifecycle) as the Docker driver.
+package fake
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+type box struct {
+	spec    driver.BoxSpec
+	running bool
+}
+
+// Driver is the fake engine.
+type Driver struct {
+	mu        sync.Mutex
+	images    map[string]bool
+	boxes     map[string]*box
+	volumes   map[driver.VolumeRef]bool
+	snapshots map[string]string // id → box
+	// Fail, when it returns an error for an operation ("create web",
+	// "start web", "snapshot ID", ...), makes that operation fail; tests use
+	// it to stop a run half way, as a crash would.
+	Fail func(op string) error
+	// Ops records every operation that changed something, in order.
+	Ops []string
+}
+
+var _ driver.Driver = (*Driver)(nil)
+
+// New returns an empty fake engine that has the given images.
+func New(images ...string) *Driver {
+	d := &Driver{images: map[string]bool{}, boxes: map[string]*box{}, volumes: map[driver.VolumeRef]bool{}, snapshots: map[string]string{}}
+	for _, im := range images {
+		d.images[im] = true
+	}
+	return d
+}
+
+func (d *Driver) op(format string, args ...any) error {
+	op := fmt.Sprintf(format, args...)
+	if d.Fail != nil {
+		if err := d.Fail(op); err != nil {
+			return err
+		}
+	}
+	d.Ops = append(d.Ops, op)
+	return nil
+}
+
+func notFound(what string) error { return fmt.Errorf("%w: %s", driver.ErrNotFound, what) }
+func inUse(what string) error    { return fmt.Errorf("%w: %s", driver.ErrInUse, what) }
+
+// Prepare does nothing.
+func (d *Driver) Prepare(context.Context) error { return nil }
+
+// ImageExists reports whether the fake has the image.
+func (d *Driver) ImageExists(_ context.Context, ref string) (bool, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.images[ref], nil
+}
+
+// Boxes lists boxes by name.
+func (d *Driver) Boxes(context.Context) ([]driver.BoxState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.BoxState
+	for name, b := range d.boxes {
+		st := "exited"
+		if b.running {
+			st = "running"
+		}
+		out = append(out, driver.BoxState{Name: name, ID: "fake-" + name, SpecHash: b.spec.Hash(), Running: b.running, Status: st, Snapshot: b.spec.Snapshot})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// CreateBox records a box.
+func (d *Driver) CreateBox(_ context.Context, spec driver.BoxSpec) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.boxes[spec.Name]; ok {
+		return inUse("box " + spec.Name + " exists")
+	}
+	if spec.Snapshot != "" {
+		if _, ok := d.snapshots[spec.Snapshot]; !ok {
+			return notFound("snapshot " + spec.Snapshot)
+		}
+	} else if !d.images[spec.Image] {
+		return notFound("image " + spec.Image)
+	}
+	for _, m := range spec.Mounts {
+		if !d.volumes[m.Volume] {
+			// Docker makes a missing named volume on the fly; so does the fake.
+			d.volumes[m.Volume] = true
+		}
+	}
+	if err := d.op("create %s", spec.Name); err != nil {
+		return err
+	}
+	d.boxes[spec.Name] = &box{spec: spec}
+	return nil
+}
+
+func (d *Driver) setRunning(name string, running bool, verb string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.boxes[name]
+	if !ok {
+		return notFound("box " + name)
+	}
+	if err := d.op("%s %s", verb, name); err != nil {
+		return err
+	}
+	b.running = running
+	return nil
+}
+
+// StartBox marks a box running.
+func (d *Driver) StartBox(_ context.Context, name string) error {
+	return d.setRunning(name, true, "start")
+}
+
+// StopBox marks a box stopped.
+func (d *Driver) StopBox(_ context.Context, name string) error {
+	return d.setRunning(name, false, "stop")
+}
+
+// RemoveBox forgets a box.
+func (d *Driver) RemoveBox(_ context.Context, name string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.boxes[name]; !ok {
+		return notFound("box " + name)
+	}
+	if err := d.op("remove %s", name); err != nil {
+		return err
+	}
+	delete(d.boxes, name)
+	return nil
+}
+
+// Snapshots lists snapshots.
+func (d *Driver) Snapshots(context.Context) ([]driver.SnapshotState, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.SnapshotState
+	for id, b := range d.snapshots {
+		out = append(out, driver.SnapshotState{ID: id, Box: b})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+// Snapshot records a snapshot of an existing box.
+func (d *Driver) Snapshot(_ context.Context, box, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.boxes[box]; !ok {
+		return notFound("box " + box)
+	}
+	if err := d.op("snapshot %s", id); err != nil {
+		return err
+	}
+	d.snapshots[id] = box
+	return nil
+}
+
+// RemoveSnapshot forgets a snapshot that no box is made from.
+func (d *Driver) RemoveSnapshot(_ context.Context, id string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, ok := d.snapshots[id]; !ok {
+		return notFound("snapshot " + id)
+	}
+	for name, b := range d.boxes {
+		if b.spec.Snapshot == id {
+			return inUse("snapshot " + id + " is used by box " + name)
+		}
+	}
+	if err := d.op("remove-snapshot %s", id); err != nil {
+		return err
+	}
+	delete(d.snapshots, id)
+	return nil
+}
+
+// Volumes lists volumes.
+func (d *Driver) Volumes(context.Context) ([]driver.VolumeRef, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []driver.VolumeRef
+	for v := range d.volumes {
+		out = append(out, v)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out, nil
+}
+
+// CreateVolume records a volume; an existing one is kept.
+func (d *Driver) CreateVolume(_ context.Context, v driver.VolumeRef) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.op("create-volume %s", v); err != nil {
+		return err
+	}
+	d.volumes[v] = true
+	return nil
+}
+
+// RemoveVolume forgets a volume that no box mounts.
+func (d *Driver) RemoveVolume(_ context.Context, v driver.VolumeRef) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.volumes[v] {
+		return notFound("volume " + v.String())
+	}
+	for name, b := range d.boxes {
+		for _, m := range b.spec.Mounts {
+			if m.Volume == v {
+				return inUse("volume " + v.String() + " is mounted by " + name)
+			}
+		}
+	}
+	if err := d.op("remove-volume %s", v); err != nil {
+		return err
+	}
+	delete(d.volumes, v)
+	return nil
+}
+
+var errNoRuntime = errors.New("the fake driver runs no commands")
+
+// Exec is not supported by the fake.
+func (d *Driver) Exec(context.Context, string, driver.ExecSpec) (int, error) {
+	return -1, errNoRuntime
+}
+
+// CopyTo is not supported by the fake.
+func (d *Driver) CopyTo(context.Context, string, string, io.Reader) error { return errNoRuntime }
+
+// CopyFrom is not supported by the fake.
+func (d *Driver) CopyFrom(context.Context, string, string) (io.ReadCloser, error) {
+	return nil, errNoRuntime
+}

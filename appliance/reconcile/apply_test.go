@@ -1,0 +1,122 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+func newRec(t *testing.T) (*Reconciler, *fake.Driver) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	drv := fake.New("img")
+	return &Reconciler{Store: st, Driver: drv, Types: map[string]BoxType{"small": {CPUs: 1, MemoryMiB: 512}}}, drv
+}
+
+func declare(t *testing.T, st *store.Store, names ...string) {
+	t.Helper()
+	for _, n := range names {
+		err := st.Declare(func(tx *store.Tx) error {
+			return tx.CreateBox(store.Box{Name: n, Type: "small", Image: "img", Desired: "running", Created: time.Now()})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestApplyConvergesAndIsIdempotent(t *testing.T) {
+	rec, drv := newRec(t)
+	declare(t, rec.Store, "a", "b")
+	res, err := rec.Run(context.Background())
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if len(res.Changes) != 6 {
+		t.Fatalf("first run: %d changes, want 6 (volume, create, start for two boxes)", len(res.Changes))
+	}
+	ops := len(drv.Ops)
+	res, err = rec.Run(context.Background())
+	if err != nil || len(res.Changes) != 0 || len(drv.Ops) != ops {
+		t.Fatalf("second run changed something: %v %v", res.Changes, err)
+	}
+	b, _ := rec.Store.GetBox("a")
+	if b.Observed != "running" {
+		t.Fatalf("observed %q, want running", b.Observed)
+	}
+}
+
+// A run that dies half way (the engine fails on the second box's start, as
+// a crash would leave it) is finished by the next run.
+func TestApplyRepairsAnInterruptedRun(t *testing.T) {
+	rec, drv := newRec(t)
+	declare(t, rec.Store, "a", "b")
+	boom := errors.New("engine went away")
+	drv.Fail = func(op string) error {
+		if op == "start b" {
+			return boom
+		}
+		return nil
+	}
+	res, err := rec.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(res.Errors["box.b"], boom) {
+		t.Fatalf("errors %v, want box.b to fail", res.Errors)
+	}
+	b, _ := rec.Store.GetBox("b")
+	if b.Observed != "error" || b.ObservedEr == "" {
+		t.Fatalf("box b recorded as %q %q", b.Observed, b.ObservedEr)
+	}
+	drv.Fail = nil
+	res, err = rec.Run(context.Background())
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if got := render(res.Changes); got != "start-box box.b (container exited)" {
+		t.Fatalf("repair run:\n%s", got)
+	}
+	b, _ = rec.Store.GetBox("b")
+	if b.Observed != "running" || b.ObservedEr != "" {
+		t.Fatalf("box b recorded as %q %q", b.Observed, b.ObservedEr)
+	}
+}
+
+func TestSnapshotThenStop(t *testing.T) {
+	rec, drv := newRec(t)
+	declare(t, rec.Store, "a")
+	ctx := context.Background()
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rec.Store.Declare(func(tx *store.Tx) error {
+		b, _ := tx.GetBox("a")
+		b.Desired = "stopped"
+		if err := tx.AddSnapshot(store.Snapshot{ID: "a-1", Box: "a", Reason: "stop", State: "pending", Created: time.Now()}); err != nil {
+			return err
+		}
+		return tx.UpdateBox(b)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drv.Ops = nil
+	if res, err := rec.Run(ctx); err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	if got := drv.Ops; len(got) != 2 || got[0] != "snapshot a-1" || got[1] != "stop a" {
+		t.Fatalf("ops %v, want snapshot then stop", got)
+	}
+	sn, _ := rec.Store.ListSnapshots("a")
+	if len(sn) != 1 || sn[0].State != "ready" {
+		t.Fatalf("snapshots %+v", sn)
+	}
+}

@@ -1,0 +1,146 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// newServer serves the API over a real store and the fake driver.
+func newServer(t *testing.T) (*httptest.Server, string, string) {
+	dir := t.TempDir()
+	st, err := store.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + os.DevNull, "PADDOCK_STATE_DIR=" + dir, "PADDOCK_IMAGE=img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	drv := fake.New("img")
+	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}
+	tok, hash := auth.NewToken()
+	if err := st.AddToken(hash, "test", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test"}).Handler())
+	t.Cleanup(ts.Close)
+	return ts, tok, dir
+}
+
+func call(t *testing.T, ts *httptest.Server, tok, method, path, body string) (int, api.Error) {
+	t.Helper()
+	req, _ := http.NewRequest(method, ts.URL+path, strings.NewReader(body))
+	if tok != "" {
+		req.Header.Set("Authorization", "Bearer "+tok)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var e api.Error
+	b, _ := io.ReadAll(resp.Body)
+	json.Unmarshal(b, &e)
+	return resp.StatusCode, e
+}
+
+func TestErrorsMapToStatusAndField(t *testing.T) {
+	ts, tok, _ := newServer(t)
+	tests := []struct {
+		name, tok, method, path, body string
+		status                        int
+		code, field, msg              string
+	}{
+		{"no token", "", "GET", "/v1/boxes", "", 401, "unauthorized", "", "no token"},
+		{"wrong token", "pdk_nope", "GET", "/v1/boxes", "", 401, "unauthorized", "", "invalid token"},
+		{"unknown route still needs a token", "", "GET", "/v1/nothing", "", 401, "unauthorized", "", ""},
+		{"unknown route", tok, "GET", "/v1/nothing", "", 404, "not_found", "", "no route"},
+		{"unknown box", tok, "GET", "/v1/boxes/nope", "", 404, "not_found", "", `no box named "nope"`},
+		{"bad type", tok, "POST", "/v1/boxes", `{"type":"huge"}`, 400, "invalid", "type", "unknown box type"},
+		{"bad name", tok, "POST", "/v1/boxes", `{"name":"Nope!"}`, 400, "invalid", "name", "invalid box name"},
+		{"bad ttl", tok, "POST", "/v1/boxes", `{"ttl":"soon"}`, 400, "invalid", "ttl", "bad ttl"},
+		{"unknown field", tok, "POST", "/v1/boxes", `{"nmae":"x"}`, 400, "invalid", "nmae", "unknown field"},
+		{"wrong json type", tok, "POST", "/v1/boxes", `{"ttl":5}`, 400, "invalid", "ttl", "expected string"},
+		{"missing image", tok, "POST", "/v1/boxes", `{"image":"other"}`, 400, "invalid", "image", "not on the server"},
+		{"mount outside /mnt", tok, "POST", "/v1/boxes", `{"mounts":[{"drive":"d","path":"/etc"}]}`, 400, "invalid", "mounts", "under /mnt"},
+		{"undeclared drive", tok, "POST", "/v1/boxes", `{"mounts":[{"drive":"d","path":"/mnt/d"}]}`, 400, "invalid", "mounts", `no drive named "d"`},
+		{"exec without upgrade", tok, "POST", "/v1/boxes/nope/exec", `{"cmd":["true"]}`, 400, "invalid", "", "Upgrade"},
+		{"push to unknown box", tok, "PUT", "/v1/boxes/nope/files?path=/x", "", 404, "not_found", "", "no box"},
+		{"rm unknown drive", tok, "DELETE", "/v1/drives/nope", "", 404, "not_found", "", `no drive named "nope"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, e := call(t, ts, tt.tok, tt.method, tt.path, tt.body)
+			if status != tt.status || e.Code != tt.code || e.Field != tt.field || !strings.Contains(e.Message, tt.msg) {
+				t.Errorf("got %d %+v, want %d %s field %q message containing %q", status, e, tt.status, tt.code, tt.field, tt.msg)
+			}
+		})
+	}
+	// Nothing of the above declared anything.
+	if status, _ := call(t, ts, tok, "GET", "/v1/boxes", ""); status != 200 {
+		t.Fatal(status)
+	}
+}
+
+func TestConflicts(t *testing.T) {
+	ts, tok, _ := newServer(t)
+	if status, e := call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`); status != 201 {
+		t.Fatalf("create: %d %+v", status, e)
+	}
+	status, e := call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`)
+	if status != 409 || e.Code != "conflict" || !strings.Contains(e.Message, `"web" already exists`) {
+		t.Fatalf("duplicate: %d %+v", status, e)
+	}
+	call(t, ts, tok, "POST", "/v1/drives", `{"name":"d"}`)
+	call(t, ts, tok, "POST", "/v1/boxes", `{"name":"user","mounts":[{"drive":"d","path":"/mnt/d"}]}`)
+	status, e = call(t, ts, tok, "DELETE", "/v1/drives/d", "")
+	if status != 409 || !strings.Contains(e.Message, "mounted by user") {
+		t.Fatalf("drive in use: %d %+v", status, e)
+	}
+	status, e = call(t, ts, tok, "POST", "/v1/boxes/web/restore", `{}`)
+	if status != 409 || !strings.Contains(e.Message, "no snapshots") {
+		t.Fatalf("restore without snapshots: %d %+v", status, e)
+	}
+}
+
+func TestTokensAreStoredHashed(t *testing.T) {
+	_, tok, dir := newServer(t)
+	read := 0
+	for _, f := range []string{"paddock.db", "paddock.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			continue
+		}
+		read++
+		if !bytes.Contains(b, []byte(auth.Hash(tok))) && f == "paddock.db-wal" {
+			t.Errorf("the token's hash is not in %s either: is this the right file?", f)
+		}
+		if bytes.Contains(b, []byte(tok)) || bytes.Contains(b, []byte(strings.TrimPrefix(tok, auth.Prefix))) {
+			t.Fatalf("%s holds the token in clear", f)
+		}
+	}
+	if read == 0 {
+		t.Fatal("no database file to look into")
+	}
+}

@@ -1,0 +1,112 @@
+package rules
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	root, err := harness.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = root
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v\n%s", args, err, stderr.String())
+	}
+	var lines []string
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines
+}
+
+// The CLI runs on laptops (Linux, macOS, Windows): it must not drag in the
+// engine client, nftables, Caddy or SQLite.
+func TestCLIImportGraph(t *testing.T) {
+	forbidden := []string{
+		"github.com/moby/", "github.com/docker/", "github.com/google/nftables",
+		"github.com/caddyserver/", "modernc.org/sqlite", "github.com/mattn/go-sqlite3",
+	}
+	for _, goos := range []string{"linux", "darwin", "windows"} {
+		t.Setenv("GOOS", goos)
+		deps := goList(t, "-deps", "./cmd/paddock")
+		if len(deps) < 10 {
+			t.Fatalf("%s: only %d deps listed; is the list right?", goos, len(deps))
+		}
+		for _, d := range deps {
+			for _, f := range forbidden {
+				if strings.HasPrefix(d, f) {
+					t.Errorf("%s: cmd/paddock depends on %s", goos, d)
+				}
+			}
+		}
+	}
+}
+
+// Every package says what it is for.
+func TestEveryPackageHasADocComment(t *testing.T) {
+	for _, line := range goList(t, "-e", "-f", "{{.ImportPath}}|{{.Doc}}", "./...") {
+		path, doc, _ := strings.Cut(line, "|")
+		if strings.TrimSpace(doc) == "" {
+			t.Errorf("package %s has no doc comment", path)
+		}
+	}
+}
+
+// Mains stay thin: a few lines calling into a package.
+func TestMainsAreThin(t *testing.T) {
+	root, err := harness.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mains, _ := filepath.Glob(filepath.Join(root, "cmd", "*", "main.go"))
+	if len(mains) < 2 {
+		t.Fatalf("found %d mains", len(mains))
+	}
+	for _, m := range mains {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := bytes.Count(b, []byte("\n")); n > 20 {
+			t.Errorf("%s has %d lines; move the logic into a package", m, n)
+		}
+	}
+}
+
+// The top level is fixed.
+func TestTopLevelLayout(t *testing.T) {
+	root, err := harness.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed := map[string]bool{
+		"install": true, "cmd": true, "appliance": true, "units": true, "caddy": true,
+		"boxfiles": true, "policies": true, "testbed": true, "go.mod": true, "go.sum": true,
+		"Vagrantfile": true, "LICENSE": true, "README.md": true, ".ci": true, "sdk": true,
+		".git": true, ".gitignore": true, "bin": true,
+	}
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !allowed[e.Name()] {
+			t.Errorf("%s does not belong at the top level", e.Name())
+		}
+	}
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Runs the whole test suite: static checks, unit tests, the driver contract
+# tests and the end-to-end scripts against a real Docker engine, and the
+# cross-builds of the CLI. The engine and images are installed or built only
+# when missing (testbed/engine.sh, testbed/images.sh).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "engine and test images"
+bash testbed/engine.sh
+PADDOCK_TEST_IMAGE=$(bash testbed/images.sh)
+export PADDOCK_TEST_IMAGE
+echo "box image: $PADDOCK_TEST_IMAGE"
+
+step "gofmt and go vet"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+step "cross-build the CLI"
+for os in linux darwin windows; do
+  for arch in amd64 arm64; do
+    GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -o /dev/null ./cmd/paddock
+    echo "ok paddock $os/$arch"
+  done
+done
+GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null ./cmd/paddockd
+echo "ok paddockd linux/arm64"
+
+step "tests"
+go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/paddock-test.log
