@@ -1,0 +1,216 @@
+// Command bench measures Paddock's operations beside the raw Docker
+// operations they rest on, in one run on one machine, and prints a table
+// with the ratio. Both sides are driven through their command-line tools
+// (the paddock CLI against a local paddockd; the docker CLI against the
+// same engine), so each figure includes one process start and one API round
+// trip.
+//
+//	go run ./testbed/bench [-n 5] [-big-n 3]
+//
+// It needs root and the testbed engine and image (it makes them if missing),
+// sends traffic only to loopback and the local engine, and removes what it
+// made.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+type runner struct {
+	env  []string
+	bins harness.Bins
+}
+
+func (r *runner) run(name string, args ...string) string {
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), r.env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %s %s: %v\n%s\n", name, strings.Join(args, " "), err, out)
+		os.Exit(1)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func (r *runner) paddock(args ...string) string { return r.run(r.bins.Paddock, args...) }
+func (r *runner) docker(args ...string) string  { return r.run("docker", args...) }
+
+// timeIt runs setup (untimed), op (timed) and teardown (untimed) n times and
+// returns the median of op.
+func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) time.Duration {
+	var ds []time.Duration
+	for i := 0; i < n; i++ {
+		if setup != nil {
+			setup(i)
+		}
+		start := time.Now()
+		op(i)
+		ds = append(ds, time.Since(start))
+		if teardown != nil {
+			teardown(i)
+		}
+	}
+	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+	return ds[len(ds)/2]
+}
+
+type row struct {
+	name            string
+	paddock, docker time.Duration
+}
+
+func makeTrees(dir string) (small, big string) {
+	small = filepath.Join(dir, "small")
+	os.MkdirAll(small, 0o755)
+	chunk := make([]byte, 10<<10)
+	for i := range chunk {
+		chunk[i] = byte(i * 7)
+	}
+	// 100 MB of small files: 10,000 files of 10 KiB in 100 directories.
+	for d := 0; d < 100; d++ {
+		sub := filepath.Join(small, fmt.Sprintf("d%03d", d))
+		os.MkdirAll(sub, 0o755)
+		for f := 0; f < 100; f++ {
+			os.WriteFile(filepath.Join(sub, fmt.Sprintf("f%03d.txt", f)), chunk, 0o644)
+		}
+	}
+	big = filepath.Join(dir, "big")
+	os.MkdirAll(big, 0o755)
+	f, _ := os.Create(filepath.Join(big, "blob.bin"))
+	block := make([]byte, 1<<20)
+	for i := 0; i < 100; i++ {
+		block[0] = byte(i)
+		f.Write(block)
+	}
+	f.Close()
+	return small, big
+}
+
+func main() {
+	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
+	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
+	flag.Parse()
+	if reason := harness.EngineReason(); reason != "" {
+		fmt.Fprintln(os.Stderr, "bench:", reason)
+		os.Exit(1)
+	}
+	image, err := harness.Image()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	work, err := os.MkdirTemp("", "paddock-bench-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer os.RemoveAll(work)
+	bins, err := harness.Build(work)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	d, err := harness.NewDaemon(bins, image, work)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	d.Env = []string{"PADDOCK_LOG_LEVEL=warn"}
+	if err := d.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer d.Cleanup()
+	raw := "pdkbench-" + d.Instance
+	defer harness.Sweep(raw)
+	label := "paddock.instance=" + raw
+
+	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}
+	small, big := makeTrees(filepath.Join(work, "trees"))
+	var rows []row
+
+	// create to first exec
+	p := timeIt(*n, nil, func(i int) {
+		r.paddock("new", "--name", fmt.Sprintf("c%d", i))
+		r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
+	}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
+	dk := timeIt(*n, nil, func(i int) {
+		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i), image)
+		r.docker("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
+	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-c%d", raw, i)) })
+	rows = append(rows, row{"create + first exec", p, dk})
+
+	r.paddock("new", "--name", "bench")
+	rawBox := raw + "-box"
+	r.docker("run", "-d", "--init", "--label", label, "--name", rawBox, image)
+
+	p = timeIt(*n*2, nil, func(int) { r.paddock("exec", "bench", "--", "true") }, nil)
+	dk = timeIt(*n*2, nil, func(int) { r.docker("exec", rawBox, "true") }, nil)
+	rows = append(rows, row{"exec true (round trip)", p, dk})
+
+	for _, tree := range []struct{ name, dir string }{{"100 MB, 10k small files", small}, {"100 MB, one file", big}} {
+		p = timeIt(*bigN, nil, func(i int) {
+			r.paddock("push", "bench", tree.dir, "--to", fmt.Sprintf("/tmp/push%d", i))
+		}, func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/push%d", i)) })
+		dk = timeIt(*bigN, nil, func(i int) {
+			r.docker("cp", tree.dir, fmt.Sprintf("%s:/tmp/cp%d", rawBox, i))
+		}, func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cp%d", i)) })
+		rows = append(rows, row{"push " + tree.name, p, dk})
+
+		r.paddock("push", "bench", tree.dir, "--to", "/tmp/src")
+		r.docker("cp", tree.dir, rawBox+":/tmp/src")
+		p = timeIt(*bigN, nil, func(i int) {
+			r.paddock("pull", "bench", "/tmp/src", "--to", filepath.Join(work, fmt.Sprintf("pull%d", i)))
+		}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("pull%d", i))) })
+		dk = timeIt(*bigN, nil, func(i int) {
+			r.docker("cp", rawBox+":/tmp/src", filepath.Join(work, fmt.Sprintf("cp%d", i)))
+		}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("cp%d", i))) })
+		rows = append(rows, row{"pull " + tree.name, p, dk})
+		r.paddock("exec", "bench", "--", "rm", "-rf", "/tmp/src")
+		r.docker("exec", rawBox, "rm", "-rf", "/tmp/src")
+	}
+
+	r.paddock("exec", "bench", "--", "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")
+	r.docker("exec", rawBox, "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")
+	p = timeIt(*n, nil, func(int) { r.paddock("snapshot", "bench") }, nil)
+	dk = timeIt(*n, nil, func(i int) {
+		r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-snap:%d", raw, i))
+	}, nil)
+	rows = append(rows, row{"snapshot (20 MB changed)", p, dk})
+
+	p = timeIt(*n, nil, func(i int) {
+		r.paddock("fork", "bench", "--name", fmt.Sprintf("f%d", i))
+	}, func(i int) { r.paddock("rm", fmt.Sprintf("f%d", i)) })
+	dk = timeIt(*n, nil, func(i int) {
+		ref := fmt.Sprintf("%s-fork:%d", raw, i)
+		r.docker("commit", "-c", "LABEL "+label, rawBox, ref)
+		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-f%d", raw, i), ref)
+	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-f%d", raw, i)) })
+	rows = append(rows, row{"fork (snapshot + new box)", p, dk})
+
+	p = timeIt(*n, func(int) { r.paddock("start", "bench") }, func(int) { r.paddock("stop", "bench") }, nil)
+	dk = timeIt(*n, func(int) { r.docker("start", rawBox) }, func(i int) {
+		r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-stop:%d", raw, i))
+		r.docker("stop", rawBox)
+	}, nil)
+	rows = append(rows, row{"stop (snapshot + stop)", p, dk})
+
+	out, _ := exec.Command("docker", "version", "--format", "{{.Server.Version}} (API {{.Server.APIVersion}})").Output()
+	fmt.Printf("Docker %s, %s, medians of %d (copies: %d) runs\n\n", strings.TrimSpace(string(out)), image, *n, *bigN)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\tpaddock\tdocker\tratio\t")
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, row.paddock.Round(time.Millisecond), row.docker.Round(time.Millisecond), float64(row.paddock)/float64(row.docker))
+	}
+	tw.Flush()
+}
