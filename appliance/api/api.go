@@ -32,6 +32,14 @@ type Box struct {
 	Created   time.Time `json:"created"`
 	// From names the snapshot the box's filesystem was made from, if any.
 	From string `json:"from,omitempty"`
+	// Project is the Boxfile project that declares the box, if any.
+	Project string `json:"project,omitempty"`
+	Policy  string `json:"policy,omitempty"`
+	Agent   string `json:"agent,omitempty"`
+	Desktop bool   `json:"desktop,omitempty"`
+	// Setup is the state of a Boxfile box's one-time push and setup:
+	// pending, done or failed.
+	Setup string `json:"setup,omitempty"`
 }
 
 // BoxPost creates a box.

@@ -1,7 +1,9 @@
 package api
 
 import (
+	"errors"
 	"fmt"
+	"net/netip"
 	"path"
 	"regexp"
 	"strconv"
@@ -100,6 +102,151 @@ func ParseMount(s string) (Mount, error) {
 func ValidEnvName(k string) error {
 	if k == "" || strings.ContainsAny(k, "=\x00") {
 		return &Error{Code: CodeInvalid, Field: "env", Message: fmt.Sprintf("bad environment variable name %q", k)}
+	}
+	return nil
+}
+
+var domainLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// ValidDomainPattern checks an allowlist entry: a domain name
+// ("example.com", matching exactly) or "*." and a domain (its subdomains).
+func ValidDomainPattern(p string) error {
+	name := strings.TrimPrefix(p, "*.")
+	bad := func(why string) error {
+		return &Error{Code: CodeInvalid, Field: "allow_domains", Message: fmt.Sprintf("bad domain pattern %q: %s", p, why)}
+	}
+	if name == "" || len(name) > 253 {
+		return bad("empty or too long")
+	}
+	if strings.Contains(name, "*") {
+		return bad(`a wildcard may only be the whole first label, as in "*.example.com"`)
+	}
+	labels := strings.Split(strings.TrimSuffix(name, "."), ".")
+	if len(labels) < 2 && strings.HasPrefix(p, "*.") {
+		return bad("a wildcard needs a domain under it")
+	}
+	for _, l := range labels {
+		if !domainLabel.MatchString(l) {
+			return bad("use lowercase letters, digits, '-' and dots")
+		}
+	}
+	return nil
+}
+
+// ValidCIDR checks an IPv4 CIDR in canonical form ("10.1.0.0/16").
+func ValidCIDR(c string) error {
+	p, err := netip.ParsePrefix(c)
+	if err != nil || !p.Addr().Is4() {
+		return &Error{Code: CodeInvalid, Field: "allow_cidrs", Message: fmt.Sprintf("bad CIDR %q: give an IPv4 prefix such as 10.1.0.0/16", c)}
+	}
+	if p.Masked() != p {
+		return &Error{Code: CodeInvalid, Field: "allow_cidrs", Message: fmt.Sprintf("bad CIDR %q: host bits are set; did you mean %s?", c, p.Masked())}
+	}
+	return nil
+}
+
+// ValidateProject checks a whole project spec, naming the object and field
+// of the first problem (e.g. "box.web.ttl").
+func ValidateProject(s ProjectSpec) error {
+	at := func(addr string, err error) error {
+		var e *Error
+		if errors.As(err, &e) {
+			f := addr
+			if e.Field != "" {
+				f += "." + e.Field
+			}
+			return &Error{Code: e.Code, Field: f, Message: addr + ": " + e.Message}
+		}
+		return err
+	}
+	if s.Project != "" && !dnsLabel.MatchString(s.Project) {
+		return &Error{Code: CodeInvalid, Field: "project", Message: fmt.Sprintf("invalid project name %q: use lowercase letters, digits and '-'", s.Project)}
+	}
+	seen := map[string]bool{}
+	dup := func(addr string) error {
+		if seen[addr] {
+			return &Error{Code: CodeInvalid, Field: addr, Message: addr + " is declared twice"}
+		}
+		seen[addr] = true
+		return nil
+	}
+	for _, p := range s.Policies {
+		addr := "policy." + p.Name
+		if err := ValidName("policy", p.Name); err != nil {
+			return at(addr, err)
+		}
+		if p.Name == PolicyAllowAll || p.Name == PolicyDenyAll {
+			return at(addr, &Error{Code: CodeInvalid, Field: "name", Message: "policy name " + p.Name + " is built in"})
+		}
+		if err := dup(addr); err != nil {
+			return err
+		}
+		for _, d := range p.AllowDomains {
+			if err := ValidDomainPattern(d); err != nil {
+				return at(addr, err)
+			}
+		}
+		for _, c := range p.AllowCIDRs {
+			if err := ValidCIDR(c); err != nil {
+				return at(addr, err)
+			}
+		}
+	}
+	for _, d := range s.Drives {
+		addr := "drive." + d.Name
+		if err := ValidName("drive", d.Name); err != nil {
+			return at(addr, err)
+		}
+		if err := dup(addr); err != nil {
+			return err
+		}
+	}
+	for _, b := range s.Boxes {
+		addr := "box." + b.Name
+		if err := ValidName("box", b.Name); err != nil {
+			return at(addr, err)
+		}
+		if err := dup(addr); err != nil {
+			return err
+		}
+		if b.Type != "" {
+			if err := ValidType(b.Type); err != nil {
+				return at(addr, err)
+			}
+		}
+		if _, err := ParseTTL(b.TTL); err != nil {
+			return at(addr, err)
+		}
+		switch b.Policy {
+		case "", PolicyAllowAll, PolicyDenyAll:
+		default:
+			if !seen["policy."+b.Policy] {
+				return at(addr, &Error{Code: CodeInvalid, Field: "policy", Message: fmt.Sprintf("policy %q is not declared", b.Policy)})
+			}
+		}
+		paths := map[string]bool{}
+		for _, m := range b.Mounts {
+			if err := ValidMount(m); err != nil {
+				return at(addr, err)
+			}
+			if !seen["drive."+m.Drive] {
+				return at(addr, &Error{Code: CodeInvalid, Field: "mounts", Message: fmt.Sprintf("drive %q is not declared", m.Drive)})
+			}
+			if paths[m.Path] {
+				return at(addr, &Error{Code: CodeInvalid, Field: "mounts", Message: "two drives are mounted at " + m.Path})
+			}
+			paths[m.Path] = true
+		}
+		for k := range b.Env {
+			if err := ValidEnvName(k); err != nil {
+				return at(addr, err)
+			}
+		}
+		for _, p := range b.Push {
+			if p.Local == "" || !path.IsAbs(p.To) {
+				return at(addr, &Error{Code: CodeInvalid, Field: "push", Message: fmt.Sprintf("push %q: 'to' must be an absolute path in the box", p.Local)})
+			}
+		}
 	}
 	return nil
 }

@@ -60,6 +60,8 @@ type BoxSpec struct {
 	CPUs        float64
 	MemoryBytes int64
 	Mounts      []Mount
+	// Generation forces a new container when it changes.
+	Generation int
 }
 
 // Hash is a stable digest of the spec, stored on the container as a label.
@@ -69,7 +71,7 @@ func (s BoxSpec) Hash() string {
 		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
 	}
 	sort.Strings(ms)
-	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","))))
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation)))
 	return hex.EncodeToString(h[:8])
 }
 

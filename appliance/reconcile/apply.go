@@ -54,6 +54,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		Snapshot:    b.From,
 		CPUs:        t.CPUs,
 		MemoryBytes: t.MemoryMiB << 20,
+		Generation:  b.Generation,
 	}
 	for _, m := range b.Mounts {
 		spec.Mounts = append(spec.Mounts, driver.Mount{

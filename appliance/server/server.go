@@ -64,6 +64,9 @@ func (s *Server) Handler() http.Handler {
 	route("POST "+p+"/drives", s.createDrive)
 	route("DELETE "+p+"/drives/{name}", s.removeDrive)
 	route("POST "+p+"/reconcile", s.reconcile)
+	route("POST "+p+"/plan", s.plan)
+	route("POST "+p+"/apply", s.apply)
+	route("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	mux.Handle("/", s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
@@ -300,4 +303,40 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 		out.Errors[a] = e.Error()
 	}
 	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
+	var req api.PlanRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	p, err := s.Svc.PlanProject(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, p)
+}
+
+func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
+	var req api.ApplyRequest
+	if err := decode(r, &req); err != nil {
+		return err
+	}
+	res, err := s.Svc.ApplyProject(r.Context(), req)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) setupDone(w http.ResponseWriter, r *http.Request) error {
+	var p api.SetupPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if err := s.Svc.SetupDone(r.PathValue("name"), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

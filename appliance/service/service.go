@@ -111,6 +111,10 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		ExpiresAt: b.ExpiresAt, Env: b.Env, Desired: b.Desired, Status: b.Observed,
 		Error: b.ObservedEr, Created: b.Created, From: b.From,
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
+		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup,
+	}
+	if b.Setup == "failed" {
+		out.Status, out.Error = "failed", "setup failed: "+b.SetupError
 	}
 	for _, m := range b.Mounts {
 		out.Mounts = append(out.Mounts, api.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})

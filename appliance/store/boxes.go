@@ -22,6 +22,19 @@ type Box struct {
 	Created    time.Time
 	Observed   string
 	ObservedEr string
+	// Project is the Boxfile project that declares the box; "" for boxes
+	// made with 'paddock new'.
+	Project string
+	Policy  string
+	Agent   string
+	Desktop bool
+	// Setup is the state of the one-time push and setup steps: "" (none),
+	// "pending", "done" or "failed".
+	Setup      string
+	SetupError string
+	// Generation goes up when the box must be made again although nothing
+	// else in its spec changed (a replacement asked for by a plan).
+	Generation int
 }
 
 // Mount is a drive mounted in a box.
@@ -31,7 +44,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation`
 
 type scanner interface{ Scan(...any) error }
 
@@ -41,7 +54,8 @@ func scanBox(r scanner) (Box, error) {
 	var exp sql.NullInt64
 	var mounts, env string
 	var created int64
-	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr)
+	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -78,9 +92,12 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Env == nil {
 		b.Env = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)`,
+	if b.Policy == "" {
+		b.Policy = "allow-all"
+	}
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "")
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -94,8 +111,16 @@ func (t *Tx) GetBox(name string) (Box, error) {
 
 // UpdateBox rewrites the declared fields of a box.
 func (t *Tx) UpdateBox(b Box) error {
-	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=? WHERE name=?`,
-		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From, b.Name)
+	if b.Mounts == nil {
+		b.Mounts = []Mount{}
+	}
+	if b.Env == nil {
+		b.Env = map[string]string{}
+	}
+	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=? WHERE name=?`,
+		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.Name)
 	if err != nil {
 		return err
 	}

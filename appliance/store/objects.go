@@ -14,11 +14,34 @@ type Drive struct {
 	Name    string
 	State   string
 	Created time.Time
+	Project string
+	Size    string
+	Labels  map[string]string
+}
+
+const driveCols = `name, state, created, project, size, labels`
+
+func scanDrive(r scanner) (Drive, error) {
+	var d Drive
+	var c int64
+	var labels string
+	err := r.Scan(&d.Name, &d.State, &c, &d.Project, &d.Size, &labels)
+	if errors.Is(err, sql.ErrNoRows) {
+		return d, ErrNotFound
+	}
+	if err != nil {
+		return d, err
+	}
+	d.Created = fromUnix(c)
+	return d, json.Unmarshal([]byte(labels), &d.Labels)
 }
 
 // CreateDrive declares a drive; ErrConflict if it exists.
 func (t *Tx) CreateDrive(d Drive) error {
-	_, err := t.tx.Exec(`INSERT INTO drives (name, state, created) VALUES (?,?,?)`, d.Name, d.State, unix(d.Created))
+	if d.Labels == nil {
+		d.Labels = map[string]string{}
+	}
+	_, err := t.tx.Exec(`INSERT INTO drives (`+driveCols+`) VALUES (?,?,?,?,?,?)`, d.Name, d.State, unix(d.Created), d.Project, d.Size, mustJSON(d.Labels))
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -36,14 +59,19 @@ func (t *Tx) SetDriveState(name, state string) error {
 
 // GetDrive reads one drive in the transaction.
 func (t *Tx) GetDrive(name string) (Drive, error) {
-	var d Drive
-	var c int64
-	err := t.tx.QueryRow(`SELECT name, state, created FROM drives WHERE name=?`, name).Scan(&d.Name, &d.State, &c)
-	if errors.Is(err, sql.ErrNoRows) {
-		return d, ErrNotFound
+	return scanDrive(t.tx.QueryRow(`SELECT `+driveCols+` FROM drives WHERE name=?`, name))
+}
+
+// UpdateDrive rewrites a drive's size and labels.
+func (t *Tx) UpdateDrive(d Drive) error {
+	if d.Labels == nil {
+		d.Labels = map[string]string{}
 	}
-	d.Created = fromUnix(c)
-	return d, err
+	res, err := t.tx.Exec(`UPDATE drives SET size=?, labels=? WHERE name=?`, d.Size, mustJSON(d.Labels), d.Name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
 }
 
 // ListBoxes lists every declared box in the transaction.
@@ -66,19 +94,17 @@ func (t *Tx) ListBoxes() ([]Box, error) {
 
 // ListDrives lists the declared drives by name.
 func (s *Store) ListDrives() ([]Drive, error) {
-	rows, err := s.db.Query(`SELECT name, state, created FROM drives ORDER BY name`)
+	rows, err := s.db.Query(`SELECT ` + driveCols + ` FROM drives ORDER BY name`)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
 	var out []Drive
 	for rows.Next() {
-		var d Drive
-		var c int64
-		if err := rows.Scan(&d.Name, &d.State, &c); err != nil {
+		d, err := scanDrive(rows)
+		if err != nil {
 			return nil, err
 		}
-		d.Created = fromUnix(c)
 		out = append(out, d)
 	}
 	return out, rows.Err()

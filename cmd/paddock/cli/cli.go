@@ -70,6 +70,11 @@ func init() {
 		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},
 		{"drive", "new|ls|rm NAME", "manage drives (volumes that outlive boxes)", cmdDrive},
+		{"plan", "[-f PATH] [--var K=V] [--var-file F] [--out FILE] [--destroy] [--drives] [--json]", "show what applying the Boxfile would change (exit 0: none, 2: changes, 1: error)", cmdPlan},
+		{"apply", "[FILE | -f PATH ...] [--auto-approve] [--drives] [--json]", "make the project match its Boxfile (or a saved plan)", cmdApply},
+		{"destroy", "[-f PATH] [--drives] [--auto-approve]", "remove the project's boxes (drives only with --drives)", cmdDestroy},
+		{"validate", "[-f PATH] [--var K=V] [--json]", "check a Boxfile without contacting the server", cmdValidate},
+		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
 		{"help", "", "show this help", cmdHelp},
 	}
 }
@@ -128,6 +133,11 @@ func report(e *env, c command, err error) int {
 	}
 	if errors.Is(err, pflag.ErrHelp) {
 		return 0
+	}
+	var shown errShown
+	if errors.As(err, &shown) {
+		fmt.Fprintf(e.stderr, "paddock %s: %s\n", c.name, shown.error)
+		return 1
 	}
 	fmt.Fprintf(e.stderr, "paddock %s: %s\n", c.name, err)
 	return 1

@@ -1,0 +1,307 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/project"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// projectState reads what a project plan is computed against; tx may be
+// nil to read outside a transaction.
+func (s *Service) projectState(ctx context.Context, tx *store.Tx) (project.State, error) {
+	var st project.State
+	var err error
+	obs, err := s.Driver.Boxes(ctx)
+	if err != nil {
+		return st, err
+	}
+	st.Observed = map[string]driver.BoxState{}
+	for _, b := range obs {
+		st.Observed[b.Name] = b
+	}
+	if tx != nil {
+		if st.Serial, err = tx.Serial(); err != nil {
+			return st, err
+		}
+		if st.Boxes, err = tx.ListBoxes(); err != nil {
+			return st, err
+		}
+		if st.Drives, err = tx.ListDrives(); err != nil {
+			return st, err
+		}
+		st.Policies, err = tx.ListPolicies()
+		return st, err
+	}
+	if st.Serial, err = s.Store.Serial(); err != nil {
+		return st, err
+	}
+	if st.Boxes, err = s.Store.ListBoxes(); err != nil {
+		return st, err
+	}
+	if st.Drives, err = s.Store.ListDrives(); err != nil {
+		return st, err
+	}
+	st.Policies, err = s.Store.ListPolicies()
+	return st, err
+}
+
+// checkImages makes sure the image of every box a plan makes is on the
+// engine.
+func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan) error {
+	spec = project.Normalize(spec, s.Cfg.Image)
+	made := map[string]bool{}
+	for _, c := range plan.Changes {
+		if c.Action == api.ActionCreate || c.Action == api.ActionReplace {
+			made[c.Address] = true
+		}
+	}
+	for _, b := range spec.Boxes {
+		if !made["box."+b.Name] {
+			continue
+		}
+		ok, err := s.Driver.ImageExists(ctx, b.Image)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return &api.Error{Code: api.CodeInvalid, Field: "box." + b.Name + ".image",
+				Message: fmt.Sprintf("box.%s: image %q is not on the server", b.Name, b.Image)}
+		}
+	}
+	return nil
+}
+
+// PlanProject computes what applying a project's spec would change.
+func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Plan, error) {
+	if err := api.ValidateProject(req.Spec); err != nil {
+		return api.Plan{}, err
+	}
+	if req.Spec.Project == "" {
+		return api.Plan{}, invalid("project", "a Boxfile project needs a name")
+	}
+	st, err := s.projectState(ctx, nil)
+	if err != nil {
+		return api.Plan{}, err
+	}
+	plan, err := project.Plan(req.Spec, st, s.planOptions(req))
+	if err != nil {
+		return plan, err
+	}
+	return plan, s.checkImages(ctx, req.Spec, plan)
+}
+
+func (s *Service) planOptions(req api.PlanRequest) project.Options {
+	return project.Options{Destroy: req.Destroy, Drives: req.Drives, DefaultImage: s.Cfg.Image}
+}
+
+// ApplyProject applies a plan made at req.Serial: it writes the declared
+// state in one transaction (refused if the serial moved), reconciles, and
+// reports object by object.
+func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
+	var res api.ApplyResult
+	if err := api.ValidateProject(req.Spec); err != nil {
+		return res, err
+	}
+	if req.Spec.Project == "" {
+		return res, invalid("project", "a Boxfile project needs a name")
+	}
+	spec := project.Normalize(req.Spec, s.Cfg.Image)
+	var plan api.Plan
+	err := s.Store.Declare(func(tx *store.Tx) error {
+		st, err := s.projectState(ctx, tx)
+		if err != nil {
+			return err
+		}
+		if st.Serial != req.Serial {
+			return conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
+		}
+		if plan, err = project.Plan(spec, st, s.planOptions(req.PlanRequest)); err != nil {
+			return err
+		}
+		if err := s.checkImages(ctx, spec, plan); err != nil {
+			return err
+		}
+		return s.writePlan(tx, spec, plan)
+	})
+	if err != nil {
+		return res, err
+	}
+	res.Plan = plan
+	rr, err := s.Rec.Run(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.Failed = map[string]string{}
+	for _, c := range plan.Changes {
+		if e := changeError(c.Address, rr.Errors); e != nil {
+			res.Failed[c.Address] = e.Error()
+		} else {
+			res.Done = append(res.Done, c.Address)
+		}
+	}
+	if res.Serial, err = s.Store.Serial(); err != nil {
+		return res, err
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return res, err
+	}
+	for _, b := range boxes {
+		if b.Project == spec.Project && b.Setup == "pending" && res.Failed["box."+b.Name] == "" {
+			res.Setup = append(res.Setup, b.Name)
+		}
+	}
+	return res, nil
+}
+
+// changeError finds the reconcile errors about a plan address.
+func changeError(addr string, errs map[string]error) error {
+	kind, name, _ := strings.Cut(addr, ".")
+	switch kind {
+	case "box":
+		if e := errs["box."+name]; e != nil {
+			return e
+		}
+		return errs["volume.boxdata."+name]
+	case "drive":
+		if e := errs["volume.drive."+name]; e != nil {
+			return e
+		}
+		return errs["drive."+name]
+	}
+	return nil
+}
+
+func specBox(b api.BoxSpec, into *store.Box) {
+	ttl, _ := api.ParseTTL(b.TTL)
+	into.Type, into.Image, into.Policy, into.Agent, into.Env, into.Desktop = b.Type, b.Image, b.Policy, b.Agent, b.Env, b.Desktop
+	if into.TTL != ttl {
+		into.TTL = ttl
+		into.ExpiresAt = nil
+	}
+	into.Mounts = nil
+	for _, m := range b.Mounts {
+		into.Mounts = append(into.Mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
+	}
+}
+
+func hasSetup(b api.BoxSpec) bool { return len(b.Push) > 0 || len(b.Setup) > 0 }
+
+// writePlan turns a plan into declared state.
+func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan) error {
+	boxes := map[string]api.BoxSpec{}
+	for _, b := range spec.Boxes {
+		boxes[b.Name] = b
+	}
+	drives := map[string]api.DriveSpec{}
+	for _, d := range spec.Drives {
+		drives[d.Name] = d
+	}
+	policies := map[string]api.PolicySpec{}
+	for _, p := range spec.Policies {
+		policies[p.Name] = p
+	}
+	now := s.now()
+	for _, c := range plan.Changes {
+		kind, name, _ := strings.Cut(c.Address, ".")
+		var err error
+		switch kind {
+		case "policy":
+			if c.Action == api.ActionDelete {
+				err = tx.DeletePolicy(name)
+			} else {
+				p := policies[name]
+				err = tx.PutPolicy(store.Policy{Name: name, Project: spec.Project, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs})
+			}
+		case "drive":
+			d := drives[name]
+			switch c.Action {
+			case api.ActionCreate:
+				err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels})
+			case api.ActionUpdate:
+				err = tx.UpdateDrive(store.Drive{Name: name, Size: d.Size, Labels: d.Labels})
+			case api.ActionDelete:
+				err = tx.SetDriveState(name, "deleting")
+			}
+		case "box":
+			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", c.Address, err)
+		}
+	}
+	return nil
+}
+
+func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api.Change, now time.Time) error {
+	if c.Action == api.ActionDelete {
+		if err := tx.DeleteBox(name); err != nil {
+			return err
+		}
+		return tx.MarkSnapshotsDeleting(name)
+	}
+	old, err := tx.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		nb := store.Box{Name: name, Project: proj, Desired: "running", Created: now}
+		specBox(b, &nb)
+		if hasSetup(b) {
+			nb.Setup = "pending"
+		}
+		if nb.TTL > 0 {
+			exp := now.Add(nb.TTL)
+			nb.ExpiresAt = &exp
+		}
+		return tx.CreateBox(nb)
+	}
+	if err != nil {
+		return err
+	}
+	specBox(b, &old)
+	switch c.Action {
+	case api.ActionReplace:
+		old.Generation++
+		old.From = ""
+		old.Desired = "running"
+		old.Setup, old.SetupError = "", ""
+		if hasSetup(b) {
+			old.Setup = "pending"
+		}
+	case api.ActionCreate:
+		// The container went missing: the reconciler makes it again, as a
+		// new box, so its one-time steps run again too.
+		if hasSetup(b) {
+			old.Setup = "pending"
+		}
+	}
+	if old.TTL > 0 && old.ExpiresAt == nil && old.Desired == "running" {
+		exp := now.Add(old.TTL)
+		old.ExpiresAt = &exp
+	}
+	return tx.UpdateBox(old)
+}
+
+// SetupDone records the outcome of a box's one-time push and setup steps. A
+// failed setup marks the box failed; the next plan replaces it.
+func (s *Service) SetupDone(name string, p api.SetupPost) error {
+	return s.update(name, func(_ *store.Tx, b *store.Box) error {
+		if b.Setup != "pending" {
+			return conflict("box %q has no setup waiting (setup is %q)", name, b.Setup)
+		}
+		if p.OK {
+			b.Setup, b.SetupError = "done", ""
+		} else {
+			b.Setup, b.SetupError = "failed", p.Error
+			if b.SetupError == "" {
+				b.SetupError = "setup failed"
+			}
+		}
+		return nil
+	})
+}

@@ -1,0 +1,102 @@
+package store
+
+import (
+	"encoding/json"
+)
+
+// Policy is a declared egress policy: domains and IPv4 CIDRs a box may
+// reach. Boxes name it in their Policy field.
+type Policy struct {
+	Name         string
+	Project      string
+	AllowDomains []string
+	AllowCIDRs   []string
+}
+
+// PutPolicy creates or replaces a policy.
+func (t *Tx) PutPolicy(p Policy) error {
+	if p.AllowDomains == nil {
+		p.AllowDomains = []string{}
+	}
+	if p.AllowCIDRs == nil {
+		p.AllowCIDRs = []string{}
+	}
+	_, err := t.tx.Exec(`INSERT INTO policies (name, project, allow_domains, allow_cidrs) VALUES (?,?,?,?)
+		ON CONFLICT(name) DO UPDATE SET project=excluded.project, allow_domains=excluded.allow_domains, allow_cidrs=excluded.allow_cidrs`,
+		p.Name, p.Project, mustJSON(p.AllowDomains), mustJSON(p.AllowCIDRs))
+	return err
+}
+
+// DeletePolicy removes a policy.
+func (t *Tx) DeletePolicy(name string) error {
+	res, err := t.tx.Exec(`DELETE FROM policies WHERE name=?`, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// ListPolicies lists policies by name.
+func (t *Tx) ListPolicies() ([]Policy, error) {
+	return listPolicies(t.tx.Query(`SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`))
+}
+
+// ListPolicies lists policies by name.
+func (s *Store) ListPolicies() ([]Policy, error) {
+	return listPolicies(s.db.Query(`SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`))
+}
+
+type rowsScanner interface {
+	Next() bool
+	Scan(...any) error
+	Err() error
+	Close() error
+}
+
+func listPolicies[R rowsScanner](rows R, err error) ([]Policy, error) {
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Policy
+	for rows.Next() {
+		var p Policy
+		var d, c string
+		if err := rows.Scan(&p.Name, &p.Project, &d, &c); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(d), &p.AllowDomains); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(c), &p.AllowCIDRs); err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// ListDrives lists drives by name in the transaction.
+func (t *Tx) ListDrives() ([]Drive, error) {
+	rows, err := t.tx.Query(`SELECT ` + driveCols + ` FROM drives ORDER BY name`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Drive
+	for rows.Next() {
+		d, err := scanDrive(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, rows.Err()
+}
+
+// Serial reads the serial inside the transaction (before its own bump).
+func (t *Tx) Serial() (int64, error) {
+	var n int64
+	err := t.tx.QueryRow(`SELECT v FROM meta WHERE k='serial'`).Scan(&n)
+	return n, err
+}

@@ -1,0 +1,78 @@
+package boxfiles
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/agext/levenshtein"
+	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
+	"github.com/zclconf/go-cty/cty/function/stdlib"
+)
+
+// functions are the functions a Boxfile may call: the cty standard library
+// and file() and env().
+func functions(root string, environ []string) map[string]function.Function {
+	env := map[string]string{}
+	for _, e := range environ {
+		if k, v, ok := strings.Cut(e, "="); ok {
+			env[k] = v
+		}
+	}
+	return map[string]function.Function{
+		"abs": stdlib.AbsoluteFunc, "ceil": stdlib.CeilFunc, "chomp": stdlib.ChompFunc,
+		"coalesce": stdlib.CoalesceFunc, "compact": stdlib.CompactFunc, "concat": stdlib.ConcatFunc,
+		"contains": stdlib.ContainsFunc, "distinct": stdlib.DistinctFunc, "element": stdlib.ElementFunc,
+		"flatten": stdlib.FlattenFunc, "floor": stdlib.FloorFunc, "format": stdlib.FormatFunc,
+		"formatlist": stdlib.FormatListFunc, "indent": stdlib.IndentFunc, "join": stdlib.JoinFunc,
+		"jsondecode": stdlib.JSONDecodeFunc, "jsonencode": stdlib.JSONEncodeFunc, "keys": stdlib.KeysFunc,
+		"length": stdlib.LengthFunc, "lookup": stdlib.LookupFunc, "lower": stdlib.LowerFunc,
+		"max": stdlib.MaxFunc, "merge": stdlib.MergeFunc, "min": stdlib.MinFunc,
+		"parseint": stdlib.ParseIntFunc, "range": stdlib.RangeFunc, "regex": stdlib.RegexFunc,
+		"regexall": stdlib.RegexAllFunc, "replace": stdlib.ReplaceFunc, "reverse": stdlib.ReverseListFunc,
+		"slice": stdlib.SliceFunc, "sort": stdlib.SortFunc, "split": stdlib.SplitFunc,
+		"strlen": stdlib.StrlenFunc, "substr": stdlib.SubstrFunc, "title": stdlib.TitleFunc,
+		"trim": stdlib.TrimFunc, "trimprefix": stdlib.TrimPrefixFunc, "trimspace": stdlib.TrimSpaceFunc,
+		"trimsuffix": stdlib.TrimSuffixFunc, "upper": stdlib.UpperFunc, "values": stdlib.ValuesFunc,
+		"zipmap": stdlib.ZipmapFunc,
+		"file": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "path", Type: cty.String}},
+			Type:   function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				p := args[0].AsString()
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(root, p)
+				}
+				b, err := os.ReadFile(p)
+				if err != nil {
+					return cty.NilVal, fmt.Errorf("cannot read %s: %v", args[0].AsString(), err)
+				}
+				if !utf8.Valid(b) {
+					return cty.NilVal, fmt.Errorf("%s is not UTF-8 text", args[0].AsString())
+				}
+				return cty.StringVal(string(b)), nil
+			},
+		}),
+		"env": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "name", Type: cty.String}},
+			Type:   function.StaticReturnType(cty.String),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				return cty.StringVal(env[args[0].AsString()]), nil
+			},
+		}),
+	}
+}
+
+// suggest returns the candidate closest to name, if it is close enough.
+func suggest(name string, candidates []string) string {
+	best, bestD := "", 3
+	for _, c := range candidates {
+		if d := levenshtein.Distance(name, c, nil); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}

@@ -1,0 +1,412 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/hashicorp/hcl/v2"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/boxfiles"
+)
+
+// Exit codes of plan (as terraform plan -detailed-exitcode): 0 no changes,
+// 1 an error, 2 changes present.
+const exitPlanChanges = 2
+
+// boxfileFlags are the flags shared by the Boxfile commands. Terraform's
+// single-dash spellings (-var, -out, ...) are accepted too.
+type boxfileFlags struct {
+	file     string
+	vars     []string
+	varFiles []string
+	asJSON   bool
+}
+
+func (f *boxfileFlags) add(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.file, "file", "f", ".", "Boxfile or directory of *.hcl files")
+	fs.StringArrayVar(&f.vars, "var", nil, "set a variable: NAME=VALUE (repeatable)")
+	fs.StringArrayVar(&f.varFiles, "var-file", nil, "read variables from an HCL file (repeatable)")
+	fs.BoolVar(&f.asJSON, "json", false, "print JSON for tools")
+}
+
+// longDash turns Terraform-style -flag into --flag for the known names.
+func longDash(args []string, names ...string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = a
+		if a == "--" {
+			copy(out[i:], args[i:])
+			break
+		}
+		for _, n := range names {
+			if a == "-"+n || strings.HasPrefix(a, "-"+n+"=") {
+				out[i] = "-" + a
+			}
+		}
+	}
+	return out
+}
+
+var boxfileFlagNames = []string{"var", "var-file", "json", "out", "auto-approve", "destroy", "drives", "check", "file"}
+
+// errShown is an error whose details were already printed.
+type errShown struct{ error }
+
+// load decodes the Boxfile and prints diagnostics; nothing is sent on error.
+func (e *env) loadBoxfile(f boxfileFlags) (*boxfiles.Config, error) {
+	cfg, diags := boxfiles.Load(f.file, boxfiles.Inputs{Vars: f.vars, VarFiles: f.varFiles, Environ: os.Environ()})
+	if diags.HasErrors() {
+		e.printDiags(cfg.Files, diags, f.asJSON)
+		n := 0
+		for _, d := range diags {
+			if d.Severity == hcl.DiagError {
+				n++
+			}
+		}
+		return nil, errShown{fmt.Errorf("%d error(s) in the Boxfile; nothing was changed", n)}
+	}
+	return cfg, nil
+}
+
+func (e *env) printDiags(files map[string]*hcl.File, diags hcl.Diagnostics, asJSON bool) {
+	if asJSON {
+		boxfiles.WriteDiagnosticsJSON(e.stdout, files, diags)
+		return
+	}
+	width := uint(100)
+	if f, ok := e.stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		if w, _, err := term.GetSize(int(f.Fd())); err == nil && w > 20 {
+			width = uint(w)
+		}
+	}
+	boxfiles.WriteDiagnostics(e.stderr, files, diags, width)
+}
+
+// serverDiag shows an error the server reported about an object at the
+// object's place in the Boxfile, when it has one.
+func (e *env) serverDiag(cfg *boxfiles.Config, err error, asJSON bool) error {
+	var ae *api.Error
+	if !errors.As(err, &ae) || ae.Field == "" {
+		return err
+	}
+	field := ae.Field
+	for field != "" {
+		if r, ok := cfg.Ranges[field]; ok {
+			rr := r
+			e.printDiags(cfg.Files, hcl.Diagnostics{{Severity: hcl.DiagError, Summary: "Refused by the server", Detail: ae.Message, Subject: &rr}}, asJSON)
+			return errShown{errors.New("the server refused the Boxfile; nothing was changed")}
+		}
+		i := strings.LastIndexByte(field, '.')
+		if i < 0 {
+			break
+		}
+		field = field[:i]
+	}
+	return err
+}
+
+func cmdValidate(e *env, args []string) error {
+	var f boxfileFlags
+	fs := flags("validate")
+	f.add(fs)
+	if err := parse(fs, longDash(args, boxfileFlagNames...)); err != nil {
+		return err
+	}
+	cfg, err := e.loadBoxfile(f)
+	if err != nil {
+		return err
+	}
+	if f.asJSON {
+		return printJSON(e.stdout, boxfiles.DiagnosticsJSON(cfg.Files, nil))
+	}
+	fmt.Fprintf(e.stdout, "The Boxfile is valid: project %q, %d box(es), %d drive(s), %d polic(ies).\n",
+		cfg.Spec.Project, len(cfg.Spec.Boxes), len(cfg.Spec.Drives), len(cfg.Spec.Policies))
+	return nil
+}
+
+func cmdFmt(e *env, args []string) error {
+	fs := flags("fmt")
+	file := fs.StringP("file", "f", ".", "Boxfile or directory")
+	check := fs.Bool("check", false, "change nothing; exit 3 if a file is not in canonical form")
+	if err := parse(fs, longDash(args, boxfileFlagNames...)); err != nil {
+		return err
+	}
+	_, names, err := boxfiles.Files(*file)
+	if err != nil {
+		return err
+	}
+	unformatted := 0
+	for _, n := range names {
+		src, err := os.ReadFile(n)
+		if err != nil {
+			return err
+		}
+		out := boxfiles.Format(src)
+		if string(out) == string(src) {
+			continue
+		}
+		unformatted++
+		fmt.Fprintln(e.stdout, n)
+		if !*check {
+			if err := writeFileAtomic(n, out); err != nil {
+				return err
+			}
+		}
+	}
+	if *check && unformatted > 0 {
+		return exitError{3}
+	}
+	return nil
+}
+
+func writeFileAtomic(name string, b []byte) error {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(name), ".fmt-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), name)
+}
+
+// savedPlan is the file 'plan -out' writes and 'apply FILE' reads.
+type savedPlan struct {
+	Version int             `json:"version"`
+	Root    string          `json:"root"`
+	Request api.PlanRequest `json:"request"`
+	Plan    api.Plan        `json:"plan"`
+}
+
+func cmdPlan(e *env, args []string) error {
+	var f boxfileFlags
+	fs := flags("plan")
+	f.add(fs)
+	out := fs.String("out", "", "save the plan to FILE for 'apply FILE'")
+	destroy := fs.Bool("destroy", false, "plan the removal of the project's boxes")
+	drives := fs.Bool("drives", false, "also delete drives that are no longer declared (their data goes)")
+	if err := parse(fs, longDash(args, boxfileFlagNames...)); err != nil {
+		return err
+	}
+	cfg, err := e.loadBoxfile(f)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+	req := api.PlanRequest{Spec: cfg.Spec, Destroy: *destroy, Drives: *drives}
+	plan, err := c.Plan(cx, req)
+	if err != nil {
+		return e.serverDiag(cfg, err, f.asJSON)
+	}
+	if f.asJSON {
+		printJSON(e.stdout, plan)
+	} else {
+		renderPlan(e.stdout, plan)
+	}
+	if *out != "" {
+		b, _ := json.MarshalIndent(savedPlan{Version: 1, Root: absOr(cfg.Root), Request: req, Plan: plan}, "", "  ")
+		if err := os.WriteFile(*out, append(b, '\n'), 0o600); err != nil {
+			return err
+		}
+		if !f.asJSON {
+			fmt.Fprintf(e.stdout, "\nSaved the plan to %s; apply it with: paddock apply %s\n", *out, *out)
+		}
+	}
+	if len(plan.Changes) > 0 {
+		return exitError{exitPlanChanges}
+	}
+	return nil
+}
+
+func absOr(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+func cmdApply(e *env, args []string) error { return applyOrDestroy(e, "apply", args) }
+
+func cmdDestroy(e *env, args []string) error { return applyOrDestroy(e, "destroy", args) }
+
+func applyOrDestroy(e *env, verb string, args []string) error {
+	var f boxfileFlags
+	fs := flags(verb)
+	f.add(fs)
+	auto := fs.Bool("auto-approve", false, "do not ask for confirmation")
+	drives := fs.Bool("drives", false, "also delete drives that are no longer declared (destroy: all the project's drives); their data goes")
+	if err := parse(fs, longDash(args, boxfileFlagNames...)); err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	cx, cancel := ctx()
+	defer cancel()
+
+	var saved savedPlan
+	var cfg *boxfiles.Config
+	if verb == "apply" && fs.NArg() == 1 {
+		b, err := os.ReadFile(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(b, &saved); err != nil || saved.Version != 1 {
+			return fmt.Errorf("%s is not a saved plan", fs.Arg(0))
+		}
+		*auto = true // a saved plan was already reviewed
+	} else if fs.NArg() > 0 {
+		return usagef("unexpected argument %q", fs.Arg(0))
+	} else {
+		if cfg, err = e.loadBoxfile(f); err != nil {
+			return err
+		}
+		saved.Root = absOr(cfg.Root)
+		saved.Request = api.PlanRequest{Spec: cfg.Spec, Destroy: verb == "destroy", Drives: *drives}
+		if saved.Plan, err = c.Plan(cx, saved.Request); err != nil {
+			return e.serverDiag(cfg, err, f.asJSON)
+		}
+		if !f.asJSON {
+			renderPlan(e.stdout, saved.Plan)
+		}
+		if len(saved.Plan.Changes) == 0 && len(saved.Plan.Notes) == 0 {
+			return nil
+		}
+		if len(saved.Plan.Changes) > 0 && !*auto {
+			if err := e.confirm(fmt.Sprintf("\nDo you want to %s these changes to project %q? Only 'yes' will be accepted: ", verb, saved.Plan.Project), "yes"); err != nil {
+				return err
+			}
+			if verb == "destroy" && *drives {
+				if err := e.confirm(fmt.Sprintf("This also deletes the data on the project's drives. Type the project name (%s) to confirm: ", saved.Plan.Project), saved.Plan.Project); err != nil {
+					return err
+				}
+			}
+		}
+	}
+
+	res, err := c.Apply(cx, api.ApplyRequest{PlanRequest: saved.Request, Serial: saved.Plan.Serial})
+	if err != nil {
+		if cfg != nil {
+			return e.serverDiag(cfg, err, f.asJSON)
+		}
+		return err
+	}
+	if f.asJSON {
+		printJSON(e.stdout, res)
+	} else {
+		fmt.Fprintln(e.stdout)
+		renderApply(e.stdout, res)
+	}
+	setupFailed := e.runSetups(cx, c, saved, res)
+	if len(res.Failed) > 0 || setupFailed > 0 {
+		return fmt.Errorf("%d object(s) failed, %d setup(s) failed; fix the cause and run '%s' again to finish", len(res.Failed), setupFailed, verb)
+	}
+	if !f.asJSON {
+		add, change, destroy := res.Plan.Counts()
+		title := strings.ToUpper(verb[:1]) + verb[1:]
+		fmt.Fprintf(e.stdout, "\n%s complete: %d added, %d changed, %d destroyed.\n", title, add, change, destroy)
+	}
+	return nil
+}
+
+// confirm asks on the terminal and wants the exact answer.
+func (e *env) confirm(prompt, want string) error {
+	f, ok := e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return usagef("not asking for confirmation without a terminal: add --auto-approve")
+	}
+	fmt.Fprint(e.stdout, prompt)
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	if err != nil && err != io.EOF {
+		return err
+	}
+	if strings.TrimSpace(line) != want {
+		return errors.New("cancelled; nothing was changed")
+	}
+	return nil
+}
+
+// runSetups pushes files and runs setup commands in the boxes the apply
+// made, and reports each outcome to the server. It returns how many failed.
+func (e *env) runSetups(cx context.Context, c *client.Client, saved savedPlan, res api.ApplyResult) int {
+	specs := map[string]api.BoxSpec{}
+	for _, b := range saved.Request.Spec.Boxes {
+		specs[b.Name] = b
+	}
+	failed := 0
+	for _, name := range res.Setup {
+		b := specs[name]
+		err := e.setupBox(cx, c, saved.Root, b)
+		post := api.SetupPost{OK: err == nil}
+		if err != nil {
+			failed++
+			post.Error = err.Error()
+			fmt.Fprintf(e.stdout, "box.%s: setup failed: %v\n", name, err)
+		} else {
+			fmt.Fprintf(e.stdout, "box.%s: setup done\n", name)
+		}
+		if rerr := c.SetupDone(cx, name, post); rerr != nil {
+			fmt.Fprintf(e.stderr, "box.%s: recording the setup result: %v\n", name, rerr)
+		}
+	}
+	return failed
+}
+
+func (e *env) setupBox(cx context.Context, c *client.Client, root string, b api.BoxSpec) error {
+	for _, p := range b.Push {
+		local := p.Local
+		if !filepath.IsAbs(local) {
+			local = filepath.Join(root, local)
+		}
+		fmt.Fprintf(e.stdout, "box.%s: pushing %s to %s\n", b.Name, p.Local, p.To)
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(archive.Pack(pw, local)) }()
+		err := c.Push(cx, b.Name, p.To, pr)
+		pr.Close()
+		if err != nil {
+			return fmt.Errorf("push %s: %w", p.Local, err)
+		}
+	}
+	for i, cmd := range b.Setup {
+		fmt.Fprintf(e.stdout, "box.%s: setup %d/%d: %s\n", b.Name, i+1, len(b.Setup), cmd)
+		code, err := c.Exec(cx, b.Name, api.ExecPost{Cmd: []string{"bash", "-lc", cmd}}, client.ExecIO{Stdout: e.stdout, Stderr: e.stderr})
+		if err != nil {
+			return fmt.Errorf("setup step %d: %w", i+1, err)
+		}
+		if code != 0 {
+			return fmt.Errorf("setup step %d (%s) exited with code %d", i+1, cmd, code)
+		}
+	}
+	return nil
+}
