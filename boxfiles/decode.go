@@ -660,4 +660,3 @@ func indexOf(s []string, x string) int {
 	}
 	return 0
 }
-

@@ -32,5 +32,8 @@ done
 GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null ./cmd/paddockd
 echo "ok paddockd linux/arm64"
 
+step "fuzz the Boxfile decoder (bounded)"
+go test -run '^$' -fuzz FuzzDecode -fuzztime 30s ./boxfiles
+
 step "tests"
 go test -count=1 -timeout 20m ./... 2>&1 | tee /tmp/paddock-test.log

@@ -205,13 +205,21 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		if fmt.Sprint(len(names)) != args[1] {
 			ts.Fatalf("engine has %d box containers %v, want %s", len(names), names, args[1])
 		}
+	case len(args) == 2 && args[0] == "rm":
+		ts.Check(exec.Command("docker", "rm", "-f", inst+"-"+args[1]).Run())
+	case len(args) == 2 && args[0] == "tag":
+		// A second name for the test image, removed when the script ends.
+		ref := "paddock-test/box:" + args[1] + "-" + inst
+		ts.Check(exec.Command("docker", "tag", image, ref).Run())
+		ts.Defer(func() { exec.Command("docker", "rmi", ref).Run() })
+		ts.Setenv(strings.ToUpper(args[1])+"_IMAGE", ref)
 	case len(args) == 3 && args[0] == "volume":
 		err := exec.Command("docker", "volume", "inspect", inst+"-"+args[1]).Run()
 		if (err == nil) != (args[2] == "present") {
 			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
 		}
 	default:
-		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent")
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine rm BOX | engine tag NAME")
 	}
 }
 

@@ -1,0 +1,10 @@
+locals {
+  a = "${local.b}-x"
+  b = local.c
+  c = local.a
+  d = "fine"
+}
+
+box "web" {
+  image = local.d
+}

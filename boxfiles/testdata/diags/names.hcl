@@ -1,0 +1,5 @@
+project = "My Project"
+
+box "Web_1" {}
+drive "-cache" {}
+policy "allow-all" {}

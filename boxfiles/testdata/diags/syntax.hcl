@@ -1,0 +1,4 @@
+box "web" {
+  type = "small"
+  ttl = 
+}

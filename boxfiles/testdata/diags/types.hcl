@@ -1,0 +1,5 @@
+box "web" {
+  env     = "NODE_ENV=test"
+  desktop = "maybe"
+  setup   = "npm ci"
+}

@@ -1,0 +1,10 @@
+boxx "web" {}
+
+box "api" {
+  imgae = "x"
+  mount "cache" {
+    pth = "/mnt/cache"
+  }
+}
+
+drive "cache" {}

@@ -1,0 +1,42 @@
+project = "demo"
+
+variable "env" {
+  type    = string
+  default = "test"
+}
+
+locals {
+  base = "paddock/box:latest"
+}
+
+policy "registries" {
+  allow_domains = ["packages.example.org", "*.github.com"]
+  allow_cidrs   = ["140.82.112.0/20"]
+}
+
+drive "npm-cache" {
+  size   = "10GiB"
+  labels = { team = "web" }
+}
+
+box "web" {
+  type   = "medium"
+  image  = local.base
+  ttl    = "1h"
+  policy = policy.registries
+  agent  = "claude"
+  env    = { NODE_ENV = var.env, ROOT = path.root, UPPER = upper(var.env) }
+  mount "npm-cache" {
+    path     = "/mnt/npm-cache"
+    readonly = true
+  }
+  push "./src" {
+    to = "/config/project"
+  }
+  setup   = ["npm ci"]
+  desktop = true
+}
+
+box "worker" {
+  policy = "deny-all"
+}
