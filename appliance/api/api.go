@@ -40,6 +40,39 @@ type Box struct {
 	// Setup is the state of a Boxfile box's one-time push and setup:
 	// pending, done or failed.
 	Setup string `json:"setup,omitempty"`
+	// IP is the box's address on the box network.
+	IP string `json:"ip,omitempty"`
+}
+
+// PolicyPut sets a box's policy.
+type PolicyPut struct {
+	Policy string `json:"policy"`
+}
+
+// PolicyPost creates a named policy outside any Boxfile.
+type PolicyPost = PolicySpec
+
+// Policy is a named policy.
+type Policy struct {
+	PolicySpec
+	Project string   `json:"project,omitempty"`
+	UsedBy  []string `json:"used_by,omitempty"`
+}
+
+// PolicyReport is what a box's firewall did.
+type PolicyReport struct {
+	Box    string            `json:"box"`
+	Policy string            `json:"policy"`
+	Drops  map[string]uint64 `json:"drops"`
+	DNS    []DNSDecision     `json:"dns"`
+}
+
+// DNSDecision is one answer of the boxes' resolver.
+type DNSDecision struct {
+	Time    time.Time `json:"time"`
+	Name    string    `json:"name"`
+	Allowed bool      `json:"allowed"`
+	Reason  string    `json:"reason"`
 }
 
 // BoxPost creates a box.
@@ -50,6 +83,8 @@ type BoxPost struct {
 	TTL    string            `json:"ttl,omitempty"`
 	Mounts []Mount           `json:"mounts,omitempty"`
 	Env    map[string]string `json:"env,omitempty"`
+	// Policy is "allow-all" (the default), "deny-all" or a policy's name.
+	Policy string `json:"policy,omitempty"`
 }
 
 // Mount attaches a named drive to a box.

@@ -391,3 +391,32 @@ func (c *Client) Apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResu
 func (c *Client) SetupDone(ctx context.Context, box string, p api.SetupPost) error {
 	return c.do(ctx, "POST", "/boxes/"+esc(box)+"/setup", p, nil)
 }
+
+// SetPolicy changes a box's policy.
+func (c *Client) SetPolicy(ctx context.Context, box, policy string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "PUT", "/boxes/"+esc(box)+"/policy", api.PolicyPut{Policy: policy}, &b)
+}
+
+// PolicyReport returns a box's drop counters and DNS decisions.
+func (c *Client) PolicyReport(ctx context.Context, box string) (api.PolicyReport, error) {
+	var r api.PolicyReport
+	return r, c.do(ctx, "GET", "/boxes/"+esc(box)+"/policy", nil, &r)
+}
+
+// Policies lists named policies.
+func (c *Client) Policies(ctx context.Context) ([]api.Policy, error) {
+	var p []api.Policy
+	return p, c.do(ctx, "GET", "/policies", nil, &p)
+}
+
+// CreatePolicy declares a named policy.
+func (c *Client) CreatePolicy(ctx context.Context, p api.PolicyPost) (api.Policy, error) {
+	var out api.Policy
+	return out, c.do(ctx, "POST", "/policies", p, &out)
+}
+
+// RemovePolicy removes a named policy.
+func (c *Client) RemovePolicy(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/policies/"+esc(name), nil, nil)
+}

@@ -57,8 +57,12 @@ type Config struct {
 	// BoxUser runs commands in boxes; BoxUID owns pushed files.
 	BoxUser string `koanf:"box_user"`
 	BoxUID  int    `koanf:"box_uid"`
-	// Subnet of the box network; empty lets Docker choose.
+	// Subnet of the box network. Boxes get fixed addresses in it; it must
+	// not change while boxes exist.
 	Subnet string `koanf:"subnet"`
+	// DNSUpstream is where the boxes' resolver forwards allowed names
+	// (host:port); empty takes the first nameserver of /etc/resolv.conf.
+	DNSUpstream string `koanf:"dns_upstream"`
 	// DockerHost overrides DOCKER_HOST.
 	DockerHost string `koanf:"docker_host"`
 	// Types maps small, medium and large to limits.
@@ -81,7 +85,8 @@ func Defaults() map[string]any {
 		"image":                   "paddock/box:latest",
 		"box_user":                "paddock",
 		"box_uid":                 1000,
-		"subnet":                  "",
+		"subnet":                  "10.213.0.0/16",
+		"dns_upstream":            "",
 		"docker_host":             "",
 		"types.small.cpus":        1.0,
 		"types.small.memory_mib":  2048,

@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/google/nftables"
 	"github.com/spf13/pflag"
 
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -32,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/policies"
 )
 
 // Run runs paddockd with the given arguments and returns its exit code.
@@ -39,6 +41,7 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.Flags(fs)
+	cleanup := fs.Bool("cleanup", false, "remove Paddock's nftables table and exit (for the unit's ExecStopPost)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -53,6 +56,13 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "paddockd:", err)
 		return 1
+	}
+	if *cleanup {
+		if err := cleanupFirewall(cfg); err != nil {
+			fmt.Fprintln(stderr, "paddockd --cleanup:", err)
+			return 1
+		}
+		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -91,9 +101,14 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	}
 	defer st.Close()
 
+	boxNet, err := policies.NetworkFor(cfg.Instance, cfg.Subnet)
+	if err != nil {
+		return err
+	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	drv, err := docker.New(dctx, docker.Config{
-		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser, Subnet: cfg.Subnet,
+		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser,
+		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
 	})
 	cancel()
 	if err != nil {
@@ -104,9 +119,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
-	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life}
+	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return nftables.New() })
+	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log, Firewall: fw}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw}
 	if err := svc.RecoverJobs(); err != nil {
+		return err
+	}
+	if err := svc.AssignMissingIPs(); err != nil {
 		return err
 	}
 
@@ -124,6 +143,19 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	if e := res.Err(); e != nil {
 		log.Warn("first reconcile left errors", "err", e)
 	}
+
+	upstream := cfg.DNSUpstream
+	if upstream == "" {
+		if upstream, err = policies.UpstreamFromResolvConf("/etc/resolv.conf"); err != nil {
+			return fmt.Errorf("no upstream for the box resolver (set dns_upstream): %w", err)
+		}
+	}
+	resolver := &policies.Resolver{M: fw, Upstream: upstream, Addr: net.JoinHostPort(boxNet.Gateway.String(), "53")}
+	if err := resolver.Serve(); err != nil {
+		return err
+	}
+	defer resolver.Shutdown()
+	log.Info("box resolver", "listen", resolver.Addr, "upstream", upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 
 	srv := &http.Server{
 		Handler:           (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg)}).Handler(),
@@ -187,6 +219,17 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		os.Remove(cfg.Socket)
 	}
 	return nil
+}
+
+// cleanupFirewall removes the instance's nftables table. Boxes keep their
+// rules while paddockd restarts; this is for when the service is stopped
+// for good.
+func cleanupFirewall(cfg config.Config) error {
+	conn, err := nftables.New()
+	if err != nil {
+		return err
+	}
+	return policies.Remove(conn, cfg.Instance)
 }
 
 func loop(ctx context.Context, every time.Duration, fn func()) {

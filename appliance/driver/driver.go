@@ -62,6 +62,8 @@ type BoxSpec struct {
 	Mounts      []Mount
 	// Generation forces a new container when it changes.
 	Generation int
+	// IP is the box's fixed address on the box network.
+	IP string
 }
 
 // Hash is a stable digest of the spec, stored on the container as a label.
@@ -71,7 +73,7 @@ func (s BoxSpec) Hash() string {
 		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
 	}
 	sort.Strings(ms)
-	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP)))
 	return hex.EncodeToString(h[:8])
 }
 

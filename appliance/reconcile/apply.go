@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/policies"
 )
 
 // BoxType is the CPU and memory a box type maps to.
@@ -25,6 +27,10 @@ type Reconciler struct {
 	Driver driver.Driver
 	Types  map[string]BoxType
 	Log    *slog.Logger
+	// Firewall, when set, gets every declared box's address and policy
+	// before anything is made, so that a box's rules exist before its
+	// container does (and traffic from addresses no box has is dropped).
+	Firewall Firewall
 
 	mu sync.Mutex
 }
@@ -45,6 +51,45 @@ func (r Result) Err() error {
 	return errors.Join(errs...)
 }
 
+// Firewall applies the boxes' egress policies.
+type Firewall interface {
+	Sync(boxes []policies.Box) error
+}
+
+// FirewallBoxes turns declared boxes and policies into what the firewall
+// needs. A box whose named policy does not exist is denied everything.
+func FirewallBoxes(boxes []store.Box, pols []store.Policy) []policies.Box {
+	named := map[string]store.Policy{}
+	for _, p := range pols {
+		named[p.Name] = p
+	}
+	var out []policies.Box
+	for _, b := range boxes {
+		ip, _ := netip.ParseAddr(b.IP)
+		fb := policies.Box{Name: b.Name, IP: ip}
+		switch b.Policy {
+		case "", policies.AllowAll:
+			fb.Policy.Mode = policies.AllowAll
+		case policies.DenyAll:
+			fb.Policy.Mode = policies.DenyAll
+		default:
+			p, ok := named[b.Policy]
+			if !ok {
+				fb.Policy.Mode = policies.DenyAll
+				break
+			}
+			fb.Policy = policies.Policy{Mode: policies.List, Domains: p.AllowDomains}
+			for _, c := range p.AllowCIDRs {
+				if pfx, err := netip.ParsePrefix(c); err == nil {
+					fb.Policy.CIDRs = append(fb.Policy.CIDRs, pfx)
+				}
+			}
+		}
+		out = append(out, fb)
+	}
+	return out
+}
+
 // SpecFor turns a declared box into the spec its container is made from.
 func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 	t := types[b.Type]
@@ -55,6 +100,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		CPUs:        t.CPUs,
 		MemoryBytes: t.MemoryMiB << 20,
 		Generation:  b.Generation,
+		IP:          b.IP,
 	}
 	for _, m := range b.Mounts {
 		spec.Mounts = append(spec.Mounts, driver.Mount{
@@ -120,6 +166,15 @@ func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 	desired, boxes, err := r.Load()
 	if err != nil {
 		return Result{}, err
+	}
+	if r.Firewall != nil {
+		pols, err := r.Store.ListPolicies()
+		if err != nil {
+			return Result{}, err
+		}
+		if err := r.Firewall.Sync(FirewallBoxes(boxes, pols)); err != nil {
+			return Result{}, fmt.Errorf("applying egress policies: %w", err)
+		}
 	}
 	observed, err := Observe(ctx, r.Driver)
 	if err != nil {

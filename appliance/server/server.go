@@ -67,6 +67,11 @@ func (s *Server) Handler() http.Handler {
 	route("POST "+p+"/plan", s.plan)
 	route("POST "+p+"/apply", s.apply)
 	route("POST "+p+"/boxes/{name}/setup", s.setupDone)
+	route("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
+	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
+	route("GET "+p+"/policies", s.listPolicies)
+	route("POST "+p+"/policies", s.createPolicy)
+	route("DELETE "+p+"/policies/{name}", s.removePolicy)
 	mux.Handle("/", s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
@@ -335,6 +340,54 @@ func (s *Server) setupDone(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	if err := s.Svc.SetupDone(r.PathValue("name"), p); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
+	var p api.PolicyPut
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	b, err := s.Svc.SetPolicy(r.Context(), r.PathValue("name"), p.Policy)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) policyReport(w http.ResponseWriter, r *http.Request) error {
+	rep, err := s.Svc.PolicyReport(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, rep)
+}
+
+func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.Svc.ListPolicies()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ps)
+}
+
+func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
+	var p api.PolicyPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	out, err := s.Svc.CreatePolicy(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, out)
+}
+
+func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemovePolicy(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

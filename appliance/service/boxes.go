@@ -33,6 +33,12 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 				return err
 			}
 		}
+		if err := s.checkPolicy(tx, b.Policy); err != nil {
+			return err
+		}
+		if err := s.assignIP(tx, &b); err != nil {
+			return err
+		}
 		if err := tx.CreateBox(b); errors.Is(err, store.ErrConflict) {
 			return conflict("a box named %q already exists", b.Name)
 		} else if err != nil {
@@ -96,7 +102,10 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 	now := s.now()
 	b := store.Box{
 		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
-		Desired: "running", Created: now,
+		Desired: "running", Created: now, Policy: p.Policy,
+	}
+	if b.Policy == "" {
+		b.Policy = api.PolicyAllowAll
 	}
 	if ttl > 0 {
 		exp := now.Add(ttl)
@@ -345,7 +354,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	} else if err != nil {
 		return api.Box{}, err
 	}
-	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env}
+	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env, Policy: srcBox.Policy}
 	if srcBox.TTL > 0 {
 		post.TTL = fmt.Sprint(int64(srcBox.TTL / time.Second))
 	}
@@ -373,6 +382,9 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		}
 		snapID = sn.ID
 		nb.From = sn.ID
+		if err := s.assignIP(tx, &nb); err != nil {
+			return err
+		}
 		if err := tx.CreateBox(nb); errors.Is(err, store.ErrConflict) {
 			return conflict("a box named %q already exists", nb.Name)
 		} else if err != nil {

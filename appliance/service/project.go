@@ -258,6 +258,9 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 			exp := now.Add(nb.TTL)
 			nb.ExpiresAt = &exp
 		}
+		if err := s.assignIP(tx, &nb); err != nil {
+			return err
+		}
 		return tx.CreateBox(nb)
 	}
 	if err != nil {

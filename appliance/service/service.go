@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/policies"
 )
 
 // Service is the set of verbs over one store, reconciler and driver.
@@ -31,6 +32,10 @@ type Service struct {
 	Driver driver.Driver
 	Cfg    config.Config
 	Log    *slog.Logger
+	// Net is the box network; boxes get fixed addresses in it.
+	Net policies.Network
+	// Firewall reports drops and DNS decisions (nil: none).
+	Firewall *policies.Manager
 	// Life bounds background work (jobs); it ends when the daemon stops.
 	Life context.Context
 	Now  func() time.Time
@@ -111,7 +116,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		ExpiresAt: b.ExpiresAt, Env: b.Env, Desired: b.Desired, Status: b.Observed,
 		Error: b.ObservedEr, Created: b.Created, From: b.From,
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
-		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup,
+		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP,
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError
@@ -129,4 +134,40 @@ func Types(c config.Config) map[string]reconcile.BoxType {
 		out[k] = reconcile.BoxType{CPUs: v.CPUs, MemoryMiB: v.MemoryMiB}
 	}
 	return out
+}
+
+// assignIP gives a box a free address on the box network.
+func (s *Service) assignIP(tx *store.Tx, b *store.Box) error {
+	if b.IP != "" || !s.Net.Subnet.IsValid() {
+		return nil
+	}
+	ip, err := tx.FreeIP(s.Net.Subnet, s.Net.Gateway)
+	if err != nil {
+		return err
+	}
+	b.IP = ip.String()
+	return nil
+}
+
+// AssignMissingIPs gives every box that has no address one (boxes made
+// before addresses were fixed).
+func (s *Service) AssignMissingIPs() error {
+	return s.Store.Declare(func(tx *store.Tx) error {
+		boxes, err := tx.ListBoxes()
+		if err != nil {
+			return err
+		}
+		for _, b := range boxes {
+			if b.IP != "" {
+				continue
+			}
+			if err := s.assignIP(tx, &b); err != nil {
+				return err
+			}
+			if err := tx.UpdateBox(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

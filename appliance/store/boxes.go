@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/netip"
 	"strings"
 	"time"
 )
@@ -35,6 +37,8 @@ type Box struct {
 	// Generation goes up when the box must be made again although nothing
 	// else in its spec changed (a replacement asked for by a plan).
 	Generation int
+	// IP is the box's address on the box network.
+	IP string
 }
 
 // Mount is a drive mounted in a box.
@@ -44,7 +48,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip`
 
 type scanner interface{ Scan(...any) error }
 
@@ -55,7 +59,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -95,9 +99,9 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -118,9 +122,9 @@ func (t *Tx) UpdateBox(b Box) error {
 		b.Env = map[string]string{}
 	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
-		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.Name)
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Name)
 	if err != nil {
 		return err
 	}
@@ -175,4 +179,28 @@ func (s *Store) ListBoxes() ([]Box, error) {
 func (s *Store) SetObserved(name, state, errMsg string) error {
 	_, err := s.db.Exec(`UPDATE boxes SET observed=?, observed_error=? WHERE name=?`, state, errMsg, name)
 	return err
+}
+
+// FreeIP returns the lowest address of subnet that no box has, skipping the
+// network address, the gateway and the broadcast address.
+func (t *Tx) FreeIP(subnet netip.Prefix, gateway netip.Addr) (netip.Addr, error) {
+	boxes, err := t.ListBoxes()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	used := map[netip.Addr]bool{gateway: true}
+	for _, b := range boxes {
+		if a, err := netip.ParseAddr(b.IP); err == nil {
+			used[a] = true
+		}
+	}
+	for a := subnet.Masked().Addr().Next(); subnet.Contains(a); a = a.Next() {
+		if !subnet.Contains(a.Next()) {
+			break // the broadcast address
+		}
+		if !used[a] {
+			return a, nil
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("no free address left in the box network %s", subnet)
 }

@@ -93,6 +93,9 @@ var migrations = []string{
 		allow_domains TEXT NOT NULL DEFAULT '[]',
 		allow_cidrs TEXT NOT NULL DEFAULT '[]'
 	 );`,
+	// Boxes get a fixed address on the box network, so that their
+	// firewall rules exist before their container does.
+	`ALTER TABLE boxes ADD COLUMN ip TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -50,6 +54,15 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The test internet exists before any box does, so that no packet of
+	// an egress test can leave the machine.
+	stop, err := harness.StartInternet(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stop()
+	os.Setenv("PADDOCK_TEST_DNS_UPSTREAM", harness.InetDNS)
 	return m.Run()
 }
 
@@ -82,16 +95,20 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PADDOCK_HOST", "http://"+d.Listen)
 			env.Setenv("PADDOCK_TOKEN", d.Token)
 			env.Setenv("INSTANCE", d.Instance)
+			env.Setenv("BOXGW", netip.MustParsePrefix(d.Subnet).Addr().Next().String())
 			env.Setenv("IMAGE", image)
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"daemon":  cmdDaemon,
-			"waitbox": cmdWaitBox,
-			"eviltar": cmdEvilTar,
-			"rawpush": cmdRawPush,
-			"engine":  cmdEngine,
-			"sleep":   cmdSleep,
+			"daemon":     cmdDaemon,
+			"waitbox":    cmdWaitBox,
+			"eviltar":    cmdEvilTar,
+			"rawpush":    cmdRawPush,
+			"engine":     cmdEngine,
+			"sleep":      cmdSleep,
+			"boxip":      cmdBoxIP,
+			"hostlisten": cmdHostListen,
+			"waitexec":   cmdWaitExec,
 		},
 	})
 }
@@ -299,5 +316,62 @@ func TestCrashWhileCreating(t *testing.T) {
 	}
 	if len(res.Changes) != 0 {
 		t.Errorf("reconcile after convergence still changes: %s", strings.Join(res.Changes, "; "))
+	}
+}
+
+// boxip VAR BOX: set VAR to the box's address.
+func cmdBoxIP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: boxip VAR BOX")
+	}
+	b, err := daemonOf(ts).Client().Box(context.Background(), args[1])
+	ts.Check(err)
+	if b.IP == "" {
+		ts.Fatalf("box %s has no address", args[1])
+	}
+	ts.Setenv(args[0], b.IP)
+}
+
+// hostlisten PORT: a TCP service on all of the host's addresses, answering
+// "host-service", until the script ends.
+func cmdHostListen(ts *testscript.TestScript, neg bool, args []string) {
+	l, err := net.Listen("tcp", "0.0.0.0:"+args[0])
+	ts.Check(err)
+	ts.Defer(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			io.WriteString(c, "HTTP/1.0 200 OK\r\n\r\nhost-service\n")
+			c.Close()
+		}
+	}()
+}
+
+// waitexec SECONDS CMD...: run CMD until it succeeds (or, negated, fails).
+func cmdWaitExec(ts *testscript.TestScript, neg bool, args []string) {
+	secs, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var out []byte
+	for {
+		name := args[1]
+		if name == "paddock" {
+			name = bins.Paddock
+		}
+		cmd := exec.Command(name, args[2:]...)
+		cmd.Env = append(os.Environ(), "PADDOCK_HOST="+ts.Getenv("PADDOCK_HOST"), "PADDOCK_TOKEN="+ts.Getenv("PADDOCK_TOKEN"),
+			"PADDOCK_CONFIG_DIR="+ts.Getenv("PADDOCK_CONFIG_DIR"), "PATH="+ts.Getenv("PATH"))
+		cmd.Dir = ts.Getenv("WORK")
+		out, err = cmd.CombinedOutput()
+		if (err == nil) != neg {
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("%v did not %s within %ds: %v\n%s", args[1:], map[bool]string{false: "succeed", true: "fail"}[neg], secs, err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -118,6 +118,8 @@ type Daemon struct {
 	Socket   string
 	Listen   string
 	Token    string
+	// Subnet is the box network's.
+	Subnet string
 	// Extra environment for paddockd (PADDOCK_* settings).
 	Env []string
 
@@ -141,6 +143,20 @@ func freePort() (string, error) {
 	return l.Addr().String(), nil
 }
 
+var (
+	subnetMu   sync.Mutex
+	nextSubnet = int(time.Now().UnixNano() % 256)
+)
+
+// freeSubnet hands each daemon of this process its own /24 of
+// 10.213.0.0/16 for its box network.
+func freeSubnet() string {
+	subnetMu.Lock()
+	defer subnetMu.Unlock()
+	nextSubnet = (nextSubnet + 1) % 256
+	return fmt.Sprintf("10.213.%d.0/24", nextSubnet)
+}
+
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
 func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	id := "pdkt-" + randHex(4)
@@ -149,7 +165,7 @@ func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 		return nil, err
 	}
 	return &Daemon{
-		Bins: bins, Image: image, Instance: id,
+		Bins: bins, Image: image, Instance: id, Subnet: freeSubnet(),
 		StateDir: filepath.Join(dir, "state"),
 		Socket:   filepath.Join(os.TempDir(), id+".sock"),
 		Listen:   addr,
@@ -174,7 +190,11 @@ func (d *Daemon) Start() error {
 	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", os.DevNull,
 		"--state-dir", d.StateDir, "--socket", d.Socket, "--listen", d.Listen,
 		"--instance", d.Instance, "--runtime", "runc", "--image", d.Image, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), d.Env...)
+	cmd.Env = append(os.Environ(), "PADDOCK_SUBNET="+d.Subnet)
+	if up := os.Getenv("PADDOCK_TEST_DNS_UPSTREAM"); up != "" {
+		cmd.Env = append(cmd.Env, "PADDOCK_DNS_UPSTREAM="+up)
+	}
+	cmd.Env = append(cmd.Env, d.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
@@ -247,11 +267,13 @@ func (d *Daemon) CLIEnv() []string {
 	return []string{"PADDOCK_HOST=http://" + d.Listen, "PADDOCK_TOKEN=" + d.Token}
 }
 
-// Cleanup stops the daemon and removes every engine object of its instance.
+// Cleanup stops the daemon, removes every engine object of its instance,
+// and its nftables table (paddockd --cleanup).
 func (d *Daemon) Cleanup() {
 	d.Stop()
 	Sweep(d.Instance)
 	os.Remove(d.Socket)
+	exec.Command(d.Bins.Paddockd, "--cleanup", "--config", os.DevNull, "--instance", d.Instance).Run()
 }
 
 // Sweep removes the containers, volumes, images and network labelled with an

@@ -57,8 +57,11 @@ type Config struct {
 	Runtime string
 	// User runs commands in boxes unless an exec names another.
 	User string
-	// Subnet of the box network, e.g. "10.210.0.0/16"; empty lets the engine choose.
-	Subnet string
+	// The box network: its bridge interface, subnet and gateway. The
+	// gateway is also the boxes' only DNS server.
+	Bridge  string
+	Subnet  netip.Prefix
+	Gateway netip.Addr
 }
 
 // Driver talks to one Docker engine.
@@ -141,14 +144,9 @@ func (d *Driver) Prepare(ctx context.Context) error {
 		Labels: d.labels("network", "instance/"+d.cfg.Instance),
 		Options: map[string]string{
 			"com.docker.network.bridge.enable_icc": "false",
+			"com.docker.network.bridge.name":       d.cfg.Bridge,
 		},
-	}
-	if d.cfg.Subnet != "" {
-		p, err := netip.ParsePrefix(d.cfg.Subnet)
-		if err != nil {
-			return fmt.Errorf("box network subnet %q: %w", d.cfg.Subnet, err)
-		}
-		opts.IPAM = &network.IPAM{Config: []network.IPAMConfig{{Subnet: p}}}
+		IPAM: &network.IPAM{Config: []network.IPAMConfig{{Subnet: d.cfg.Subnet, Gateway: d.cfg.Gateway}}},
 	}
 	_, err := d.c.NetworkCreate(ctx, name, opts)
 	if cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) {
@@ -204,6 +202,18 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	}
 	init := true
 	stop := 5
+	var netcfg *network.NetworkingConfig
+	var dns []netip.Addr
+	if spec.IP != "" {
+		ip, err := netip.ParseAddr(spec.IP)
+		if err != nil {
+			return fmt.Errorf("box %s: bad address %q", spec.Name, spec.IP)
+		}
+		netcfg = &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+			d.cfg.Instance: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ip}},
+		}}
+		dns = []netip.Addr{d.cfg.Gateway}
+	}
 	_, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: d.containerName(spec.Name),
 		Config: &container.Config{
@@ -215,6 +225,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 		HostConfig: &container.HostConfig{
 			Runtime:     d.cfg.Runtime,
 			Init:        &init,
+			DNS:         dns,
 			NetworkMode: container.NetworkMode(d.cfg.Instance),
 			Mounts:      mounts,
 			Resources: container.Resources{
@@ -222,6 +233,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 				Memory:   spec.MemoryBytes,
 			},
 		},
+		NetworkingConfig: netcfg,
 	})
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("%w: container %s exists", driver.ErrInUse, d.containerName(spec.Name))

@@ -11,6 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
+	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -28,9 +29,14 @@ func engine(t *testing.T) (*docker.Driver, string) {
 		t.Fatal(err)
 	}
 	inst := fmt.Sprintf("pdkct-%d", time.Now().UnixNano()%1e9)
+	// The contract tests use 10.214.0.0/16; the e2e daemons 10.213.0.0/16.
+	n, err := policies.NetworkFor(inst, fmt.Sprintf("10.214.%d.0/24", time.Now().UnixNano()%256))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := docker.New(ctx, docker.Config{Instance: inst, Runtime: "runc", User: "paddock"})
+	d, err := docker.New(ctx, docker.Config{Instance: inst, Runtime: "runc", User: "paddock", Bridge: n.Bridge, Subnet: n.Subnet, Gateway: n.Gateway})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ func cmdNew(e *env, args []string) error {
 	image := fs.String("image", "", "box image (default: the server's)")
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
+	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -36,7 +37,7 @@ func cmdNew(e *env, args []string) error {
 			return usagef("%v", err)
 		}
 	}
-	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy}
 	for _, d := range *drives {
 		m, err := api.ParseMount(d)
 		if err != nil {
@@ -165,6 +166,13 @@ func cmdShow(e *env, args []string) error {
 		fmt.Fprintf(tw, "from snapshot:\t%s\n", b.From)
 	}
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
+	fmt.Fprintf(tw, "policy:\t%s\n", b.Policy)
+	if b.IP != "" {
+		fmt.Fprintf(tw, "address:\t%s\n", b.IP)
+	}
+	if rep, err := c.PolicyReport(cx, name); err == nil {
+		fmt.Fprintf(tw, "dropped:\t%s\n", dropsText(rep.Drops))
+	}
 	if b.ExpiresAt != nil {
 		fmt.Fprintf(tw, "expires:\t%s\n", b.ExpiresAt.Local().Format(time.RFC3339))
 	}

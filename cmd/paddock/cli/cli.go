@@ -51,7 +51,7 @@ func init() {
 		{"login", "URL [--token TOKEN]", "log in to a paddockd and remember it", cmdLogin},
 		{"logout", "", "forget the server and token", cmdLogout},
 		{"whoami", "", "show the server and token in use", cmdWhoami},
-		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V]", "create a box; it becomes current", cmdNew},
+		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--json]", "list boxes", cmdLs},
 		{"show", "BOX [--json]", "show one box", cmdShow},
 		{"use", "BOX", "make BOX the current box", cmdUse},
@@ -75,6 +75,7 @@ func init() {
 		{"destroy", "[-f PATH] [--drives] [--auto-approve]", "remove the project's boxes (drives only with --drives)", cmdDestroy},
 		{"validate", "[-f PATH] [--var K=V] [--json]", "check a Boxfile without contacting the server", cmdValidate},
 		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
+		{"policy", "set BOX MODE|NAME | ls | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
 		{"help", "", "show this help", cmdHelp},
 	}
 }

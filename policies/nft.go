@@ -1,0 +1,267 @@
+package policies
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/binaryutil"
+	"github.com/google/nftables/expr"
+	"github.com/google/nftables/userdata"
+	"golang.org/x/sys/unix"
+)
+
+// Element is a dynamic set element: an address with a time to live.
+type Element struct {
+	Addr netip.Addr
+	TTL  time.Duration
+}
+
+func ifname(n string) []byte {
+	b := make([]byte, 16)
+	copy(b, n+"\x00")
+	return b
+}
+
+func nfproto4() []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
+	}
+}
+
+func daddr() expr.Any {
+	return &expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4}
+}
+
+func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
+	switch m.Kind {
+	case IifNot:
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: ifname(m.Name)},
+		}, nil
+	case CtEstRel:
+		return []expr.Any{
+			&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
+				Xor:  binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		}, nil
+	case NfprotoIPv6:
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV6}},
+		}, nil
+	case Saddr:
+		a := m.Addr.As4()
+		return append(nfproto4(),
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
+	case Daddr:
+		a := m.Addr.As4()
+		return append(nfproto4(), daddr(), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
+	case DaddrPrefix:
+		a := m.Pfx.Masked().Addr().As4()
+		mask := make([]byte, 4)
+		binary.BigEndian.PutUint32(mask, ^uint32(0)<<(32-m.Pfx.Bits()))
+		if m.Pfx.Bits() == 0 {
+			mask = []byte{0, 0, 0, 0}
+		}
+		return append(nfproto4(), daddr(),
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: []byte{0, 0, 0, 0}},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
+	case Dport:
+		proto := byte(unix.IPPROTO_TCP)
+		if m.UDP {
+			proto = unix.IPPROTO_UDP
+		}
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(m.Port)},
+		}, nil
+	case FibDaddrLocal:
+		return []expr.Any{
+			&expr.Fib{Register: 1, FlagDADDR: true, ResultADDRTYPE: true},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
+		}, nil
+	case CtDNAT:
+		return []expr.Any{
+			&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(0x20), // IPS_DST_NAT
+				Xor:  binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		}, nil
+	case DaddrInSet:
+		s := sets[m.Name]
+		if s == nil {
+			return nil, fmt.Errorf("rule refers to unknown set %q", m.Name)
+		}
+		return append(nfproto4(), daddr(), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID}), nil
+	}
+	return nil, fmt.Errorf("unknown match %q", m.Kind)
+}
+
+func verdict(v string) (*expr.Verdict, error) {
+	switch {
+	case v == "accept":
+		return &expr.Verdict{Kind: expr.VerdictAccept}, nil
+	case v == "drop":
+		return &expr.Verdict{Kind: expr.VerdictDrop}, nil
+	case strings.HasPrefix(v, "jump "):
+		return &expr.Verdict{Kind: expr.VerdictJump, Chain: strings.TrimPrefix(v, "jump ")}, nil
+	}
+	return nil, fmt.Errorf("unknown verdict %q", v)
+}
+
+// Queue adds to conn, without sending, the messages that replace the table
+// with rs, with the given dynamic elements in its sets. Sending them
+// (conn.Flush) applies all of it in one transaction.
+func Queue(conn *nftables.Conn, rs Ruleset, elems map[string][]Element) error {
+	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyINet}
+	// Add (a no-op if it exists), delete, add: the table is replaced
+	// whether or not it was there, within the one batch.
+	conn.AddTable(table)
+	conn.DelTable(table)
+	conn.AddTable(table)
+
+	sets := map[string]*nftables.Set{}
+	for _, s := range rs.Sets {
+		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, HasTimeout: s.Timeout}
+		var els []nftables.SetElement
+		for _, e := range elems[s.Name] {
+			a := e.Addr.As4()
+			els = append(els, nftables.SetElement{Key: a[:], Timeout: e.TTL})
+		}
+		if err := conn.AddSet(set, els); err != nil {
+			return fmt.Errorf("set %s: %w", s.Name, err)
+		}
+		sets[s.Name] = set
+	}
+	chains := map[string]*nftables.Chain{}
+	for _, c := range rs.Chains {
+		ch := &nftables.Chain{Name: c.Name, Table: table}
+		if c.Hook != "" {
+			hook := nftables.ChainHookForward
+			if c.Hook == "input" {
+				hook = nftables.ChainHookInput
+			}
+			policy := nftables.ChainPolicyAccept
+			ch.Hooknum, ch.Priority, ch.Type, ch.Policy = hook, nftables.ChainPriorityRef(nftables.ChainPriority(c.Priority)), nftables.ChainTypeFilter, &policy
+		}
+		chains[c.Name] = conn.AddChain(ch)
+	}
+	for _, c := range rs.Chains {
+		for _, r := range c.Rules {
+			var exprs []expr.Any
+			for _, m := range r.Match {
+				e, err := m.exprs(sets)
+				if err != nil {
+					return err
+				}
+				exprs = append(exprs, e...)
+			}
+			if r.Counter {
+				exprs = append(exprs, &expr.Counter{})
+			}
+			v, err := verdict(r.Verdict)
+			if err != nil {
+				return err
+			}
+			exprs = append(exprs, v)
+			rule := &nftables.Rule{Table: table, Chain: chains[c.Name], Exprs: exprs}
+			if r.Comment != "" {
+				rule.UserData = userdata.AppendString(nil, userdata.TypeComment, r.Comment)
+			}
+			conn.AddRule(rule)
+		}
+	}
+	return nil
+}
+
+// Apply replaces the table with rs in one transaction.
+func Apply(conn *nftables.Conn, rs Ruleset, elems map[string][]Element) error {
+	if err := Queue(conn, rs, elems); err != nil {
+		return err
+	}
+	if err := conn.Flush(); err != nil {
+		return fmt.Errorf("applying nftables table %s: %w", rs.Table, err)
+	}
+	return nil
+}
+
+// AddElements adds addresses with timeouts to a set of the table.
+func AddElements(conn *nftables.Conn, table, set string, els []Element) error {
+	s := &nftables.Set{Table: &nftables.Table{Name: table, Family: nftables.TableFamilyINet}, Name: set, KeyType: nftables.TypeIPAddr, HasTimeout: true}
+	var ne []nftables.SetElement
+	for _, e := range els {
+		a := e.Addr.As4()
+		ne = append(ne, nftables.SetElement{Key: a[:], Timeout: e.TTL})
+	}
+	if err := conn.SetAddElements(s, ne); err != nil {
+		return err
+	}
+	return conn.Flush()
+}
+
+// Remove deletes the table if it exists.
+func Remove(conn *nftables.Conn, table string) error {
+	t := &nftables.Table{Name: table, Family: nftables.TableFamilyINet}
+	conn.AddTable(t)
+	conn.DelTable(t)
+	return conn.Flush()
+}
+
+// Exists reports whether the table is in the kernel.
+func Exists(conn *nftables.Conn, table string) (bool, error) {
+	_, err := conn.ListTableOfFamily(table, nftables.TableFamilyINet)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, unix.ENOENT) {
+		return false, nil
+	}
+	ts, lerr := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	if lerr != nil {
+		return false, err
+	}
+	for _, t := range ts {
+		if t.Name == table {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// Counters reads the packet counts of the table's commented counters, by
+// comment ("box=NAME kind=WHAT").
+func Counters(conn *nftables.Conn, rs Ruleset) (map[string]uint64, error) {
+	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyINet}
+	out := map[string]uint64{}
+	for _, c := range rs.Chains {
+		rules, err := conn.GetRules(table, &nftables.Chain{Name: c.Name, Table: table})
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range rules {
+			name, ok := userdata.GetString(r.UserData, userdata.TypeComment)
+			if !ok {
+				continue
+			}
+			for _, e := range r.Exprs {
+				if ctr, ok := e.(*expr.Counter); ok {
+					out[name] += ctr.Packets
+				}
+			}
+		}
+	}
+	return out, nil
+}
