@@ -69,12 +69,14 @@ func (m *Manager) Sync(boxes []Box) error {
 	defer m.mu.Unlock()
 	next := map[string]Box{}
 	byIP := map[netip.Addr]string{}
+	forget := false // addresses the kernel holds must go with a policy change
 	for _, b := range boxes {
 		next[b.Name] = b
 		if b.IP.IsValid() {
 			byIP[b.IP] = b.Name
 		}
 		if old, ok := m.boxes[b.Name]; !ok || !samePolicy(old.Policy, b.Policy) || old.IP != b.IP {
+			forget = forget || len(m.learned[b.Name]) > 0
 			delete(m.learned, b.Name)
 		}
 	}
@@ -87,12 +89,16 @@ func (m *Manager) Sync(boxes []Box) error {
 	rs := Compile(m.Net, boxes)
 	text := rs.String()
 	m.boxes, m.byIP = next, byIP
-	if text == m.last {
-		return nil
-	}
 	conn, err := m.Conn()
 	if err != nil {
 		return err
+	}
+	if text == m.last && !forget {
+		// Unchanged; but if someone removed the table, put it back.
+		if ok, err := Exists(conn, m.Net.Table); err != nil || ok {
+			return err
+		}
+		m.last = ""
 	}
 	if m.last != "" {
 		// Counters restart with the new table: carry them over.

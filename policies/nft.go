@@ -12,6 +12,7 @@ import (
 	"github.com/google/nftables/binaryutil"
 	"github.com/google/nftables/expr"
 	"github.com/google/nftables/userdata"
+	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -264,4 +265,34 @@ func Counters(conn *nftables.Conn, rs Ruleset) (map[string]uint64, error) {
 		}
 	}
 	return out, nil
+}
+
+// Dial opens a netlink connection for a batch. With many boxes a batch is
+// larger than the default socket buffers: the request does not fit
+// (EMSGSIZE) and its acknowledgements overflow (ENOBUFS). So the buffers
+// are raised (root may exceed the sysctl limits) and acknowledgements come
+// without the echoed request.
+func Dial(opts ...nftables.ConnOption) (*nftables.Conn, error) {
+	opts = append(opts, nftables.WithSockOptions(func(c *netlink.Conn) error {
+		if err := c.SetOption(netlink.CapAcknowledge, true); err != nil {
+			return err
+		}
+		rc, err := c.SyscallConn()
+		if err != nil {
+			return err
+		}
+		var serr error
+		err = rc.Control(func(fd uintptr) {
+			for _, opt := range []int{unix.SO_SNDBUFFORCE, unix.SO_RCVBUFFORCE} {
+				if e := unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, opt, 32<<20); e != nil {
+					serr = e
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+		return serr
+	}))
+	return nftables.New(opts...)
 }

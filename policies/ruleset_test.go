@@ -94,7 +94,7 @@ func newNetns(t *testing.T) (*nftables.Conn, func(args ...string) string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.Close() })
-	conn, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+	conn, err := Dial(nftables.WithNetNSFd(int(f.Fd())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,5 +166,54 @@ func TestApplyInKernel(t *testing.T) {
 	}
 	if err := Remove(conn, testNet.Table); err != nil {
 		t.Fatalf("Remove of an absent table: %v", err)
+	}
+}
+
+// A table removed behind Paddock's back comes back on the next Sync, with
+// the addresses the resolver had allowed.
+func TestManagerRestoresTable(t *testing.T) {
+	conn, run := newNetns(t)
+	m := NewManager(testNet, func() (*nftables.Conn, error) { return conn, nil })
+	if err := m.Sync(testBoxes()); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Allow("listed", []netip.Addr{netip.MustParseAddr("198.18.1.1")}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	run("nft", "delete", "table", "inet", testNet.Table)
+	if err := m.Sync(testBoxes()); err != nil {
+		t.Fatal(err)
+	}
+	out := run("nft", "list", "set", "inet", testNet.Table, DNSSet("listed"))
+	if !strings.Contains(out, "198.18.1.1") {
+		t.Fatalf("learned address lost:\n%s", out)
+	}
+	// A policy change forgets what the old policy let through.
+	boxes := testBoxes()
+	boxes[2].Policy.Domains = []string{"other.test"}
+	if err := m.Sync(boxes); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("nft", "list", "set", "inet", testNet.Table, DNSSet("listed")); strings.Contains(out, "198.18.1.1") {
+		t.Fatalf("address of the old policy kept:\n%s", out)
+	}
+}
+
+// Hundreds of boxes make a batch of thousands of messages; their
+// acknowledgements must not overflow the socket (ENOBUFS).
+func TestApplyManyBoxes(t *testing.T) {
+	conn, run := newNetns(t)
+	n, _ := NetworkFor("paddock-many", "10.213.0.0/16")
+	var boxes []Box
+	ip := n.Gateway
+	for i := 0; i < 300; i++ {
+		ip = ip.Next()
+		boxes = append(boxes, Box{Name: fmt.Sprintf("b%03d", i), IP: ip, Policy: Policy{Mode: []string{AllowAll, DenyAll, List}[i%3]}})
+	}
+	if err := Apply(conn, Compile(n, boxes), nil); err != nil {
+		t.Fatal(err)
+	}
+	if out := run("nft", "list", "chain", "inet", n.Table, "forward"); strings.Count(out, "jump box-") != 300 {
+		t.Fatalf("%d jumps in the forward chain", strings.Count(out, "jump box-"))
 	}
 }

@@ -119,7 +119,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
-	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return nftables.New() })
+	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log, Firewall: fw}
 	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw}
 	if err := svc.RecoverJobs(); err != nil {
@@ -225,7 +225,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 // rules while paddockd restarts; this is for when the service is stopped
 // for good.
 func cleanupFirewall(cfg config.Config) error {
-	conn, err := nftables.New()
+	conn, err := policies.Dial()
 	if err != nil {
 		return err
 	}

@@ -99,6 +99,8 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
+	section := flag.String("section", "all", "boxes, policies or all")
+	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	flag.Parse()
 	if reason := harness.EngineReason(); reason != "" {
 		fmt.Fprintln(os.Stderr, "bench:", reason)
@@ -136,8 +138,15 @@ func main() {
 	label := "paddock.instance=" + raw
 
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}
-	small, big := makeTrees(filepath.Join(work, "trees"))
 	var rows []row
+	if *section == "all" || *section == "policies" {
+		rows = append(rows, benchPolicies(r, d, work, *n, *policyBoxes)...)
+	}
+	if *section == "policies" {
+		printRows(rows, image, *n, *bigN)
+		return
+	}
+	small, big := makeTrees(filepath.Join(work, "trees"))
 
 	// create to first exec
 	p := timeIt(*n, nil, func(i int) {
@@ -205,10 +214,14 @@ func main() {
 	}, nil)
 	rows = append(rows, row{"stop (snapshot + stop)", p, dk})
 
+	printRows(rows, image, *n, *bigN)
+}
+
+func printRows(rows []row, image string, n, bigN int) {
 	out, _ := exec.Command("docker", "version", "--format", "{{.Server.Version}} (API {{.Server.APIVersion}})").Output()
-	fmt.Printf("Docker %s, %s, medians of %d (copies: %d) runs\n\n", strings.TrimSpace(string(out)), image, *n, *bigN)
+	fmt.Printf("Docker %s, %s, medians of %d (copies: %d) runs\n\n", strings.TrimSpace(string(out)), image, n, bigN)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "operation\tpaddock\tdocker\tratio\t")
+	fmt.Fprintln(tw, "operation\tpaddock\traw\tratio\t")
 	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, row.paddock.Round(time.Millisecond), row.docker.Round(time.Millisecond), float64(row.paddock)/float64(row.docker))
 	}
