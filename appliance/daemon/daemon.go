@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -144,6 +145,10 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		log.Warn("first reconcile left errors", "err", e)
 	}
 
+	if err := bridgeFiltering(); err != nil {
+		return err
+	}
+
 	upstream := cfg.DNSUpstream
 	if upstream == "" {
 		if upstream, err = policies.UpstreamFromResolvConf("/etc/resolv.conf"); err != nil {
@@ -217,6 +222,21 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	endLife()
 	if cfg.Socket != "" {
 		os.Remove(cfg.Socket)
+	}
+	return nil
+}
+
+// bridgeFiltering makes sure traffic between boxes on the same bridge
+// passes the IP hooks where Paddock's rules are (br_netfilter); without it,
+// box-to-box packets would be switched past them.
+func bridgeFiltering() error {
+	const knob = "/proc/sys/net/bridge/bridge-nf-call-iptables"
+	if b, err := os.ReadFile(knob); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return nil
+	}
+	exec.Command("modprobe", "br_netfilter").Run()
+	if err := os.WriteFile(knob, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("boxes could reach each other: cannot turn on bridge filtering (%s): %w", knob, err)
 	}
 	return nil
 }

@@ -156,24 +156,6 @@ func (s *Store) GetBox(name string) (Box, error) {
 	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
 }
 
-// ListBoxes lists every declared box by name.
-func (s *Store) ListBoxes() ([]Box, error) {
-	rows, err := s.db.Query(`SELECT ` + boxCols + ` FROM boxes ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Box
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
-}
-
 // SetObserved records what the reconciler saw of a box. It is not a change
 // of declared state and does not bump the serial.
 func (s *Store) SetObserved(name, state, errMsg string) error {
@@ -204,3 +186,34 @@ func (t *Tx) FreeIP(subnet netip.Prefix, gateway netip.Addr) (netip.Addr, error)
 	}
 	return netip.Addr{}, fmt.Errorf("no free address left in the box network %s", subnet)
 }
+
+// querier is what *sql.DB and *sql.Tx share.
+type querier interface {
+	Query(query string, args ...any) (*sql.Rows, error)
+}
+
+// listAll runs a query and scans every row.
+func listAll[T any](q querier, query string, scan func(scanner) (T, error), args ...any) ([]T, error) {
+	rows, err := q.Query(query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+const listBoxes = `SELECT ` + boxCols + ` FROM boxes ORDER BY name`
+
+// ListBoxes lists every declared box by name.
+func (s *Store) ListBoxes() ([]Box, error) { return listAll(s.db, listBoxes, scanBox) }
+
+// ListBoxes lists every declared box in the transaction.
+func (t *Tx) ListBoxes() ([]Box, error) { return listAll(t.tx, listBoxes, scanBox) }

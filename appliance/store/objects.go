@@ -74,42 +74,6 @@ func (t *Tx) UpdateDrive(d Drive) error {
 	return oneRow(res)
 }
 
-// ListBoxes lists every declared box in the transaction.
-func (t *Tx) ListBoxes() ([]Box, error) {
-	rows, err := t.tx.Query(`SELECT ` + boxCols + ` FROM boxes ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Box
-	for rows.Next() {
-		b, err := scanBox(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, b)
-	}
-	return out, rows.Err()
-}
-
-// ListDrives lists the declared drives by name.
-func (s *Store) ListDrives() ([]Drive, error) {
-	rows, err := s.db.Query(`SELECT ` + driveCols + ` FROM drives ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Drive
-	for rows.Next() {
-		d, err := scanDrive(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
-}
-
 // ForgetDrive deletes a drive's tombstone after its volume is gone.
 func (s *Store) ForgetDrive(name string) error {
 	return s.declare(func(tx *sql.Tx) error {
@@ -173,20 +137,7 @@ func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
 		q += ` WHERE box=?`
 		args = append(args, box)
 	}
-	rows, err := s.db.Query(q+` ORDER BY created, id`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Snapshot
-	for rows.Next() {
-		sn, err := scanSnapshot(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sn)
-	}
-	return out, rows.Err()
+	return listAll(s.db, q+` ORDER BY created, id`, scanSnapshot, args...)
 }
 
 // SetSnapshotState records the outcome of taking a snapshot.
@@ -261,20 +212,7 @@ func (s *Store) GetJob(id string) (Job, error) {
 // ListJobs lists a box's jobs, oldest first; with state set, only those.
 func (s *Store) ListJobs(box, state string) ([]Job, error) {
 	q := `SELECT ` + jobCols + ` FROM jobs WHERE (box=? OR ?='') AND (state=? OR ?='') ORDER BY started, id`
-	rows, err := s.db.Query(q, box, box, state, state)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, j)
-	}
-	return out, rows.Err()
+	return listAll(s.db, q, scanJob, box, box, state, state)
 }
 
 // AddToken stores a token's hash under a name.
@@ -299,3 +237,11 @@ func (s *Store) CountTokens() (int, error) {
 	err := s.db.QueryRow(`SELECT count(*) FROM tokens`).Scan(&n)
 	return n, err
 }
+
+const listDrives = `SELECT ` + driveCols + ` FROM drives ORDER BY name`
+
+// ListDrives lists the declared drives by name.
+func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives, scanDrive) }
+
+// ListDrives lists drives by name in the transaction.
+func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }

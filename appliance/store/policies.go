@@ -36,63 +36,25 @@ func (t *Tx) DeletePolicy(name string) error {
 	return oneRow(res)
 }
 
-// ListPolicies lists policies by name.
-func (t *Tx) ListPolicies() ([]Policy, error) {
-	return listPolicies(t.tx.Query(`SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`))
+const listPoliciesQ = `SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`
+
+func scanPolicy(r scanner) (Policy, error) {
+	var p Policy
+	var d, c string
+	if err := r.Scan(&p.Name, &p.Project, &d, &c); err != nil {
+		return p, err
+	}
+	if err := json.Unmarshal([]byte(d), &p.AllowDomains); err != nil {
+		return p, err
+	}
+	return p, json.Unmarshal([]byte(c), &p.AllowCIDRs)
 }
 
 // ListPolicies lists policies by name.
-func (s *Store) ListPolicies() ([]Policy, error) {
-	return listPolicies(s.db.Query(`SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`))
-}
+func (t *Tx) ListPolicies() ([]Policy, error) { return listAll(t.tx, listPoliciesQ, scanPolicy) }
 
-type rowsScanner interface {
-	Next() bool
-	Scan(...any) error
-	Err() error
-	Close() error
-}
-
-func listPolicies[R rowsScanner](rows R, err error) ([]Policy, error) {
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Policy
-	for rows.Next() {
-		var p Policy
-		var d, c string
-		if err := rows.Scan(&p.Name, &p.Project, &d, &c); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(d), &p.AllowDomains); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(c), &p.AllowCIDRs); err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
-// ListDrives lists drives by name in the transaction.
-func (t *Tx) ListDrives() ([]Drive, error) {
-	rows, err := t.tx.Query(`SELECT ` + driveCols + ` FROM drives ORDER BY name`)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []Drive
-	for rows.Next() {
-		d, err := scanDrive(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
-}
+// ListPolicies lists policies by name.
+func (s *Store) ListPolicies() ([]Policy, error) { return listAll(s.db, listPoliciesQ, scanPolicy) }
 
 // Serial reads the serial inside the transaction (before its own bump).
 func (t *Tx) Serial() (int64, error) {

@@ -54,9 +54,7 @@ func cmdNew(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	b, err := c.CreateBox(cx, post)
+	b, err := c.CreateBox(e.ctx, post)
 	if b.Name != "" {
 		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
 			err = serr
@@ -93,9 +91,7 @@ func cmdLs(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	bs, err := c.Boxes(cx)
+	bs, err := c.Boxes(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -144,9 +140,7 @@ func cmdShow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	b, err := c.Box(cx, name)
+	b, err := c.Box(e.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -170,7 +164,7 @@ func cmdShow(e *env, args []string) error {
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)
 	}
-	if rep, err := c.PolicyReport(cx, name); err == nil {
+	if rep, err := c.PolicyReport(e.ctx, name); err == nil {
 		fmt.Fprintf(tw, "dropped:\t%s\n", dropsText(rep.Drops))
 	}
 	if b.ExpiresAt != nil {
@@ -198,9 +192,7 @@ func cmdUse(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	if _, err := c.Box(cx, args[0]); err != nil {
+	if _, err := c.Box(e.ctx, args[0]); err != nil {
 		return err
 	}
 	return e.setCurrent(args[0])
@@ -223,11 +215,7 @@ func boxVerb(e *env, args []string, verb func(c *client.Client, name string) (ap
 	if len(args) != 1 {
 		return usagef("give one box name (or 'current')")
 	}
-	name, err := e.boxName(args[0])
-	if err != nil {
-		return err
-	}
-	c, err := e.client()
+	name, c, err := e.connect(args[0])
 	if err != nil {
 		return err
 	}
@@ -241,17 +229,13 @@ func boxVerb(e *env, args []string, verb func(c *client.Client, name string) (ap
 
 func cmdStop(e *env, args []string) error {
 	return boxVerb(e, args, func(c *client.Client, name string) (api.Box, error) {
-		cx, cancel := ctx()
-		defer cancel()
-		return c.StopBox(cx, name)
+		return c.StopBox(e.ctx, name)
 	})
 }
 
 func cmdStart(e *env, args []string) error {
 	return boxVerb(e, args, func(c *client.Client, name string) (api.Box, error) {
-		cx, cancel := ctx()
-		defer cancel()
-		return c.StartBox(cx, name)
+		return c.StartBox(e.ctx, name)
 	})
 }
 
@@ -259,17 +243,11 @@ func cmdSnapshot(e *env, args []string) error {
 	if len(args) != 1 {
 		return usagef("give one box name (or 'current')")
 	}
-	name, err := e.boxName(args[0])
+	name, c, err := e.connect(args[0])
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	s, err := c.Snapshot(cx, name)
+	s, err := c.Snapshot(e.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -286,17 +264,11 @@ func cmdSnapshots(e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("give one box name (or 'current')")
 	}
-	name, err := e.boxName(fs.Arg(0))
+	name, c, err := e.connect(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	ss, err := c.Snapshots(cx, name)
+	ss, err := c.Snapshots(e.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -320,9 +292,7 @@ func cmdRestore(e *env, args []string) error {
 		snap = args[1]
 	}
 	return boxVerb(e, args[:1], func(c *client.Client, name string) (api.Box, error) {
-		cx, cancel := ctx()
-		defer cancel()
-		return c.Restore(cx, name, snap)
+		return c.Restore(e.ctx, name, snap)
 	})
 }
 
@@ -341,17 +311,11 @@ func cmdFork(e *env, args []string) error {
 			return usagef("%v", err)
 		}
 	}
-	src, err := e.boxName(fs.Arg(0))
+	src, c, err := e.connect(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	b, err := c.Fork(cx, src, api.ForkPost{Name: *name, Snapshot: *snap})
+	b, err := c.Fork(e.ctx, src, api.ForkPost{Name: *name, Snapshot: *snap})
 	if b.Name != "" {
 		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
 			err = serr
@@ -372,14 +336,12 @@ func cmdRm(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
 	s, _ := e.load()
 	var failed []string
 	for _, a := range args {
 		name, err := e.boxName(a)
 		if err == nil {
-			err = c.RemoveBox(cx, name)
+			err = c.RemoveBox(e.ctx, name)
 		}
 		if err != nil {
 			fmt.Fprintf(e.stderr, "paddock rm: %s: %v\n", a, err)
@@ -405,8 +367,6 @@ func cmdDrive(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
 	switch args[0] {
 	case "new":
 		if len(args) != 2 {
@@ -415,13 +375,13 @@ func cmdDrive(e *env, args []string) error {
 		if err := api.ValidName("drive", args[1]); err != nil {
 			return usagef("%v", err)
 		}
-		d, err := c.CreateDrive(cx, args[1])
+		d, err := c.CreateDrive(e.ctx, args[1])
 		if err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, d.Name)
 	case "ls":
-		ds, err := c.Drives(cx)
+		ds, err := c.Drives(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -435,7 +395,7 @@ func cmdDrive(e *env, args []string) error {
 		if len(args) != 2 {
 			return usagef("drive rm NAME")
 		}
-		if err := c.RemoveDrive(cx, args[1]); err != nil {
+		if err := c.RemoveDrive(e.ctx, args[1]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "removed drive %s\n", args[1])

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -221,10 +220,8 @@ func cmdPlan(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
 	req := api.PlanRequest{Spec: cfg.Spec, Destroy: *destroy, Drives: *drives}
-	plan, err := c.Plan(cx, req)
+	plan, err := c.Plan(e.ctx, req)
 	if err != nil {
 		return e.serverDiag(cfg, err, f.asJSON)
 	}
@@ -272,8 +269,6 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
 
 	var saved savedPlan
 	var cfg *boxfiles.Config
@@ -294,7 +289,7 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		}
 		saved.Root = absOr(cfg.Root)
 		saved.Request = api.PlanRequest{Spec: cfg.Spec, Destroy: verb == "destroy", Drives: *drives}
-		if saved.Plan, err = c.Plan(cx, saved.Request); err != nil {
+		if saved.Plan, err = c.Plan(e.ctx, saved.Request); err != nil {
 			return e.serverDiag(cfg, err, f.asJSON)
 		}
 		if !f.asJSON {
@@ -315,7 +310,7 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		}
 	}
 
-	res, err := c.Apply(cx, api.ApplyRequest{PlanRequest: saved.Request, Serial: saved.Plan.Serial})
+	res, err := c.Apply(e.ctx, api.ApplyRequest{PlanRequest: saved.Request, Serial: saved.Plan.Serial})
 	if err != nil {
 		if cfg != nil {
 			return e.serverDiag(cfg, err, f.asJSON)
@@ -328,7 +323,7 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		fmt.Fprintln(e.stdout)
 		renderApply(e.stdout, res)
 	}
-	setupFailed := e.runSetups(cx, c, saved, res)
+	setupFailed := e.runSetups(c, saved, res)
 	if len(res.Failed) > 0 || setupFailed > 0 {
 		return fmt.Errorf("%d object(s) failed, %d setup(s) failed; fix the cause and run '%s' again to finish", len(res.Failed), setupFailed, verb)
 	}
@@ -359,7 +354,7 @@ func (e *env) confirm(prompt, want string) error {
 
 // runSetups pushes files and runs setup commands in the boxes the apply
 // made, and reports each outcome to the server. It returns how many failed.
-func (e *env) runSetups(cx context.Context, c *client.Client, saved savedPlan, res api.ApplyResult) int {
+func (e *env) runSetups(c *client.Client, saved savedPlan, res api.ApplyResult) int {
 	specs := map[string]api.BoxSpec{}
 	for _, b := range saved.Request.Spec.Boxes {
 		specs[b.Name] = b
@@ -367,7 +362,7 @@ func (e *env) runSetups(cx context.Context, c *client.Client, saved savedPlan, r
 	failed := 0
 	for _, name := range res.Setup {
 		b := specs[name]
-		err := e.setupBox(cx, c, saved.Root, b)
+		err := e.setupBox(c, saved.Root, b)
 		post := api.SetupPost{OK: err == nil}
 		if err != nil {
 			failed++
@@ -376,14 +371,14 @@ func (e *env) runSetups(cx context.Context, c *client.Client, saved savedPlan, r
 		} else {
 			fmt.Fprintf(e.stdout, "box.%s: setup done\n", name)
 		}
-		if rerr := c.SetupDone(cx, name, post); rerr != nil {
+		if rerr := c.SetupDone(e.ctx, name, post); rerr != nil {
 			fmt.Fprintf(e.stderr, "box.%s: recording the setup result: %v\n", name, rerr)
 		}
 	}
 	return failed
 }
 
-func (e *env) setupBox(cx context.Context, c *client.Client, root string, b api.BoxSpec) error {
+func (e *env) setupBox(c *client.Client, root string, b api.BoxSpec) error {
 	for _, p := range b.Push {
 		local := p.Local
 		if !filepath.IsAbs(local) {
@@ -392,7 +387,7 @@ func (e *env) setupBox(cx context.Context, c *client.Client, root string, b api.
 		fmt.Fprintf(e.stdout, "box.%s: pushing %s to %s\n", b.Name, p.Local, p.To)
 		pr, pw := io.Pipe()
 		go func() { pw.CloseWithError(archive.Pack(pw, local)) }()
-		err := c.Push(cx, b.Name, p.To, pr)
+		err := c.Push(e.ctx, b.Name, p.To, pr)
 		pr.Close()
 		if err != nil {
 			return fmt.Errorf("push %s: %w", p.Local, err)
@@ -400,7 +395,7 @@ func (e *env) setupBox(cx context.Context, c *client.Client, root string, b api.
 	}
 	for i, cmd := range b.Setup {
 		fmt.Fprintf(e.stdout, "box.%s: setup %d/%d: %s\n", b.Name, i+1, len(b.Setup), cmd)
-		code, err := c.Exec(cx, b.Name, api.ExecPost{Cmd: []string{"bash", "-lc", cmd}}, client.ExecIO{Stdout: e.stdout, Stderr: e.stderr})
+		code, err := c.Exec(e.ctx, b.Name, api.ExecPost{Cmd: []string{"bash", "-lc", cmd}}, client.ExecIO{Stdout: e.stdout, Stderr: e.stderr})
 		if err != nil {
 			return fmt.Errorf("setup step %d: %w", i+1, err)
 		}

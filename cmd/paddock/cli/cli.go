@@ -35,6 +35,8 @@ type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
+	// ctx ends on Ctrl-C.
+	ctx context.Context
 }
 
 type command struct {
@@ -94,7 +96,9 @@ func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code)
 
 // Run runs the CLI and returns its exit code.
 func Run(args []string) int {
-	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}, args)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	return run(&env{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv, ctx: ctx}, args)
 }
 
 func run(e *env, args []string) int {
@@ -323,9 +327,14 @@ func (e *env) setCurrent(name string) error {
 	return e.save(s)
 }
 
-// ctx is cancelled by Ctrl-C.
-func ctx() (context.Context, context.CancelFunc) {
-	return signal.NotifyContext(context.Background(), os.Interrupt)
+// connect resolves a box argument ("current" too) and returns a client.
+func (e *env) connect(box string) (string, *client.Client, error) {
+	name, err := e.boxName(box)
+	if err != nil {
+		return "", nil, err
+	}
+	c, err := e.client()
+	return name, c, err
 }
 
 func printJSON(w io.Writer, v any) error {

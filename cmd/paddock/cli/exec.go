@@ -43,19 +43,13 @@ func cmdExec(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	name, err := e.boxName(boxArgs[0])
+	name, c, err := e.connect(boxArgs[0])
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
 	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty}
 	if *detach {
-		j, err := c.StartJob(cx, name, post)
+		j, err := c.StartJob(e.ctx, name, post)
 		if err != nil {
 			return err
 		}
@@ -81,7 +75,7 @@ func cmdExec(e *env, args []string) error {
 		defer stop()
 		streams.Resize = resize
 	}
-	code, err := c.Exec(cx, name, post, streams)
+	code, err := c.Exec(e.ctx, name, post, streams)
 	if err != nil {
 		return err
 	}
@@ -100,17 +94,11 @@ func cmdJobs(e *env, args []string) error {
 	if fs.NArg() != 1 {
 		return usagef("give one box name (or 'current')")
 	}
-	name, err := e.boxName(fs.Arg(0))
+	name, c, err := e.connect(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	js, err := c.Jobs(cx, name)
+	js, err := c.Jobs(e.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -138,15 +126,9 @@ func cmdLogs(e *env, args []string) error {
 	if fs.NArg() != 2 {
 		return usagef("give a box and a job id")
 	}
-	name, err := e.boxName(fs.Arg(0))
+	name, c, err := e.connect(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	return c.JobLog(cx, name, fs.Arg(1), *follow, e.stdout)
+	return c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout)
 }

@@ -42,8 +42,6 @@ func cmdPush(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
 
 	pr, pw := io.Pipe()
 	packErr := make(chan error, 1)
@@ -58,7 +56,7 @@ func cmdPush(e *env, args []string) error {
 		bar = &progress{w: e.stderr, label: "push"}
 		body = io.TeeReader(pr, bar)
 	}
-	err = c.Push(cx, name, *to, body)
+	err = c.Push(e.ctx, name, *to, body)
 	pr.CloseWithError(errors.New("push ended"))
 	if perr := <-packErr; perr != nil {
 		return fmt.Errorf("%v; nothing was sent", perr)
@@ -84,17 +82,11 @@ func cmdPull(e *env, args []string) error {
 	if dest == "" {
 		dest = path.Base(path.Clean(src))
 	}
-	name, err := e.boxName(fs.Arg(0))
+	name, c, err := e.connect(fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	cx, cancel := ctx()
-	defer cancel()
-	rc, err := c.Pull(cx, name, src)
+	rc, err := c.Pull(e.ctx, name, src)
 	if err != nil {
 		return err
 	}

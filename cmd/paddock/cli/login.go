@@ -27,9 +27,7 @@ func cmdLogin(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	who, err := c.Whoami(cx)
+	who, err := c.Whoami(e.ctx)
 	if err != nil {
 		return err
 	}
@@ -67,9 +65,7 @@ func cmdWhoami(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	cx, cancel := ctx()
-	defer cancel()
-	who, err := c.Whoami(cx)
+	who, err := c.Whoami(e.ctx)
 	if err != nil {
 		return err
 	}

@@ -19,17 +19,11 @@ func cmdPolicy(e *env, args []string) error {
 		if len(args) != 3 {
 			return usagef("policy set BOX allow-all|deny-all|NAME")
 		}
-		name, err := e.boxName(args[1])
+		name, c, err := e.connect(args[1])
 		if err != nil {
 			return err
 		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		cx, cancel := ctx()
-		defer cancel()
-		b, err := c.SetPolicy(cx, name, args[2])
+		b, err := c.SetPolicy(e.ctx, name, args[2])
 		if err != nil {
 			return err
 		}
@@ -40,9 +34,7 @@ func cmdPolicy(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		cx, cancel := ctx()
-		defer cancel()
-		ps, err := c.Policies(cx)
+		ps, err := c.Policies(e.ctx)
 		if err != nil {
 			return err
 		}
@@ -71,9 +63,7 @@ func cmdPolicy(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		cx, cancel := ctx()
-		defer cancel()
-		if _, err := c.CreatePolicy(cx, p); err != nil {
+		if _, err := c.CreatePolicy(e.ctx, p); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, p.Name)
@@ -86,9 +76,7 @@ func cmdPolicy(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		cx, cancel := ctx()
-		defer cancel()
-		if err := c.RemovePolicy(cx, args[1]); err != nil {
+		if err := c.RemovePolicy(e.ctx, args[1]); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "removed policy %s\n", args[1])
@@ -102,17 +90,11 @@ func cmdPolicy(e *env, args []string) error {
 		if fs.NArg() != 1 {
 			return usagef("policy log BOX")
 		}
-		name, err := e.boxName(fs.Arg(0))
+		name, c, err := e.connect(fs.Arg(0))
 		if err != nil {
 			return err
 		}
-		c, err := e.client()
-		if err != nil {
-			return err
-		}
-		cx, cancel := ctx()
-		defer cancel()
-		r, err := c.PolicyReport(cx, name)
+		r, err := c.PolicyReport(e.ctx, name)
 		if err != nil {
 			return err
 		}
