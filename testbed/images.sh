@@ -34,11 +34,19 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
   trap - EXIT
 fi
 
-box_hash=$( (echo "$base"; cat "$here/image/Dockerfile" "$here/image/paddock-init") | sha256sum | cut -c1-12)
+# The box image: the production provisioning script on the Debian base.
+prov="$here/../install/image"
+inputs="$here/image/Dockerfile $prov/provision.sh $prov/paddock-init $prov/paddock-desktop"
+# shellcheck disable=SC2086
+box_hash=$( (echo "$base"; cat $inputs) | sha256sum | cut -c1-12)
 box="paddock-test/box:${box_hash}"
 if ! docker image inspect "$box" >/dev/null 2>&1; then
   echo "testbed: building $box" >&2
-  docker build -q --build-arg BASE="$base" -t "$box" "$here/image" >/var/log/paddock-image-build.log 2>&1 ||
-    { echo "testbed: image build failed; see /var/log/paddock-image-build.log" >&2; tail -20 /var/log/paddock-image-build.log >&2; exit 1; }
+  ctx=$(mktemp -d)
+  # shellcheck disable=SC2086
+  cp $inputs "$ctx/"
+  docker build --build-arg BASE="$base" -t "$box" "$ctx" >/var/log/paddock-image-build.log 2>&1 ||
+    { rm -rf "$ctx"; echo "testbed: image build failed; see /var/log/paddock-image-build.log" >&2; tail -20 /var/log/paddock-image-build.log >&2; exit 1; }
+  rm -rf "$ctx"
 fi
 echo "$box"

@@ -85,6 +85,8 @@ type BoxPost struct {
 	Env    map[string]string `json:"env,omitempty"`
 	// Policy is "allow-all" (the default), "deny-all" or a policy's name.
 	Policy string `json:"policy,omitempty"`
+	// Desktop gives the box an XFCE desktop on display :1.
+	Desktop bool `json:"desktop,omitempty"`
 }
 
 // Mount attaches a named drive to a box.
@@ -137,8 +139,10 @@ type ExecPost struct {
 	Env     map[string]string `json:"env,omitempty"`
 	WorkDir string            `json:"workdir,omitempty"`
 	TTY     bool              `json:"tty,omitempty"`
-	Rows    uint16            `json:"rows,omitempty"`
-	Cols    uint16            `json:"cols,omitempty"`
+	// Desktop runs the command on the box's display (detached only).
+	Desktop bool   `json:"desktop,omitempty"`
+	Rows    uint16 `json:"rows,omitempty"`
+	Cols    uint16 `json:"cols,omitempty"`
 }
 
 // Job is a detached command whose output the server keeps.

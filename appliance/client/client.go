@@ -420,3 +420,17 @@ func (c *Client) CreatePolicy(ctx context.Context, p api.PolicyPost) (api.Policy
 func (c *Client) RemovePolicy(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/policies/"+esc(name), nil, nil)
 }
+
+// Screenshot returns a PNG of a box's display.
+func (c *Client) Screenshot(ctx context.Context, box string) ([]byte, error) {
+	req, err := c.request(ctx, "GET", "/boxes/"+esc(box)+"/screenshot", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}

@@ -64,6 +64,8 @@ type BoxSpec struct {
 	Generation int
 	// IP is the box's fixed address on the box network.
 	IP string
+	// Desktop starts an X desktop on display :1 with the box.
+	Desktop bool
 }
 
 // Hash is a stable digest of the spec, stored on the container as a label.
@@ -73,7 +75,7 @@ func (s BoxSpec) Hash() string {
 		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
 	}
 	sort.Strings(ms)
-	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP) + desktopMark(s.Desktop)))
 	return hex.EncodeToString(h[:8])
 }
 
@@ -141,4 +143,13 @@ type Driver interface {
 	CopyTo(ctx context.Context, box, dir string, tar io.Reader) error
 	// CopyFrom returns a tar stream of path in the box, its base name first.
 	CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error)
+}
+
+// desktopMark keeps the hash of a box without a desktop what it was before
+// desktops existed.
+func desktopMark(d bool) string {
+	if d {
+		return "|desktop"
+	}
+	return ""
 }

@@ -4,9 +4,9 @@
 // replacement, what drifted outside Paddock). Plan is pure; the service
 // applies a plan by writing the declared state and reconciling.
 //
-// What updates in place: a box's ttl, policy, env (for the next exec),
-// agent and desktop; a drive's size and labels; a policy's lists. What
-// forces replacement: a box's image, type and mounts, and a failed setup.
+// What updates in place: a box's ttl, policy, env (for the next exec) and
+// agent; a drive's size and labels; a policy's lists. What forces
+// replacement: a box's image, type, mounts and desktop, and a failed setup.
 // Objects belong to one project: a plan never touches another project's
 // objects, nor boxes made with 'paddock new', and a name already taken by
 // one of those is an error.
@@ -353,7 +353,7 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 	out = attr(out, "policy", nonEmpty(bp, policyText), nonEmpty(b.Policy, policyText), false)
 	out = attr(out, "agent", quoteNonEmpty(before.Agent), quoteNonEmpty(b.Agent), false)
 	out = attr(out, "env", mapText(before.Env), mapText(b.Env), false)
-	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop), false)
+	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop), true)
 
 	mb := map[string]api.Mount{}
 	for _, m := range before.Mounts {

@@ -101,6 +101,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		MemoryBytes: t.MemoryMiB << 20,
 		Generation:  b.Generation,
 		IP:          b.IP,
+		Desktop:     b.Desktop,
 	}
 	for _, m := range b.Mounts {
 		spec.Mounts = append(spec.Mounts, driver.Mount{

@@ -68,6 +68,7 @@ func (s *Server) Handler() http.Handler {
 	route("POST "+p+"/apply", s.apply)
 	route("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	route("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
+	route("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
 	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
@@ -392,4 +393,15 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {
+	png, err := s.Svc.Screenshot(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "image/png")
+	w.WriteHeader(http.StatusOK)
+	_, err = w.Write(png)
+	return err
 }

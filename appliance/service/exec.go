@@ -121,6 +121,12 @@ func (s *Service) StartJob(name string, p api.ExecPost) (api.Job, error) {
 	if err != nil {
 		return api.Job{}, err
 	}
+	if p.Desktop {
+		if err := s.desktopBox(name); err != nil {
+			return api.Job{}, err
+		}
+		spec.Env = append(spec.Env, "DISPLAY="+Display)
+	}
 	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
 		return api.Job{}, err
 	}

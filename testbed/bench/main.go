@@ -207,6 +207,14 @@ func main() {
 	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-f%d", raw, i)) })
 	rows = append(rows, row{"fork (snapshot + new box)", p, dk})
 
+	r.paddock("new", "--name", "desk", "--desktop")
+	r.paddock("screenshot", "desk", "-o", filepath.Join(work, "warm.png")) // waits for the desktop
+	p = timeIt(*n, nil, func(int) { r.paddock("screenshot", "desk", "-o", filepath.Join(work, "shot.png")) }, nil)
+	dk = timeIt(*n, nil, func(int) {
+		r.run("sh", "-c", fmt.Sprintf("docker exec -u paddock -e DISPLAY=:1 %s-desk import -window root png:- > %s", d.Instance, filepath.Join(work, "raw.png")))
+	}, nil)
+	rows = append(rows, row{"screenshot 1280x800", p, dk})
+
 	p = timeIt(*n, func(int) { r.paddock("start", "bench") }, func(int) { r.paddock("stop", "bench") }, nil)
 	dk = timeIt(*n, func(int) { r.docker("start", rawBox) }, func(i int) {
 		r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-stop:%d", raw, i))

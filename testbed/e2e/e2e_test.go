@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	goimage "image"
+	"image/png"
 	"io"
 	"net"
 	"net/netip"
@@ -109,6 +111,8 @@ func TestScripts(t *testing.T) {
 			"boxip":      cmdBoxIP,
 			"hostlisten": cmdHostListen,
 			"waitexec":   cmdWaitExec,
+			"png":        cmdPNG,
+			"pngdiff":    cmdPNGDiff,
 		},
 	})
 }
@@ -373,5 +377,50 @@ func cmdWaitExec(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%v did not %s within %ds: %v\n%s", args[1:], map[bool]string{false: "succeed", true: "fail"}[neg], secs, err, out)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func readPNG(ts *testscript.TestScript, name string) goimage.Image {
+	f, err := os.Open(ts.MkAbs(name))
+	ts.Check(err)
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		ts.Fatalf("%s is not a PNG: %v", name, err)
+	}
+	return img
+}
+
+// png FILE WIDTH HEIGHT: FILE is a PNG of that size.
+func cmdPNG(ts *testscript.TestScript, neg bool, args []string) {
+	img := readPNG(ts, args[0])
+	if got := fmt.Sprintf("%dx%d", img.Bounds().Dx(), img.Bounds().Dy()); got != args[1]+"x"+args[2] {
+		ts.Fatalf("%s is %s, want %sx%s", args[0], got, args[1], args[2])
+	}
+}
+
+// pngdiff A B X Y MIN: the images differ in at least MIN pixels, and at
+// (X, Y).
+func cmdPNGDiff(ts *testscript.TestScript, neg bool, args []string) {
+	a, b := readPNG(ts, args[0]), readPNG(ts, args[1])
+	x, _ := strconv.Atoi(args[2])
+	y, _ := strconv.Atoi(args[3])
+	minDiff, _ := strconv.Atoi(args[4])
+	same := func(x, y int) bool {
+		r1, g1, b1, _ := a.At(x, y).RGBA()
+		r2, g2, b2, _ := b.At(x, y).RGBA()
+		return r1 == r2 && g1 == g2 && b1 == b2
+	}
+	n := 0
+	for yy := a.Bounds().Min.Y; yy < a.Bounds().Max.Y; yy++ {
+		for xx := a.Bounds().Min.X; xx < a.Bounds().Max.X; xx++ {
+			if !same(xx, yy) {
+				n++
+			}
+		}
+	}
+	ts.Logf("%d pixels differ", n)
+	if n < minDiff || same(x, y) {
+		ts.Fatalf("%s and %s: %d pixels differ (want at least %d), and (%d,%d) same=%v", args[0], args[1], n, minDiff, x, y, same(x, y))
 	}
 }

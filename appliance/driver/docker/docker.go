@@ -202,6 +202,10 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	}
 	init := true
 	stop := 5
+	var env []string
+	if spec.Desktop {
+		env = append(env, "PADDOCK_DESKTOP=1")
+	}
 	var netcfg *network.NetworkingConfig
 	var dns []netip.Addr
 	if spec.IP != "" {
@@ -217,6 +221,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	_, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Name: d.containerName(spec.Name),
 		Config: &container.Config{
+			Env:         env,
 			Image:       image,
 			Hostname:    spec.Name,
 			Labels:      labels,

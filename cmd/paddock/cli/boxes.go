@@ -19,6 +19,7 @@ func cmdNew(e *env, args []string) error {
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
+	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop (display :1)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -37,7 +38,7 @@ func cmdNew(e *env, args []string) error {
 			return usagef("%v", err)
 		}
 	}
-	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy, Desktop: *desktop}
 	for _, d := range *drives {
 		m, err := api.ParseMount(d)
 		if err != nil {
@@ -161,6 +162,7 @@ func cmdShow(e *env, args []string) error {
 	}
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
 	fmt.Fprintf(tw, "policy:\t%s\n", b.Policy)
+	fmt.Fprintf(tw, "desktop:\t%v\n", b.Desktop)
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)
 	}

@@ -19,8 +19,12 @@ func cmdExec(e *env, args []string) error {
 	detach := fs.BoolP("detach", "d", false, "run as a background job; print its id")
 	workdir := fs.StringP("workdir", "w", "", "working directory in the box")
 	envs := fs.StringArrayP("env", "e", nil, "environment: KEY=VALUE (repeatable)")
+	desktop := fs.Bool("desktop", false, "start a GUI program on the box's display, detached; print the job id")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *desktop {
+		*detach = true
 	}
 	dash := fs.ArgsLenAtDash()
 	all := fs.Args()
@@ -47,7 +51,7 @@ func cmdExec(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty}
+	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty, Desktop: *desktop}
 	if *detach {
 		j, err := c.StartJob(e.ctx, name, post)
 		if err != nil {
@@ -131,4 +135,32 @@ func cmdLogs(e *env, args []string) error {
 		return err
 	}
 	return c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout)
+}
+
+func cmdScreenshot(e *env, args []string) error {
+	fs := flags("screenshot")
+	out := fs.StringP("output", "o", "", "PNG file to write (default BOX-TIME.png)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usagef("give one box")
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	png, err := c.Screenshot(e.ctx, name)
+	if err != nil {
+		return err
+	}
+	path := *out
+	if path == "" {
+		path = fmt.Sprintf("%s-%s.png", name, time.Now().Format("20060102-150405"))
+	}
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, path)
+	return nil
 }

@@ -1,0 +1,91 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Display is where a box's desktop is.
+const Display = ":1"
+
+// maxScreenshot bounds a screenshot's size.
+const maxScreenshot = 64 << 20
+
+var pngMagic = []byte("\x89PNG\r\n\x1a\n")
+
+// limitedBuffer keeps at most max bytes and remembers that it overflowed.
+type limitedBuffer struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if l.Len()+len(p) > l.max {
+		l.over = true
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
+}
+
+// desktopBox returns a running box that has a desktop.
+func (s *Service) desktopBox(name string) error {
+	b, err := s.runningBox(name)
+	if err != nil {
+		return err
+	}
+	if !b.Desktop {
+		return conflict("box %q has no desktop: make one with 'paddock new --desktop' (or desktop = true in a Boxfile)", name)
+	}
+	return nil
+}
+
+// Screenshot returns a PNG of a box's whole display. It waits a few seconds
+// for a desktop that is still starting.
+func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
+	if err := s.desktopBox(name); err != nil {
+		return nil, err
+	}
+	env := []string{"DISPLAY=" + Display}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var errb bytes.Buffer
+		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: []string{"xdpyinfo"}, Env: env, Stderr: &errb})
+		if err != nil {
+			return nil, err
+		}
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the desktop of box %q is not up: %s", name, strings.TrimSpace(errb.String()))
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+	out := &limitedBuffer{max: maxScreenshot}
+	var errb bytes.Buffer
+	code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{
+		Cmd: []string{"import", "-window", "root", "png:-"}, Env: env, Stdout: out, Stderr: &errb,
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case code != 0:
+		return nil, fmt.Errorf("screenshot of box %q failed (exit %d): %s", name, code, strings.TrimSpace(errb.String()))
+	case out.over:
+		return nil, fmt.Errorf("screenshot of box %q is larger than %d MiB", name, maxScreenshot>>20)
+	case !bytes.HasPrefix(out.Bytes(), pngMagic):
+		return nil, fmt.Errorf("screenshot of box %q is not a PNG", name)
+	}
+	return out.Bytes(), nil
+}
