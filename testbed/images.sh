@@ -18,7 +18,8 @@ mirror() {
   echo "${uri:-http://deb.debian.org/debian}"
 }
 
-suite=bookworm
+# trixie: its Node.js (20) is new enough for every npm agent.
+suite=trixie
 m=$(mirror)
 base_hash=$(printf '%s\n' "$suite" "$m" minbase v1 | sha256sum | cut -c1-12)
 base="paddock-test/base:${suite}-${base_hash}"
@@ -38,13 +39,16 @@ fi
 prov="$here/../install/image"
 inputs="$here/image/Dockerfile $prov/provision.sh $prov/paddock-init $prov/paddock-desktop"
 # shellcheck disable=SC2086
-box_hash=$( (echo "$base"; cat $inputs) | sha256sum | cut -c1-12)
+box_hash=$( (echo "$base"; cat $inputs /etc/ssl/certs/ca-certificates.crt) | sha256sum | cut -c1-12)
 box="paddock-test/box:${box_hash}"
 if ! docker image inspect "$box" >/dev/null 2>&1; then
   echo "testbed: building $box" >&2
   ctx=$(mktemp -d)
   # shellcheck disable=SC2086
   cp $inputs "$ctx/"
+  # The machine's certificate authorities, so that npm reaches its
+  # registry from inside the build as the machine itself does.
+  cp /etc/ssl/certs/ca-certificates.crt "$ctx/extra-ca.crt"
   docker build --build-arg BASE="$base" -t "$box" "$ctx" >/var/log/paddock-image-build.log 2>&1 ||
     { rm -rf "$ctx"; echo "testbed: image build failed; see /var/log/paddock-image-build.log" >&2; tail -20 /var/log/paddock-image-build.log >&2; exit 1; }
   rm -rf "$ctx"

@@ -186,3 +186,23 @@ const (
 const (
 	UpgradeExec = "paddock-exec/1"
 )
+
+// Secret is a secret's name; its value is never sent back.
+type Secret struct {
+	Name    string    `json:"name"`
+	Updated time.Time `json:"updated"`
+}
+
+// Agent is an entry of the agent table.
+type Agent struct {
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Secrets []string `json:"secrets,omitempty"`
+}
+
+// PromptPost hands an agent a task in a box.
+type PromptPost struct {
+	Agent   string `json:"agent,omitempty"`
+	Task    string `json:"task"`
+	WorkDir string `json:"workdir,omitempty"`
+}

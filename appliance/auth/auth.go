@@ -1,13 +1,18 @@
-// Package auth makes and checks API tokens. A token is 32 random bytes,
-// shown once as "pdk_" and hex; only its SHA-256 is stored, which is enough
-// for a secret of that entropy (passwords, which are not, get a slow hash).
+// Package auth makes and checks API tokens, and seals secrets at rest. A
+// token is 32 random bytes, shown once as "pdk_" and hex; only its SHA-256
+// is stored, which is enough for a secret of that entropy (passwords, which
+// are not, get a slow hash).
 package auth
 
 import (
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"os"
 	"strings"
 )
 
@@ -38,4 +43,55 @@ func FromHeader(v string) (string, error) {
 		return "", ErrNoToken
 	}
 	return strings.TrimSpace(t), nil
+}
+
+// Sealer encrypts secrets at rest with AES-256-GCM under a key kept in a
+// file of its own (mode 0600), outside the database.
+type Sealer struct{ aead cipher.AEAD }
+
+// LoadSealer reads the key at path, making it on first use.
+func LoadSealer(path string) (*Sealer, error) {
+	key, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		key = make([]byte, 32)
+		rand.Read(key)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, key, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if len(key) != 32 {
+		return nil, fmt.Errorf("%s: the secret key must be 32 bytes", path)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// Seal encrypts a value; name is bound to it, so a sealed value cannot be
+// moved to another name.
+func (s *Sealer) Seal(name string, value []byte) []byte {
+	nonce := make([]byte, s.aead.NonceSize())
+	rand.Read(nonce)
+	return s.aead.Seal(nonce, nonce, value, []byte(name))
+}
+
+// Open decrypts a sealed value.
+func (s *Sealer) Open(name string, sealed []byte) ([]byte, error) {
+	n := s.aead.NonceSize()
+	if len(sealed) < n {
+		return nil, errors.New("sealed secret is too short")
+	}
+	return s.aead.Open(nil, sealed[:n], sealed[n:], []byte(name))
 }

@@ -434,3 +434,40 @@ func (c *Client) Screenshot(ctx context.Context, box string) ([]byte, error) {
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
 }
+
+// Prompt hands an agent a task in a box, as a job.
+func (c *Client) Prompt(ctx context.Context, box string, p api.PromptPost) (api.Job, error) {
+	var j api.Job
+	return j, c.do(ctx, "POST", "/boxes/"+esc(box)+"/prompt", p, &j)
+}
+
+// Agents lists the agent table.
+func (c *Client) Agents(ctx context.Context) ([]api.Agent, error) {
+	var a []api.Agent
+	return a, c.do(ctx, "GET", "/agents", nil, &a)
+}
+
+// Secrets lists secret names.
+func (c *Client) Secrets(ctx context.Context) ([]api.Secret, error) {
+	var s []api.Secret
+	return s, c.do(ctx, "GET", "/secrets", nil, &s)
+}
+
+// SetSecret stores a secret.
+func (c *Client) SetSecret(ctx context.Context, name string, value []byte) error {
+	req, err := c.request(ctx, "PUT", "/secrets/"+esc(name), bytes.NewReader(value))
+	if err != nil {
+		return err
+	}
+	resp, err := c.send(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	return nil
+}
+
+// RemoveSecret removes a secret.
+func (c *Client) RemoveSecret(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/secrets/"+esc(name), nil, nil)
+}

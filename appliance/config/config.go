@@ -35,6 +35,14 @@ type BoxType struct {
 	MemoryMiB int64   `koanf:"memory_mib"`
 }
 
+// Agent says how a coding agent runs a task without a person: Command,
+// then the task as one more argument, run as the box user; Secrets name
+// the secrets ('paddock secret set') put into its environment.
+type Agent struct {
+	Command []string `koanf:"command"`
+	Secrets []string `koanf:"secrets"`
+}
+
 // Config is paddockd's configuration.
 type Config struct {
 	// StateDir holds the database, job logs and the local token.
@@ -71,6 +79,10 @@ type Config struct {
 	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
 	// LogLevel: debug, info, warn, error.
 	LogLevel string `koanf:"log_level"`
+	// Agents is the agent table: name → how it runs a task.
+	Agents map[string]Agent `koanf:"agents"`
+	// DefaultAgent is used when a box names none and a prompt gives none.
+	DefaultAgent string `koanf:"default_agent"`
 }
 
 // Defaults are the built-in values.
@@ -96,6 +108,15 @@ func Defaults() map[string]any {
 		"types.large.memory_mib":  8192,
 		"reconcile_interval":      "10s",
 		"log_level":               "info",
+		"default_agent":           "claude",
+		"agents.claude.command":   []string{"claude", "-p"},
+		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
+		"agents.codex.command":    []string{"codex", "exec"},
+		"agents.codex.secrets":    []string{"OPENAI_API_KEY"},
+		"agents.opencode.command": []string{"opencode", "run"},
+		"agents.opencode.secrets": []string{},
+		"agents.pi.command":       []string{"pi", "-p"},
+		"agents.pi.secrets":       []string{},
 	}
 }
 
@@ -187,6 +208,11 @@ func (c Config) Validate() error {
 		bt, ok := c.Types[t]
 		if !ok || bt.CPUs <= 0 || bt.MemoryMiB <= 0 {
 			return fmt.Errorf("config: types.%s needs cpus > 0 and memory_mib > 0", t)
+		}
+	}
+	for name, a := range c.Agents {
+		if len(a.Command) == 0 {
+			return fmt.Errorf("config: agents.%s.command is empty", name)
 		}
 	}
 	if c.ReconcileInterval <= 0 {

@@ -57,3 +57,16 @@ func TestLocalModeDefaultsToLoopback(t *testing.T) {
 		t.Fatalf("listen %q", c.Listen)
 	}
 }
+
+// The built-in agents stay when a file adds one.
+func TestAgentsMerge(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "paddock.toml")
+	os.WriteFile(file, []byte("[agents.echo]\ncommand = [\"sh\", \"-c\", \"echo\"]\nsecrets = [\"K\"]\n"), 0o644)
+	c, err := Load(nil, []string{"PADDOCK_CONFIG=" + file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Agents["claude"].Command) != 2 || c.Agents["claude"].Secrets[0] != "ANTHROPIC_API_KEY" || c.Agents["echo"].Secrets[0] != "K" || c.DefaultAgent != "claude" {
+		t.Fatalf("agents %+v default %q", c.Agents, c.DefaultAgent)
+	}
+}

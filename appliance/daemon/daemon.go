@@ -122,7 +122,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	defer endLife()
 	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log, Firewall: fw}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw}
+	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
+	if err != nil {
+		return err
+	}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw, Sealer: sealer}
 	if err := svc.RecoverJobs(); err != nil {
 		return err
 	}

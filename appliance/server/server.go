@@ -69,6 +69,11 @@ func (s *Server) Handler() http.Handler {
 	route("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	route("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	route("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
+	route("POST "+p+"/boxes/{name}/prompt", s.prompt)
+	route("GET "+p+"/agents", s.agents)
+	route("GET "+p+"/secrets", s.secrets)
+	route("PUT "+p+"/secrets/{name}", s.setSecret)
+	route("DELETE "+p+"/secrets/{name}", s.removeSecret)
 	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
@@ -404,4 +409,49 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {
 	w.WriteHeader(http.StatusOK)
 	_, err = w.Write(png)
 	return err
+}
+
+func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
+	var p api.PromptPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	j, err := s.Svc.Prompt(r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, j)
+}
+
+func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
+	return writeJSON(w, http.StatusOK, s.Svc.Agents())
+}
+
+func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
+	out, err := s.Svc.Secrets()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// setSecret takes the value as the raw body.
+func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
+	v, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
+	if err != nil {
+		return err
+	}
+	if err := s.Svc.SetSecret(r.PathValue("name"), v); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemoveSecret(r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

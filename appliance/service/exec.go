@@ -116,6 +116,12 @@ func (s *Service) RecoverJobs() error {
 // StartJob runs a command detached; its output is kept in a log on the
 // server.
 func (s *Service) StartJob(name string, p api.ExecPost) (api.Job, error) {
+	return s.startJob(name, p, nil, "")
+}
+
+// startJob starts a job; secrets go into its environment only (never into
+// the box's declared state, the job record or a snapshot).
+func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]string, label string) (api.Job, error) {
 	p.TTY = false
 	spec, err := s.CheckExec(name, p)
 	if err != nil {
@@ -127,10 +133,16 @@ func (s *Service) StartJob(name string, p api.ExecPost) (api.Job, error) {
 		}
 		spec.Env = append(spec.Env, "DISPLAY="+Display)
 	}
+	for k, v := range secrets {
+		spec.Env = append(spec.Env, k+"="+v)
+	}
 	if err := os.MkdirAll(s.jobsDir(), 0o700); err != nil {
 		return api.Job{}, err
 	}
 	j := store.Job{ID: "j" + randHex(4), Box: name, Cmd: p.Cmd, State: "running", Started: s.now()}
+	if label != "" {
+		j.Cmd = append([]string{"(" + label + ")"}, p.Cmd...)
+	}
 	f, err := os.OpenFile(s.jobLog(j.ID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return api.Job{}, err

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -36,6 +37,8 @@ type Service struct {
 	Net policies.Network
 	// Firewall reports drops and DNS decisions (nil: none).
 	Firewall *policies.Manager
+	// Sealer encrypts secrets at rest (nil: no secrets).
+	Sealer *auth.Sealer
 	// Life bounds background work (jobs); it ends when the daemon stops.
 	Life context.Context
 	Now  func() time.Time

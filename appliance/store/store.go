@@ -96,6 +96,12 @@ var migrations = []string{
 	// Boxes get a fixed address on the box network, so that their
 	// firewall rules exist before their container does.
 	`ALTER TABLE boxes ADD COLUMN ip TEXT NOT NULL DEFAULT '';`,
+	// Secrets for agents, encrypted with a key kept outside the database.
+	`CREATE TABLE secrets (
+		name TEXT PRIMARY KEY,
+		sealed BLOB NOT NULL,
+		updated INTEGER NOT NULL
+	 );`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

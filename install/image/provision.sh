@@ -6,7 +6,8 @@
 #
 #   provision.sh production|testbed
 #
-# What a box has: a shell and the usual tools, git, Node.js and npm,
+# What a box has: the coding agents Claude Code, Codex, OpenCode and Pi, a
+# shell and the usual tools, git, Node.js and npm,
 # Python, an XFCE desktop on display :1 served by TigerVNC (started by
 # paddock-init when the box has a desktop), screenshot and automation tools
 # (ImageMagick, xdotool), and a non-root user "paddock" whose home is
@@ -32,6 +33,21 @@ main() {
     apt-get install -y --no-install-recommends docker.io
   fi
   rm -rf /var/lib/apt/lists/*
+
+  # Extra certificate authorities (for users behind a TLS-inspecting proxy,
+  # and the test machines): trusted by the system and by Node.
+  if [ -s "$(dirname "$0")/extra-ca.crt" ]; then
+    install -m 0644 "$(dirname "$0")/extra-ca.crt" /usr/local/share/ca-certificates/paddock-extra.crt
+    update-ca-certificates >/dev/null
+    echo "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt" >>/etc/environment
+    export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+  fi
+
+  # The coding agents that come as npm packages. Kimi and Prime install
+  # through Python tooling; they are not provisioned yet.
+  npm install -g --no-audit --no-fund \
+    @anthropic-ai/claude-code @openai/codex opencode-ai @mariozechner/pi-coding-agent
+  npm cache clean --force >/dev/null 2>&1 || true
 
   if ! id paddock >/dev/null 2>&1; then
     # Ubuntu images come with a user of uid 1000; the box user takes its place.

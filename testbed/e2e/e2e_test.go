@@ -97,6 +97,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PADDOCK_HOST", "http://"+d.Listen)
 			env.Setenv("PADDOCK_TOKEN", d.Token)
 			env.Setenv("INSTANCE", d.Instance)
+			env.Setenv("STATE_DIR", d.StateDir)
 			env.Setenv("BOXGW", netip.MustParsePrefix(d.Subnet).Addr().Next().String())
 			env.Setenv("IMAGE", image)
 			return nil

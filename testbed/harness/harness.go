@@ -122,6 +122,8 @@ type Daemon struct {
 	Subnet string
 	// Extra environment for paddockd (PADDOCK_* settings).
 	Env []string
+	// Config is the TOML configuration file's content (default: TestConfig).
+	Config string
 
 	cmd  *exec.Cmd
 	done chan error
@@ -157,6 +159,14 @@ func freeSubnet() string {
 	return fmt.Sprintf("10.213.%d.0/24", nextSubnet)
 }
 
+// TestConfig adds to the built-in agents a test agent, "echo", that needs
+// the secret TEST_KEY and prints its task and whether it got the secret.
+const TestConfig = `
+[agents.echo]
+command = ["sh", "-c", "echo \"task=$1\"; echo \"key=${TEST_KEY:+set}\"; test -n \"$TEST_KEY\"", "agent"]
+secrets = ["TEST_KEY"]
+`
+
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
 func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	id := "pdkt-" + randHex(4)
@@ -187,7 +197,14 @@ func (d *Daemon) Start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", os.DevNull,
+	conf := filepath.Join(filepath.Dir(d.StateDir), d.Instance+".toml")
+	if d.Config == "" {
+		d.Config = TestConfig
+	}
+	if err := os.WriteFile(conf, []byte(d.Config), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", conf,
 		"--state-dir", d.StateDir, "--socket", d.Socket, "--listen", d.Listen,
 		"--instance", d.Instance, "--runtime", "runc", "--image", d.Image, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "PADDOCK_SUBNET="+d.Subnet)

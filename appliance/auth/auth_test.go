@@ -1,0 +1,57 @@
+package auth
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTokens(t *testing.T) {
+	tok, hash := NewToken()
+	if !strings.HasPrefix(tok, Prefix) || len(tok) != len(Prefix)+64 || Hash(tok) != hash || strings.Contains(hash, tok[len(Prefix):]) {
+		t.Fatalf("token %q hash %q", tok, hash)
+	}
+	if t2, _ := NewToken(); t2 == tok {
+		t.Fatal("two tokens alike")
+	}
+	if got, err := FromHeader("Bearer " + tok); err != nil || got != tok {
+		t.Fatalf("FromHeader: %q %v", got, err)
+	}
+	for _, bad := range []string{"", "Basic x", "Bearer ", tok} {
+		if _, err := FromHeader(bad); err == nil {
+			t.Errorf("FromHeader(%q) accepted", bad)
+		}
+	}
+}
+
+func TestSealer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "secret.key")
+	s, err := LoadSealer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("key file %v %v", fi, err)
+	}
+	sealed := s.Seal("API_KEY", []byte("s3cret"))
+	if bytes.Contains(sealed, []byte("s3cret")) {
+		t.Fatal("sealed value holds the secret in clear")
+	}
+	// The key is kept: a second load opens what the first sealed.
+	s2, err := LoadSealer(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := s2.Open("API_KEY", sealed); err != nil || string(v) != "s3cret" {
+		t.Fatalf("Open = %q, %v", v, err)
+	}
+	if _, err := s2.Open("OTHER", sealed); err == nil {
+		t.Fatal("a sealed value opened under another name")
+	}
+	sealed[len(sealed)-1] ^= 1
+	if _, err := s2.Open("API_KEY", sealed); err == nil {
+		t.Fatal("a tampered value opened")
+	}
+}

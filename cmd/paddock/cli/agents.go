@@ -1,0 +1,144 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+)
+
+func cmdPrompt(e *env, args []string) error {
+	fs := flags("prompt")
+	agent := fs.String("agent", "", "agent to run (default: the box's, else the server's)")
+	workdir := fs.StringP("workdir", "w", "", "working directory in the box")
+	file := fs.String("file", "", "read the task from FILE ('-' for stdin)")
+	detach := fs.BoolP("detach", "d", false, "print the job id and return")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 {
+		return usagef("give a box and a task")
+	}
+	task := strings.Join(fs.Args()[1:], " ")
+	switch {
+	case *file != "" && task != "":
+		return usagef("give the task either as arguments or with --file, not both")
+	case *file == "-":
+		b, err := io.ReadAll(e.stdin)
+		if err != nil {
+			return err
+		}
+		task = string(b)
+	case *file != "":
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		task = string(b)
+	}
+	if strings.TrimSpace(task) == "" {
+		return usagef("the task is empty")
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	j, err := c.Prompt(e.ctx, name, api.PromptPost{Agent: *agent, Task: task, WorkDir: *workdir})
+	if err != nil {
+		return err
+	}
+	if *detach {
+		fmt.Fprintln(e.stdout, j.ID)
+		return nil
+	}
+	if err := c.JobLog(e.ctx, name, j.ID, true, e.stdout); err != nil {
+		return err
+	}
+	j, err = c.Job(e.ctx, name, j.ID)
+	if err != nil {
+		return err
+	}
+	if j.ExitCode != nil && *j.ExitCode != 0 {
+		return exitError{*j.ExitCode}
+	}
+	return nil
+}
+
+func cmdSecret(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("give set, ls or rm")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "set":
+		if len(args) != 2 {
+			return usagef("secret set NAME (the value on stdin)")
+		}
+		if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			fmt.Fprintf(e.stderr, "Value for %s (not shown): ", args[1])
+			v, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(e.stderr)
+			if err != nil {
+				return err
+			}
+			return c.SetSecret(e.ctx, args[1], v)
+		}
+		v, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10+1))
+		if err != nil {
+			return err
+		}
+		v = []byte(strings.TrimRight(string(v), "\r\n"))
+		if len(v) == 0 {
+			return errors.New("no value on stdin")
+		}
+		return c.SetSecret(e.ctx, args[1], v)
+	case "ls":
+		ss, err := c.Secrets(e.ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tSET")
+		for _, s := range ss {
+			fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Updated.Local().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "rm":
+		if len(args) != 2 {
+			return usagef("secret rm NAME")
+		}
+		if err := c.RemoveSecret(e.ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed secret %s\n", args[1])
+		return nil
+	}
+	return usagef("unknown secret command %q: use set, ls or rm", args[0])
+}
+
+func cmdAgents(e *env, args []string) error {
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	as, err := c.Agents(e.ctx)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "AGENT\tCOMMAND\tSECRETS")
+	for _, a := range as {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, strings.Join(a.Command, " "), dash(strings.Join(a.Secrets, ",")))
+	}
+	return tw.Flush()
+}
