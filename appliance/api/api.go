@@ -160,6 +160,8 @@ type Job struct {
 type Whoami struct {
 	Token  string `json:"token"`
 	Server string `json:"server"`
+	// SSHPort is the SSH gateway's port (0: none).
+	SSHPort int `json:"ssh_port,omitempty"`
 }
 
 // Error is the body of every non-2xx answer.
@@ -205,4 +207,19 @@ type PromptPost struct {
 	Agent   string `json:"agent,omitempty"`
 	Task    string `json:"task"`
 	WorkDir string `json:"workdir,omitempty"`
+}
+
+// KeyPost registers an SSH public key.
+type KeyPost struct {
+	Name string `json:"name,omitempty"`
+	// Key is one line of authorized_keys.
+	Key string `json:"key"`
+}
+
+// Key is a registered SSH public key.
+type Key struct {
+	Name        string    `json:"name"`
+	Fingerprint string    `json:"fingerprint"`
+	Type        string    `json:"type"`
+	Created     time.Time `json:"created"`
 }

@@ -471,3 +471,20 @@ func (c *Client) SetSecret(ctx context.Context, name string, value []byte) error
 func (c *Client) RemoveSecret(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/secrets/"+esc(name), nil, nil)
 }
+
+// AddKey registers an SSH public key.
+func (c *Client) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
+	var k api.Key
+	return k, c.do(ctx, "POST", "/keys", p, &k)
+}
+
+// Keys lists registered SSH keys.
+func (c *Client) Keys(ctx context.Context) ([]api.Key, error) {
+	var k []api.Key
+	return k, c.do(ctx, "GET", "/keys", nil, &k)
+}
+
+// RemoveKey removes an SSH key by name or fingerprint.
+func (c *Client) RemoveKey(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/keys/"+esc(name), nil, nil)
+}

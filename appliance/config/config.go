@@ -83,6 +83,8 @@ type Config struct {
 	Agents map[string]Agent `koanf:"agents"`
 	// DefaultAgent is used when a box names none and a prompt gives none.
 	DefaultAgent string `koanf:"default_agent"`
+	// SSHListen is the SSH gateway's address ("" turns it off).
+	SSHListen string `koanf:"ssh_listen"`
 }
 
 // Defaults are the built-in values.
@@ -109,6 +111,7 @@ func Defaults() map[string]any {
 		"reconcile_interval":      "10s",
 		"log_level":               "info",
 		"default_agent":           "claude",
+		"ssh_listen":              ":2222",
 		"agents.claude.command":   []string{"claude", "-p"},
 		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
 		"agents.codex.command":    []string{"codex", "exec"},
@@ -134,6 +137,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("runtime", "", "OCI runtime for boxes (sysbox-runc, runc)")
 	fs.String("image", "", "default box image")
 	fs.String("log-level", "", "debug, info, warn or error")
+	fs.String("ssh-listen", "", "SSH gateway address (default :2222)")
 }
 
 // Load reads the layers. environ is the environment (os.Environ()).
@@ -190,6 +194,9 @@ func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
 	}
 	if c.Local && c.Listen == "" {
 		c.Listen = LocalListen
+	}
+	if c.Local && c.SSHListen == ":2222" {
+		c.SSHListen = "127.0.0.1:2222" // local mode stays on loopback
 	}
 	return c, c.Validate()
 }

@@ -33,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/sshgate"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/policies"
 )
@@ -166,8 +167,23 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	defer resolver.Shutdown()
 	log.Info("box resolver", "listen", resolver.Addr, "upstream", upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 
+	sshPort := 0
+	if cfg.SSHListen != "" {
+		key, err := sshgate.HostKey(filepath.Join(cfg.StateDir, "ssh_host_ed25519_key"))
+		if err != nil {
+			return err
+		}
+		gw := &sshgate.Gateway{Svc: svc, Store: st, Log: log}
+		if err := gw.Listen(cfg.SSHListen, key); err != nil {
+			return err
+		}
+		defer gw.Close()
+		sshPort = gw.Addr().(*net.TCPAddr).Port
+		log.Info("ssh gateway", "listen", gw.Addr().String())
+	}
+
 	srv := &http.Server{
-		Handler:           (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg)}).Handler(),
+		Handler:           (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	var listeners []net.Listener

@@ -31,6 +31,8 @@ type Server struct {
 	Log   *slog.Logger
 	// Name is reported by whoami (the host name, or "local").
 	Name string
+	// SSHPort is reported by whoami.
+	SSHPort int
 }
 
 type handler func(w http.ResponseWriter, r *http.Request) error
@@ -74,6 +76,9 @@ func (s *Server) Handler() http.Handler {
 	route("GET "+p+"/secrets", s.secrets)
 	route("PUT "+p+"/secrets/{name}", s.setSecret)
 	route("DELETE "+p+"/secrets/{name}", s.removeSecret)
+	route("GET "+p+"/keys", s.keys)
+	route("POST "+p+"/keys", s.addKey)
+	route("DELETE "+p+"/keys/{name}", s.removeKey)
 	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
@@ -175,7 +180,7 @@ func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.Whoami{Token: name, Server: s.Name})
+	return writeJSON(w, http.StatusOK, api.Whoami{Token: name, Server: s.Name, SSHPort: s.SSHPort})
 }
 
 func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
@@ -450,6 +455,34 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
 	if err := s.Svc.RemoveSecret(r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) keys(w http.ResponseWriter, r *http.Request) error {
+	ks, err := s.Svc.Keys()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ks)
+}
+
+func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
+	var p api.KeyPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	k, err := s.Svc.AddKey(p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, k)
+}
+
+func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemoveKey(r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -53,13 +53,21 @@ func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 	}
 	env := []string{"DISPLAY=" + Display}
 	deadline := time.Now().Add(15 * time.Second)
+	var out *limitedBuffer
 	for {
+		out = &limitedBuffer{max: maxScreenshot}
 		var errb bytes.Buffer
-		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: []string{"xdpyinfo"}, Env: env, Stderr: &errb})
+		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{
+			Cmd: []string{"import", "-window", "root", "png:-"}, Env: env, Stdout: out, Stderr: &errb,
+		})
 		if err != nil {
 			return nil, err
 		}
-		if code == 0 {
+		// A desktop that is still starting has no X server yet: wait for it.
+		if code == 0 || !strings.Contains(errb.String(), "unable to open X server") {
+			if code != 0 {
+				return nil, fmt.Errorf("screenshot of box %q failed (exit %d): %s", name, code, strings.TrimSpace(errb.String()))
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -71,17 +79,7 @@ func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-	out := &limitedBuffer{max: maxScreenshot}
-	var errb bytes.Buffer
-	code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{
-		Cmd: []string{"import", "-window", "root", "png:-"}, Env: env, Stdout: out, Stderr: &errb,
-	})
-	if err != nil {
-		return nil, err
-	}
 	switch {
-	case code != 0:
-		return nil, fmt.Errorf("screenshot of box %q failed (exit %d): %s", name, code, strings.TrimSpace(errb.String()))
 	case out.over:
 		return nil, fmt.Errorf("screenshot of box %q is larger than %d MiB", name, maxScreenshot>>20)
 	case !bytes.HasPrefix(out.Bytes(), pngMagic):

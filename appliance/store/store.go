@@ -102,6 +102,13 @@ var migrations = []string{
 		sealed BLOB NOT NULL,
 		updated INTEGER NOT NULL
 	 );`,
+	// Public keys that may open SSH sessions to boxes.
+	`CREATE TABLE ssh_keys (
+		fingerprint TEXT PRIMARY KEY,
+		name TEXT NOT NULL UNIQUE,
+		key TEXT NOT NULL,
+		created INTEGER NOT NULL
+	 );`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

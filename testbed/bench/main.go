@@ -15,6 +15,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,10 +154,18 @@ func main() {
 		r.paddock("new", "--name", fmt.Sprintf("c%d", i))
 		r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
 	}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
+	// The same container a box is: on the box network with a fixed
+	// address and the gateway as DNS, and a volume for /var/lib/docker.
+	gw := netip.MustParsePrefix(d.Subnet).Addr().Next()
 	dk := timeIt(*n, nil, func(i int) {
-		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i), image)
+		ip := netip.MustParsePrefix(d.Subnet).Addr().As4()
+		ip[3] = byte(200 + i)
+		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i),
+			"--network", d.Instance, "--ip", netip.AddrFrom4(ip).String(), "--dns", gw.String(),
+			"--mount", fmt.Sprintf("type=volume,source=%s-v%d,target=/var/lib/docker,volume-label=%s", raw, i, label),
+			"--cpus", "1", "--memory", "2g", image)
 		r.docker("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
-	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-c%d", raw, i)) })
+	}, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
 	rows = append(rows, row{"create + first exec", p, dk})
 
 	r.paddock("new", "--name", "bench")

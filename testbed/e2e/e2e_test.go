@@ -98,6 +98,8 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PADDOCK_TOKEN", d.Token)
 			env.Setenv("INSTANCE", d.Instance)
 			env.Setenv("STATE_DIR", d.StateDir)
+			_, sshPort, _ := net.SplitHostPort(d.SSH)
+			env.Setenv("SSHPORT", sshPort)
 			env.Setenv("BOXGW", netip.MustParsePrefix(d.Subnet).Addr().Next().String())
 			env.Setenv("IMAGE", image)
 			return nil

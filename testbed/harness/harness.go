@@ -120,6 +120,8 @@ type Daemon struct {
 	Token    string
 	// Subnet is the box network's.
 	Subnet string
+	// SSH is the SSH gateway's address.
+	SSH string
 	// Extra environment for paddockd (PADDOCK_* settings).
 	Env []string
 	// Config is the TOML configuration file's content (default: TestConfig).
@@ -174,8 +176,12 @@ func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	sshAddr, err := freePort()
+	if err != nil {
+		return nil, err
+	}
 	return &Daemon{
-		Bins: bins, Image: image, Instance: id, Subnet: freeSubnet(),
+		Bins: bins, Image: image, Instance: id, Subnet: freeSubnet(), SSH: sshAddr,
 		StateDir: filepath.Join(dir, "state"),
 		Socket:   filepath.Join(os.TempDir(), id+".sock"),
 		Listen:   addr,
@@ -207,7 +213,7 @@ func (d *Daemon) Start() error {
 	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", conf,
 		"--state-dir", d.StateDir, "--socket", d.Socket, "--listen", d.Listen,
 		"--instance", d.Instance, "--runtime", "runc", "--image", d.Image, "--log-level", "debug")
-	cmd.Env = append(os.Environ(), "PADDOCK_SUBNET="+d.Subnet)
+	cmd.Env = append(os.Environ(), "PADDOCK_SUBNET="+d.Subnet, "PADDOCK_SSH_LISTEN="+d.SSH)
 	if up := os.Getenv("PADDOCK_TEST_DNS_UPSTREAM"); up != "" {
 		cmd.Env = append(cmd.Env, "PADDOCK_DNS_UPSTREAM="+up)
 	}

@@ -72,6 +72,8 @@ func init() {
 		{"prompt", "BOX [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output", cmdPrompt},
 		{"agents", "", "list the agents the server knows", cmdAgents},
 		{"secret", "set NAME | ls | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},
+		{"key", "add [--name N] FILE | ls | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
+		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"logs", "BOX JOB [-f]", "print a job's output", cmdLogs},
 		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},

@@ -1,0 +1,59 @@
+package service
+
+import (
+	"errors"
+	"strings"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// AddKey registers a public key (authorized_keys form) for SSH to boxes.
+// The name defaults to the key's comment.
+func (s *Service) AddKey(p api.KeyPost) (api.Key, error) {
+	pub, comment, _, _, err := ssh.ParseAuthorizedKey([]byte(p.Key))
+	if err != nil {
+		return api.Key{}, invalid("key", "not a public key in authorized_keys form: %v", err)
+	}
+	name := p.Name
+	if name == "" {
+		name = comment
+	}
+	if name == "" {
+		name = ssh.FingerprintSHA256(pub)
+	}
+	k := store.SSHKey{Fingerprint: ssh.FingerprintSHA256(pub), Name: name,
+		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now()}
+	if err := s.Store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
+		return api.Key{}, conflict("this key, or a key named %q, is already registered", name)
+	} else if err != nil {
+		return api.Key{}, err
+	}
+	return api.Key{Name: k.Name, Fingerprint: k.Fingerprint, Type: pub.Type(), Created: k.Created}, nil
+}
+
+// Keys lists registered keys.
+func (s *Service) Keys() ([]api.Key, error) {
+	ks, err := s.Store.SSHKeys()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.Key{}
+	for _, k := range ks {
+		typ, _, _ := strings.Cut(k.Key, " ")
+		out = append(out, api.Key{Name: k.Name, Fingerprint: k.Fingerprint, Type: typ, Created: k.Created})
+	}
+	return out, nil
+}
+
+// RemoveKey removes a key by name or fingerprint.
+func (s *Service) RemoveKey(nameOrFingerprint string) error {
+	if err := s.Store.DeleteSSHKey(nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
+		return notFound("key", nameOrFingerprint)
+	} else if err != nil {
+		return err
+	}
+	return nil
+}

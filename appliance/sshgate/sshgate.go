@@ -1,0 +1,232 @@
+// Package sshgate is paddockd's SSH gateway: 'ssh -p 2222 BOX@HOST' opens a
+// shell in the box as the box user, with a terminal, window resizing, a
+// single command with its exit status, and the sftp subsystem (so sftp and
+// scp work). Clients authenticate with the public keys registered with
+// 'paddock key add'; the gateway's own host key is made once and kept in
+// the state directory.
+//
+// Until Paddock has users, every registered key reaches every box (the
+// owner's keys); boxes will be limited to their owner's keys when users
+// arrive.
+package sshgate
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// SFTPServer is where the box image keeps OpenSSH's sftp server.
+const SFTPServer = "/usr/lib/openssh/sftp-server"
+
+// Gateway serves SSH for boxes.
+type Gateway struct {
+	Svc   *service.Service
+	Store *store.Store
+	Log   *slog.Logger
+
+	cfg *ssh.ServerConfig
+	ln  net.Listener
+	wg  sync.WaitGroup
+}
+
+// HostKey loads the host key at path, making it on first use.
+func HostKey(path string) (ssh.Signer, error) {
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			return nil, err
+		}
+		blk, err := ssh.MarshalPrivateKey(priv, "paddockd host key")
+		if err != nil {
+			return nil, err
+		}
+		b = pem.EncodeToMemory(blk)
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			return nil, err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	return ssh.ParsePrivateKey(b)
+}
+
+// Listen starts the gateway on addr with the given host key.
+func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
+	g.cfg = &ssh.ServerConfig{
+		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
+			name, err := g.Store.SSHKeyName(ssh.FingerprintSHA256(key))
+			if err != nil {
+				return nil, fmt.Errorf("unknown key for %s", meta.User())
+			}
+			return &ssh.Permissions{Extensions: map[string]string{"key": name}}, nil
+		},
+		ServerVersion: "SSH-2.0-paddockd",
+	}
+	g.cfg.AddHostKey(hostKey)
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("ssh gateway: %w", err)
+	}
+	g.ln = ln
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go g.serveConn(c)
+		}
+	}()
+	return nil
+}
+
+// Addr is where the gateway listens.
+func (g *Gateway) Addr() net.Addr { return g.ln.Addr() }
+
+// Close stops accepting connections.
+func (g *Gateway) Close() error {
+	err := g.ln.Close()
+	g.wg.Wait()
+	return err
+}
+
+func (g *Gateway) serveConn(c net.Conn) {
+	sc, chans, reqs, err := ssh.NewServerConn(c, g.cfg)
+	if err != nil {
+		c.Close()
+		return
+	}
+	defer sc.Close()
+	go ssh.DiscardRequests(reqs)
+	box := sc.User()
+	g.Log.Info("ssh session", "box", box, "key", sc.Permissions.Extensions["key"], "from", sc.RemoteAddr().String())
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			nc.Reject(ssh.UnknownChannelType, "only sessions")
+			continue
+		}
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			continue
+		}
+		go g.session(box, ch, chReqs)
+	}
+}
+
+type ptyReq struct {
+	Term          string
+	Cols, Rows    uint32
+	Width, Height uint32
+	Modes         string
+}
+
+// session runs one shell, command or subsystem and reports its exit status.
+func (g *Gateway) session(box string, ch ssh.Channel, reqs <-chan *ssh.Request) {
+	defer ch.Close()
+	var tty bool
+	var rows, cols uint16
+	env := map[string]string{}
+	resize := make(chan [2]uint16, 4)
+	for req := range reqs {
+		var cmd []string
+		switch req.Type {
+		case "pty-req":
+			var p ptyReq
+			if ssh.Unmarshal(req.Payload, &p) == nil {
+				tty, rows, cols = true, uint16(p.Rows), uint16(p.Cols)
+				if p.Term != "" {
+					env["TERM"] = p.Term
+				}
+			}
+			req.Reply(true, nil)
+			continue
+		case "env":
+			var kv struct{ Name, Value string }
+			if ssh.Unmarshal(req.Payload, &kv) == nil && (kv.Name == "LANG" || strings.HasPrefix(kv.Name, "LC_")) {
+				env[kv.Name] = kv.Value
+			}
+			req.Reply(true, nil)
+			continue
+		case "shell":
+			cmd = []string{"bash", "-l"}
+		case "exec":
+			var p struct{ Command string }
+			if ssh.Unmarshal(req.Payload, &p) != nil {
+				req.Reply(false, nil)
+				continue
+			}
+			cmd = []string{"bash", "-lc", p.Command}
+		case "subsystem":
+			var p struct{ Name string }
+			if ssh.Unmarshal(req.Payload, &p) != nil || p.Name != "sftp" {
+				req.Reply(false, nil)
+				continue
+			}
+			cmd = []string{SFTPServer}
+		default:
+			req.Reply(false, nil)
+			continue
+		}
+		spec, err := g.Svc.CheckExec(box, api.ExecPost{Cmd: cmd, Env: env, TTY: tty, Rows: rows, Cols: cols})
+		if err != nil {
+			req.Reply(false, nil)
+			fmt.Fprintf(ch.Stderr(), "paddock: %v\r\n", err)
+			sendStatus(ch, 255)
+			return
+		}
+		req.Reply(true, nil)
+		go func() {
+			for r := range reqs {
+				if r.Type == "window-change" && len(r.Payload) >= 8 {
+					c, rw := binary.BigEndian.Uint32(r.Payload), binary.BigEndian.Uint32(r.Payload[4:])
+					select {
+					case resize <- [2]uint16{uint16(rw), uint16(c)}:
+					default:
+					}
+				}
+				if r.WantReply {
+					r.Reply(r.Type == "window-change", nil)
+				}
+			}
+		}()
+		code, err := g.Svc.Exec(context.Background(), box, spec, service.ExecIO{
+			Stdin: ch, Stdout: ch, Stderr: ch.Stderr(), Resize: resize,
+		})
+		if err != nil {
+			fmt.Fprintf(ch.Stderr(), "paddock: %v\r\n", err)
+			code = 255
+		}
+		ch.CloseWrite()
+		sendStatus(ch, code)
+		return
+	}
+}
+
+func sendStatus(ch ssh.Channel, code int) {
+	b := make([]byte, 4)
+	binary.BigEndian.PutUint32(b, uint32(code))
+	ch.SendRequest("exit-status", false, b)
+}
