@@ -9,6 +9,8 @@ command -v dockerd >/dev/null || need+=(docker.io)
 command -v nft >/dev/null || need+=(nftables)
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v ip >/dev/null || need+=(iproute2)
+command -v ssh >/dev/null || need+=(openssh-client)
+command -v curl >/dev/null || need+=(curl)
 if [ ${#need[@]} -gt 0 ]; then
   echo "testbed: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

@@ -192,7 +192,8 @@ func (g *Gateway) session(box string, ch ssh.Channel, reqs <-chan *ssh.Request) 
 		}
 		spec, err := g.Svc.CheckExec(box, api.ExecPost{Cmd: cmd, Env: env, TTY: tty, Rows: rows, Cols: cols})
 		if err != nil {
-			req.Reply(false, nil)
+			// Accept, so that the client reads why, then fail.
+			req.Reply(true, nil)
 			fmt.Fprintf(ch.Stderr(), "paddock: %v\r\n", err)
 			sendStatus(ch, 255)
 			return

@@ -371,7 +371,12 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if spec.Stdin != nil {
 		go func() {
 			io.Copy(att.Conn, spec.Stdin)
-			att.CloseWrite()
+			// End of input closes the command's stdin. A terminal has no
+			// such thing (only ^D, which the terminal itself carries), and
+			// the engine would stop the output with it.
+			if !spec.TTY {
+				att.CloseWrite()
+			}
 		}()
 	}
 	if spec.Resize != nil {
