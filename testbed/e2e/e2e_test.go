@@ -56,6 +56,7 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	harness.SweepPrefix("pdkt-") // what a killed earlier run left behind
 	// The test internet exists before any box does, so that no packet of
 	// an egress test can leave the machine.
 	stop, err := harness.StartInternet(dir)

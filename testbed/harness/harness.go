@@ -153,12 +153,41 @@ var (
 )
 
 // freeSubnet hands each daemon of this process its own /24 of
-// 10.213.0.0/16 for its box network.
+// 10.213.0.0/16 for its box network, skipping any the engine already has.
 func freeSubnet() string {
 	subnetMu.Lock()
 	defer subnetMu.Unlock()
-	nextSubnet = (nextSubnet + 1) % 256
+	used := map[string]bool{}
+	out, _ := exec.Command("sh", "-c", `docker network ls -q | xargs -r docker network inspect --format '{{range .IPAM.Config}}{{.Subnet}} {{end}}'`).Output()
+	for _, s := range strings.Fields(string(out)) {
+		used[s] = true
+	}
+	for i := 0; i < 256; i++ {
+		nextSubnet = (nextSubnet + 1) % 256
+		if s := fmt.Sprintf("10.213.%d.0/24", nextSubnet); !used[s] {
+			return s
+		}
+	}
 	return fmt.Sprintf("10.213.%d.0/24", nextSubnet)
+}
+
+// SweepPrefix removes what earlier test runs left behind: every object of
+// every instance whose name starts with prefix.
+func SweepPrefix(prefix string) {
+	out, _ := exec.Command("sh", "-c", `docker ps -a --format '{{.Label "paddock.instance"}}'; docker volume ls --format '{{.Label "paddock.instance"}}'; docker network ls --format '{{.Name}}'`).Output()
+	seen := map[string]bool{}
+	for _, inst := range strings.Fields(string(out)) {
+		if strings.HasPrefix(inst, prefix) && !seen[inst] {
+			seen[inst] = true
+			Sweep(inst)
+		}
+	}
+	tables, _ := exec.Command("nft", "list", "tables", "inet").Output()
+	for _, line := range strings.Split(string(tables), "\n") {
+		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "table inet "); ok && strings.HasPrefix(name, prefix) {
+			exec.Command("nft", "delete", "table", "inet", name).Run()
+		}
+	}
 }
 
 // TestConfig adds to the built-in agents a test agent, "echo", that needs
