@@ -3,7 +3,7 @@ package boxfiles
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
+	"github.com/paddock-dev/paddock/testbed/golden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,25 +11,6 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 // Every class of error is reported with its file:line:col, all at once.
 func TestDiagnosticsGolden(t *testing.T) {
@@ -45,7 +26,7 @@ func TestDiagnosticsGolden(t *testing.T) {
 			}
 			var b bytes.Buffer
 			WriteDiagnostics(&b, cfg.Files, diags, 100)
-			golden(t, strings.TrimSuffix(f, ".hcl")+".golden", b.Bytes())
+			golden.Check(t, strings.TrimSuffix(f, ".hcl")+".golden", b.Bytes())
 		})
 	}
 }
@@ -70,7 +51,7 @@ func TestGoodBoxfile(t *testing.T) {
 		t.Fatal(b.String())
 	}
 	got, _ := json.MarshalIndent(cfg.Spec, "", "  ")
-	golden(t, "testdata/good.json", append(got, '\n'))
+	golden.Check(t, "testdata/good.json", append(got, '\n'))
 	if err := api.ValidateProject(cfg.Spec); err != nil {
 		t.Fatalf("the server would refuse what the decoder accepts: %v", err)
 	}

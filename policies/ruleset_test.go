@@ -1,10 +1,9 @@
 package policies
 
 import (
-	"bytes"
 	"encoding/hex"
-	"flag"
 	"fmt"
+	"github.com/paddock-dev/paddock/testbed/golden"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -15,23 +14,6 @@ import (
 	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		os.WriteFile(path, got, 0o644)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 var testNet = Network{
 	Table:   "paddock-test",
@@ -50,8 +32,8 @@ func testBoxes() []Box {
 }
 
 func TestCompileGolden(t *testing.T) {
-	golden(t, "testdata/ruleset.golden", []byte(Compile(testNet, testBoxes()).String()))
-	golden(t, "testdata/ruleset-empty.golden", []byte(Compile(testNet, nil).String()))
+	golden.Check(t, "testdata/ruleset.golden", []byte(Compile(testNet, testBoxes()).String()))
+	golden.Check(t, "testdata/ruleset-empty.golden", []byte(Compile(testNet, nil).String()))
 }
 
 // The netlink messages of a ruleset, captured with a test dial, are stable
@@ -71,7 +53,7 @@ func TestNetlinkGolden(t *testing.T) {
 	if err := Apply(conn, Compile(testNet, testBoxes()), elems); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "testdata/ruleset.netlink.golden", []byte(dump.String()))
+	golden.Check(t, "testdata/ruleset.netlink.golden", []byte(dump.String()))
 }
 
 // newNetns makes a throwaway network namespace and returns an nftables

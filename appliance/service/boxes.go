@@ -46,15 +46,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		}
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
-	rerr := s.reconcileFor(ctx, "box."+b.Name, "volume.boxdata."+b.Name)
-	out, err := s.GetBox(b.Name)
-	if err != nil {
-		return out, err
-	}
-	return out, rerr
+	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
 }
 
 // newBox validates a BoxPost and fills in defaults.
@@ -189,19 +181,11 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 		}
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
 	addrs := []string{"box." + name}
 	if snap != "" {
 		addrs = append(addrs, "snapshot."+snap)
 	}
-	rerr := s.reconcileFor(ctx, addrs...)
-	b, err := s.GetBox(name)
-	if err != nil {
-		return b, err
-	}
-	return b, rerr
+	return s.settle(ctx, name, err, addrs...)
 }
 
 // StartBox starts a stopped box; its TTL starts again.
@@ -217,15 +201,7 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
-	rerr := s.reconcileFor(ctx, "box."+name)
-	b, err := s.GetBox(name)
-	if err != nil {
-		return b, err
-	}
-	return b, rerr
+	return s.settle(ctx, name, err, "box."+name)
 }
 
 // RemoveBox removes a box, its container, its /var/lib/docker volume and its
@@ -333,15 +309,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 		b.From = sn.ID
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
-	rerr := s.reconcileFor(ctx, "box."+name)
-	b, err := s.GetBox(name)
-	if err != nil {
-		return b, err
-	}
-	return b, rerr
+	return s.settle(ctx, name, err, "box."+name)
 }
 
 // Fork makes a new box from a snapshot of src: the named one, or one taken
@@ -392,15 +360,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		}
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
-	rerr := s.reconcileFor(ctx, "snapshot."+snapID, "box."+nb.Name)
-	b, err := s.GetBox(nb.Name)
-	if err != nil {
-		return b, err
-	}
-	return b, rerr
+	return s.settle(ctx, nb.Name, err, "snapshot."+snapID, "box."+nb.Name)
 }
 
 // ExpireTTLs stops, with a snapshot, every running box whose TTL has run

@@ -48,15 +48,7 @@ func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, 
 		b.Policy = policy
 		return nil
 	})
-	if err != nil {
-		return api.Box{}, err
-	}
-	rerr := s.reconcileFor(ctx, "box."+name)
-	b, err := s.GetBox(name)
-	if err != nil {
-		return b, err
-	}
-	return b, rerr
+	return s.settle(ctx, name, err, "box."+name)
 }
 
 // ListPolicies lists the named policies and the boxes that use each.

@@ -174,3 +174,18 @@ func (s *Service) AssignMissingIPs() error {
 		return nil
 	})
 }
+
+// settle finishes a verb on a box: if declaring it failed, that error;
+// otherwise reconcile and return the box as it now is, with the errors of
+// the changes about addrs.
+func (s *Service) settle(ctx context.Context, name string, declErr error, addrs ...string) (api.Box, error) {
+	if declErr != nil {
+		return api.Box{}, declErr
+	}
+	rerr := s.reconcileFor(ctx, addrs...)
+	b, err := s.GetBox(name)
+	if err != nil {
+		return b, err
+	}
+	return b, rerr
+}

@@ -2,29 +2,11 @@ package cli
 
 import (
 	"bytes"
-	"flag"
-	"os"
+	"github.com/paddock-dev/paddock/testbed/golden"
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files")
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		os.WriteFile(path, got, 0o644)
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs (run with -update to accept):\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
-}
 
 func TestRenderPlanGolden(t *testing.T) {
 	plans := map[string]api.Plan{
@@ -55,7 +37,7 @@ func TestRenderPlanGolden(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var b bytes.Buffer
 			renderPlan(&b, p)
-			golden(t, "testdata/plan_"+name+".golden", b.Bytes())
+			golden.Check(t, "testdata/plan_"+name+".golden", b.Bytes())
 		})
 	}
 }
