@@ -223,3 +223,11 @@ type Key struct {
 	Type        string    `json:"type"`
 	Created     time.Time `json:"created"`
 }
+
+// DesktopTicket opens a box's desktop in a browser once.
+type DesktopTicket struct {
+	Ticket string `json:"ticket"`
+	// Path is the page's path on the server, with the ticket in its fragment.
+	Path    string    `json:"path"`
+	Expires time.Time `json:"expires"`
+}

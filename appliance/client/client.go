@@ -488,3 +488,13 @@ func (c *Client) Keys(ctx context.Context) ([]api.Key, error) {
 func (c *Client) RemoveKey(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/keys/"+esc(name), nil, nil)
 }
+
+// DesktopTicket asks for a single-use ticket to a box's desktop page.
+func (c *Client) DesktopTicket(ctx context.Context, box string) (api.DesktopTicket, error) {
+	var t api.DesktopTicket
+	return t, c.do(ctx, "POST", "/boxes/"+esc(box)+"/desktop", nil, &t)
+}
+
+// Base is the server's base URL (http://host:port); for a unix socket,
+// http://paddock.
+func (c *Client) Base() string { return c.base }

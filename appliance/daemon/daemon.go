@@ -29,6 +29,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/server"
@@ -183,7 +184,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	}
 
 	srv := &http.Server{
-		Handler:           (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort}).Handler(),
+		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort,
+			Desktop: &desktop.Proxy{Svc: svc, Log: log}}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	var listeners []net.Listener

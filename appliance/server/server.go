@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -33,6 +34,8 @@ type Server struct {
 	Name string
 	// SSHPort is reported by whoami.
 	SSHPort int
+	// Desktop serves box desktops to browsers (nil: none).
+	Desktop *desktop.Proxy
 }
 
 type handler func(w http.ResponseWriter, r *http.Request) error
@@ -83,6 +86,10 @@ func (s *Server) Handler() http.Handler {
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
 	route("DELETE "+p+"/policies/{name}", s.removePolicy)
+	if s.Desktop != nil {
+		route("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)
+		s.Desktop.Routes(mux)
+	}
 	mux.Handle("/", s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
@@ -487,4 +494,12 @@ func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
+	t, err := s.Desktop.Ticket(r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, t)
 }

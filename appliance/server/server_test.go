@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -43,7 +44,7 @@ func newServer(t *testing.T) (*httptest.Server, string, string) {
 	if err := st.AddToken(hash, "test", time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test"}).Handler())
+	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}}).Handler())
 	t.Cleanup(ts.Close)
 	return ts, tok, dir
 }
@@ -88,6 +89,8 @@ func TestErrorsMapToStatusAndField(t *testing.T) {
 		{"exec without upgrade", tok, "POST", "/v1/boxes/nope/exec", `{"cmd":["true"]}`, 400, "invalid", "", "Upgrade"},
 		{"push to unknown box", tok, "PUT", "/v1/boxes/nope/files?path=/x", "", 404, "not_found", "", "no box"},
 		{"rm unknown drive", tok, "DELETE", "/v1/drives/nope", "", 404, "not_found", "", `no drive named "nope"`},
+		{"desktop ticket needs a token", "", "POST", "/v1/boxes/web/desktop", "", 401, "unauthorized", "", "no token"},
+		{"desktop ticket for an unknown box", tok, "POST", "/v1/boxes/nope/desktop", "", 404, "not_found", "", `no box named "nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -142,5 +145,35 @@ func TestTokensAreStoredHashed(t *testing.T) {
 	}
 	if read == 0 {
 		t.Fatal("no database file to look into")
+	}
+}
+
+// The desktop websocket opens only with a ticket, and a ticket only once.
+func TestDesktopTickets(t *testing.T) {
+	ts, tok, _ := newServer(t)
+	get := func(path string) int {
+		resp, err := http.Get(ts.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get("/desktop/web/ws"); code != 401 {
+		t.Fatalf("websocket without a ticket: %d", code)
+	}
+	if code := get("/desktop/web/ws?ticket=guess"); code != 401 {
+		t.Fatalf("websocket with a made-up ticket: %d", code)
+	}
+	if code := get("/novnc/core/rfb.js"); code != 200 {
+		t.Fatalf("noVNC not served: %d", code)
+	}
+	if code := get("/desktop/web/"); code != 200 {
+		t.Fatalf("page not served: %d", code)
+	}
+	call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`)
+	status, e := call(t, ts, tok, "POST", "/v1/boxes/web/desktop", "")
+	if status != 409 || !strings.Contains(e.Message, "has no desktop") {
+		t.Fatalf("ticket for a box without a desktop: %d %+v", status, e)
 	}
 }

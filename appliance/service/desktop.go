@@ -33,8 +33,8 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 	return l.Buffer.Write(p)
 }
 
-// desktopBox returns a running box that has a desktop.
-func (s *Service) desktopBox(name string) error {
+// DesktopBox checks that a box is running and has a desktop.
+func (s *Service) DesktopBox(name string) error {
 	b, err := s.runningBox(name)
 	if err != nil {
 		return err
@@ -48,7 +48,7 @@ func (s *Service) desktopBox(name string) error {
 // Screenshot returns a PNG of a box's whole display. It waits a few seconds
 // for a desktop that is still starting.
 func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
-	if err := s.desktopBox(name); err != nil {
+	if err := s.DesktopBox(name); err != nil {
 		return nil, err
 	}
 	env := []string{"DISPLAY=" + Display}

@@ -69,6 +69,7 @@ func init() {
 		{"exec", "BOX [-t] [--detach] [--desktop] [--workdir D] [--env K=V] -- CMD...", "run a command in a box", cmdExec},
 		{"jobs", "BOX [--json]", "list a box's detached jobs", cmdJobs},
 		{"screenshot", "BOX [-o FILE]", "save a PNG of the box's desktop", cmdScreenshot},
+		{"desktop", "BOX [--no-open]", "open the box's desktop in the browser (prints a single-use URL)", cmdDesktop},
 		{"prompt", "BOX [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output", cmdPrompt},
 		{"agents", "", "list the agents the server knows", cmdAgents},
 		{"secret", "set NAME | ls | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},

@@ -1,0 +1,132 @@
+// Package desktop lets a browser see and use a box's desktop: a page with
+// the noVNC client (bundled, MPL-2.0) and a websocket that paddockd bridges
+// to the VNC server inside the box. The VNC server listens on the box's
+// loopback only; the bridge is a command run in the box (nc to 127.0.0.1
+// port 5901), so no VNC port is ever reachable on a network.
+//
+// A browser cannot send the API token, so the page and its websocket are
+// opened with a ticket: a caller with a token asks for one (POST
+// /v1/boxes/NAME/desktop); it names one box, is good for two minutes and
+// for one websocket.
+package desktop
+
+import (
+	"context"
+	"crypto/rand"
+	"embed"
+	"encoding/hex"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/service"
+)
+
+//go:embed novnc page.html app.js
+var files embed.FS
+
+var page = template.Must(template.ParseFS(files, "page.html"))
+
+// TicketTTL is how long a ticket may wait for its websocket.
+const TicketTTL = 2 * time.Minute
+
+// VNCPort is the VNC server's port on the box's loopback.
+const VNCPort = "5901"
+
+// Proxy serves the desktop page, noVNC and the websocket bridge.
+type Proxy struct {
+	Svc *service.Service
+	Log *slog.Logger
+
+	mu      sync.Mutex
+	tickets map[string]ticket
+}
+
+type ticket struct {
+	box     string
+	expires time.Time
+}
+
+// Ticket makes a single-use ticket for a box's desktop.
+func (p *Proxy) Ticket(box string) (api.DesktopTicket, error) {
+	if err := p.Svc.DesktopBox(box); err != nil {
+		return api.DesktopTicket{}, err
+	}
+	b := make([]byte, 24)
+	rand.Read(b)
+	t := hex.EncodeToString(b)
+	exp := time.Now().Add(TicketTTL)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.tickets == nil {
+		p.tickets = map[string]ticket{}
+	}
+	for k, v := range p.tickets {
+		if time.Now().After(v.expires) {
+			delete(p.tickets, k)
+		}
+	}
+	p.tickets[t] = ticket{box: box, expires: exp}
+	return api.DesktopTicket{Ticket: t, Path: "/desktop/" + box + "/#ticket=" + t, Expires: exp}, nil
+}
+
+// take consumes a ticket for a box.
+func (p *Proxy) take(t, box string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.tickets[t]
+	delete(p.tickets, t)
+	return ok && v.box == box && time.Now().Before(v.expires)
+}
+
+// Routes adds the page, the noVNC files and the websocket to mux. They are
+// outside /v1: the ticket, not a token, opens them.
+func (p *Proxy) Routes(mux *http.ServeMux) {
+	sub, _ := fs.Sub(files, "novnc")
+	mux.Handle("GET /novnc/", http.StripPrefix("/novnc/", http.FileServer(http.FS(sub))))
+	mux.HandleFunc("GET /desktop-app.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
+		b, _ := files.ReadFile("app.js")
+		w.Write(b)
+	})
+	mux.HandleFunc("GET /desktop/{box}/{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		// noVNC decodes JPEG rectangles through blob: and data: images.
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; connect-src 'self'")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		page.Execute(w, struct{ Box string }{r.PathValue("box")})
+	})
+	mux.HandleFunc("GET /desktop/{box}/ws", p.serveWS)
+}
+
+func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
+	box := r.PathValue("box")
+	if !p.take(r.URL.Query().Get("ticket"), box) {
+		http.Error(w, "no valid ticket for this desktop: run 'paddock desktop "+box+"'", http.StatusUnauthorized)
+		return
+	}
+	spec, err := p.Svc.CheckExec(box, api.ExecPost{Cmd: []string{"nc", "127.0.0.1", VNCPort}})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	c, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"binary"}})
+	if err != nil {
+		return // Accept has answered
+	}
+	defer c.CloseNow()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	conn := websocket.NetConn(ctx, c, websocket.MessageBinary)
+	_, err = p.Svc.Exec(ctx, box, spec, service.ExecIO{Stdin: conn, Stdout: conn})
+	if err != nil && ctx.Err() == nil {
+		p.Log.Warn("desktop bridge", "box", box, "err", err)
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+}

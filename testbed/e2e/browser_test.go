@@ -1,0 +1,125 @@
+package e2e
+
+import (
+	"fmt"
+	"sync"
+
+	"context"
+	"github.com/chromedp/cdproto/runtime"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+)
+
+// chromium finds the browser, installing Debian's package when missing;
+// outside CI, a machine without it skips.
+func chromium(t *testing.T) string {
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	out, err := exec.Command("sh", "-c", "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium").CombinedOutput()
+	if p, lerr := exec.LookPath("chromium"); lerr == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("cannot install chromium: %v\n%s", err, out)
+	}
+	t.Skipf("SKIP: no chromium and it cannot be installed: %v", err)
+	return ""
+}
+
+// The desktop page loads in a real browser through paddockd, connects
+// through the websocket bridge and draws the box's desktop; the ticket
+// works once.
+func TestDesktopInBrowser(t *testing.T) {
+	browser := chromium(t)
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	c := d.Client()
+	ctx := context.Background()
+	if _, err := c.CreateBox(ctx, api.BoxPost{Name: "view", Desktop: true}); err != nil {
+		t.Fatal(err)
+	}
+	// Wait for the desktop to come up (a screenshot waits for it).
+	if _, err := c.Screenshot(ctx, "view"); err != nil {
+		t.Fatal(err)
+	}
+	ticket, err := c.DesktopTicket(ctx, "view")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + d.Listen + ticket.Path
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 860))
+	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancel()
+	bctx, cancel = context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	var logMu sync.Mutex
+	var consoleLog []string
+	chromedp.Listen(bctx, func(ev any) {
+		logMu.Lock()
+		defer logMu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			for _, a := range e.Args {
+				consoleLog = append(consoleLog, string(e.Type)+": "+string(a.Value)+" "+a.Description)
+			}
+		case *runtime.EventExceptionThrown:
+			consoleLog = append(consoleLog, "exception: "+e.ExceptionDetails.Text+" "+fmt.Sprint(e.ExceptionDetails.Exception))
+		}
+	})
+	defer func() {
+		if t.Failed() {
+			logMu.Lock()
+			t.Logf("browser console:\n%s", strings.Join(consoleLog, "\n"))
+			logMu.Unlock()
+		}
+	}()
+	pageState := func() (string, error) {
+		// about:blank first: the same URL again would only change the fragment.
+		if err := chromedp.Do(bctx, chromedp.Navigate("about:blank"), chromedp.Navigate(url)); err != nil {
+			return "", err
+		}
+		return chromedp.Run(bctx, chromedp.Poll[string](`document.body.dataset.state`,
+			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
+	}
+	state, err := pageState()
+	if err != nil || state != "connected" {
+		t.Fatalf("page state %q: %v", state, err)
+	}
+	// Wait for the first frames: count the colours on the canvas.
+	colours, err := chromedp.Run(bctx, chromedp.Poll[int](`(() => {
+		const c = document.querySelector("#screen canvas");
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		const seen = new Set();
+		for (let i = 0; i < d.length; i += 4 * 97) seen.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
+		return seen.size >= 4 ? seen.size : 0;
+	})()`, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(500*time.Millisecond)))
+	if err != nil {
+		if png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot()); err == nil {
+			os.WriteFile("/tmp/browser-debug.png", png, 0o644)
+		}
+		t.Fatalf("the canvas stays blank: %v", err)
+	}
+	t.Logf("%d colours sampled on the canvas", colours)
+
+	// The ticket was used: a second page with it does not connect.
+	again, err := pageState()
+	if err != nil || !strings.Contains(again, "disconnected") {
+		t.Fatalf("a used ticket: page state %q, %v", again, err)
+	}
+}
