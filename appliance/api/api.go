@@ -231,3 +231,20 @@ type DesktopTicket struct {
 	Path    string    `json:"path"`
 	Expires time.Time `json:"expires"`
 }
+
+// TokenCreated carries a new token's value, shown this once.
+type TokenCreated struct {
+	Name  string `json:"name"`
+	Token string `json:"token"`
+}
+
+// TokenInfo describes a token without its value.
+type TokenInfo struct {
+	Name    string    `json:"name"`
+	Created time.Time `json:"created"`
+}
+
+// TokenPost asks for a token.
+type TokenPost struct {
+	Name string `json:"name"`
+}

@@ -498,3 +498,20 @@ func (c *Client) DesktopTicket(ctx context.Context, box string) (api.DesktopTick
 // Base is the server's base URL (http://host:port); for a unix socket,
 // http://paddock.
 func (c *Client) Base() string { return c.base }
+
+// CreateToken makes an API token; its value is in the answer only.
+func (c *Client) CreateToken(ctx context.Context, name string) (api.TokenCreated, error) {
+	var t api.TokenCreated
+	return t, c.do(ctx, "POST", "/tokens", api.TokenPost{Name: name}, &t)
+}
+
+// Tokens lists tokens.
+func (c *Client) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
+	var t []api.TokenInfo
+	return t, c.do(ctx, "GET", "/tokens", nil, &t)
+}
+
+// RevokeToken deletes a token.
+func (c *Client) RevokeToken(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/tokens/"+esc(name), nil, nil)
+}

@@ -120,6 +120,8 @@ func Defaults() map[string]any {
 		"agents.opencode.secrets": []string{},
 		"agents.pi.command":       []string{"pi", "-p"},
 		"agents.pi.secrets":       []string{},
+		"agents.kimi.command":     []string{"kimi", "--print", "-p"},
+		"agents.kimi.secrets":     []string{},
 	}
 }
 

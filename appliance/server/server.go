@@ -79,6 +79,9 @@ func (s *Server) Handler() http.Handler {
 	route("GET "+p+"/secrets", s.secrets)
 	route("PUT "+p+"/secrets/{name}", s.setSecret)
 	route("DELETE "+p+"/secrets/{name}", s.removeSecret)
+	route("GET "+p+"/tokens", s.tokens)
+	route("POST "+p+"/tokens", s.createToken)
+	route("DELETE "+p+"/tokens/{name}", s.revokeToken)
 	route("GET "+p+"/keys", s.keys)
 	route("POST "+p+"/keys", s.addKey)
 	route("DELETE "+p+"/keys/{name}", s.removeKey)
@@ -502,4 +505,32 @@ func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {
+	ts, err := s.Svc.Tokens()
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ts)
+}
+
+func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
+	var p api.TokenPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	t, err := s.Svc.CreateToken(p.Name)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusCreated, t)
+}
+
+func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RevokeToken(r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -245,3 +245,29 @@ func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives,
 
 // ListDrives lists drives by name in the transaction.
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
+
+// Token is a stored API token (its hash only).
+type Token struct {
+	Name    string
+	Created time.Time
+}
+
+// Tokens lists tokens by name.
+func (s *Store) Tokens() ([]Token, error) {
+	return listAll(s.db, `SELECT name, created FROM tokens ORDER BY name`, func(r scanner) (Token, error) {
+		var t Token
+		var c int64
+		err := r.Scan(&t.Name, &c)
+		t.Created = fromUnix(c)
+		return t, err
+	})
+}
+
+// DeleteToken revokes the tokens with a name.
+func (s *Store) DeleteToken(name string) error {
+	res, err := s.db.Exec(`DELETE FROM tokens WHERE name=?`, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}

@@ -43,11 +43,18 @@ main() {
     export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
   fi
 
-  # The coding agents that come as npm packages. Kimi and Prime install
-  # through Python tooling; they are not provisioned yet.
+  # The coding agents that come as npm packages.
   npm install -g --no-audit --no-fund \
     @anthropic-ai/claude-code @openai/codex opencode-ai @mariozechner/pi-coding-agent
   npm cache clean --force >/dev/null 2>&1 || true
+
+  # Kimi comes with its own installer (uv, then the kimi-cli package), for
+  # the box user. Production only: the test machines cannot reach it.
+  # Prime is not provisioned yet.
+  if [ "$flavor" = production ]; then
+    su paddock -s /bin/sh -c 'curl -LsSf https://code.kimi.com/install.sh | bash'
+    ln -sf /config/.local/bin/kimi /usr/local/bin/kimi
+  fi
 
   if ! id paddock >/dev/null 2>&1; then
     # Ubuntu images come with a user of uid 1000; the box user takes its place.

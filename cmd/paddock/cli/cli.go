@@ -53,6 +53,7 @@ func init() {
 		{"login", "URL [--token TOKEN]", "log in to a paddockd and remember it", cmdLogin},
 		{"logout", "", "forget the server and token", cmdLogout},
 		{"whoami", "", "show the server and token in use", cmdWhoami},
+		{"token", "create NAME | ls | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
 		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--json]", "list boxes", cmdLs},
 		{"show", "BOX [--json]", "show one box", cmdShow},
