@@ -12,6 +12,7 @@ command -v ip >/dev/null || need+=(iproute2)
 command -v ssh >/dev/null || need+=(openssh-client)
 command -v curl >/dev/null || need+=(curl)
 command -v chromium >/dev/null || need+=(chromium)
+command -v systemd-analyze >/dev/null || need+=(systemd)
 if [ ${#need[@]} -gt 0 ]; then
   echo "testbed: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

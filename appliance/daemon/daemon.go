@@ -37,6 +37,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/sshgate"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/policies"
+	"github.com/paddock-dev/paddock/units"
 )
 
 // Run runs paddockd with the given arguments and returns its exit code.
@@ -44,7 +45,7 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.Flags(fs)
-	cleanup := fs.Bool("cleanup", false, "remove Paddock's nftables table and exit (for the unit's ExecStopPost)")
+	cleanup := fs.Bool("cleanup", false, "remove Paddock's nftables table, unless boxes still run, and exit (the unit's ExecStopPost)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return 0
@@ -61,7 +62,7 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *cleanup {
-		if err := cleanupFirewall(cfg); err != nil {
+		if err := cleanupFirewall(cfg, stderr); err != nil {
 			fmt.Fprintln(stderr, "paddockd --cleanup:", err)
 			return 1
 		}
@@ -216,15 +217,24 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	for _, l := range listeners {
 		where = append(where, l.Addr().Network()+":"+l.Addr().String())
 	}
+	notify := units.NewNotifier()
+	notify.Ready()
 	log.Info("ready", "listen", strings.Join(where, " "))
 	if cfg.Local {
 		fmt.Fprintf(stdout, "paddockd is running. Log in with:\n\n  paddock login http://%s --token %s\n\n", cfg.Listen, token)
 	}
 
-	go loop(ctx, cfg.ReconcileInterval, func() {
+	// The watchdog is pinged from the reconcile loop, after each pass, so a
+	// stuck loop stops the pings and systemd restarts the service.
+	every := cfg.ReconcileInterval
+	if w := notify.Every(); w > 0 && w < every {
+		every = w
+	}
+	go loop(ctx, every, func() {
 		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("reconcile", "err", err)
 		}
+		notify.Alive()
 	})
 	go loop(ctx, 500*time.Millisecond, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
@@ -238,6 +248,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	log.Info("stopping")
+	notify.Stopping()
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
 	srv.Shutdown(sctx)
@@ -266,7 +277,26 @@ func bridgeFiltering() error {
 // cleanupFirewall removes the instance's nftables table. Boxes keep their
 // rules while paddockd restarts; this is for when the service is stopped
 // for good.
-func cleanupFirewall(cfg config.Config) error {
+func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if drv, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, Instance: cfg.Instance}); err == nil {
+		defer drv.Close()
+		boxes, err := drv.Boxes(ctx)
+		if err != nil {
+			return err
+		}
+		running := 0
+		for _, b := range boxes {
+			if b.Running {
+				running++
+			}
+		}
+		if running > 0 {
+			fmt.Fprintf(stderr, "paddockd --cleanup: %d box(es) still running; keeping their firewall table %s\n", running, cfg.Instance)
+			return nil
+		}
+	}
 	conn, err := policies.Dial()
 	if err != nil {
 		return err

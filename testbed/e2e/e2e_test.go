@@ -69,11 +69,16 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func startDaemon(t interface{ Fatal(...any) }, dir string) *harness.Daemon {
+func newDaemon(t interface{ Fatal(...any) }, dir string) *harness.Daemon {
 	d, err := harness.NewDaemon(bins, image, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return d
+}
+
+func startDaemon(t interface{ Fatal(...any) }, dir string) *harness.Daemon {
+	d := newDaemon(t, dir)
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}

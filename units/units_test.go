@@ -1,0 +1,41 @@
+package units
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestUnitVerifies(t *testing.T) {
+	if !strings.Contains(string(Service), "Type=notify") || !strings.Contains(string(Service), "WatchdogSec=") {
+		t.Fatal("the unit is not a notify service with a watchdog")
+	}
+	dir := t.TempDir()
+	changed, err := Write(dir)
+	if err != nil || !changed {
+		t.Fatalf("first write: %v %v", changed, err)
+	}
+	if changed, err := Write(dir); err != nil || changed {
+		t.Fatalf("second write changed something: %v %v", changed, err)
+	}
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("systemd-analyze is missing")
+		}
+		t.Skip("SKIP: no systemd-analyze")
+	}
+	// verify checks that the binaries the unit names exist: point it at a
+	// stub in place of /usr/local/bin/paddockd (not installed on test
+	// machines); the rest of the unit is verified as written.
+	stub := filepath.Join(t.TempDir(), "paddockd")
+	os.WriteFile(stub, []byte("#!/bin/sh\n"), 0o755)
+	unit := filepath.Join(t.TempDir(), "paddockd.service")
+	os.WriteFile(unit, []byte(strings.ReplaceAll(string(Service), "/usr/local/bin/paddockd", stub)), 0o644)
+	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
