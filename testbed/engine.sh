@@ -13,6 +13,7 @@ command -v ssh >/dev/null || need+=(openssh-client)
 command -v curl >/dev/null || need+=(curl)
 command -v chromium >/dev/null || need+=(chromium)
 command -v systemd-analyze >/dev/null || need+=(systemd)
+command -v shellcheck >/dev/null || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
   echo "testbed: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

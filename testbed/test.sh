@@ -15,6 +15,11 @@ PADDOCK_TEST_IMAGE=$(bash testbed/images.sh)
 export PADDOCK_TEST_IMAGE
 echo "box image: $PADDOCK_TEST_IMAGE"
 
+step "shellcheck"
+shellcheck -s sh install/image/provision.sh install/image/paddock-init install/image/paddock-desktop
+shellcheck testbed/*.sh .ci/run
+echo "ok shell scripts"
+
 step "gofmt and go vet"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
