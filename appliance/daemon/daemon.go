@@ -42,6 +42,9 @@ import (
 
 // Run runs paddockd with the given arguments and returns its exit code.
 func Run(args []string, environ []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "install" {
+		return install(args[1:], stdout, stderr)
+	}
 	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.Flags(fs)
