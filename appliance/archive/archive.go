@@ -23,6 +23,16 @@ import (
 // ErrUnsafe is wrapped by every refusal of an entry.
 var ErrUnsafe = errors.New("unsafe archive entry")
 
+// ErrMalformed is wrapped by every failure to read a stream as tar.
+var ErrMalformed = errors.New("malformed archive")
+
+type readError struct{ err error }
+
+func (e readError) Error() string   { return "reading archive: " + e.err.Error() }
+func (e readError) Unwrap() []error { return []error{ErrMalformed, e.err} }
+
+func malformed(err error) error { return readError{err} }
+
 func unsafe(name, why string) error {
 	return fmt.Errorf("%w %q: %s", ErrUnsafe, name, why)
 }
@@ -115,7 +125,7 @@ func Check(r io.Reader) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading archive: %w", err)
+			return malformed(err)
 		}
 		if _, err := c.Entry(h); err != nil {
 			return err
@@ -155,7 +165,7 @@ func (s *Spooled) fill(r io.Reader, rewrite func(*tar.Header)) error {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("reading archive: %w", err)
+			return malformed(err)
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue
@@ -178,7 +188,7 @@ func (s *Spooled) fill(r io.Reader, rewrite func(*tar.Header)) error {
 			return err
 		}
 		if _, err := io.Copy(tw, tr); err != nil {
-			return fmt.Errorf("reading archive: %w", err)
+			return malformed(err)
 		}
 	}
 	if err := tw.Close(); err != nil {
@@ -304,7 +314,7 @@ func Unpack(r io.Reader, dir string, strip int) error {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading archive: %w", err)
+			return malformed(err)
 		}
 		name, err := c.Entry(h)
 		if err != nil {

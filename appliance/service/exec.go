@@ -287,7 +287,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
 	})
 	if err != nil {
-		if errors.Is(err, archive.ErrUnsafe) || strings.HasPrefix(err.Error(), "reading archive") {
+		if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) {
 			return invalid("archive", "%v; nothing was written", err)
 		}
 		return err

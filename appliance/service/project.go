@@ -13,11 +13,18 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// projectState reads what a project plan is computed against; tx may be
-// nil to read outside a transaction.
-func (s *Service) projectState(ctx context.Context, tx *store.Tx) (project.State, error) {
+// declared is what the store and a transaction both read.
+type declared interface {
+	Serial() (int64, error)
+	ListBoxes() ([]store.Box, error)
+	ListDrives() ([]store.Drive, error)
+	ListPolicies() ([]store.Policy, error)
+}
+
+// projectState reads what a project plan is computed against, from the
+// store or from within a transaction.
+func (s *Service) projectState(ctx context.Context, from declared) (project.State, error) {
 	var st project.State
-	var err error
 	obs, err := s.Driver.Boxes(ctx)
 	if err != nil {
 		return st, err
@@ -26,29 +33,16 @@ func (s *Service) projectState(ctx context.Context, tx *store.Tx) (project.State
 	for _, b := range obs {
 		st.Observed[b.Name] = b
 	}
-	if tx != nil {
-		if st.Serial, err = tx.Serial(); err != nil {
-			return st, err
-		}
-		if st.Boxes, err = tx.ListBoxes(); err != nil {
-			return st, err
-		}
-		if st.Drives, err = tx.ListDrives(); err != nil {
-			return st, err
-		}
-		st.Policies, err = tx.ListPolicies()
+	if st.Serial, err = from.Serial(); err != nil {
 		return st, err
 	}
-	if st.Serial, err = s.Store.Serial(); err != nil {
+	if st.Boxes, err = from.ListBoxes(); err != nil {
 		return st, err
 	}
-	if st.Boxes, err = s.Store.ListBoxes(); err != nil {
+	if st.Drives, err = from.ListDrives(); err != nil {
 		return st, err
 	}
-	if st.Drives, err = s.Store.ListDrives(); err != nil {
-		return st, err
-	}
-	st.Policies, err = s.Store.ListPolicies()
+	st.Policies, err = from.ListPolicies()
 	return st, err
 }
 
@@ -86,7 +80,7 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 	if req.Spec.Project == "" {
 		return api.Plan{}, invalid("project", "a Boxfile project needs a name")
 	}
-	st, err := s.projectState(ctx, nil)
+	st, err := s.projectState(ctx, s.Store)
 	if err != nil {
 		return api.Plan{}, err
 	}
