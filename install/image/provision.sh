@@ -34,6 +34,20 @@ main() {
   fi
   rm -rf /var/lib/apt/lists/*
 
+  # The box user comes first: the agents' own installers run as it.
+  if ! id paddock >/dev/null 2>&1; then
+    # Ubuntu images come with a user of uid 1000; the box user takes its place.
+    if getent passwd 1000 >/dev/null; then
+      userdel -r "$(getent passwd 1000 | cut -d: -f1)" 2>/dev/null || true
+    fi
+    useradd --uid 1000 --home-dir /config --create-home --shell /bin/bash paddock
+  fi
+  echo 'paddock ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/paddock
+  chmod 0440 /etc/sudoers.d/paddock
+  if [ "$flavor" = production ]; then
+    usermod -aG docker paddock
+  fi
+
   # Extra certificate authorities (for users behind a TLS-inspecting proxy,
   # and the test machines): trusted by the system and by Node.
   if [ -s "$(dirname "$0")/extra-ca.crt" ]; then
@@ -50,24 +64,24 @@ main() {
 
   # Kimi comes with its own installer (uv, then the kimi-cli package), for
   # the box user. Production only: the test machines cannot reach it.
-  # Prime is not provisioned yet.
+  # Prime is not provisioned: its non-interactive form is not settled.
   if [ "$flavor" = production ]; then
     su paddock -s /bin/sh -c 'curl -LsSf https://code.kimi.com/install.sh | bash'
     ln -sf /config/.local/bin/kimi /usr/local/bin/kimi
   fi
 
-  if ! id paddock >/dev/null 2>&1; then
-    # Ubuntu images come with a user of uid 1000; the box user takes its place.
-    if getent passwd 1000 >/dev/null; then
-      userdel -r "$(getent passwd 1000 | cut -d: -f1)" 2>/dev/null || true
-    fi
-    useradd --uid 1000 --home-dir /config --create-home --shell /bin/bash paddock
-  fi
-  echo 'paddock ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/paddock
-  chmod 0440 /etc/sudoers.d/paddock
-  if [ "$flavor" = production ]; then
-    usermod -aG docker paddock
-  fi
+  # The desktop: no compositor (a VNC display gains nothing from it, and
+  # while it starts a capture of the root window can show a stale frame).
+  mkdir -p /etc/xdg/xfce4/xfconf/xfce-perchannel-xml
+  cat >/etc/xdg/xfce4/xfconf/xfce-perchannel-xml/xfwm4.xml <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<channel name="xfwm4" version="1.0">
+  <property name="general" type="empty">
+    <property name="use_compositing" type="bool" value="false"/>
+  </property>
+</channel>
+XML
+
   mkdir -p /mnt /var/lib/docker
   install -m 0755 "$(dirname "$0")/paddock-init" /usr/local/bin/paddock-init
   install -m 0755 "$(dirname "$0")/paddock-desktop" /usr/local/bin/paddock-desktop
