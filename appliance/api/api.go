@@ -159,6 +159,8 @@ type Job struct {
 // Whoami answers who a token belongs to.
 type Whoami struct {
 	Token  string `json:"token"`
+	User   string `json:"user"`
+	Role   string `json:"role"`
 	Server string `json:"server"`
 	// SSHPort is the SSH gateway's port (0: none).
 	SSHPort int `json:"ssh_port,omitempty"`
@@ -182,6 +184,14 @@ const (
 	CodeConflict     = "conflict"
 	CodeUnauthorized = "unauthorized"
 	CodeInternal     = "internal"
+	CodeForbidden    = "forbidden"
+	CodeGone         = "gone"
+	CodeTooMany      = "too_many_requests"
+	// The device login's poll answers (RFC 8628, 3.5).
+	CodePending      = "authorization_pending"
+	CodeSlowDown     = "slow_down"
+	CodeAccessDenied = "access_denied"
+	CodeExpiredToken = "expired_token"
 )
 
 // Header names of the exec upgrade.
@@ -247,4 +257,61 @@ type TokenInfo struct {
 // TokenPost asks for a token.
 type TokenPost struct {
 	Name string `json:"name"`
+}
+
+// User is a person who may use the server.
+type User struct {
+	Name    string    `json:"name"`
+	Role    string    `json:"role"`
+	Created time.Time `json:"created"`
+}
+
+// InvitePost asks for an invitation link.
+type InvitePost struct {
+	// Role is "member" (the default) or "owner".
+	Role string `json:"role,omitempty"`
+}
+
+// InviteCreated carries an invitation's one-time token and its link.
+type InviteCreated struct {
+	Token   string    `json:"token"`
+	URL     string    `json:"url,omitempty"`
+	Role    string    `json:"role"`
+	Expires time.Time `json:"expires"`
+}
+
+// Session is a browser session: the cookie's value and the value its
+// pages send back against cross-site requests.
+type Session struct {
+	Token   string    `json:"-"`
+	CSRF    string    `json:"-"`
+	Expires time.Time `json:"expires"`
+}
+
+// DevicePost starts a device login.
+type DevicePost struct {
+	// Name is the name of the token the login makes (default "cli").
+	Name string `json:"name,omitempty"`
+}
+
+// DeviceCode answers a device login's start.
+type DeviceCode struct {
+	DeviceCode string `json:"device_code"`
+	UserCode   string `json:"user_code"`
+	// VerificationURI is the page to type the code on; the Complete form
+	// carries the code.
+	VerificationURI         string `json:"verification_uri"`
+	VerificationURIComplete string `json:"verification_uri_complete"`
+	ExpiresIn               int    `json:"expires_in"`
+	Interval                int    `json:"interval"`
+}
+
+// DeviceTokenPost is the CLI's poll.
+type DeviceTokenPost struct {
+	DeviceCode string `json:"device_code"`
+}
+
+// DeviceToken is the token a device login made.
+type DeviceToken struct {
+	Token string `json:"token"`
 }

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTokens(t *testing.T) {
@@ -53,5 +54,45 @@ func TestSealer(t *testing.T) {
 	sealed[len(sealed)-1] ^= 1
 	if _, err := s2.Open("API_KEY", sealed); err == nil {
 		t.Fatal("a tampered value opened")
+	}
+}
+
+func TestPasswords(t *testing.T) {
+	if err := CheckNewPassword("short"); err == nil || !strings.Contains(err.Error(), "at least 10") {
+		t.Fatalf("short password: %v", err)
+	}
+	if err := CheckNewPassword("long enough pw"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := HashPassword("long enough pw")
+	if err != nil || strings.Contains(h, "long enough") {
+		t.Fatalf("hash %q %v", h, err)
+	}
+	if !CheckPassword(h, "long enough pw") || CheckPassword(h, "long enough pX") || CheckPassword("", "") {
+		t.Fatal("CheckPassword accepts the wrong password or refuses the right one")
+	}
+}
+
+func TestLimiter(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := &Limiter{Every: time.Minute, Burst: 3, now: func() time.Time { return now }}
+	for i := range 3 {
+		if ok, _ := l.Allow("a"); !ok {
+			t.Fatalf("attempt %d refused within the burst", i)
+		}
+	}
+	ok, wait := l.Allow("a")
+	if ok || wait != time.Minute {
+		t.Fatalf("fourth attempt: ok=%v wait=%v", ok, wait)
+	}
+	if ok, _ := l.Allow("b"); !ok {
+		t.Fatal("another key shares the bucket")
+	}
+	now = now.Add(61 * time.Second)
+	if ok, _ := l.Allow("a"); !ok {
+		t.Fatal("no attempt back after a minute")
+	}
+	if ok, _ := l.Allow("a"); ok {
+		t.Fatal("more than one attempt back after a minute")
 	}
 }

@@ -8,6 +8,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/stream"
@@ -29,7 +32,12 @@ type Client struct {
 }
 
 // New makes a client for server, authenticating with token.
-func New(server, token string) (*Client, error) {
+func New(server, token string) (*Client, error) { return NewWithCA(server, token, nil) }
+
+// NewWithCA is New trusting, for https, the certificate authorities in
+// caPEM as well as the system's (a server on a private network, or a test
+// machine, whose certificate comes from Caddy's internal CA).
+func NewWithCA(server, token string, caPEM []byte) (*Client, error) {
 	u, err := url.Parse(server)
 	if err != nil {
 		return nil, fmt.Errorf("bad server address %q: %w", server, err)
@@ -41,7 +49,18 @@ func New(server, token string) (*Client, error) {
 			return nil, fmt.Errorf("bad server address %q: no host", server)
 		}
 		c.base = u.Scheme + "://" + u.Host
-		c.hc = &http.Client{Transport: &http.Transport{Proxy: http.ProxyFromEnvironment}}
+		tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+		if len(caPEM) > 0 {
+			pool, err := x509.SystemCertPool()
+			if err != nil {
+				pool = x509.NewCertPool()
+			}
+			if !pool.AppendCertsFromPEM(caPEM) {
+				return nil, errors.New("the CA certificate is not PEM")
+			}
+			tr.TLSClientConfig = &tls.Config{RootCAs: pool}
+		}
+		c.hc = &http.Client{Transport: tr}
 	case "unix":
 		sock := u.Path
 		if sock == "" {
@@ -514,4 +533,60 @@ func (c *Client) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
 // RevokeToken deletes a token.
 func (c *Client) RevokeToken(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/tokens/"+esc(name), nil, nil)
+}
+
+// Users lists users.
+func (c *Client) Users(ctx context.Context) ([]api.User, error) {
+	var u []api.User
+	return u, c.do(ctx, "GET", "/users", nil, &u)
+}
+
+// Invite makes an invitation link.
+func (c *Client) Invite(ctx context.Context, role string) (api.InviteCreated, error) {
+	var i api.InviteCreated
+	return i, c.do(ctx, "POST", "/users/invites", api.InvitePost{Role: role}, &i)
+}
+
+// RemoveUser removes a user.
+func (c *Client) RemoveUser(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/users/"+esc(name), nil, nil)
+}
+
+// Logout revokes the client's token.
+func (c *Client) Logout(ctx context.Context) error {
+	return c.do(ctx, "POST", "/logout", nil, nil)
+}
+
+// DeviceStart begins a device login for a token called name.
+func (c *Client) DeviceStart(ctx context.Context, name string) (api.DeviceCode, error) {
+	var d api.DeviceCode
+	return d, c.do(ctx, "POST", "/login/device", api.DevicePost{Name: name}, &d)
+}
+
+// DeviceWait polls until the device login is approved (returning its
+// token), denied or expired.
+func (c *Client) DeviceWait(ctx context.Context, d api.DeviceCode) (string, error) {
+	interval := time.Duration(d.Interval) * time.Second
+	if interval <= 0 {
+		interval = 2 * time.Second
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(interval):
+		}
+		var t api.DeviceToken
+		err := c.do(ctx, "POST", "/login/device/token", api.DeviceTokenPost{DeviceCode: d.DeviceCode}, &t)
+		var ae *api.Error
+		switch {
+		case err == nil:
+			return t.Token, nil
+		case errors.As(err, &ae) && ae.Code == api.CodePending:
+		case errors.As(err, &ae) && ae.Code == api.CodeSlowDown:
+			interval += time.Second
+		default:
+			return "", err
+		}
+	}
 }

@@ -85,6 +85,20 @@ type Config struct {
 	DefaultAgent string `koanf:"default_agent"`
 	// SSHListen is the SSH gateway's address ("" turns it off).
 	SSHListen string `koanf:"ssh_listen"`
+	// Hostname is the server's public name. With it set, the embedded
+	// Caddy serves HTTPS for it (and preview URLs under it) on
+	// HTTPSListen, redirecting HTTPListen; without it there is no front
+	// door (local mode, or the API socket only).
+	Hostname    string `koanf:"hostname"`
+	HTTPSListen string `koanf:"https_listen"`
+	HTTPListen  string `koanf:"http_listen"`
+	// TLS is "acme" (certificates from a public CA; production) or
+	// "internal" (Caddy's own CA; test machines, private networks).
+	TLS string `koanf:"tls"`
+	// ACMEEmail is given to the CA for expiry notices (optional).
+	ACMEEmail string `koanf:"acme_email"`
+	// LinkTTL bounds the owner setup link and invitations.
+	LinkTTL time.Duration `koanf:"link_ttl"`
 }
 
 // Defaults are the built-in values.
@@ -112,6 +126,12 @@ func Defaults() map[string]any {
 		"log_level":               "info",
 		"default_agent":           "claude",
 		"ssh_listen":              ":2222",
+		"hostname":                "",
+		"https_listen":            ":443",
+		"http_listen":             ":80",
+		"tls":                     "acme",
+		"acme_email":              "",
+		"link_ttl":                "24h",
 		"agents.claude.command":   []string{"claude", "-p"},
 		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
 		"agents.codex.command":    []string{"codex", "exec"},
@@ -140,6 +160,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("image", "", "default box image")
 	fs.String("log-level", "", "debug, info, warn or error")
 	fs.String("ssh-listen", "", "SSH gateway address (default :2222)")
+	fs.String("hostname", "", "public host name: serve HTTPS for it with the embedded Caddy")
 }
 
 // Load reads the layers. environ is the environment (os.Environ()).
@@ -205,6 +226,23 @@ func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
 
 var errNotExist = iofs.ErrNotExist
 
+func validHostname(h string) bool {
+	if len(h) > 253 || !strings.Contains(h, ".") {
+		return false
+	}
+	for _, l := range strings.Split(h, ".") {
+		if l == "" || len(l) > 63 || l[0] == '-' || l[len(l)-1] == '-' {
+			return false
+		}
+		for _, r := range l {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-') {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 // Validate checks values that would otherwise fail later and far away.
 func (c Config) Validate() error {
 	if c.StateDir == "" {
@@ -226,6 +264,15 @@ func (c Config) Validate() error {
 	}
 	if c.ReconcileInterval <= 0 {
 		return errors.New("config: reconcile_interval must be positive")
+	}
+	if c.TLS != "acme" && c.TLS != "internal" {
+		return fmt.Errorf("config: tls must be \"acme\" or \"internal\", not %q", c.TLS)
+	}
+	if c.Hostname != "" && !validHostname(c.Hostname) {
+		return fmt.Errorf("config: hostname %q is not a DNS name (letters, digits, '-' and dots)", c.Hostname)
+	}
+	if c.LinkTTL <= 0 {
+		return errors.New("config: link_ttl must be positive")
 	}
 	return nil
 }

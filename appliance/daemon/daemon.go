@@ -29,6 +29,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -187,9 +188,10 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		log.Info("ssh gateway", "listen", gw.Addr().String())
 	}
 
+	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort,
-			Desktop: &desktop.Proxy{Svc: svc, Log: log}}).Handler(),
+			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg)}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	var listeners []net.Listener
@@ -328,19 +330,48 @@ func serverName(cfg config.Config) string {
 	return h
 }
 
+// PublicURL is where people reach the server: https://HOSTNAME (with the
+// port when it is not 443), or in local mode http://LISTEN.
+func PublicURL(cfg config.Config) string {
+	if cfg.Hostname != "" {
+		_, port, _ := net.SplitHostPort(cfg.HTTPSListen)
+		if port == "" || port == "443" {
+			return "https://" + cfg.Hostname
+		}
+		return "https://" + net.JoinHostPort(cfg.Hostname, port)
+	}
+	if cfg.Listen != "" {
+		return "http://" + cfg.Listen
+	}
+	return ""
+}
+
+// LocalUser owns a server in local mode.
+const LocalUser = "local"
+
 // localToken returns local mode's owner token, kept in the state directory
 // (mode 0600) so that it can be printed again on every start; only its hash
 // is in the database.
+//
+// The token belongs to the user "local", the owner of a local server, who
+// has no password (local mode has no login page to use one).
 func localToken(st *store.Store, dir string) (string, error) {
+	u, err := st.UserByName(LocalUser)
+	if errors.Is(err, store.ErrNotFound) {
+		u, err = st.CreateUser(store.User{Name: LocalUser, Role: store.RoleOwner, Created: time.Now()})
+	}
+	if err != nil {
+		return "", err
+	}
 	path := filepath.Join(dir, "local.token")
 	if b, err := os.ReadFile(path); err == nil {
 		tok := strings.TrimSpace(string(b))
-		if _, err := st.TokenName(auth.Hash(tok)); err == nil {
+		if _, _, err := st.LookupToken(auth.Hash(tok), time.Now()); err == nil {
 			return tok, nil
 		}
 	}
 	tok, hash := auth.NewToken()
-	if err := st.AddToken(hash, "local-owner", time.Now()); err != nil {
+	if err := st.AddToken(store.Token{Hash: hash, Name: "local-owner", UserID: u.ID, Created: time.Now()}); err != nil {
 		return "", err
 	}
 	tmp := path + ".tmp"

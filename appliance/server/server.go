@@ -1,7 +1,14 @@
 // Package server is paddockd's HTTP API: JSON over a unix socket and, in
 // local mode, loopback TCP. Handlers return errors; one function (writeError)
 // turns them into a status code and the JSON body {error, message, field}.
-// Every route needs a bearer token, checked against the hashes in the store.
+// Every route needs a bearer token, checked against the hashes in the store,
+// or a browser session cookie (then a request that changes anything must
+// carry the session's CSRF value and come from this server's origin).
+// Exceptions: the device login's start and poll (the CLI has no token
+// yet) and the pages of package dashboard, which check their own.
+//
+// A route about one box answers "not found" when the box belongs to a
+// user the caller may not see (see package service, users.go).
 //
 // Attached exec is an HTTP upgrade (Upgrade: paddock-exec/1) carrying the
 // frames of package stream; files move as tar bodies; job logs stream as
@@ -9,6 +16,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,9 +24,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -36,6 +46,12 @@ type Server struct {
 	SSHPort int
 	// Desktop serves box desktops to browsers (nil: none).
 	Desktop *desktop.Proxy
+	// Pages are the browser pages (setup, login, device approval).
+	Pages *dashboard.Pages
+	// URL is the server's public base URL for links it hands out.
+	URL string
+
+	deviceLimit auth.Limiter
 }
 
 type handler func(w http.ResponseWriter, r *http.Request) error
@@ -44,6 +60,9 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	route := func(pattern string, h handler) {
+		if strings.Contains(pattern, "/boxes/{name}") {
+			h = s.boxRoute(h)
+		}
 		mux.Handle(pattern, s.authed(h))
 	}
 	p := "/" + api.Version
@@ -86,6 +105,16 @@ func (s *Server) Handler() http.Handler {
 	route("POST "+p+"/keys", s.addKey)
 	route("DELETE "+p+"/keys/{name}", s.removeKey)
 	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
+	route("GET "+p+"/users", s.users)
+	route("POST "+p+"/users/invites", s.invite)
+	route("DELETE "+p+"/users/{user}", s.removeUser)
+	route("POST "+p+"/logout", s.logout)
+	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
+	mux.Handle("POST "+p+"/login/device", s.open(s.deviceStart))
+	mux.Handle("POST "+p+"/login/device/token", s.open(s.deviceToken))
+	if s.Pages != nil {
+		s.Pages.Routes(mux)
+	}
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
 	route("DELETE "+p+"/policies/{name}", s.removePolicy)
@@ -99,27 +128,74 @@ func (s *Server) Handler() http.Handler {
 	return mux
 }
 
-type ctxKey struct{}
+type tokenKey struct{}
+
+// caller finds who a request acts as: a bearer token, or a session cookie
+// with (for anything but a read) its CSRF value and this server's origin.
+func (s *Server) caller(r *http.Request) (store.Token, store.User, error) {
+	if h := r.Header.Get("Authorization"); h != "" || s.Pages == nil {
+		tok, err := auth.FromHeader(h)
+		if err != nil {
+			return store.Token{}, store.User{}, err
+		}
+		t, u, err := s.Store.LookupToken(auth.Hash(tok), time.Now())
+		if errors.Is(err, store.ErrNotFound) {
+			err = errors.New("invalid token: log in again with 'paddock login'")
+		}
+		return t, u, err
+	}
+	t, u, ok := s.Pages.Session(r)
+	if !ok {
+		return t, u, auth.ErrNoToken
+	}
+	switch r.Method {
+	case http.MethodGet, http.MethodHead, http.MethodOptions:
+	default:
+		if !dashboard.CSRFOK(t, r.Header.Get(dashboard.CSRFHeader)) || !dashboard.SameOrigin(r) || !s.Pages.HostOK(r) {
+			return t, u, errors.New("a request with the session cookie needs this server's origin and the session's " + dashboard.CSRFHeader + " header")
+		}
+	}
+	return t, u, nil
+}
 
 func (s *Server) authed(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		tok, err := auth.FromHeader(r.Header.Get("Authorization"))
-		if err == nil {
-			if _, lerr := s.Store.TokenName(auth.Hash(tok)); lerr != nil {
-				err = errors.New("invalid token: log in again with 'paddock login'")
-				if !errors.Is(lerr, store.ErrNotFound) {
-					err = lerr
-				}
-			}
-		}
+		t, u, err := s.caller(r)
 		if err != nil {
 			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized, Message: err.Error()})
 			return
 		}
+		ctx := service.WithUser(r.Context(), u)
+		ctx = context.WithValue(ctx, tokenKey{}, t)
+		if err := h(w, r.WithContext(ctx)); err != nil {
+			s.writeError(w, r, err)
+		}
+	})
+}
+
+// open serves a route that needs no token.
+func (s *Server) open(h handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
 			s.writeError(w, r, err)
 		}
 	})
+}
+
+// boxRoute answers "not found" for a box the caller may not see.
+func (s *Server) boxRoute(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		name := r.PathValue("name")
+		b, err := s.Store.GetBox(name)
+		u, _ := service.UserFrom(r.Context())
+		if errors.Is(err, store.ErrNotFound) || (err == nil && !service.Sees(u, b.Owner)) {
+			return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
+		}
+		if err != nil {
+			return err
+		}
+		return h(w, r)
+	}
 }
 
 // status maps an error to its HTTP status and body.
@@ -138,8 +214,16 @@ func status(err error) (int, api.Error) {
 			return http.StatusBadRequest, body
 		case api.CodeConflict:
 			return http.StatusConflict, body
-		case api.CodeUnauthorized:
+		case api.CodeUnauthorized, api.CodeExpiredToken, api.CodeAccessDenied:
 			return http.StatusUnauthorized, body
+		case api.CodeForbidden:
+			return http.StatusForbidden, body
+		case api.CodeGone:
+			return http.StatusGone, body
+		case api.CodeTooMany:
+			return http.StatusTooManyRequests, body
+		case api.CodePending, api.CodeSlowDown:
+			return http.StatusBadRequest, body
 		}
 		return http.StatusInternalServerError, body
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, driver.ErrNotFound):
@@ -185,16 +269,88 @@ func decode(r *http.Request, v any) error {
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
-	tok, _ := auth.FromHeader(r.Header.Get("Authorization"))
-	name, err := s.Store.TokenName(auth.Hash(tok))
+	t, _ := r.Context().Value(tokenKey{}).(store.Token)
+	u, _ := service.UserFrom(r.Context())
+	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort})
+}
+
+// logout revokes the token the request was made with.
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
+	t, _ := r.Context().Value(tokenKey{}).(store.Token)
+	if err := s.Store.DeleteTokenHash(t.Hash); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) users(w http.ResponseWriter, r *http.Request) error {
+	us, err := s.Svc.Users(r.Context())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.Whoami{Token: name, Server: s.Name, SSHPort: s.SSHPort})
+	return writeJSON(w, http.StatusOK, us)
+}
+
+func (s *Server) invite(w http.ResponseWriter, r *http.Request) error {
+	var p api.InvitePost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	inv, err := s.Svc.Invite(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	if s.URL != "" {
+		inv.URL = s.URL + "/invite/" + inv.Token
+	}
+	return writeJSON(w, http.StatusCreated, inv)
+}
+
+func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemoveUser(r.Context(), r.PathValue("user")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
+	if ok, wait := s.deviceLimit.Allow(dashboard.ClientAddr(r)); !ok {
+		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
+		return &api.Error{Code: api.CodeTooMany, Message: "too many login attempts; wait a little"}
+	}
+	var p api.DevicePost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	dc, err := s.Svc.DeviceStart(p.Name)
+	if err != nil {
+		return err
+	}
+	base := s.URL
+	if base == "" {
+		base = "http://" + r.Host
+	}
+	dc.VerificationURI = base + "/device"
+	dc.VerificationURIComplete = base + "/device?code=" + dc.UserCode
+	return writeJSON(w, http.StatusOK, dc)
+}
+
+func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
+	var p api.DeviceTokenPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	tok, err := s.Svc.DevicePoll(p.DeviceCode)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, api.DeviceToken{Token: tok})
 }
 
 func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
-	bs, err := s.Svc.ListBoxes()
+	bs, err := s.Svc.ListBoxes(r.Context())
 	if err != nil {
 		return err
 	}
@@ -286,7 +442,7 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listDrives(w http.ResponseWriter, r *http.Request) error {
-	ds, err := s.Svc.ListDrives()
+	ds, err := s.Svc.ListDrives(r.Context())
 	if err != nil {
 		return err
 	}
@@ -452,6 +608,9 @@ func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
 
 // setSecret takes the value as the raw body.
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
+	if err := ownerOnly(r, "set secrets"); err != nil {
+		return err
+	}
 	v, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
 	if err != nil {
 		return err
@@ -464,6 +623,9 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
+	if err := ownerOnly(r, "remove secrets"); err != nil {
+		return err
+	}
 	if err := s.Svc.RemoveSecret(r.PathValue("name")); err != nil {
 		return err
 	}
@@ -472,7 +634,7 @@ func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) keys(w http.ResponseWriter, r *http.Request) error {
-	ks, err := s.Svc.Keys()
+	ks, err := s.Svc.Keys(r.Context())
 	if err != nil {
 		return err
 	}
@@ -484,7 +646,7 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	k, err := s.Svc.AddKey(p)
+	k, err := s.Svc.AddKey(r.Context(), p)
 	if err != nil {
 		return err
 	}
@@ -492,7 +654,7 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveKey(r.PathValue("name")); err != nil {
+	if err := s.Svc.RemoveKey(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -508,7 +670,7 @@ func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.Svc.Tokens()
+	ts, err := s.Svc.Tokens(r.Context())
 	if err != nil {
 		return err
 	}
@@ -520,7 +682,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	t, err := s.Svc.CreateToken(p.Name)
+	t, err := s.Svc.CreateToken(r.Context(), p.Name)
 	if err != nil {
 		return err
 	}
@@ -528,9 +690,16 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RevokeToken(r.PathValue("name")); err != nil {
+	if err := s.Svc.RevokeToken(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func ownerOnly(r *http.Request, what string) error {
+	if u, _ := service.UserFrom(r.Context()); u.Role != store.RoleOwner {
+		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
+	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -24,8 +25,9 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// newServer serves the API over a real store and the fake driver.
-func newServer(t *testing.T) (*httptest.Server, string, string) {
+// newBare serves the API over a real store and the fake driver, with no
+// users yet.
+func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
 	if err != nil {
@@ -40,12 +42,23 @@ func newServer(t *testing.T) (*httptest.Server, string, string) {
 	drv := fake.New("img")
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
 	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}
-	tok, hash := auth.NewToken()
-	if err := st.AddToken(hash, "test", time.Now()); err != nil {
+	pages := dashboard.New(svc, st, log, "", false)
+	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages}).Handler())
+	t.Cleanup(ts.Close)
+	return ts, svc, dir
+}
+
+// newServer is newBare with an owner, and the owner's API token.
+func newServer(t *testing.T) (*httptest.Server, string, string) {
+	ts, svc, dir := newBare(t)
+	u, err := svc.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
+	if err != nil {
 		t.Fatal(err)
 	}
-	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}}).Handler())
-	t.Cleanup(ts.Close)
+	tok, hash := auth.NewToken()
+	if err := svc.Store.AddToken(store.Token{Hash: hash, Name: "test", UserID: u.ID, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	return ts, tok, dir
 }
 
@@ -86,7 +99,7 @@ func TestErrorsMapToStatusAndField(t *testing.T) {
 		{"missing image", tok, "POST", "/v1/boxes", `{"image":"other"}`, 400, "invalid", "image", "not on the server"},
 		{"mount outside /mnt", tok, "POST", "/v1/boxes", `{"mounts":[{"drive":"d","path":"/etc"}]}`, 400, "invalid", "mounts", "under /mnt"},
 		{"undeclared drive", tok, "POST", "/v1/boxes", `{"mounts":[{"drive":"d","path":"/mnt/d"}]}`, 400, "invalid", "mounts", `no drive named "d"`},
-		{"exec without upgrade", tok, "POST", "/v1/boxes/nope/exec", `{"cmd":["true"]}`, 400, "invalid", "", "Upgrade"},
+		{"exec of a missing box", tok, "POST", "/v1/boxes/nope/exec", `{"cmd":["true"]}`, 404, "not_found", "", `no box named "nope"`},
 		{"push to unknown box", tok, "PUT", "/v1/boxes/nope/files?path=/x", "", 404, "not_found", "", "no box"},
 		{"rm unknown drive", tok, "DELETE", "/v1/drives/nope", "", 404, "not_found", "", `no drive named "nope"`},
 		{"desktop ticket needs a token", "", "POST", "/v1/boxes/web/desktop", "", 401, "unauthorized", "", "no token"},

@@ -18,6 +18,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	if err != nil {
 		return api.Box{}, err
 	}
+	b.Owner = ownerID(ctx)
 	if ok, err := s.Driver.ImageExists(ctx, b.Image); err != nil {
 		return api.Box{}, err
 	} else if !ok {
@@ -26,7 +27,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		for _, m := range b.Mounts {
 			d, err := tx.GetDrive(m.Drive)
-			if errors.Is(err, store.ErrNotFound) || (err == nil && d.State != "ready") {
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State != "ready" || !visible(ctx, d.Owner))) {
 				return invalid("mounts", "no drive named %q: make it first with 'paddock drive new %s'", m.Drive, m.Drive)
 			}
 			if err != nil {
@@ -118,14 +119,17 @@ func (s *Service) GetBox(name string) (api.Box, error) {
 	return toAPIBox(b, s.Cfg.Types), nil
 }
 
-// ListBoxes returns every box.
-func (s *Service) ListBoxes() ([]api.Box, error) {
+// ListBoxes returns the boxes the user of ctx sees.
+func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 	bs, err := s.Store.ListBoxes()
 	if err != nil {
 		return nil, err
 	}
 	out := make([]api.Box, 0, len(bs))
 	for _, b := range bs {
+		if !visible(ctx, b.Owner) {
+			continue
+		}
 		out = append(out, toAPIBox(b, s.Cfg.Types))
 	}
 	return out, nil
@@ -317,7 +321,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 // and its own TTL clock.
 func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box, error) {
 	srcBox, err := s.Store.GetBox(src)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(ctx, srcBox.Owner)) {
 		return api.Box{}, notFound("box", src)
 	} else if err != nil {
 		return api.Box{}, err
@@ -333,6 +337,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	if err != nil {
 		return api.Box{}, err
 	}
+	nb.Owner = ownerID(ctx)
 	var snapID string
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		var sn store.Snapshot
@@ -412,7 +417,7 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		return api.Drive{}, err
 	}
 	err := s.Store.Declare(func(tx *store.Tx) error {
-		err := tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now()})
+		err := tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: ownerID(ctx)})
 		if errors.Is(err, store.ErrConflict) {
 			d, _ := tx.GetDrive(p.Name)
 			if d.State == "deleting" {
@@ -426,15 +431,15 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		return api.Drive{}, err
 	}
 	rerr := s.reconcileFor(ctx, "volume.drive."+p.Name)
-	d, err := s.getDrive(p.Name)
+	d, err := s.getDrive(ctx, p.Name)
 	if err != nil {
 		return d, err
 	}
 	return d, rerr
 }
 
-func (s *Service) getDrive(name string) (api.Drive, error) {
-	ds, err := s.ListDrives()
+func (s *Service) getDrive(ctx context.Context, name string) (api.Drive, error) {
+	ds, err := s.ListDrives(ctx)
 	if err != nil {
 		return api.Drive{}, err
 	}
@@ -446,8 +451,9 @@ func (s *Service) getDrive(name string) (api.Drive, error) {
 	return api.Drive{}, notFound("drive", name)
 }
 
-// ListDrives lists the drives and the boxes that mount each.
-func (s *Service) ListDrives() ([]api.Drive, error) {
+// ListDrives lists the drives the user of ctx sees and the boxes that
+// mount each.
+func (s *Service) ListDrives(ctx context.Context) ([]api.Drive, error) {
 	ds, err := s.Store.ListDrives()
 	if err != nil {
 		return nil, err
@@ -458,6 +464,9 @@ func (s *Service) ListDrives() ([]api.Drive, error) {
 	}
 	out := []api.Drive{}
 	for _, d := range ds {
+		if !visible(ctx, d.Owner) {
+			continue
+		}
 		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name)})
 	}
 	return out, nil
@@ -468,7 +477,7 @@ func (s *Service) ListDrives() ([]api.Drive, error) {
 func (s *Service) RemoveDrive(ctx context.Context, name string) error {
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		d, err := tx.GetDrive(name)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && d.State == "deleting") {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State == "deleting" || !visible(ctx, d.Owner))) {
 			return notFound("drive", name)
 		} else if err != nil {
 			return err

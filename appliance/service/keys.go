@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"strings"
 
@@ -12,7 +13,7 @@ import (
 
 // AddKey registers a public key (authorized_keys form) for SSH to boxes.
 // The name defaults to the key's comment.
-func (s *Service) AddKey(p api.KeyPost) (api.Key, error) {
+func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 	pub, comment, _, _, err := ssh.ParseAuthorizedKey([]byte(p.Key))
 	if err != nil {
 		return api.Key{}, invalid("key", "not a public key in authorized_keys form: %v", err)
@@ -25,7 +26,7 @@ func (s *Service) AddKey(p api.KeyPost) (api.Key, error) {
 		name = ssh.FingerprintSHA256(pub)
 	}
 	k := store.SSHKey{Fingerprint: ssh.FingerprintSHA256(pub), Name: name,
-		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now()}
+		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now(), Owner: ownerID(ctx)}
 	if err := s.Store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
 		return api.Key{}, conflict("this key, or a key named %q, is already registered", name)
 	} else if err != nil {
@@ -34,9 +35,9 @@ func (s *Service) AddKey(p api.KeyPost) (api.Key, error) {
 	return api.Key{Name: k.Name, Fingerprint: k.Fingerprint, Type: pub.Type(), Created: k.Created}, nil
 }
 
-// Keys lists registered keys.
-func (s *Service) Keys() ([]api.Key, error) {
-	ks, err := s.Store.SSHKeys()
+// Keys lists the user's registered keys.
+func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
+	ks, err := s.Store.SSHKeys(ownerID(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -48,9 +49,9 @@ func (s *Service) Keys() ([]api.Key, error) {
 	return out, nil
 }
 
-// RemoveKey removes a key by name or fingerprint.
-func (s *Service) RemoveKey(nameOrFingerprint string) error {
-	if err := s.Store.DeleteSSHKey(nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
+// RemoveKey removes one of the user's keys by name or fingerprint.
+func (s *Service) RemoveKey(ctx context.Context, nameOrFingerprint string) error {
+	if err := s.Store.DeleteSSHKey(ownerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
 		return notFound("key", nameOrFingerprint)
 	} else if err != nil {
 		return err

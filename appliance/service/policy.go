@@ -90,7 +90,7 @@ func (s *Service) CreatePolicy(ctx context.Context, p api.PolicyPost) (api.Polic
 				return conflict("a policy named %q already exists", p.Name)
 			}
 		}
-		return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs})
+		return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: ownerID(ctx)})
 	})
 	if err != nil {
 		return api.Policy{}, err
@@ -113,6 +113,9 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 		}
 		if found == nil {
 			return notFound("policy", name)
+		}
+		if !visible(ctx, found.Owner) {
+			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("policy %q belongs to another user", name)}
 		}
 		if found.Project != "" {
 			return conflict("policy %q belongs to project %q: change its Boxfile", name, found.Project)

@@ -42,8 +42,37 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 	if st.Drives, err = from.ListDrives(); err != nil {
 		return st, err
 	}
-	st.Policies, err = from.ListPolicies()
-	return st, err
+	if st.Policies, err = from.ListPolicies(); err != nil {
+		return st, err
+	}
+	return st, nil
+}
+
+// checkProjectOwner refuses a project whose objects belong to a user that
+// the user of ctx may not touch.
+func checkProjectOwner(ctx context.Context, proj string, st project.State) error {
+	owners := []int64{}
+	for _, b := range st.Boxes {
+		if b.Project == proj {
+			owners = append(owners, b.Owner)
+		}
+	}
+	for _, d := range st.Drives {
+		if d.Project == proj {
+			owners = append(owners, d.Owner)
+		}
+	}
+	for _, p := range st.Policies {
+		if p.Project == proj {
+			owners = append(owners, p.Owner)
+		}
+	}
+	for _, o := range owners {
+		if !visible(ctx, o) {
+			return conflict("project %q belongs to another user", proj)
+		}
+	}
+	return nil
 }
 
 // checkImages makes sure the image of every box a plan makes is on the
@@ -84,6 +113,9 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 	if err != nil {
 		return api.Plan{}, err
 	}
+	if err := checkProjectOwner(ctx, req.Spec.Project, st); err != nil {
+		return api.Plan{}, err
+	}
 	plan, err := project.Plan(req.Spec, st, s.planOptions(req))
 	if err != nil {
 		return plan, err
@@ -113,6 +145,9 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if err != nil {
 			return err
 		}
+		if err := checkProjectOwner(ctx, spec.Project, st); err != nil {
+			return err
+		}
 		if st.Serial != req.Serial {
 			return conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
 		}
@@ -122,7 +157,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if err := s.checkImages(ctx, spec, plan); err != nil {
 			return err
 		}
-		return s.writePlan(tx, spec, plan)
+		return s.writePlan(tx, spec, plan, ownerID(ctx))
 	})
 	if err != nil {
 		return res, err
@@ -189,7 +224,7 @@ func specBox(b api.BoxSpec, into *store.Box) {
 func hasSetup(b api.BoxSpec) bool { return len(b.Push) > 0 || len(b.Setup) > 0 }
 
 // writePlan turns a plan into declared state.
-func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan) error {
+func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, owner int64) error {
 	boxes := map[string]api.BoxSpec{}
 	for _, b := range spec.Boxes {
 		boxes[b.Name] = b
@@ -212,20 +247,20 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan) e
 				err = tx.DeletePolicy(name)
 			} else {
 				p := policies[name]
-				err = tx.PutPolicy(store.Policy{Name: name, Project: spec.Project, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs})
+				err = tx.PutPolicy(store.Policy{Name: name, Project: spec.Project, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: owner})
 			}
 		case "drive":
 			d := drives[name]
 			switch c.Action {
 			case api.ActionCreate:
-				err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels})
+				err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels, Owner: owner})
 			case api.ActionUpdate:
 				err = tx.UpdateDrive(store.Drive{Name: name, Size: d.Size, Labels: d.Labels})
 			case api.ActionDelete:
 				err = tx.SetDriveState(name, "deleting")
 			}
 		case "box":
-			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now)
+			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now, owner)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Address, err)
@@ -234,7 +269,7 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan) e
 	return nil
 }
 
-func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api.Change, now time.Time) error {
+func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api.Change, now time.Time, owner int64) error {
 	if c.Action == api.ActionDelete {
 		if err := tx.DeleteBox(name); err != nil {
 			return err
@@ -243,7 +278,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 	}
 	old, err := tx.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
-		nb := store.Box{Name: name, Project: proj, Desired: "running", Created: now}
+		nb := store.Box{Name: name, Project: proj, Desired: "running", Created: now, Owner: owner}
 		specBox(b, &nb)
 		if hasSetup(b) {
 			nb.Setup = "pending"

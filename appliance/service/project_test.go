@@ -167,7 +167,7 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	if e, ok := err.(*api.Error); !ok || e.Code != api.CodeConflict || !strings.Contains(e.Message, "plan again") {
 		t.Fatalf("stale apply: %v", err)
 	}
-	if bs, _ := s.ListBoxes(); len(bs) != 0 {
+	if bs, _ := s.ListBoxes(ctx); len(bs) != 0 {
 		t.Fatalf("a stale plan changed something: %v", bs)
 	}
 }
@@ -196,7 +196,7 @@ func TestProjectsDoNotTouchEachOther(t *testing.T) {
 	}
 	// Destroying project one leaves the others alone.
 	planApply(t, s, api.PlanRequest{Spec: api.ProjectSpec{Project: "one"}, Destroy: true})
-	bs, _ := s.ListBoxes()
+	bs, _ := s.ListBoxes(ctx)
 	if len(bs) != 1 || bs[0].Name != "adhoc" {
 		t.Fatalf("boxes after destroying project one: %v", fmt.Sprint(bs))
 	}

@@ -43,6 +43,9 @@ type Service struct {
 	Life context.Context
 	Now  func() time.Time
 
+	// Devices holds device logins in progress.
+	Devices Devices
+
 	jobsMu sync.Mutex
 	jobs   map[string]chan struct{} // running jobs: closed when done
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -8,13 +9,13 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// CreateToken makes an API token for automation; its value is returned
-// once and only its hash is kept.
-func (s *Service) CreateToken(name string) (api.TokenCreated, error) {
+// CreateToken makes an API token of the user for automation; its value
+// is returned once and only its hash is kept.
+func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreated, error) {
 	if err := api.ValidName("token", name); err != nil {
 		return api.TokenCreated{}, err
 	}
-	ts, err := s.Store.Tokens()
+	ts, err := s.Store.Tokens(ownerID(ctx), store.TokenAPI)
 	if err != nil {
 		return api.TokenCreated{}, err
 	}
@@ -24,15 +25,15 @@ func (s *Service) CreateToken(name string) (api.TokenCreated, error) {
 		}
 	}
 	tok, hash := auth.NewToken()
-	if err := s.Store.AddToken(hash, name, s.now()); err != nil {
+	if err := s.Store.AddToken(store.Token{Hash: hash, Name: name, UserID: ownerID(ctx), Kind: store.TokenAPI, Created: s.now()}); err != nil {
 		return api.TokenCreated{}, err
 	}
 	return api.TokenCreated{Name: name, Token: tok}, nil
 }
 
-// Tokens lists tokens by name (never their values).
-func (s *Service) Tokens() ([]api.TokenInfo, error) {
-	ts, err := s.Store.Tokens()
+// Tokens lists the user's API tokens by name (never their values).
+func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
+	ts, err := s.Store.Tokens(ownerID(ctx), store.TokenAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -43,9 +44,10 @@ func (s *Service) Tokens() ([]api.TokenInfo, error) {
 	return out, nil
 }
 
-// RevokeToken deletes a token; requests with it fail from then on.
-func (s *Service) RevokeToken(name string) error {
-	if err := s.Store.DeleteToken(name); errors.Is(err, store.ErrNotFound) {
+// RevokeToken deletes one of the user's tokens; requests with it fail
+// from then on.
+func (s *Service) RevokeToken(ctx context.Context, name string) error {
+	if err := s.Store.DeleteToken(ownerID(ctx), name); errors.Is(err, store.ErrNotFound) {
 		return notFound("token", name)
 	} else if err != nil {
 		return err

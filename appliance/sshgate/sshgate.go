@@ -75,9 +75,9 @@ func HostKey(path string) (ssh.Signer, error) {
 func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
 	g.cfg = &ssh.ServerConfig{
 		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			name, err := g.Store.SSHKeyName(ssh.FingerprintSHA256(key))
+			name, err := g.allowed(meta.User(), ssh.FingerprintSHA256(key))
 			if err != nil {
-				return nil, fmt.Errorf("unknown key for %s", meta.User())
+				return nil, fmt.Errorf("key not allowed for %s", meta.User())
 			}
 			return &ssh.Permissions{Extensions: map[string]string{"key": name}}, nil
 		},
@@ -101,6 +101,30 @@ func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
 		}
 	}()
 	return nil
+}
+
+// allowed checks that a key is registered and that its user may reach the
+// box: their own, or any box for an owner. The answer is the same for a
+// box that does not exist, so names do not leak.
+func (g *Gateway) allowed(box, fingerprint string) (string, error) {
+	name, owner, err := g.Store.SSHKeyOwner(fingerprint)
+	if err != nil {
+		return "", err
+	}
+	b, err := g.Store.GetBox(box)
+	if err != nil {
+		return "", err
+	}
+	u := store.User{ID: owner, Role: store.RoleOwner} // keys from before there were users
+	if owner != 0 {
+		if u, err = g.Store.GetUser(owner); err != nil {
+			return "", err
+		}
+	}
+	if !service.Sees(u, b.Owner) {
+		return "", errors.New("not this user's box")
+	}
+	return name, nil
 }
 
 // Addr is where the gateway listens.

@@ -13,41 +13,41 @@ type SSHKey struct {
 	Name        string
 	Key         string // authorized_keys form
 	Created     time.Time
+	Owner       int64
 }
 
 // AddSSHKey registers a key; ErrConflict if its fingerprint or name is taken.
 func (s *Store) AddSSHKey(k SSHKey) error {
-	_, err := s.db.Exec(`INSERT INTO ssh_keys (fingerprint, name, key, created) VALUES (?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created))
+	_, err := s.db.Exec(`INSERT INTO ssh_keys (fingerprint, name, key, created, owner) VALUES (?,?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created), k.Owner)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
 	return err
 }
 
-// SSHKeyName returns the name of the key with a fingerprint.
-func (s *Store) SSHKeyName(fingerprint string) (string, error) {
-	var n string
-	err := s.db.QueryRow(`SELECT name FROM ssh_keys WHERE fingerprint=?`, fingerprint).Scan(&n)
+// SSHKeyOwner returns the name and owner of the key with a fingerprint.
+func (s *Store) SSHKeyOwner(fingerprint string) (name string, owner int64, err error) {
+	err = s.db.QueryRow(`SELECT name, owner FROM ssh_keys WHERE fingerprint=?`, fingerprint).Scan(&name, &owner)
 	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
+		return "", 0, ErrNotFound
 	}
-	return n, err
+	return name, owner, err
 }
 
-// SSHKeys lists registered keys by name.
-func (s *Store) SSHKeys() ([]SSHKey, error) {
-	return listAll(s.db, `SELECT fingerprint, name, key, created FROM ssh_keys ORDER BY name`, func(r scanner) (SSHKey, error) {
+// SSHKeys lists a user's registered keys by name.
+func (s *Store) SSHKeys(owner int64) ([]SSHKey, error) {
+	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM ssh_keys WHERE owner=? ORDER BY name`, func(r scanner) (SSHKey, error) {
 		var k SSHKey
 		var c int64
-		err := r.Scan(&k.Fingerprint, &k.Name, &k.Key, &c)
+		err := r.Scan(&k.Fingerprint, &k.Name, &k.Key, &c, &k.Owner)
 		k.Created = fromUnix(c)
 		return k, err
-	})
+	}, owner)
 }
 
-// DeleteSSHKey removes a key by name or fingerprint.
-func (s *Store) DeleteSSHKey(nameOrFingerprint string) error {
-	res, err := s.db.Exec(`DELETE FROM ssh_keys WHERE name=? OR fingerprint=?`, nameOrFingerprint, nameOrFingerprint)
+// DeleteSSHKey removes one of a user's keys by name or fingerprint.
+func (s *Store) DeleteSSHKey(owner int64, nameOrFingerprint string) error {
+	res, err := s.db.Exec(`DELETE FROM ssh_keys WHERE owner=? AND (name=? OR fingerprint=?)`, owner, nameOrFingerprint, nameOrFingerprint)
 	if err != nil {
 		return err
 	}

@@ -17,15 +17,16 @@ type Drive struct {
 	Project string
 	Size    string
 	Labels  map[string]string
+	Owner   int64
 }
 
-const driveCols = `name, state, created, project, size, labels`
+const driveCols = `name, state, created, project, size, labels, owner`
 
 func scanDrive(r scanner) (Drive, error) {
 	var d Drive
 	var c int64
 	var labels string
-	err := r.Scan(&d.Name, &d.State, &c, &d.Project, &d.Size, &labels)
+	err := r.Scan(&d.Name, &d.State, &c, &d.Project, &d.Size, &labels, &d.Owner)
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, ErrNotFound
 	}
@@ -41,7 +42,7 @@ func (t *Tx) CreateDrive(d Drive) error {
 	if d.Labels == nil {
 		d.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO drives (`+driveCols+`) VALUES (?,?,?,?,?,?)`, d.Name, d.State, unix(d.Created), d.Project, d.Size, mustJSON(d.Labels))
+	_, err := t.tx.Exec(`INSERT INTO drives (`+driveCols+`) VALUES (?,?,?,?,?,?,?)`, d.Name, d.State, unix(d.Created), d.Project, d.Size, mustJSON(d.Labels), d.Owner)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -215,22 +216,6 @@ func (s *Store) ListJobs(box, state string) ([]Job, error) {
 	return listAll(s.db, q, scanJob, box, box, state, state)
 }
 
-// AddToken stores a token's hash under a name.
-func (s *Store) AddToken(hash, name string, at time.Time) error {
-	_, err := s.db.Exec(`INSERT INTO tokens (hash, name, created) VALUES (?,?,?)`, hash, name, unix(at))
-	return err
-}
-
-// TokenName returns the name of the token with this hash.
-func (s *Store) TokenName(hash string) (string, error) {
-	var n string
-	err := s.db.QueryRow(`SELECT name FROM tokens WHERE hash=?`, hash).Scan(&n)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return n, err
-}
-
 // CountTokens counts stored tokens.
 func (s *Store) CountTokens() (int, error) {
 	var n int
@@ -246,28 +231,3 @@ func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives,
 // ListDrives lists drives by name in the transaction.
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
 
-// Token is a stored API token (its hash only).
-type Token struct {
-	Name    string
-	Created time.Time
-}
-
-// Tokens lists tokens by name.
-func (s *Store) Tokens() ([]Token, error) {
-	return listAll(s.db, `SELECT name, created FROM tokens ORDER BY name`, func(r scanner) (Token, error) {
-		var t Token
-		var c int64
-		err := r.Scan(&t.Name, &c)
-		t.Created = fromUnix(c)
-		return t, err
-	})
-}
-
-// DeleteToken revokes the tokens with a name.
-func (s *Store) DeleteToken(name string) error {
-	res, err := s.db.Exec(`DELETE FROM tokens WHERE name=?`, name)
-	if err != nil {
-		return err
-	}
-	return oneRow(res)
-}

@@ -11,6 +11,7 @@ type Policy struct {
 	Project      string
 	AllowDomains []string
 	AllowCIDRs   []string
+	Owner        int64
 }
 
 // PutPolicy creates or replaces a policy.
@@ -21,9 +22,9 @@ func (t *Tx) PutPolicy(p Policy) error {
 	if p.AllowCIDRs == nil {
 		p.AllowCIDRs = []string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO policies (name, project, allow_domains, allow_cidrs) VALUES (?,?,?,?)
+	_, err := t.tx.Exec(`INSERT INTO policies (name, project, allow_domains, allow_cidrs, owner) VALUES (?,?,?,?,?)
 		ON CONFLICT(name) DO UPDATE SET project=excluded.project, allow_domains=excluded.allow_domains, allow_cidrs=excluded.allow_cidrs`,
-		p.Name, p.Project, mustJSON(p.AllowDomains), mustJSON(p.AllowCIDRs))
+		p.Name, p.Project, mustJSON(p.AllowDomains), mustJSON(p.AllowCIDRs), p.Owner)
 	return err
 }
 
@@ -36,12 +37,12 @@ func (t *Tx) DeletePolicy(name string) error {
 	return oneRow(res)
 }
 
-const listPoliciesQ = `SELECT name, project, allow_domains, allow_cidrs FROM policies ORDER BY name`
+const listPoliciesQ = `SELECT name, project, allow_domains, allow_cidrs, owner FROM policies ORDER BY name`
 
 func scanPolicy(r scanner) (Policy, error) {
 	var p Policy
 	var d, c string
-	if err := r.Scan(&p.Name, &p.Project, &d, &c); err != nil {
+	if err := r.Scan(&p.Name, &p.Project, &d, &c, &p.Owner); err != nil {
 		return p, err
 	}
 	if err := json.Unmarshal([]byte(d), &p.AllowDomains); err != nil {

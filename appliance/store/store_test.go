@@ -88,14 +88,32 @@ func TestTokensAndJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.AddToken("h1", "me", time.Now()); err != nil {
+	u, err := s.CreateUser(User{Name: "ann", Role: RoleMember, Created: time.Now()})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.TokenName("h1"); err != nil || n != "me" {
-		t.Fatalf("TokenName = %q, %v", n, err)
+	if _, err := s.CreateUser(User{Name: "ann", Role: RoleMember}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("second user ann: %v", err)
 	}
-	if _, err := s.TokenName("h2"); !errors.Is(err, ErrNotFound) {
+	if err := s.AddToken(Token{Hash: "h1", Name: "me", UserID: u.ID, Created: time.Now()}); err != nil {
 		t.Fatal(err)
+	}
+	if tk, tu, err := s.LookupToken("h1", time.Now()); err != nil || tk.Name != "me" || tu.Name != "ann" || tk.Kind != TokenAPI {
+		t.Fatalf("LookupToken = %+v %+v, %v", tk, tu, err)
+	}
+	if _, _, err := s.LookupToken("h2", time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Fatal(err)
+	}
+	exp := time.Now().Add(time.Minute)
+	s.AddToken(Token{Hash: "h3", Name: "session", UserID: u.ID, Kind: TokenSession, Created: time.Now(), Expires: &exp})
+	if _, _, err := s.LookupToken("h3", exp); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an expired session is accepted: %v", err)
+	}
+	if err := s.DeleteUser(u.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.LookupToken("h1", time.Now()); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a removed user's token is accepted: %v", err)
 	}
 	now := time.Now()
 	s.AddJob(Job{ID: "j1", Box: "b", Cmd: []string{"echo", "hi"}, State: "running", Started: now})
@@ -104,5 +122,42 @@ func TestTokensAndJobs(t *testing.T) {
 	j, err := s.GetJob("j1")
 	if err != nil || j.State != "exited" || *j.ExitCode != 3 || j.Cmd[1] != "hi" {
 		t.Fatalf("job %+v, %v", j, err)
+	}
+}
+
+func TestLinksAreSingleUse(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	now := time.Now()
+	s.AddLink(Link{Hash: "old", Kind: LinkSetup, Role: RoleOwner, Created: now, Expires: now.Add(time.Hour)})
+	s.AddLink(Link{Hash: "s", Kind: LinkSetup, Role: RoleOwner, Created: now, Expires: now.Add(time.Hour)})
+	s.AddLink(Link{Hash: "i", Kind: LinkInvite, Role: RoleMember, Created: now, Expires: now.Add(time.Hour)})
+	s.AddLink(Link{Hash: "x", Kind: LinkInvite, Role: RoleMember, Created: now, Expires: now.Add(time.Minute)})
+	if _, err := s.RedeemLink("old", now, User{Name: "a"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a replaced setup link works: %v", err)
+	}
+	if _, err := s.RedeemLink("x", now.Add(2*time.Minute), User{Name: "a"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("an expired link works: %v", err)
+	}
+	u, err := s.RedeemLink("s", now, User{Name: "boss"})
+	if err != nil || u.Role != RoleOwner {
+		t.Fatalf("setup: %+v %v", u, err)
+	}
+	if _, err := s.RedeemLink("s", now, User{Name: "boss2"}); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("setup link used twice: %v", err)
+	}
+	s.AddLink(Link{Hash: "s2", Kind: LinkSetup, Role: RoleOwner, Created: now, Expires: now.Add(time.Hour)})
+	if _, err := s.RedeemLink("s2", now, User{Name: "boss3"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("a second owner by setup link: %v", err)
+	}
+	if _, err := s.RedeemLink("i", now, User{Name: "boss"}); !errors.Is(err, ErrConflict) {
+		t.Fatalf("an invite takes a used name: %v", err)
+	}
+	// The failed redemption rolled back: the invite still works.
+	if u, err := s.RedeemLink("i", now, User{Name: "mem"}); err != nil || u.Role != RoleMember {
+		t.Fatalf("invite: %+v %v", u, err)
 	}
 }

@@ -50,9 +50,10 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"login", "URL [--token TOKEN]", "log in to a paddockd and remember it", cmdLogin},
-		{"logout", "", "forget the server and token", cmdLogout},
-		{"whoami", "", "show the server and token in use", cmdWhoami},
+		{"login", "URL [--token TOKEN] [--ca-cert FILE]", "log in to a paddockd (in the browser, or with a token) and remember it", cmdLogin},
+		{"logout", "", "revoke the token and forget the server", cmdLogout},
+		{"whoami", "", "show the user, server and token in use", cmdWhoami},
+		{"user", "ls | invite [--role R] | rm NAME", "users of the server (the owner invites and removes them)", cmdUser},
 		{"token", "create NAME | ls | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
 		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--json]", "list boxes", cmdLs},
@@ -221,6 +222,8 @@ type settings struct {
 	Server  string `json:"server,omitempty"`
 	Token   string `json:"token,omitempty"`
 	Current string `json:"current,omitempty"`
+	// CACert is a CA certificate (PEM) trusted for the server.
+	CACert string `json:"ca_cert,omitempty"`
 }
 
 func (e *env) configPath() (string, error) {
@@ -308,7 +311,7 @@ func (e *env) client() (*client.Client, error) {
 	if token == "" {
 		return nil, errors.New("no token: run 'paddock login' or set PADDOCK_TOKEN")
 	}
-	return client.New(server, token)
+	return client.NewWithCA(server, token, []byte(s.CACert))
 }
 
 // boxName resolves "current" to the current box.

@@ -1,15 +1,26 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"text/tabwriter"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/client"
 )
 
+// cmdLogin logs in with a token, or without one through the browser: the
+// server shows a short code, the person approves it on the server's page
+// (logged in there), and the CLI receives a token of its own.
 func cmdLogin(e *env, args []string) error {
 	fs := flags("login")
-	token := fs.String("token", "", "API token (default $PADDOCK_TOKEN)")
+	token := fs.String("token", "", "API token (default $PADDOCK_TOKEN); without one, approve the login in the browser")
+	caFile := fs.String("ca-cert", "", "trust this CA certificate (PEM) for the server, e.g. Caddy's internal CA")
+	name := fs.String("name", "", "name of the token the browser login makes (default: this computer's name)")
+	noOpen := fs.Bool("no-open", false, "do not open the browser")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -20,10 +31,42 @@ func cmdLogin(e *env, args []string) error {
 	if *token == "" {
 		*token = e.getenv("PADDOCK_TOKEN")
 	}
-	if *token == "" {
-		return usagef("give --token (local mode prints one; the browser sign-in comes with the appliance)")
+	var ca []byte
+	if *caFile != "" {
+		b, err := os.ReadFile(*caFile)
+		if err != nil {
+			return err
+		}
+		ca = b
 	}
-	c, err := client.New(server, *token)
+	if *token == "" {
+		anon, err := client.NewWithCA(server, "", ca)
+		if err != nil {
+			return err
+		}
+		if *name == "" {
+			h, _ := os.Hostname()
+			*name = tokenName("cli-" + h)
+		}
+		d, err := anon.DeviceStart(e.ctx, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "To log in, open\n\n  %s\n\nand check that it shows the code %s.\n\nWaiting for approval...\n", d.VerificationURIComplete, d.UserCode)
+		if !*noOpen {
+			openBrowser(e, d.VerificationURIComplete)
+		}
+		ctx, cancel := context.WithTimeout(e.ctx, time.Duration(d.ExpiresIn)*time.Second)
+		defer cancel()
+		*token, err = anon.DeviceWait(ctx, d)
+		if errors.Is(err, context.DeadlineExceeded) {
+			return errors.New("the code expired before it was approved; run 'paddock login' again")
+		}
+		if err != nil {
+			return err
+		}
+	}
+	c, err := client.NewWithCA(server, *token, ca)
 	if err != nil {
 		return err
 	}
@@ -38,17 +81,45 @@ func cmdLogin(e *env, args []string) error {
 	if s.Server != server {
 		s.Current = ""
 	}
-	s.Server, s.Token = server, *token
+	s.Server, s.Token, s.CACert = server, *token, string(ca)
 	if err := e.save(s); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Logged in to %s (%s) as %s.\n", server, who.Server, who.Token)
+	fmt.Fprintf(e.stdout, "Logged in to %s (%s) as %s.\n", server, who.Server, who.User)
 	return nil
 }
 
+// tokenName makes a valid token name from free text.
+func tokenName(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	out := strings.Trim(b.String(), "-")
+	if len(out) > 40 {
+		out = out[:40]
+	}
+	if out == "" {
+		return "cli"
+	}
+	return out
+}
+
+// cmdLogout revokes the token on the server (when it can be reached) and
+// forgets it here.
 func cmdLogout(e *env, args []string) error {
 	if len(args) != 0 {
 		return usagef("logout takes no arguments")
+	}
+	if c, err := e.client(); err == nil {
+		if err := c.Logout(e.ctx); err != nil {
+			fmt.Fprintf(e.stderr, "paddock: the server did not revoke the token: %v\n", err)
+		}
 	}
 	if err := e.save(settings{}); err != nil {
 		return err
@@ -69,6 +140,62 @@ func cmdWhoami(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "token %s on %s\n", who.Token, who.Server)
+	fmt.Fprintf(e.stdout, "%s (%s) on %s, token %s\n", who.User, who.Role, who.Server, who.Token)
 	return nil
+}
+
+func cmdUser(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("give ls, invite or rm")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	switch args[0] {
+	case "ls":
+		if len(args) != 1 {
+			break
+		}
+		us, err := c.Users(e.ctx)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+		for _, u := range us {
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Name, u.Role, u.Created.Local().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "invite":
+		fs := flags("user invite")
+		role := fs.String("role", "member", "member or owner")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 0 {
+			break
+		}
+		inv, err := c.Invite(e.ctx, *role)
+		if err != nil {
+			return err
+		}
+		link := inv.URL
+		if link == "" {
+			link = inv.Token
+		}
+		fmt.Fprintln(e.stdout, link)
+		fmt.Fprintf(e.stderr, "A one-time link for a new %s; it expires %s.\n", inv.Role, inv.Expires.Local().Format(time.RFC1123))
+		return nil
+	case "rm":
+		if len(args) != 2 {
+			break
+		}
+		if err := c.RemoveUser(e.ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed user %s\n", args[1])
+		return nil
+	}
+	return usagef("user ls | user invite [--role member|owner] | user rm NAME")
 }

@@ -1,0 +1,324 @@
+package server
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+)
+
+// form posts a form as a browser on this server would (same Origin).
+func form(t *testing.T, hc *http.Client, base, path string, v url.Values) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", base)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func get(t *testing.T, hc *http.Client, u string) (int, string) {
+	t.Helper()
+	resp, err := hc.Get(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar}
+}
+
+// invite makes an invitation with the owner's token and redeems it in a
+// browser, returning the new user's browser.
+func invite(t *testing.T, base, owner, name string) *http.Client {
+	t.Helper()
+	req, _ := http.NewRequest("POST", base+"/v1/users/invites", strings.NewReader(`{}`))
+	req.Header.Set("Authorization", "Bearer "+owner)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inv api.InviteCreated
+	json.NewDecoder(resp.Body).Decode(&inv)
+	resp.Body.Close()
+	if resp.StatusCode != 201 || inv.Role != "member" {
+		t.Fatalf("invite: %d %+v", resp.StatusCode, inv)
+	}
+	b := browser()
+	if code, body := get(t, b, base+"/invite/"+inv.Token); code != 200 || !strings.Contains(body, "Create your account") {
+		t.Fatalf("invite page: %d %s", code, body)
+	}
+	code, body := form(t, b, base, "/invite/"+inv.Token, url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}})
+	if code != 201 || !strings.Contains(body, "member") {
+		t.Fatalf("redeem invite: %d %s", code, body)
+	}
+	if code, _ := form(t, browser(), base, "/invite/"+inv.Token, url.Values{"name": {name + "2"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
+		t.Fatalf("an invitation worked twice: %d", code)
+	}
+	return b
+}
+
+// deviceLogin runs the CLI's side of a device login, approved in browser b.
+func deviceLogin(t *testing.T, base string, b *http.Client) string {
+	t.Helper()
+	resp, err := http.Post(base+"/v1/login/device", "application/json", strings.NewReader(`{"name":"laptop"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dc api.DeviceCode
+	json.NewDecoder(resp.Body).Decode(&dc)
+	resp.Body.Close()
+	if dc.UserCode == "" || !strings.HasSuffix(dc.VerificationURIComplete, "/device?code="+dc.UserCode) {
+		t.Fatalf("device start: %+v", dc)
+	}
+	poll := func() (int, api.Error, string) {
+		resp, err := http.Post(base+"/v1/login/device/token", "application/json", strings.NewReader(`{"device_code":"`+dc.DeviceCode+`"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var e api.Error
+		var tok api.DeviceToken
+		json.Unmarshal(raw, &e)
+		json.Unmarshal(raw, &tok)
+		return resp.StatusCode, e, tok.Token
+	}
+	if code, e, _ := poll(); code != 400 || e.Code != api.CodePending {
+		t.Fatalf("poll before approval: %d %+v", code, e)
+	}
+	code, page := get(t, b, dc.VerificationURIComplete)
+	if code != 200 || !strings.Contains(page, dc.UserCode) {
+		t.Fatalf("device page: %d %s", code, page)
+	}
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	// Without the session's CSRF value, nothing is approved.
+	if code, _ := form(t, b, base, "/device", url.Values{"code": {dc.UserCode}, "action": {"approve"}, "csrf": {"wrong"}}); code != 403 {
+		t.Fatalf("approval without CSRF: %d", code)
+	}
+	if code, body := form(t, b, base, "/device", url.Values{"code": {strings.ToLower(strings.ReplaceAll(dc.UserCode, "-", ""))}, "action": {"approve"}, "csrf": {csrf[1]}}); code != 200 || !strings.Contains(body, "Approved") {
+		t.Fatalf("approval: %d %s", code, body)
+	}
+	code, e, tok := poll()
+	if code != 200 || tok == "" {
+		t.Fatalf("poll after approval: %d %+v", code, e)
+	}
+	if code, e, _ := poll(); code != 401 || e.Code != api.CodeExpiredToken {
+		t.Fatalf("a device code gave a second token: %d %+v", code, e)
+	}
+	return tok
+}
+
+func TestMembersSeeOnlyTheirOwn(t *testing.T) {
+	ts, owner, _ := newServer(t)
+	mb := invite(t, ts.URL, owner, "mia")
+	mia := deviceLogin(t, ts.URL, mb)
+
+	if code, e := call(t, ts, mia, "POST", "/v1/boxes", `{"name":"mias"}`); code != 201 {
+		t.Fatalf("member creates a box: %d %+v", code, e)
+	}
+	if code, e := call(t, ts, owner, "POST", "/v1/boxes", `{"name":"boss"}`); code != 201 {
+		t.Fatalf("owner creates a box: %d %+v", code, e)
+	}
+	call(t, ts, owner, "POST", "/v1/drives", `{"name":"bossdrive"}`)
+	list := func(tok string) []string {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/boxes", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var bs []api.Box
+		json.NewDecoder(resp.Body).Decode(&bs)
+		var names []string
+		for _, b := range bs {
+			names = append(names, b.Name)
+		}
+		return names
+	}
+	if got := strings.Join(list(mia), ","); got != "mias" {
+		t.Fatalf("member lists %q", got)
+	}
+	if got := strings.Join(list(owner), ","); got != "boss,mias" {
+		t.Fatalf("owner lists %q", got)
+	}
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/v1/boxes/boss", ""},
+		{"POST", "/v1/boxes/boss/stop", ""},
+		{"DELETE", "/v1/boxes/boss", ""},
+		{"POST", "/v1/boxes/boss/fork", `{}`},
+		{"GET", "/v1/boxes/boss/files?path=/etc", ""},
+		{"POST", "/v1/boxes/boss/desktop", ""},
+		{"DELETE", "/v1/drives/bossdrive", ""},
+		{"POST", "/v1/boxes", `{"name":"m2","mounts":[{"drive":"bossdrive","path":"/mnt/d"}]}`},
+	} {
+		code, e := call(t, ts, mia, c.method, c.path, c.body)
+		if code != 404 && code != 400 {
+			t.Errorf("member %s %s: %d %+v (want not found)", c.method, c.path, code, e)
+		}
+	}
+	if code, _ := call(t, ts, mia, "PUT", "/v1/secrets/K", "v"); code != 403 {
+		t.Errorf("member sets a secret: %d", code)
+	}
+	if code, _ := call(t, ts, mia, "POST", "/v1/users/invites", `{}`); code != 403 {
+		t.Errorf("member invites: %d", code)
+	}
+	if code, _ := call(t, ts, owner, "GET", "/v1/boxes/mias", ""); code != 200 {
+		t.Errorf("owner reads a member's box: %d", code)
+	}
+	// Removing the member ends their tokens.
+	if code, e := call(t, ts, owner, "DELETE", "/v1/users/mia", ""); code != 204 {
+		t.Fatalf("remove member: %d %+v", code, e)
+	}
+	if code, _ := call(t, ts, mia, "GET", "/v1/boxes", ""); code != 401 {
+		t.Fatalf("a removed member's token works: %d", code)
+	}
+}
+
+func TestSessionCookieNeedsCSRFAndOrigin(t *testing.T) {
+	ts, owner, _ := newServer(t)
+	b := invite(t, ts.URL, owner, "sam")
+	u, _ := url.Parse(ts.URL)
+	var sess *http.Cookie
+	for _, c := range b.Jar.Cookies(u) {
+		if c.Name == "paddock_session" {
+			sess = c
+		}
+	}
+	if sess == nil {
+		t.Fatal("no session cookie after redeeming an invitation")
+	}
+	// A read with the cookie works.
+	if code, body := get(t, b, ts.URL+"/v1/whoami"); code != 200 || !strings.Contains(body, `"user":"sam"`) {
+		t.Fatalf("whoami with the cookie: %d %s", code, body)
+	}
+	_, page := get(t, b, ts.URL+"/")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	try := func(origin, token string) int {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/boxes", strings.NewReader(`{"name":"x`+token[:2]+`"}`))
+		req.Header.Set("Origin", origin)
+		req.Header.Set("X-Paddock-CSRF", token)
+		resp, err := b.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := try("https://evil.example", csrf); code != 401 {
+		t.Errorf("cross-origin write with the cookie: %d", code)
+	}
+	if code := try(ts.URL, "wrongvalue"); code != 401 {
+		t.Errorf("write with the cookie and a wrong CSRF value: %d", code)
+	}
+	if code := try(ts.URL, csrf); code != 201 {
+		t.Errorf("write with the cookie, origin and CSRF value: %d", code)
+	}
+	// A form posted from elsewhere is refused before anything happens.
+	req, _ := http.NewRequest("POST", ts.URL+"/login", strings.NewReader("name=sam&password=a+long+password"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", "https://evil.example")
+	resp, _ := http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != 403 {
+		t.Errorf("cross-origin login form: %d", resp.StatusCode)
+	}
+	// DNS rebinding: another Host name gets nothing.
+	req, _ = http.NewRequest("GET", ts.URL+"/login", nil)
+	req.Host = "attacker.example"
+	resp, _ = http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMisdirectedRequest {
+		t.Errorf("page for a foreign Host: %d", resp.StatusCode)
+	}
+}
+
+func TestLoginIsRateLimited(t *testing.T) {
+	ts, owner, _ := newServer(t)
+	invite(t, ts.URL, owner, "lee")
+	codes := map[int]int{}
+	for range 8 {
+		code, _ := form(t, browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"wrong password"}})
+		codes[code]++
+	}
+	if codes[401] != 5 || codes[429] != 3 {
+		t.Fatalf("8 wrong passwords for one name: %v (want 5 refused, then 3 limited)", codes)
+	}
+	// The right password is limited too while the bucket is empty...
+	if code, _ := form(t, browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"a long password"}}); code != 429 {
+		t.Fatalf("login while limited: %d", code)
+	}
+}
+
+func TestSetupLink(t *testing.T) {
+	ts, svc, _ := newBare(t)
+	first, err := svc.SetupLink()
+	if err != nil || first == "" {
+		t.Fatalf("setup link: %q %v", first, err)
+	}
+	tok, _ := svc.SetupLink() // a new link replaces the first
+	if code, _ := get(t, browser(), ts.URL+"/setup/"+first); code != http.StatusGone {
+		t.Fatalf("a replaced setup link: %d", code)
+	}
+	if code, _ := get(t, browser(), ts.URL+"/invite/"+tok); code != http.StatusGone {
+		t.Fatalf("the setup link works as an invitation: %d", code)
+	}
+	b := browser()
+	if code, body := get(t, b, ts.URL+"/setup/"+tok); code != 200 || !strings.Contains(body, "Create the owner account") {
+		t.Fatalf("setup page: %d %s", code, body)
+	}
+	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"short"}, "password2": {"short"}}); code != 400 || !strings.Contains(body, "at least 10") {
+		t.Fatalf("short password: %d %s", code, body)
+	}
+	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"another long one"}}); code != 400 || !strings.Contains(body, "differ") {
+		t.Fatalf("passwords that differ: %d %s", code, body)
+	}
+	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 || !strings.Contains(body, "owner") {
+		t.Fatalf("setup: %d %s", code, body)
+	}
+	if code, body := get(t, browser(), ts.URL+"/setup/"+tok); code != http.StatusGone {
+		t.Fatalf("setup link after use: %d %s", code, body)
+	}
+	if code, _ := form(t, browser(), ts.URL, "/setup/"+tok, url.Values{"name": {"eve"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
+		t.Fatalf("setup link used twice: %d", code)
+	}
+	if again, err := svc.SetupLink(); err != nil || again != "" {
+		t.Fatalf("a setup link once there is an owner: %q %v", again, err)
+	}
+	// The owner's session shows the home page; a device login makes a token.
+	if code, body := get(t, b, ts.URL+"/"); code != 200 || !strings.Contains(body, "olga") {
+		t.Fatalf("home: %d %s", code, body)
+	}
+	tokn := deviceLogin(t, ts.URL, b)
+	if code, e := call(t, ts, tokn, "GET", "/v1/users", ""); code != 200 {
+		t.Fatalf("the device login's token: %d %+v", code, e)
+	}
+	// Password login works and logout ends the session.
+	lb := browser()
+	if code, body := form(t, lb, ts.URL, "/login", url.Values{"name": {"olga"}, "password": {"a long password"}}); code != 200 || !strings.Contains(body, "Signed in as") {
+		t.Fatalf("login: %d %s", code, body)
+	}
+	_, page := get(t, lb, ts.URL+"/")
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	form(t, lb, ts.URL, "/logout", url.Values{"csrf": {csrf}})
+	if code, _ := get(t, lb, ts.URL+"/v1/whoami"); code != 401 {
+		t.Fatalf("whoami after logout: %d", code)
+	}
+}

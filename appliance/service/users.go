@@ -1,0 +1,347 @@
+package service
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Users and what they may touch.
+//
+//   - The owner (made by the one-time setup link, or "local" in local
+//     mode) sees and changes everything, invites and removes users.
+//   - A member sees and touches only the boxes, drives, policies, jobs,
+//     tokens and SSH keys that are theirs. Another user's box is "not
+//     found" to them, not "forbidden", so names do not leak.
+//   - Agent secrets are the server's provider keys: the owner sets them,
+//     every user's prompts use them, nobody reads them back.
+//   - Objects made before there were users (owner id 0) are the owner's.
+
+type userKey struct{}
+
+// WithUser returns a context that acts as u.
+func WithUser(ctx context.Context, u store.User) context.Context {
+	return context.WithValue(ctx, userKey{}, u)
+}
+
+// UserFrom returns the user a context acts as; ok is false for the
+// daemon's own work (the TTL timer, the reconcile loop), which sees all.
+func UserFrom(ctx context.Context) (store.User, bool) {
+	u, ok := ctx.Value(userKey{}).(store.User)
+	return u, ok
+}
+
+// Sees reports whether u may see and touch an object owned by owner.
+func Sees(u store.User, owner int64) bool {
+	return u.Role == store.RoleOwner || u.ID == owner
+}
+
+// visible is Sees for the user of ctx (the daemon sees all).
+func visible(ctx context.Context, owner int64) bool {
+	u, ok := UserFrom(ctx)
+	return !ok || Sees(u, owner)
+}
+
+// ownerID is the id new objects made in ctx belong to.
+func ownerID(ctx context.Context) int64 {
+	u, _ := UserFrom(ctx)
+	return u.ID
+}
+
+func requireOwner(ctx context.Context, what string) error {
+	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
+		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
+	}
+	return nil
+}
+
+// LinkTTL bounds one-time links when the config does not say.
+const LinkTTL = 24 * time.Hour
+
+func (s *Service) linkTTL() time.Duration {
+	if s.Cfg.LinkTTL > 0 {
+		return s.Cfg.LinkTTL
+	}
+	return LinkTTL
+}
+
+// SetupLink makes a fresh one-time owner setup link while no owner exists
+// (replacing any earlier one); it returns "" once there is an owner.
+func (s *Service) SetupLink() (string, error) {
+	has, err := s.Store.HasOwner()
+	if err != nil || has {
+		return "", err
+	}
+	tok, hash := auth.NewToken()
+	now := s.now()
+	err = s.Store.AddLink(store.Link{Hash: hash, Kind: store.LinkSetup, Role: store.RoleOwner, Created: now, Expires: now.Add(s.linkTTL())})
+	return tok, err
+}
+
+// Invite makes a one-time link that creates a user with a role.
+func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreated, error) {
+	if err := requireOwner(ctx, "invite users"); err != nil {
+		return api.InviteCreated{}, err
+	}
+	if p.Role == "" {
+		p.Role = store.RoleMember
+	}
+	if p.Role != store.RoleMember && p.Role != store.RoleOwner {
+		return api.InviteCreated{}, invalid("role", "role must be %q or %q, not %q", store.RoleMember, store.RoleOwner, p.Role)
+	}
+	tok, hash := auth.NewToken()
+	now := s.now()
+	exp := now.Add(s.linkTTL())
+	if err := s.Store.AddLink(store.Link{Hash: hash, Kind: store.LinkInvite, Role: p.Role, Created: now, Expires: exp}); err != nil {
+		return api.InviteCreated{}, err
+	}
+	return api.InviteCreated{Token: tok, Role: p.Role, Expires: exp}, nil
+}
+
+// LinkKind says what a live one-time link does ("setup" or "invite");
+// a used, expired or unknown link is not found.
+func (s *Service) LinkKind(token string) (string, error) {
+	l, err := s.Store.GetLink(auth.Hash(token), s.now())
+	if errors.Is(err, store.ErrNotFound) {
+		return "", &api.Error{Code: api.CodeGone, Message: "this link has been used or has expired"}
+	}
+	if err == nil && l.Kind == store.LinkSetup {
+		if has, herr := s.Store.HasOwner(); herr != nil || has {
+			return "", errors.Join(herr, &api.Error{Code: api.CodeGone, Message: "this server already has an owner"})
+		}
+	}
+	return l.Kind, err
+}
+
+// Redeem uses a one-time link to create a user (the owner, for the setup
+// link) and returns a browser session for them.
+func (s *Service) Redeem(token, name, password string) (store.User, api.Session, error) {
+	if err := api.ValidName("user", name); err != nil {
+		return store.User{}, api.Session{}, err
+	}
+	if err := auth.CheckNewPassword(password); err != nil {
+		return store.User{}, api.Session{}, invalid("password", "%v", err)
+	}
+	hash, err := auth.HashPassword(password)
+	if err != nil {
+		return store.User{}, api.Session{}, err
+	}
+	u, err := s.Store.RedeemLink(auth.Hash(token), s.now(), store.User{Name: name, Password: hash, Created: s.now()})
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return u, api.Session{}, &api.Error{Code: api.CodeGone, Message: "this link has been used or has expired"}
+	case errors.Is(err, store.ErrConflict) && u.Role == "":
+		return u, api.Session{}, &api.Error{Code: api.CodeGone, Message: "this server already has an owner"}
+	case errors.Is(err, store.ErrConflict):
+		return u, api.Session{}, &api.Error{Code: api.CodeConflict, Field: "name", Message: fmt.Sprintf("a user named %q exists", name)}
+	case err != nil:
+		return u, api.Session{}, err
+	}
+	sess, err := s.NewSession(u)
+	return u, sess, err
+}
+
+// SessionTTL is how long a browser session lasts.
+const SessionTTL = 7 * 24 * time.Hour
+
+// NewSession starts a browser session for u.
+func (s *Service) NewSession(u store.User) (api.Session, error) {
+	tok, hash := auth.NewToken()
+	csrf, _ := auth.NewToken()
+	exp := s.now().Add(SessionTTL)
+	err := s.Store.AddToken(store.Token{Hash: hash, Name: "session", UserID: u.ID, Kind: store.TokenSession, Created: s.now(), Expires: &exp, CSRF: csrf})
+	return api.Session{Token: tok, CSRF: csrf, Expires: exp}, err
+}
+
+// Login checks a name and password and starts a session. A wrong name
+// and a wrong password get the same answer, in the same time.
+func (s *Service) Login(name, password string) (store.User, api.Session, error) {
+	u, err := s.Store.UserByName(name)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return u, api.Session{}, err
+	}
+	if !auth.CheckPassword(u.Password, password) {
+		return u, api.Session{}, &api.Error{Code: api.CodeUnauthorized, Message: "wrong user name or password"}
+	}
+	sess, err := s.NewSession(u)
+	return u, sess, err
+}
+
+// Users lists users (the owner sees all; a member, themselves).
+func (s *Service) Users(ctx context.Context) ([]api.User, error) {
+	us, err := s.Store.Users()
+	if err != nil {
+		return nil, err
+	}
+	out := []api.User{}
+	for _, u := range us {
+		if visible(ctx, u.ID) {
+			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created})
+		}
+	}
+	return out, nil
+}
+
+// RemoveUser removes a user, their tokens, sessions and keys. Their boxes
+// and drives stay, and the owner can remove them.
+func (s *Service) RemoveUser(ctx context.Context, name string) error {
+	if err := requireOwner(ctx, "remove users"); err != nil {
+		return err
+	}
+	u, err := s.Store.UserByName(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("user", name)
+	}
+	if err != nil {
+		return err
+	}
+	if me, ok := UserFrom(ctx); ok && me.ID == u.ID {
+		return conflict("you cannot remove yourself")
+	}
+	return s.Store.DeleteUser(u.ID)
+}
+
+// A device login lets the CLI on a laptop get a token that a person
+// approves in a browser where they are logged in (RFC 8628's flow): the
+// CLI shows a short code and polls; the person types or follows the code.
+type deviceLogin struct {
+	userCode string
+	name     string // the token's name
+	expires  time.Time
+	token    string // set when approved
+	denied   bool
+	lastPoll time.Time
+}
+
+// Devices holds device logins in progress (in memory: a restart only
+// makes people start again).
+type Devices struct {
+	mu     sync.Mutex
+	byCode map[string]*deviceLogin // by device code hash
+}
+
+// DeviceTTL bounds a device login.
+const DeviceTTL = 10 * time.Minute
+
+// DeviceInterval is how often the CLI may poll.
+const DeviceInterval = 2 * time.Second
+
+// userCodeAlphabet has no letters that look alike (no 0/O, 1/I/L).
+const userCodeAlphabet = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
+
+func newUserCode() string {
+	b := make([]byte, 8)
+	rand.Read(b)
+	for i := range b {
+		b[i] = userCodeAlphabet[int(b[i])%len(userCodeAlphabet)]
+	}
+	return string(b[:4]) + "-" + string(b[4:])
+}
+
+// NormalizeUserCode accepts a code as people type it.
+func NormalizeUserCode(c string) string {
+	c = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(c))
+	if len(c) != 8 {
+		return c
+	}
+	return c[:4] + "-" + c[4:]
+}
+
+// DeviceStart begins a device login for a token to be called name.
+func (s *Service) DeviceStart(name string) (api.DeviceCode, error) {
+	if name == "" {
+		name = "cli"
+	}
+	if err := api.ValidName("token", name); err != nil {
+		return api.DeviceCode{}, err
+	}
+	dev, hash := auth.NewToken()
+	d := &deviceLogin{userCode: newUserCode(), name: name, expires: s.now().Add(DeviceTTL)}
+	s.Devices.mu.Lock()
+	defer s.Devices.mu.Unlock()
+	if s.Devices.byCode == nil {
+		s.Devices.byCode = map[string]*deviceLogin{}
+	}
+	now := s.now()
+	for k, v := range s.Devices.byCode {
+		if now.After(v.expires) {
+			delete(s.Devices.byCode, k)
+		}
+	}
+	if len(s.Devices.byCode) > 1000 {
+		return api.DeviceCode{}, &api.Error{Code: api.CodeTooMany, Message: "too many logins in progress; try again in a few minutes"}
+	}
+	s.Devices.byCode[hash] = d
+	return api.DeviceCode{DeviceCode: dev, UserCode: d.userCode, ExpiresIn: int(DeviceTTL / time.Second), Interval: int(DeviceInterval / time.Second)}, nil
+}
+
+func (s *Service) deviceByUserCode(code string) *deviceLogin {
+	code = NormalizeUserCode(code)
+	for _, d := range s.Devices.byCode {
+		if d.userCode == code && s.now().Before(d.expires) && d.token == "" && !d.denied {
+			return d
+		}
+	}
+	return nil
+}
+
+// DeviceApprove gives the device login with a user code a new API token
+// of the user of ctx (approve false denies it).
+func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) error {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return errors.New("device approval needs a user")
+	}
+	s.Devices.mu.Lock()
+	defer s.Devices.mu.Unlock()
+	d := s.deviceByUserCode(code)
+	if d == nil {
+		return &api.Error{Code: api.CodeNotFound, Field: "code", Message: fmt.Sprintf("no login waits for the code %q (codes last %d minutes)", code, int(DeviceTTL/time.Minute))}
+	}
+	if !approve {
+		d.denied = true
+		return nil
+	}
+	tok, hash := auth.NewToken()
+	if err := s.Store.AddToken(store.Token{Hash: hash, Name: d.name, UserID: u.ID, Kind: store.TokenAPI, Created: s.now()}); err != nil {
+		return err
+	}
+	d.token = tok
+	return nil
+}
+
+// DevicePoll answers the CLI's poll: the token once approved (then the
+// login is gone), or an api.Error with code authorization_pending,
+// slow_down, access_denied or expired_token.
+func (s *Service) DevicePoll(deviceCode string) (string, error) {
+	s.Devices.mu.Lock()
+	defer s.Devices.mu.Unlock()
+	h := auth.Hash(deviceCode)
+	d, ok := s.Devices.byCode[h]
+	now := s.now()
+	if !ok || now.After(d.expires) {
+		delete(s.Devices.byCode, h)
+		return "", &api.Error{Code: api.CodeExpiredToken, Message: "the login expired; run 'paddock login' again"}
+	}
+	switch {
+	case d.denied:
+		delete(s.Devices.byCode, h)
+		return "", &api.Error{Code: api.CodeAccessDenied, Message: "the login was denied in the browser"}
+	case d.token != "":
+		delete(s.Devices.byCode, h)
+		return d.token, nil
+	case now.Sub(d.lastPoll) < DeviceInterval/2:
+		d.lastPoll = now
+		return "", &api.Error{Code: api.CodeSlowDown, Message: "polling too fast"}
+	}
+	d.lastPoll = now
+	return "", &api.Error{Code: api.CodePending, Message: "waiting for approval in the browser"}
+}
