@@ -230,4 +230,3 @@ func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives,
 
 // ListDrives lists drives by name in the transaction.
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
-
