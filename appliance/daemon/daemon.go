@@ -32,11 +32,13 @@ import (
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/sshgate"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/caddy"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/units"
 )
@@ -189,9 +191,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	}
 
 	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
+	var prev *preview.Handler
+	if cfg.Hostname != "" {
+		prev = &preview.Handler{Store: st, Pages: pages, Log: log, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg)}
+	}
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort,
-			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg)}).Handler(),
+			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	var listeners []net.Listener
@@ -221,6 +227,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	var where []string
 	for _, l := range listeners {
 		where = append(where, l.Addr().Network()+":"+l.Addr().String())
+	}
+	if prev != nil {
+		front, err := startFront(cfg, st, rec, prev, log)
+		if err != nil {
+			return err
+		}
+		defer front.Stop()
 	}
 	notify := units.NewNotifier()
 	notify.Ready()
@@ -328,6 +341,52 @@ func serverName(cfg config.Config) string {
 	}
 	h, _ := os.Hostname()
 	return h
+}
+
+// httpsPort is the HTTPS port when it is not 443 ("" when it is).
+func httpsPort(cfg config.Config) string {
+	_, port, _ := net.SplitHostPort(cfg.HTTPSListen)
+	if port == "443" {
+		return ""
+	}
+	return port
+}
+
+// startFront starts the embedded Caddy for the host name, with an ask
+// endpoint on loopback for on-demand certificates, and has the reconciler
+// give it the boxes on every run (new preview routes when boxes change).
+func startFront(cfg config.Config, st *store.Store, rec *reconcile.Reconciler, prev *preview.Handler, log *slog.Logger) (*caddy.Front, error) {
+	al, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	go http.Serve(al, http.HandlerFunc(prev.Ask))
+	upstream := cfg.Listen
+	if cfg.Socket != "" {
+		upstream = "unix/" + cfg.Socket
+	}
+	site := caddy.Site{Hostname: cfg.Hostname, HTTPSListen: cfg.HTTPSListen, HTTPListen: cfg.HTTPListen, TLS: cfg.TLS,
+		Email: cfg.ACMEEmail, StorageDir: filepath.Join(cfg.StateDir, "caddy"), Upstream: upstream,
+		AskURL: "http://" + al.Addr().String() + "/ask"}
+	front := &caddy.Front{}
+	apply := func(boxes []store.Box) error {
+		s := site
+		for _, b := range boxes {
+			s.Boxes = append(s.Boxes, b.Name)
+		}
+		return front.Apply(s)
+	}
+	boxes, err := st.ListBoxes()
+	if err != nil {
+		return nil, err
+	}
+	if err := apply(boxes); err != nil {
+		al.Close()
+		return nil, err
+	}
+	rec.SetFront(apply)
+	log.Info("front door", "host", cfg.Hostname, "https", cfg.HTTPSListen, "http", cfg.HTTPListen, "tls", cfg.TLS)
+	return front, nil
 }
 
 // PublicURL is where people reach the server: https://HOSTNAME (with the

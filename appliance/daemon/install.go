@@ -10,6 +10,9 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/units"
 )
 
@@ -23,19 +26,70 @@ func install(args []string, stdout, stderr io.Writer) int {
 	root := fs.String("root", "/", "install under this directory (for tests and images)")
 	runtime := fs.String("runtime", "sysbox-runc", "OCI runtime for boxes (runc: Docker inside boxes will not work)")
 	noStart := fs.Bool("no-start", false, "write the files only; do not touch systemd")
+	hostname := fs.String("hostname", "", "the server's public host name (HTTPS and the setup link are for it)")
+	tlsMode := fs.String("tls", "acme", "acme, or internal (Caddy's own CA: private networks, tests)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if err := installSteps(*root, *runtime, !*noStart, stdout); err != nil {
+	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode}
+	if err := installSteps(o, stdout); err != nil {
+		fmt.Fprintln(stderr, "paddockd install:", err)
+		return 1
+	}
+	if err := setupState(o, stdout); err != nil {
 		fmt.Fprintln(stderr, "paddockd install:", err)
 		return 1
 	}
 	return 0
 }
 
-func installSteps(root, runtime string, systemd bool, out io.Writer) error {
+type installOptions struct {
+	root, runtime, hostname, tls string
+	systemd                      bool
+}
+
+// setupState prints how to reach the server: a fresh one-time setup link
+// while there is no owner (an older link stops working), or that the owner
+// exists.
+func setupState(o installOptions, out io.Writer) error {
+	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + filepath.Join(o.root, "etc/paddock/paddock.toml")})
+	if err != nil {
+		return err
+	}
+	if o.root != "/" {
+		cfg.StateDir = filepath.Join(o.root, "var/lib/paddock")
+	}
+	if cfg.Hostname == "" {
+		fmt.Fprintln(out, "setup: no hostname in the configuration; set one to serve HTTPS and get the setup link")
+		return nil
+	}
+	st, err := store.Open(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	svc := &service.Service{Store: st, Cfg: cfg}
+	tok, err := svc.SetupLink()
+	if err != nil {
+		return err
+	}
+	url := PublicURL(cfg)
+	if tok == "" {
+		fmt.Fprintf(out, "\nPaddock is set up at %s: the owner account exists.\nLog in from your computer with:\n\n  paddock login %s\n\n", url, url)
+		return nil
+	}
+	fmt.Fprintf(out, "\nPaddock is running at %s.\nCreate the owner account with this one-time link (it expires in %s):\n\n  %s/setup/%s\n\n",
+		url, cfg.LinkTTL, url, tok)
+	return nil
+}
+
+func installSteps(o installOptions, out io.Writer) error {
+	root, runtime, systemd := o.root, o.runtime, o.systemd
 	if runtime != "sysbox-runc" && runtime != "runc" {
 		return fmt.Errorf("runtime %q: use sysbox-runc or runc", runtime)
+	}
+	if o.tls != "acme" && o.tls != "internal" {
+		return fmt.Errorf("tls %q: use acme or internal", o.tls)
 	}
 	conf := filepath.Join(root, "etc/paddock/paddock.toml")
 	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
@@ -43,6 +97,9 @@ func installSteps(root, runtime string, systemd bool, out io.Writer) error {
 			return err
 		}
 		body := fmt.Sprintf("# paddockd configuration: see the README for every key.\nruntime = %q\n", runtime)
+		if o.hostname != "" {
+			body += fmt.Sprintf("hostname = %q\ntls = %q\n", o.hostname, o.tls)
+		}
 		if err := os.WriteFile(conf, []byte(body), 0o640); err != nil {
 			return err
 		}

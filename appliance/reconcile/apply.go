@@ -33,6 +33,16 @@ type Reconciler struct {
 	Firewall Firewall
 
 	mu sync.Mutex
+	// front gets the declared boxes on every run (the front door's preview
+	// routes); its failure is logged, not fatal: the old routes stay.
+	front func([]store.Box) error
+}
+
+// SetFront sets the function that gets the declared boxes on every run.
+func (r *Reconciler) SetFront(fn func([]store.Box) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.front = fn
 }
 
 // Result is what a run did.
@@ -175,6 +185,11 @@ func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 		}
 		if err := r.Firewall.Sync(FirewallBoxes(boxes, pols)); err != nil {
 			return Result{}, fmt.Errorf("applying egress policies: %w", err)
+		}
+	}
+	if r.front != nil {
+		if err := r.front(boxes); err != nil && r.Log != nil {
+			r.Log.Error("front door", "err", err)
 		}
 	}
 	observed, err := Observe(ctx, r.Driver)

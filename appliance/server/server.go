@@ -31,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -50,6 +51,8 @@ type Server struct {
 	Pages *dashboard.Pages
 	// URL is the server's public base URL for links it hands out.
 	URL string
+	// Preview serves preview hosts (nil: none).
+	Preview *preview.Handler
 
 	deviceLimit auth.Limiter
 }
@@ -115,6 +118,9 @@ func (s *Server) Handler() http.Handler {
 	if s.Pages != nil {
 		s.Pages.Routes(mux)
 	}
+	if s.Preview != nil {
+		s.Preview.Routes(mux)
+	}
 	route("GET "+p+"/policies", s.listPolicies)
 	route("POST "+p+"/policies", s.createPolicy)
 	route("DELETE "+p+"/policies/{name}", s.removePolicy)
@@ -125,7 +131,16 @@ func (s *Server) Handler() http.Handler {
 	mux.Handle("/", s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
-	return mux
+	if s.Preview == nil {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, _, ok := s.Preview.Match(r.Host); ok {
+			s.Preview.ServeHTTP(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 type tokenKey struct{}

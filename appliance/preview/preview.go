@@ -1,0 +1,301 @@
+// Package preview serves preview URLs: https://PORT-BOX.HOST reaches
+// PORT inside BOX, for people who may see the box (its owner, or the
+// server's owner) and nobody else.
+//
+// A preview host is another origin than the server's, so the browser
+// session's cookie (host-only) is not sent to it, and nothing the box
+// serves can read it. Instead the first visit is sent to the server's
+// /preview page, which (with the session) hands out a single-use ticket
+// valid for one minute and one preview host; the preview host trades it
+// for a cookie of its own, scoped to that host. API clients may send their
+// bearer token instead. Neither the cookie nor the token is passed on to
+// the box.
+//
+// Preview sessions live in memory: after a restart the browser goes
+// through /preview again, which is invisible to a person still logged in.
+package preview
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/caddy"
+)
+
+// Cookie is the preview session cookie's name.
+const Cookie = "paddock_preview"
+
+// AuthPath is the path on a preview host that trades a ticket for a cookie.
+const AuthPath = "/__paddock/auth"
+
+// TicketTTL bounds a ticket; SessionTTL a preview session.
+const (
+	TicketTTL  = time.Minute
+	SessionTTL = 12 * time.Hour
+)
+
+// Handler serves preview hosts, the /preview page and the ask endpoint.
+type Handler struct {
+	Store    *store.Store
+	Pages    *dashboard.Pages
+	Log      *slog.Logger
+	Hostname string
+	// Scheme and Port are how browsers reach the preview hosts ("https",
+	// and "" for the default port).
+	Scheme string
+	Port   string
+
+	once     sync.Once
+	re       *regexp.Regexp
+	mu       sync.Mutex
+	tickets  map[string]grant
+	sessions map[string]grant
+}
+
+type grant struct {
+	user    int64
+	host    string // the preview host, without port
+	expires time.Time
+}
+
+func (h *Handler) init() {
+	h.once.Do(func() {
+		h.re = regexp.MustCompile(caddy.PreviewPattern(h.Hostname, nil))
+		h.tickets = map[string]grant{}
+		h.sessions = map[string]grant{}
+	})
+}
+
+// Match reports whether host (with or without a port) is a preview host,
+// and of which port and box.
+func (h *Handler) Match(host string) (port int, box string, ok bool) {
+	h.init()
+	m := h.re.FindStringSubmatch(strings.ToLower(host))
+	if m == nil {
+		return 0, "", false
+	}
+	p, err := strconv.Atoi(m[1])
+	if err != nil || p < 1 || p > 65535 {
+		return 0, "", false
+	}
+	return p, m[2], true
+}
+
+func hostOnly(h string) string {
+	if hh, _, err := net.SplitHostPort(h); err == nil {
+		return strings.ToLower(hh)
+	}
+	return strings.ToLower(h)
+}
+
+func random() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Routes adds /preview and the ask endpoint to the server's mux.
+func (h *Handler) Routes(mux *http.ServeMux) {
+	mux.HandleFunc("GET /preview", h.start)
+}
+
+// Ask answers Caddy's question whether a name may get a certificate on
+// demand: the host name itself, and the preview hosts of existing boxes.
+func (h *Handler) Ask(w http.ResponseWriter, r *http.Request) {
+	d := strings.ToLower(r.URL.Query().Get("domain"))
+	if d == h.Hostname {
+		return
+	}
+	if _, box, ok := h.Match(d); ok {
+		if _, err := h.Store.GetBox(box); err == nil {
+			return
+		}
+	}
+	http.Error(w, "not a name of this server", http.StatusNotFound)
+}
+
+// visible finds the box of a preview host if user u may see it.
+func (h *Handler) visible(u store.User, box string) (store.Box, bool) {
+	b, err := h.Store.GetBox(box)
+	if err != nil || !service.Sees(u, b.Owner) {
+		return b, false
+	}
+	return b, true
+}
+
+// start is /preview?to=URL on the server's host: with a browser session,
+// it sends the browser to the preview host with a ticket.
+func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
+	if !h.Pages.HostOK(r) {
+		http.Error(w, "misdirected request", http.StatusMisdirectedRequest)
+		return
+	}
+	to, err := url.Parse(r.URL.Query().Get("to"))
+	if err != nil || to.Scheme != h.Scheme {
+		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
+		return
+	}
+	_, box, ok := h.Match(to.Host)
+	if !ok {
+		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
+		return
+	}
+	_, u, ok := h.Pages.Session(r)
+	if !ok {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
+	if _, ok := h.visible(u, box); !ok {
+		http.Error(w, "no box named "+strconv.Quote(box), http.StatusNotFound)
+		return
+	}
+	t := random()
+	h.mu.Lock()
+	now := time.Now()
+	for k, g := range h.tickets {
+		if now.After(g.expires) {
+			delete(h.tickets, k)
+		}
+	}
+	h.tickets[t] = grant{user: u.ID, host: hostOnly(to.Host), expires: now.Add(TicketTTL)}
+	h.mu.Unlock()
+	path := to.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	if to.RawQuery != "" {
+		path += "?" + to.RawQuery
+	}
+	back := url.URL{Scheme: to.Scheme, Host: to.Host, Path: AuthPath, RawQuery: url.Values{"ticket": {t}, "to": {path}}.Encode()}
+	http.Redirect(w, r, back.String(), http.StatusSeeOther)
+}
+
+// caller finds who a request to a preview host acts as.
+func (h *Handler) caller(r *http.Request) (store.User, bool) {
+	if tok, err := auth.FromHeader(r.Header.Get("Authorization")); err == nil {
+		_, u, err := h.Store.LookupToken(auth.Hash(tok), time.Now())
+		return u, err == nil
+	}
+	c, err := r.Cookie(Cookie)
+	if err != nil {
+		return store.User{}, false
+	}
+	h.mu.Lock()
+	g, ok := h.sessions[c.Value]
+	h.mu.Unlock()
+	if !ok || time.Now().After(g.expires) || g.host != hostOnly(r.Host) {
+		return store.User{}, false
+	}
+	u, err := h.Store.GetUser(g.user)
+	return u, err == nil
+}
+
+// ServeHTTP serves a request to a preview host.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	port, box, ok := h.Match(r.Host)
+	if !ok {
+		http.NotFound(w, r)
+		return
+	}
+	if r.URL.Path == AuthPath {
+		h.redeem(w, r)
+		return
+	}
+	u, ok := h.caller(r)
+	if !ok {
+		if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
+			here := url.URL{Scheme: h.Scheme, Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
+			main := url.URL{Scheme: h.Scheme, Host: h.Hostname + h.portSuffix(), Path: "/preview", RawQuery: url.Values{"to": {here.String()}}.Encode()}
+			http.Redirect(w, r, main.String(), http.StatusSeeOther)
+			return
+		}
+		http.Error(w, "log in to see this preview", http.StatusUnauthorized)
+		return
+	}
+	b, ok := h.visible(u, box)
+	if !ok {
+		http.Error(w, "no box named "+strconv.Quote(box), http.StatusNotFound)
+		return
+	}
+	if b.IP == "" || b.Observed != "running" {
+		http.Error(w, "box "+strconv.Quote(box)+" is not running", http.StatusServiceUnavailable)
+		return
+	}
+	target := &url.URL{Scheme: "http", Host: net.JoinHostPort(b.IP, strconv.Itoa(port))}
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			pr.SetURL(target)
+			pr.Out.Host = pr.In.Host
+			pr.SetXForwarded()
+			pr.Out.Header.Del("Authorization")
+			stripCookie(pr.Out, Cookie)
+		},
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			http.Error(w, "nothing answers on port "+strconv.Itoa(port)+" in box "+strconv.Quote(box), http.StatusBadGateway)
+		},
+	}
+	rp.ServeHTTP(w, r)
+}
+
+func (h *Handler) portSuffix() string {
+	if h.Port == "" {
+		return ""
+	}
+	return ":" + h.Port
+}
+
+// stripCookie removes one cookie from a request's Cookie headers.
+func stripCookie(r *http.Request, name string) {
+	cs := r.Cookies()
+	r.Header.Del("Cookie")
+	for _, c := range cs {
+		if c.Name != name {
+			r.AddCookie(c)
+		}
+	}
+}
+
+var errBadTicket = errors.New("this preview link has expired; open the preview again")
+
+func (h *Handler) redeem(w http.ResponseWriter, r *http.Request) {
+	t := r.URL.Query().Get("ticket")
+	to := r.URL.Query().Get("to")
+	if !strings.HasPrefix(to, "/") || strings.HasPrefix(to, "//") || strings.HasPrefix(to, "/\\") {
+		to = "/"
+	}
+	h.mu.Lock()
+	g, ok := h.tickets[t]
+	delete(h.tickets, t)
+	if ok && time.Now().Before(g.expires) && g.host == hostOnly(r.Host) {
+		s := random()
+		for k, old := range h.sessions {
+			if time.Now().After(old.expires) {
+				delete(h.sessions, k)
+			}
+		}
+		h.sessions[s] = grant{user: g.user, host: g.host, expires: time.Now().Add(SessionTTL)}
+		h.mu.Unlock()
+		http.SetCookie(w, &http.Cookie{Name: Cookie, Value: s, Path: "/", MaxAge: int(SessionTTL / time.Second),
+			HttpOnly: true, Secure: h.Scheme == "https", SameSite: http.SameSiteLaxMode})
+		http.Redirect(w, r, to, http.StatusSeeOther)
+		return
+	}
+	h.mu.Unlock()
+	http.Error(w, errBadTicket.Error(), http.StatusForbidden)
+}

@@ -1,0 +1,229 @@
+// Package caddy is Paddock's front door: it builds the configuration of
+// the Caddy server embedded in paddockd from Paddock's state, and runs it.
+//
+// What the configuration says:
+//
+//   - HTTPS on the host name, with a certificate from ACME (production) or
+//     Caddy's internal CA (test machines, private networks; its root is
+//     kept in the storage directory and not installed into any trust
+//     store);
+//   - every plain-HTTP request redirected to HTTPS (ACME's HTTP challenge
+//     is answered first, by Caddy itself);
+//   - the API, the pages and the desktop websockets proxied to paddockd's
+//     own listener (its unix socket), unbuffered so that exec streams,
+//     log follows and websockets pass as they come;
+//   - preview URLs https://PORT-BOX.HOST for the boxes that exist, proxied
+//     to paddockd too (which checks that the caller owns the box, then
+//     reaches the port inside it), with certificates issued on demand only
+//     for names that paddockd's ask endpoint confirms.
+//
+// Only the Caddy modules used are compiled in (not modules/standard). Caddy's
+// admin endpoint is off: configuration changes only through Apply, which
+// loads the new configuration before stopping the old (Caddy's own
+// guarantee) and, when the new one fails, leaves the old one running and
+// returns the error.
+package caddy
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	caddycore "github.com/caddyserver/caddy/v2"
+
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp"
+	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
+	_ "github.com/caddyserver/caddy/v2/modules/caddypki"
+	_ "github.com/caddyserver/caddy/v2/modules/caddytls"
+	_ "github.com/caddyserver/caddy/v2/modules/filestorage"
+)
+
+// Site is what the front door's configuration is made from.
+type Site struct {
+	// Hostname is the server's public name.
+	Hostname string
+	// HTTPSListen and HTTPListen are host:port addresses (":443", ":80").
+	HTTPSListen string
+	HTTPListen  string
+	// TLS is "acme" or "internal".
+	TLS string
+	// Email is given to the ACME CA (optional).
+	Email string
+	// StorageDir keeps certificates, keys and the internal CA.
+	StorageDir string
+	// Upstream is paddockd's own listener: "unix//path/to.sock" or host:port.
+	Upstream string
+	// AskURL is paddockd's endpoint that says whether a name may get a
+	// certificate on demand.
+	AskURL string
+	// Boxes are the names of the boxes whose preview URLs are served.
+	Boxes []string
+}
+
+// RootCA is where the internal CA's root certificate is kept.
+func RootCA(storageDir string) string {
+	return filepath.Join(storageDir, "pki", "authorities", "local", "root.crt")
+}
+
+func port(addr string) (int, error) {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return 0, fmt.Errorf("listen address %q: %w", addr, err)
+	}
+	return strconv.Atoi(p)
+}
+
+// PreviewPattern matches the Host of a preview URL of one of boxes (any
+// box when boxes is nil): PORT-BOX.HOSTNAME, with an optional :port.
+func PreviewPattern(hostname string, boxes []string) string {
+	names := `[a-z0-9][a-z0-9-]*`
+	if boxes != nil {
+		q := make([]string, 0, len(boxes))
+		for _, b := range boxes {
+			q = append(q, regexp.QuoteMeta(b))
+		}
+		sort.Strings(q)
+		names = "(?:" + strings.Join(q, "|") + ")"
+	}
+	return `^([0-9]{1,5})-(` + names + `)\.` + regexp.QuoteMeta(hostname) + `(?::[0-9]+)?$`
+}
+
+type obj = map[string]any
+
+// Config builds the Caddy JSON configuration for a site.
+func Config(s Site) ([]byte, error) {
+	if s.Hostname == "" || s.Upstream == "" || s.StorageDir == "" {
+		return nil, fmt.Errorf("front door: hostname, upstream and storage are required")
+	}
+	httpsPort, err := port(s.HTTPSListen)
+	if err != nil {
+		return nil, err
+	}
+	httpPort, err := port(s.HTTPListen)
+	if err != nil {
+		return nil, err
+	}
+	var issuer obj
+	switch s.TLS {
+	case "internal":
+		issuer = obj{"module": "internal"}
+	case "acme":
+		issuer = obj{"module": "acme"}
+		if s.Email != "" {
+			issuer["email"] = s.Email
+		}
+	default:
+		return nil, fmt.Errorf("front door: tls must be acme or internal, not %q", s.TLS)
+	}
+	proxy := obj{
+		"handler":        "reverse_proxy",
+		"upstreams":      []obj{{"dial": s.Upstream}},
+		"flush_interval": -1,
+	}
+	routes := []obj{
+		{"match": []obj{{"host": []string{s.Hostname}}}, "handle": []obj{proxy}, "terminal": true},
+	}
+	if len(s.Boxes) > 0 {
+		routes = append(routes, obj{
+			"match":    []obj{{"header_regexp": obj{"Host": obj{"name": "preview", "pattern": PreviewPattern(s.Hostname, s.Boxes)}}}},
+			"handle":   []obj{proxy},
+			"terminal": true,
+		})
+	}
+	routes = append(routes, obj{"handle": []obj{{"handler": "static_response", "status_code": 404, "body": "No such site on this server.\n"}}})
+	suffix := ""
+	if httpsPort != 443 {
+		suffix = ":" + strconv.Itoa(httpsPort)
+	}
+	tlsApp := obj{
+		"automation": obj{
+			"policies": []obj{
+				{"subjects": []string{s.Hostname}, "issuers": []obj{issuer}},
+				{"on_demand": true, "issuers": []obj{issuer}},
+			},
+			"on_demand": obj{"permission": obj{"module": "http", "endpoint": s.AskURL}},
+		},
+	}
+	apps := obj{
+		"http": obj{
+			"http_port":  httpPort,
+			"https_port": httpsPort,
+			"servers": obj{
+				"paddock": obj{
+					"listen":                  []string{s.HTTPSListen},
+					"routes":                  routes,
+					"tls_connection_policies": []obj{{}},
+					"automatic_https":         obj{"disable_redirects": true},
+				},
+				"redirect": obj{
+					"listen": []string{s.HTTPListen},
+					"routes": []obj{{"handle": []obj{{
+						"handler":     "static_response",
+						"status_code": 308,
+						"headers":     obj{"Location": []string{"https://{http.request.host}" + suffix + "{http.request.uri}"}},
+					}}}},
+					"automatic_https": obj{"disable": true},
+				},
+			},
+		},
+		"tls": tlsApp,
+	}
+	if s.TLS == "internal" {
+		apps["pki"] = obj{"certificate_authorities": obj{"local": obj{"install_trust": false}}}
+	}
+	return json.Marshal(obj{
+		"admin":   obj{"disabled": true, "config": obj{"persist": false}},
+		"logging": obj{"logs": obj{"default": obj{"level": "WARN"}}},
+		"storage": obj{"module": "file_system", "root": s.StorageDir},
+		"apps":    apps,
+	})
+}
+
+// Front runs the embedded Caddy. One per process: Caddy's running
+// configuration is process-wide.
+type Front struct {
+	mu      sync.Mutex
+	current []byte
+}
+
+// Apply builds the configuration for s and, when it differs from the
+// running one, loads it: the new configuration is started before the old
+// one is stopped, and when it fails the old one keeps serving.
+func (f *Front) Apply(s Site) error {
+	cfg, err := Config(s)
+	if err != nil {
+		return err
+	}
+	return f.Load(cfg)
+}
+
+// Load runs a configuration as Apply does.
+func (f *Front) Load(cfg []byte) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if string(cfg) == string(f.current) {
+		return nil
+	}
+	if err := caddycore.Load(cfg, false); err != nil {
+		return fmt.Errorf("front door: the new configuration failed, the previous one keeps serving: %w", err)
+	}
+	f.current = cfg
+	return nil
+}
+
+// Stop stops the front door.
+func (f *Front) Stop() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.current == nil {
+		return nil
+	}
+	f.current = nil
+	return caddycore.Stop()
+}
