@@ -159,6 +159,7 @@ func Config(s Site) ([]byte, error) {
 					"listen":                  []string{s.HTTPSListen},
 					"routes":                  routes,
 					"tls_connection_policies": []obj{{}},
+					"protocols":               []string{"h1", "h2"},
 					"automatic_https":         obj{"disable_redirects": true},
 				},
 				"redirect": obj{
@@ -169,6 +170,7 @@ func Config(s Site) ([]byte, error) {
 						"headers":     obj{"Location": []string{"https://{http.request.host}" + suffix + "{http.request.uri}"}},
 					}}}},
 					"automatic_https": obj{"disable": true},
+					"protocols":       []string{"h1"},
 				},
 			},
 		},

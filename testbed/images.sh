@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Builds the test images without a registry and prints the box image's tag.
+# Builds the test images without a registry and prints the tag of the one
+# asked for (default: box).
 #
-#   paddock-test/base:bookworm-<hash>  debootstrap of Debian's packages, docker import
-#   paddock-test/box:<hash>            the box image (bash, git, node, npm, /config)
+#   images.sh [box|server|mini]
+#
+#   paddock-test/base:trixie-<hash>  debootstrap of Debian's packages, docker import
+#   paddock-test/box:<hash>          the box image (provision.sh: desktop, agents, /config)
+#   paddock-test/server:<hash>       a bare Debian server with systemd as PID 1, for
+#                                    running install/install.sh end to end
+#   paddock-test/mini:<hash>         a small box image (user, paddock-init), moved
+#                                    into the server's nested engine by that test
 #
 # Tags carry a hash of their inputs, so an image already on the machine is
 # reused and a changed input builds a new one.
@@ -17,6 +24,9 @@ mirror() {
   fi
   echo "${uri:-http://deb.debian.org/debian}"
 }
+
+want=${1:-box}
+case "$want" in box|server|mini) ;; *) echo "usage: images.sh [box|server|mini]" >&2; exit 2 ;; esac
 
 # trixie: its Node.js (20) is new enough for every npm agent.
 suite=trixie
@@ -33,6 +43,44 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
   tar -C "$root" -c . | docker import -c 'CMD ["/bin/bash"]' - "$base" >/dev/null
   rm -rf "$root"
   trap - EXIT
+fi
+
+# build TAG DOCKERFILE-TEXT [FILES...]: a small image on the base.
+build() {
+  local tag=$1 text=$2 ctx
+  shift 2
+  if docker image inspect "$tag" >/dev/null 2>&1; then
+    return 0
+  fi
+  echo "testbed: building $tag" >&2
+  ctx=$(mktemp -d)
+  printf '%s\n' "$text" >"$ctx/Dockerfile"
+  [ $# -eq 0 ] || cp "$@" "$ctx/"
+  docker build -t "$tag" "$ctx" >/var/log/paddock-image-build.log 2>&1 ||
+    { rm -rf "$ctx"; echo "testbed: building $tag failed; see /var/log/paddock-image-build.log" >&2; tail -20 /var/log/paddock-image-build.log >&2; exit 1; }
+  rm -rf "$ctx"
+}
+
+if [ "$want" = server ]; then
+  text="FROM $base
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \\
+      systemd systemd-sysv dbus iproute2 ca-certificates netcat-openbsd procps && rm -rf /var/lib/apt/lists/*
+CMD [\"/sbin/init\"]"
+  tag="paddock-test/server:$(printf '%s' "$text" | sha256sum | cut -c1-12)"
+  build "$tag" "$text"
+  echo "$tag"
+  exit 0
+fi
+if [ "$want" = mini ]; then
+  prov="$here/../install/image"
+  text="FROM $base
+RUN useradd --uid 1000 --home-dir /config --create-home --shell /bin/sh paddock
+COPY paddock-init /usr/local/bin/paddock-init
+CMD [\"/usr/local/bin/paddock-init\"]"
+  tag="paddock-test/mini:$( (printf '%s' "$text"; cat "$prov/paddock-init") | sha256sum | cut -c1-12)"
+  build "$tag" "$text" "$prov/paddock-init"
+  echo "$tag"
+  exit 0
 fi
 
 # The box image: the production provisioning script on the Debian base.

@@ -16,7 +16,7 @@ export PADDOCK_TEST_IMAGE
 echo "box image: $PADDOCK_TEST_IMAGE"
 
 step "shellcheck"
-shellcheck -s sh install/image/provision.sh install/image/paddock-init install/image/paddock-desktop
+shellcheck -s sh install/install.sh install/image/provision.sh install/image/paddock-init install/image/paddock-desktop
 shellcheck testbed/*.sh .ci/run
 echo "ok shell scripts"
 

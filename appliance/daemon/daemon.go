@@ -356,6 +356,13 @@ func httpsPort(cfg config.Config) string {
 // endpoint on loopback for on-demand certificates, and has the reconciler
 // give it the boxes on every run (new preview routes when boxes change).
 func startFront(cfg config.Config, st *store.Store, rec *reconcile.Reconciler, prev *preview.Handler, log *slog.Logger) (*caddy.Front, error) {
+	// Caddy keeps a little of its own (an instance id) in the user's data
+	// and config directories; under systemd there is no $HOME to find them.
+	for k, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config"} {
+		if os.Getenv(k) == "" {
+			os.Setenv(k, filepath.Join(cfg.StateDir, "caddy", sub))
+		}
+	}
 	al, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

@@ -28,10 +28,11 @@ func install(args []string, stdout, stderr io.Writer) int {
 	noStart := fs.Bool("no-start", false, "write the files only; do not touch systemd")
 	hostname := fs.String("hostname", "", "the server's public host name (HTTPS and the setup link are for it)")
 	tlsMode := fs.String("tls", "acme", "acme, or internal (Caddy's own CA: private networks, tests)")
+	image := fs.String("image", "", "default box image (written to a new configuration)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode}
+	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode, image: *image}
 	if err := installSteps(o, stdout); err != nil {
 		fmt.Fprintln(stderr, "paddockd install:", err)
 		return 1
@@ -44,7 +45,7 @@ func install(args []string, stdout, stderr io.Writer) int {
 }
 
 type installOptions struct {
-	root, runtime, hostname, tls string
+	root, runtime, hostname, tls, image string
 	systemd                      bool
 }
 
@@ -99,6 +100,9 @@ func installSteps(o installOptions, out io.Writer) error {
 		body := fmt.Sprintf("# paddockd configuration: see the README for every key.\nruntime = %q\n", runtime)
 		if o.hostname != "" {
 			body += fmt.Sprintf("hostname = %q\ntls = %q\n", o.hostname, o.tls)
+		}
+		if o.image != "" {
+			body += fmt.Sprintf("image = %q\n", o.image)
 		}
 		if err := os.WriteFile(conf, []byte(body), 0o640); err != nil {
 			return err

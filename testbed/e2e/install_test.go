@@ -1,0 +1,358 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// server is a Debian machine with systemd as PID 1, in a container: the
+// stand-in for a fresh VPS (see TESTBED.md).
+type server struct {
+	t    *testing.T
+	name string
+	ip   string
+}
+
+func (s *server) sh(script string) (string, error) {
+	out, err := exec.Command("docker", "exec", s.name, "sh", "-c", script).CombinedOutput()
+	return string(out), err
+}
+
+func (s *server) must(script string) string {
+	s.t.Helper()
+	out, err := s.sh(script)
+	if err != nil {
+		s.t.Fatalf("%s: %v\n%s", script, err, out)
+	}
+	return out
+}
+
+// untouched checks that a failed preflight changed nothing.
+func (s *server) untouched(when string) {
+	s.t.Helper()
+	if out, _ := s.sh("ls -d /usr/local/bin/paddock* /etc/paddock /etc/systemd/system/paddockd.service /var/lib/paddock 2>/dev/null; command -v docker"); strings.TrimSpace(out) != "" {
+		s.t.Fatalf("%s changed the system: %s", when, out)
+	}
+}
+
+func imageTag(t *testing.T, which string) string {
+	root, _ := harness.Root()
+	out, err := exec.Command("bash", filepath.Join(root, "testbed", "images.sh"), which).Output()
+	if err != nil {
+		t.Fatalf("images.sh %s: %v", which, err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// offlineDir lays out the binaries as a release does, with SHA256SUMS.
+func offlineDir(t *testing.T) string {
+	dir := t.TempDir()
+	root, _ := harness.Root()
+	var sums strings.Builder
+	for name, src := range map[string]string{"paddock-linux-amd64": bins.Paddock, "paddockd-linux-amd64": bins.Paddockd,
+		"install.sh": filepath.Join(root, "install", "install.sh")} {
+		b, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256(b)
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(h[:]), name)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// connectProxy is an HTTP CONNECT proxy that sends every connection to
+// one address: it lets the real CLI reach https://paddock.test in the
+// container without touching this machine's name resolution.
+func connectProxy(t *testing.T, to string) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodConnect {
+			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
+			return
+		}
+		_, port, _ := net.SplitHostPort(r.Host)
+		up, err := net.Dial("tcp", net.JoinHostPort(to, port))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+		c, buf, err := http.NewResponseController(w).Hijack()
+		if err != nil {
+			up.Close()
+			return
+		}
+		go func() { io.Copy(up, buf); up.Close() }()
+		io.Copy(c, up)
+		c.Close()
+	}))
+	return "http://" + l.Addr().String()
+}
+
+// TestInstall runs install/install.sh on a fresh Debian server with
+// systemd, offline, with runc: the preflight refusals, the install, the
+// setup link, HTTPS from Caddy's internal CA, a browser-approved CLI login
+// and a token login from outside, new and exec through HTTPS, a second
+// run that changes nothing, and the uninstall.
+func TestInstall(t *testing.T) {
+	serverImage, mini := imageTag(t, "server"), imageTag(t, "mini")
+	off := offlineDir(t)
+	name := "pdkt-inst-" + fmt.Sprint(time.Now().UnixNano()%1e6)
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "exec", name, "journalctl", "-u", "paddockd", "--no-pager", "-n", "80").CombinedOutput()
+			t.Logf("paddockd journal:\n%s", out)
+		}
+		exec.Command("docker", "rm", "-f", "-v", name).Run()
+		exec.Command("docker", "volume", "rm", name).Run()
+	})
+	run := exec.Command("docker", "run", "-d", "--name", name, "--hostname", "paddock.test",
+		"--cap-add=ALL", "--cap-drop=SYS_RESOURCE", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
+		"-v", name+":/var/lib/docker", "-v", off+":/opt/offline:ro", "--label", "paddock.test=install", serverImage, "/sbin/init")
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("starting the server: %v\n%s", err, out)
+	}
+	s := &server{t: t, name: name}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _ := s.sh("systemctl is-system-running")
+		if st := strings.TrimSpace(out); st == "running" || st == "degraded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("systemd did not come up: %s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	s.ip = strings.TrimSpace(s.must("hostname -i | awk '{print $1}'"))
+	// A nested engine cannot turn IPv6 off on its containers' interfaces
+	// (/proc/sys is read-only in this container; on a VPS it is not). Boxes'
+	// IPv6 is dropped by Paddock's table either way.
+	s.must("mkdir -p /etc/systemd/system/docker.service.d && printf '[Service]\\nEnvironment=DOCKER_ALLOW_IPV6_ON_IPV4_INTERFACE=1\\n' >/etc/systemd/system/docker.service.d/nested.conf")
+
+	// Preflight refusals, each leaving the system as it was. Name lookups
+	// stay on the machine meanwhile (no resolver).
+	s.must("cp /etc/resolv.conf /root/resolv.conf.keep && echo 'nameserver 127.0.0.1' >/etc/resolv.conf")
+	env := "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=runc PADDOCK_TLS=internal PADDOCK_IMAGE=" + mini + " "
+	refuse := func(what, script, want string) {
+		t.Helper()
+		out, err := s.sh(script)
+		if err == nil || !strings.Contains(out, want) {
+			t.Fatalf("%s: want a refusal with %q, got %v:\n%s", what, want, err, out)
+		}
+		s.untouched(what)
+	}
+	refuse("not root", "su nobody -s /bin/sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "run the installer as root")
+	s.must("cp /etc/os-release /root/os-release.keep && printf 'ID=fedora\\nVERSION_ID=40\\n' >/etc/os-release")
+	refuse("wrong distribution", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "this is fedora 40; Paddock runs on Ubuntu 22.04/24.04 and Debian 12/13")
+	s.must("cp /root/os-release.keep /etc/os-release")
+	s.must("(nc -l -p 443 >/dev/null 2>&1 &) ; sleep 0.5")
+	refuse("port 443 held", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "port 443 is in use by nc")
+	s.must("pkill -x nc || true; sleep 0.3")
+	refuse("host name that does not resolve", env+"PADDOCK_HOSTNAME=nosuch.test sh /opt/offline/install.sh",
+		"does not resolve; point its DNS at this server, or use "+strings.ReplaceAll(s.ip, ".", "-")+".sslip.io")
+	s.must("echo '198.18.0.10 elsewhere.test' >>/etc/hosts")
+	refuse("host name of another machine", env+"PADDOCK_HOSTNAME=elsewhere.test sh /opt/offline/install.sh", "resolves to 198.18.0.10, which is not this server")
+	refuse("bad runtime", "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=crun PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "use sysbox-runc or runc")
+	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
+
+	// The install.
+	out := s.must(env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh")
+	link := regexp.MustCompile(`https://paddock\.test/setup/(pdk_[0-9a-f]{64})`).FindStringSubmatch(out)
+	if link == nil || !strings.Contains(out, "WARNING: runtime runc") {
+		t.Fatalf("install output:\n%s", out)
+	}
+	if st := strings.TrimSpace(s.must("systemctl is-active paddockd")); st != "active" {
+		t.Fatalf("paddockd is %s", st)
+	}
+	// The box image moves into the server's engine, as a registry would.
+	save := exec.Command("sh", "-c", "docker save "+mini+" | docker exec -i "+name+" docker load")
+	if b, err := save.CombinedOutput(); err != nil {
+		t.Fatalf("moving the image in: %v\n%s", err, b)
+	}
+
+	root, err := exec.Command("docker", "exec", name, "cat", "/var/lib/paddock/caddy/pki/authorities/local/root.crt").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	caFile := filepath.Join(t.TempDir(), "root.crt")
+	os.WriteFile(caFile, root, 0o644)
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(root)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		_, port, _ := net.SplitHostPort(addr)
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(s.ip, port))
+	}
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	base := "https://paddock.test"
+	post := func(path string, v url.Values) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Origin", base)
+		resp, err := b.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	// HTTP redirects to HTTPS; HTTPS is Caddy's, with the internal CA.
+	nr := &http.Client{Transport: &http.Transport{DialContext: dial}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := nr.Get("http://paddock.test/login")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 308 || resp.Header.Get("Location") != base+"/login" {
+		t.Fatalf("http: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	// The setup link makes the owner once.
+	form := url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"a long password"}}
+	if code, body := post("/setup/"+link[1], form); code != 201 || !strings.Contains(body, "paddock login https://paddock.test") {
+		t.Fatalf("setup: %d %s", code, body)
+	}
+	form.Set("name", "eve")
+	if code, _ := post("/setup/"+link[1], form); code != http.StatusGone {
+		t.Fatalf("second use of the setup link: %d", code)
+	}
+
+	// The CLI logs in from outside: the browser approves its code.
+	proxy := connectProxy(t, s.ip)
+	cliEnv := append(os.Environ(), "HTTPS_PROXY="+proxy, "NO_PROXY=", "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"), "PADDOCK_HOST=", "PADDOCK_TOKEN=")
+	cli := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command(bins.Paddock, args...)
+		cmd.Env = env
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	login := exec.Command(bins.Paddock, "login", base, "--ca-cert", caFile, "--no-open")
+	login.Env = cliEnv
+	stdout, _ := login.StdoutPipe()
+	login.Stderr = login.Stdout
+	if err := login.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var verify string
+	for sc.Scan() {
+		if m := regexp.MustCompile(`https://paddock\.test/device\?code=([A-Z0-9-]+)`).FindStringSubmatch(sc.Text()); m != nil {
+			verify = m[0]
+			break
+		}
+	}
+	if verify == "" {
+		login.Process.Kill()
+		t.Fatal("the CLI printed no verification URL")
+	}
+	resp, err = b.Get(verify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(page))
+	if csrf == nil {
+		t.Fatalf("device page: %s", page)
+	}
+	code := strings.TrimPrefix(verify, base+"/device?code=")
+	if c, body := post("/device", url.Values{"code": {code}, "action": {"approve"}, "csrf": {csrf[1]}}); c != 200 {
+		t.Fatalf("approve: %d %s", c, body)
+	}
+	rest, _ := io.ReadAll(stdout)
+	if err := login.Wait(); err != nil || !strings.Contains(string(rest), "Logged in to https://paddock.test") {
+		t.Fatalf("login: %v %s", err, rest)
+	}
+	if out, err := cli(cliEnv, "whoami"); err != nil || !strings.Contains(out, "olga (owner)") {
+		t.Fatalf("whoami: %v %s", err, out)
+	}
+
+	// A token for automation logs in headless, elsewhere.
+	tok, err := cli(cliEnv, "token", "create", "ci")
+	if err != nil {
+		t.Fatalf("token create: %v %s", err, tok)
+	}
+	ciEnv := append(os.Environ(), "HTTPS_PROXY="+proxy, "NO_PROXY=", "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "ci"), "PADDOCK_HOST=", "PADDOCK_TOKEN=")
+	if out, err := cli(ciEnv, "login", base, "--token", strings.TrimSpace(tok), "--ca-cert", caFile); err != nil {
+		t.Fatalf("login --token: %v %s", err, out)
+	}
+	// Boxes through HTTPS: new, then exec (an HTTP upgrade through Caddy).
+	if out, err := cli(ciEnv, "new", "--name", "b1"); err != nil {
+		t.Fatalf("new: %v %s", err, out)
+	}
+	if out, err := cli(ciEnv, "exec", "b1", "--", "sh", "-c", "echo hello from $(id -un); exit 3"); !strings.Contains(out, "hello from paddock") || exitCode(err) != 3 {
+		t.Fatalf("exec: %v %s", err, out)
+	}
+
+	// A second run changes nothing: no restart, no new link.
+	pid := s.must("systemctl show -p MainPID --value paddockd")
+	out = s.must(env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh")
+	for _, want := range []string{"docker: already running", "paddock: current", "paddockd: current", "config: kept", "unit: unchanged", "the owner account exists"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("second run lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "/setup/") {
+		t.Errorf("second run printed a setup link:\n%s", out)
+	}
+	if again := s.must("systemctl show -p MainPID --value paddockd"); again != pid {
+		t.Errorf("the second run restarted paddockd (pid %s, then %s)", strings.TrimSpace(pid), strings.TrimSpace(again))
+	}
+
+	// Uninstall: the service and files go, the state stays.
+	out = s.must("sh /opt/offline/install.sh --uninstall")
+	if !strings.Contains(out, "kept /var/lib/paddock") {
+		t.Fatalf("uninstall:\n%s", out)
+	}
+	if st, _ := s.sh("systemctl is-active paddockd"); strings.TrimSpace(st) == "active" {
+		t.Fatal("paddockd still runs after --uninstall")
+	}
+	if out, _ := s.sh("ls /usr/local/bin/paddockd /etc/paddock /etc/systemd/system/paddockd.service 2>/dev/null; test -f /var/lib/paddock/paddock.db && echo state-kept"); strings.TrimSpace(out) != "state-kept" {
+		t.Fatalf("after uninstall: %s", out)
+	}
+}
+
+func exitCode(err error) int {
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	if err != nil {
+		return -1
+	}
+	return 0
+}
