@@ -46,7 +46,7 @@ func install(args []string, stdout, stderr io.Writer) int {
 
 type installOptions struct {
 	root, runtime, hostname, tls, image string
-	systemd                      bool
+	systemd                             bool
 }
 
 // setupState prints how to reach the server: a fresh one-time setup link
