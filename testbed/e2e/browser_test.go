@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
 )
 
 // chromium finds the browser, installing Debian's package when missing;
@@ -121,5 +122,92 @@ func TestDesktopInBrowser(t *testing.T) {
 	again, err := pageState()
 	if err != nil || !strings.Contains(again, "disconnected") {
 		t.Fatalf("a used ticket: page state %q, %v", again, err)
+	}
+}
+
+// The account pages in a real browser: an invitation creates a member,
+// whose browser session then approves a CLI's device login; the token it
+// gives is the member's.
+func TestAccountPagesInBrowser(t *testing.T) {
+	browser := chromium(t)
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	ctx := context.Background()
+	owner := d.Client()
+	if _, err := owner.CreateBox(ctx, api.BoxPost{Name: "owners"}); err != nil {
+		t.Fatal(err)
+	}
+	inv, err := owner.Invite(ctx, "member")
+	if err != nil || inv.URL == "" {
+		t.Fatalf("invite: %+v %v", inv, err)
+	}
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
+		chromedp.UserDataDir(t.TempDir()))
+	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
+	defer cancel()
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	defer cancel()
+	bctx, cancel = context.WithTimeout(bctx, 60*time.Second)
+	defer cancel()
+
+	if err := chromedp.Do(bctx,
+		chromedp.Navigate(inv.URL),
+		chromedp.SendKeys(chromedp.CSS("#name"), "mia"),
+		chromedp.SendKeys(chromedp.CSS("#password"), "a long password"),
+		chromedp.SendKeys(chromedp.CSS("#password2"), "a long password"),
+		chromedp.Click(chromedp.CSS("#create")),
+	); err != nil {
+		t.Fatal(err)
+	}
+	welcome, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#welcome")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(welcome, "mia") || !strings.Contains(welcome, "member") {
+		t.Fatalf("welcome: %q", welcome)
+	}
+
+	anon, err := client.New("http://"+d.Listen, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := anon.DeviceStart(ctx, "laptop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate(dc.VerificationURIComplete), chromedp.Click(chromedp.CSS("#approve"))); err != nil {
+		t.Fatal(err)
+	}
+	done, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#done")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Do(bctx, chromedp.Navigate("http://"+d.Listen+"/")); err != nil {
+		t.Fatal(err)
+	}
+	home, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#boxes")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(done, "Approved") || strings.Contains(home, "owners") {
+		t.Fatalf("approval %q; the member's home lists %q", done, home)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	tok, err := anon.DeviceWait(wctx, dc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, _ := client.New("http://"+d.Listen, tok)
+	who, err := mc.Whoami(ctx)
+	if err != nil || who.User != "mia" || who.Role != "member" || who.Token != "laptop" {
+		t.Fatalf("whoami with the device token: %+v %v", who, err)
+	}
+	if bs, err := mc.Boxes(ctx); err != nil || len(bs) != 0 {
+		t.Fatalf("the member lists %v (%v)", bs, err)
 	}
 }
