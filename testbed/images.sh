@@ -8,7 +8,7 @@
 #   paddock-test/box:<hash>          the box image (provision.sh: desktop, agents, /config)
 #   paddock-test/server:<hash>       a bare Debian server with systemd as PID 1, for
 #                                    running install/install.sh end to end
-#   paddock-test/mini:<hash>         a small box image (user, paddock-init), moved
+#   paddock-test/mini:<hash>         a small box image (user, paddock-init, busybox), moved
 #                                    into the server's nested engine by that test
 #
 # Tags carry a hash of their inputs, so an image already on the machine is
@@ -74,7 +74,8 @@ fi
 if [ "$want" = mini ]; then
   prov="$here/../install/image"
   text="FROM $base
-RUN useradd --uid 1000 --home-dir /config --create-home --shell /bin/sh paddock
+RUN apt-get update && apt-get install -y --no-install-recommends busybox && rm -rf /var/lib/apt/lists/* && \\
+    useradd --uid 1000 --home-dir /config --create-home --shell /bin/sh paddock
 COPY paddock-init /usr/local/bin/paddock-init
 CMD [\"/usr/local/bin/paddock-init\"]"
   tag="paddock-test/mini:$( (printf '%s' "$text"; cat "$prov/paddock-init") | sha256sum | cut -c1-12)"

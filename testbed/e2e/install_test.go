@@ -319,6 +319,50 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("exec: %v %s", err, out)
 	}
 
+	// A preview URL reaches a port inside the box through Caddy, with a
+	// certificate made on demand: for the token's user, and for the owner's
+	// browser session (through /preview and a ticket).
+	if out, err := cli(ciEnv, "exec", "--detach", "b1", "--", "sh", "-c",
+		"mkdir -p /config/www && echo preview-ok >/config/www/index.html && exec busybox httpd -f -p 8080 -h /config/www"); err != nil {
+		t.Fatalf("starting a web server in the box: %v %s", err, out)
+	}
+	previewURL := "https://8080-b1.paddock.test/index.html"
+	var body string
+	for i := 0; ; i++ {
+		req, _ := http.NewRequest("GET", previewURL, nil)
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(tok))
+		resp, err := b.Do(req)
+		if err == nil {
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(raw)
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if i == 50 {
+			t.Fatalf("preview with a token: %v %s", err, body)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if strings.TrimSpace(body) != "preview-ok" {
+		t.Fatalf("preview body %q", body)
+	}
+	req, _ := http.NewRequest("GET", previewURL, nil)
+	req.Header.Set("Accept", "text/html")
+	resp, err = b.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || strings.TrimSpace(string(raw)) != "preview-ok" || resp.Request.URL.Host != "8080-b1.paddock.test" {
+		t.Fatalf("preview in the owner's browser: %d at %s: %s", resp.StatusCode, resp.Request.URL, raw)
+	}
+	if _, err := b.Get("https://8080-nosuch.paddock.test/"); err == nil {
+		t.Fatal("a certificate for the preview of a box that does not exist")
+	}
+
 	// A second run changes nothing: no restart, no new link.
 	pid := s.must("systemctl show -p MainPID --value paddockd")
 	out = s.must(env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh")
