@@ -15,6 +15,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -128,7 +129,19 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn"}
+	// The front door too: HTTPS from Caddy's internal CA on loopback ports.
+	httpsAddr, err := harness.FreeAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	httpAddr, err := harness.FreeAddr()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
+		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}
 	if err := d.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -175,6 +188,31 @@ func main() {
 	p = timeIt(*n*2, nil, func(int) { r.paddock("exec", "bench", "--", "true") }, nil)
 	dk = timeIt(*n*2, nil, func(int) { r.docker("exec", rawBox, "true") }, nil)
 	rows = append(rows, row{"exec true (round trip)", p, dk})
+
+	// The same through the front door: HTTPS (a new TLS connection per
+	// command), Caddy's proxy, paddockd's socket; and a CONNECT proxy on
+	// loopback that stands in for DNS.
+	proxy, stopProxy, err := harness.ConnectProxy("127.0.0.1")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer stopProxy()
+	_, httpsPort, _ := net.SplitHostPort(httpsAddr)
+	rf := &runner{env: []string{"HTTPS_PROXY=" + proxy, "NO_PROXY=", "PADDOCK_HOST=", "PADDOCK_TOKEN=",
+		"PADDOCK_CONFIG_DIR=" + filepath.Join(work, "cli-https")}, bins: bins}
+	rf.paddock("login", "https://paddock.test:"+httpsPort, "--token", d.Token,
+		"--ca-cert", filepath.Join(d.StateDir, "caddy", "pki", "authorities", "local", "root.crt"))
+	p = timeIt(*n*2, nil, func(int) { rf.paddock("exec", "bench", "--", "true") }, nil)
+	rows = append(rows, row{"exec true through HTTPS (Caddy)", p, dk})
+
+	p = timeIt(*bigN, nil, func(i int) {
+		rf.paddock("push", "bench", big, "--to", fmt.Sprintf("/tmp/pushs%d", i))
+	}, func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/pushs%d", i)) })
+	dk = timeIt(*bigN, nil, func(i int) {
+		r.docker("cp", big, fmt.Sprintf("%s:/tmp/cps%d", rawBox, i))
+	}, func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cps%d", i)) })
+	rows = append(rows, row{"push 100 MB, one file, through HTTPS", p, dk})
 
 	for _, tree := range []struct{ name, dir string }{{"100 MB, 10k small files", small}, {"100 MB, one file", big}} {
 		p = timeIt(*bigN, nil, func(i int) {

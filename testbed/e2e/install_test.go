@@ -86,39 +86,6 @@ func offlineDir(t *testing.T) string {
 	return dir
 }
 
-// connectProxy is an HTTP CONNECT proxy that sends every connection to
-// one address: it lets the real CLI reach https://paddock.test in the
-// container without touching this machine's name resolution.
-func connectProxy(t *testing.T, to string) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go http.Serve(l, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodConnect {
-			http.Error(w, "CONNECT only", http.StatusMethodNotAllowed)
-			return
-		}
-		_, port, _ := net.SplitHostPort(r.Host)
-		up, err := net.Dial("tcp", net.JoinHostPort(to, port))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadGateway)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-		c, buf, err := http.NewResponseController(w).Hijack()
-		if err != nil {
-			up.Close()
-			return
-		}
-		go func() { io.Copy(up, buf); up.Close() }()
-		io.Copy(c, up)
-		c.Close()
-	}))
-	return "http://" + l.Addr().String()
-}
-
 // TestInstall runs install/install.sh on a fresh Debian server with
 // systemd, offline, with runc: the preflight refusals, the install, the
 // setup link, HTTPS from Caddy's internal CA, a browser-approved CLI login
@@ -253,7 +220,11 @@ func TestInstall(t *testing.T) {
 	}
 
 	// The CLI logs in from outside: the browser approves its code.
-	proxy := connectProxy(t, s.ip)
+	proxy, stopProxy, err := harness.ConnectProxy(s.ip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopProxy()
 	cliEnv := append(os.Environ(), "HTTPS_PROXY="+proxy, "NO_PROXY=", "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"), "PADDOCK_HOST=", "PADDOCK_TOKEN=")
 	cli := func(env []string, args ...string) (string, error) {
 		cmd := exec.Command(bins.Paddock, args...)

@@ -138,7 +138,8 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-func freePort() (string, error) {
+// FreeAddr is a loopback address with a port nothing listens on.
+func FreeAddr() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
@@ -201,11 +202,11 @@ secrets = ["TEST_KEY"]
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
 func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	id := "pdkt-" + randHex(4)
-	addr, err := freePort()
+	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	sshAddr, err := freePort()
+	sshAddr, err := FreeAddr()
 	if err != nil {
 		return nil, err
 	}
