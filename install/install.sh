@@ -283,6 +283,15 @@ hand_over() {
 
 uninstall() {
   check_root
+  # Boxes stop first (their filesystems stay for a reinstall): nothing runs
+  # unmanaged, and the service's cleanup can then remove the firewall table.
+  if command -v docker >/dev/null 2>&1; then
+    boxes=$(docker ps -q --filter label=paddock.kind=box 2>/dev/null || true)
+    if [ -n "$boxes" ]; then
+      say "stopping boxes"
+      printf '%s\n' "$boxes" | xargs -r docker stop -t 5 >/dev/null 2>&1 || true
+    fi
+  fi
   say "stopping and removing the service"
   systemctl disable --now paddockd >/dev/null 2>&1 || true
   rm -f /etc/systemd/system/paddockd.service

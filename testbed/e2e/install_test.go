@@ -349,7 +349,12 @@ func TestInstall(t *testing.T) {
 		t.Errorf("the second run restarted paddockd (pid %s, then %s)", strings.TrimSpace(pid), strings.TrimSpace(again))
 	}
 
-	// Uninstall: the service and files go, the state stays.
+	if out, err := cli(ciEnv, "drive", "new", "keep"); err != nil {
+		t.Fatalf("drive new: %v %s", err, out)
+	}
+
+	// Uninstall: the service and files go, the boxes stop, the state and
+	// drives stay; asked twice, they go too.
 	out = s.must("sh /opt/offline/install.sh --uninstall")
 	if !strings.Contains(out, "kept /var/lib/paddock") {
 		t.Fatalf("uninstall:\n%s", out)
@@ -359,6 +364,13 @@ func TestInstall(t *testing.T) {
 	}
 	if out, _ := s.sh("ls /usr/local/bin/paddockd /etc/paddock /etc/systemd/system/paddockd.service 2>/dev/null; test -f /var/lib/paddock/paddock.db && echo state-kept"); strings.TrimSpace(out) != "state-kept" {
 		t.Fatalf("after uninstall: %s", out)
+	}
+	if out := s.must("docker ps -q --filter label=paddock.kind=box; docker volume ls -q --filter label=paddock.kind=drive | wc -l; nft list tables | grep paddock || true"); strings.TrimSpace(out) != "1" {
+		t.Fatalf("after uninstall, want no running box, one drive, no table: %q", out)
+	}
+	out = s.must("sh /opt/offline/install.sh --uninstall --uninstall")
+	if out, _ := s.sh("ls -d /var/lib/paddock 2>/dev/null; docker volume ls -q --filter label=paddock.instance; docker ps -aq --filter label=paddock.instance"); strings.TrimSpace(out) != "" {
+		t.Fatalf("after --uninstall twice: %s", out)
 	}
 }
 
