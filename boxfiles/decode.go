@@ -471,8 +471,12 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 	diags = append(diags, ds...)
 	rng(a, "setup")
 
-	box.Desktop, ds = d.boolean(content.Attributes, "desktop", "desktop")
-	diags = append(diags, ds...)
+	if _, ok := content.Attributes["desktop"]; ok {
+		var v bool
+		v, ds = d.boolean(content.Attributes, "desktop", "desktop")
+		diags = append(diags, ds...)
+		box.Desktop = &v
+	}
 
 	paths := map[string]hcl.Range{}
 	mounted := map[string]bool{}

@@ -85,8 +85,9 @@ type BoxPost struct {
 	Env    map[string]string `json:"env,omitempty"`
 	// Policy is "allow-all" (the default), "deny-all" or a policy's name.
 	Policy string `json:"policy,omitempty"`
-	// Desktop gives the box an XFCE desktop on display :1.
-	Desktop bool `json:"desktop,omitempty"`
+	// Desktop gives the box an XFCE desktop on display :1 (nil: the
+	// server's default, desktop_default).
+	Desktop *bool `json:"desktop,omitempty"`
 }
 
 // Mount attaches a named drive to a box.

@@ -20,7 +20,8 @@ type BoxSpec struct {
 	Agent   string            `json:"agent,omitempty"`
 	Env     map[string]string `json:"env,omitempty"`
 	Mounts  []Mount           `json:"mounts,omitempty"`
-	Desktop bool              `json:"desktop,omitempty"`
+	// Desktop is nil when the Boxfile does not say: the server's default.
+	Desktop *bool             `json:"desktop,omitempty"`
 	// Push and Setup run once, after the box is made; the CLI carries
 	// them out (it has the local files) and reports the outcome.
 	Push  []PushSpec `json:"push,omitempty"`

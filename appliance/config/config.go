@@ -97,6 +97,8 @@ type Config struct {
 	TLS string `koanf:"tls"`
 	// ACMEEmail is given to the CA for expiry notices (optional).
 	ACMEEmail string `koanf:"acme_email"`
+	// DesktopDefault gives new boxes a desktop unless they say otherwise.
+	DesktopDefault bool `koanf:"desktop_default"`
 	// LinkTTL bounds the owner setup link and invitations.
 	LinkTTL time.Duration `koanf:"link_ttl"`
 }
@@ -132,6 +134,7 @@ func Defaults() map[string]any {
 		"tls":                     "acme",
 		"acme_email":              "",
 		"link_ttl":                "24h",
+		"desktop_default":         true,
 		"agents.claude.command":   []string{"claude", "-p"},
 		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
 		"agents.codex.command":    []string{"codex", "exec"},

@@ -43,6 +43,8 @@ type Options struct {
 	Drives bool
 	// DefaultImage fills in a box's image when the spec has none.
 	DefaultImage string
+	// DefaultDesktop is a box's desktop when the spec does not say.
+	DefaultDesktop bool
 }
 
 func owner(project string) string {
@@ -59,7 +61,7 @@ func taken(kind, name, project string) error {
 
 // Normalize fills in defaults so that a spec compares equal to what the
 // state holds after applying it.
-func Normalize(spec api.ProjectSpec, defaultImage string) api.ProjectSpec {
+func Normalize(spec api.ProjectSpec, defaultImage string, defaultDesktop bool) api.ProjectSpec {
 	out := spec
 	out.Boxes = make([]api.BoxSpec, len(spec.Boxes))
 	for i, b := range spec.Boxes {
@@ -72,6 +74,10 @@ func Normalize(spec api.ProjectSpec, defaultImage string) api.ProjectSpec {
 		if b.Policy == "" {
 			b.Policy = api.PolicyAllowAll
 		}
+		if b.Desktop == nil {
+			d := defaultDesktop
+			b.Desktop = &d
+		}
 		out.Boxes[i] = b
 	}
 	return out
@@ -81,7 +87,7 @@ func Normalize(spec api.ProjectSpec, defaultImage string) api.ProjectSpec {
 // spec. The returned error is an *api.Error for conflicts with objects of
 // other projects.
 func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
-	spec = Normalize(spec, opt.DefaultImage)
+	spec = Normalize(spec, opt.DefaultImage, opt.DefaultDesktop)
 	plan := api.Plan{Project: spec.Project, Serial: st.Serial, Changes: []api.Change{}}
 	if opt.Destroy {
 		spec.Boxes, spec.Policies = nil, nil
@@ -353,7 +359,7 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 	out = attr(out, "policy", nonEmpty(bp, policyText), nonEmpty(b.Policy, policyText), false)
 	out = attr(out, "agent", quoteNonEmpty(before.Agent), quoteNonEmpty(b.Agent), false)
 	out = attr(out, "env", mapText(before.Env), mapText(b.Env), false)
-	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop), true)
+	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop != nil && *b.Desktop), true)
 
 	mb := map[string]api.Mount{}
 	for _, m := range before.Mounts {

@@ -10,7 +10,7 @@ import (
 )
 
 func declared(spec api.ProjectSpec) State {
-	spec = Normalize(spec, "img")
+	spec = Normalize(spec, "img", false)
 	st := State{Serial: 7, Observed: map[string]driver.BoxState{}}
 	for _, b := range spec.Boxes {
 		ttl, _ := api.ParseTTL(b.TTL)

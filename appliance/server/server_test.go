@@ -184,7 +184,7 @@ func TestDesktopTickets(t *testing.T) {
 	if code := get("/desktop/web/"); code != 200 {
 		t.Fatalf("page not served: %d", code)
 	}
-	call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`)
+	call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web","desktop":false}`)
 	status, e := call(t, ts, tok, "POST", "/v1/boxes/web/desktop", "")
 	if status != 409 || !strings.Contains(e.Message, "has no desktop") {
 		t.Fatalf("ticket for a box without a desktop: %d %+v", status, e)

@@ -95,10 +95,13 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 	now := s.now()
 	b := store.Box{
 		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
-		Desired: "running", Created: now, Policy: p.Policy, Desktop: p.Desktop,
+		Desired: "running", Created: now, Policy: p.Policy, Desktop: s.Cfg.DesktopDefault,
 	}
 	if b.Policy == "" {
 		b.Policy = api.PolicyAllowAll
+	}
+	if p.Desktop != nil {
+		b.Desktop = *p.Desktop
 	}
 	if ttl > 0 {
 		exp := now.Add(ttl)
@@ -326,7 +329,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	} else if err != nil {
 		return api.Box{}, err
 	}
-	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env, Policy: srcBox.Policy, Desktop: srcBox.Desktop}
+	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env, Policy: srcBox.Policy, Desktop: &srcBox.Desktop}
 	if srcBox.TTL > 0 {
 		post.TTL = fmt.Sprint(int64(srcBox.TTL / time.Second))
 	}

@@ -78,7 +78,7 @@ func checkProjectOwner(ctx context.Context, proj string, st project.State) error
 // checkImages makes sure the image of every box a plan makes is on the
 // engine.
 func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan) error {
-	spec = project.Normalize(spec, s.Cfg.Image)
+	spec = project.Normalize(spec, s.Cfg.Image, s.Cfg.DesktopDefault)
 	made := map[string]bool{}
 	for _, c := range plan.Changes {
 		if c.Action == api.ActionCreate || c.Action == api.ActionReplace {
@@ -124,7 +124,7 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 }
 
 func (s *Service) planOptions(req api.PlanRequest) project.Options {
-	return project.Options{Destroy: req.Destroy, Drives: req.Drives, DefaultImage: s.Cfg.Image}
+	return project.Options{Destroy: req.Destroy, Drives: req.Drives, DefaultImage: s.Cfg.Image, DefaultDesktop: s.Cfg.DesktopDefault}
 }
 
 // ApplyProject applies a plan made at req.Serial: it writes the declared
@@ -138,7 +138,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 	if req.Spec.Project == "" {
 		return res, invalid("project", "a Boxfile project needs a name")
 	}
-	spec := project.Normalize(req.Spec, s.Cfg.Image)
+	spec := project.Normalize(req.Spec, s.Cfg.Image, s.Cfg.DesktopDefault)
 	var plan api.Plan
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		st, err := s.projectState(ctx, tx)
@@ -210,7 +210,7 @@ func changeError(addr string, errs map[string]error) error {
 
 func specBox(b api.BoxSpec, into *store.Box) {
 	ttl, _ := api.ParseTTL(b.TTL)
-	into.Type, into.Image, into.Policy, into.Agent, into.Env, into.Desktop = b.Type, b.Image, b.Policy, b.Agent, b.Env, b.Desktop
+	into.Type, into.Image, into.Policy, into.Agent, into.Env, into.Desktop = b.Type, b.Image, b.Policy, b.Agent, b.Env, b.Desktop != nil && *b.Desktop
 	if into.TTL != ttl {
 		into.TTL = ttl
 		into.ExpiresAt = nil

@@ -44,7 +44,8 @@ func TestDesktopInBrowser(t *testing.T) {
 	t.Cleanup(d.Cleanup)
 	c := d.Client()
 	ctx := context.Background()
-	if _, err := c.CreateBox(ctx, api.BoxPost{Name: "view", Desktop: true}); err != nil {
+	desk := true
+	if _, err := c.CreateBox(ctx, api.BoxPost{Name: "view", Desktop: &desk}); err != nil {
 		t.Fatal(err)
 	}
 	// Wait for the desktop to come up (a screenshot waits for it).

@@ -194,6 +194,8 @@ func SweepPrefix(prefix string) {
 // TestConfig adds to the built-in agents a test agent, "echo", that needs
 // the secret TEST_KEY and prints its task and whether it got the secret.
 const TestConfig = `
+# Boxes ask for a desktop when a test needs one: the tests run many boxes.
+desktop_default = false
 [agents.echo]
 command = ["sh", "-c", "echo \"task=$1\"; echo \"key=${TEST_KEY:+set}\"; test -n \"$TEST_KEY\"", "agent"]
 secrets = ["TEST_KEY"]

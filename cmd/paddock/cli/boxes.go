@@ -19,7 +19,7 @@ func cmdNew(e *env, args []string) error {
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
-	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop (display :1)")
+	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop on display :1 (default: the server's desktop_default; --desktop=false for none)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,7 +38,10 @@ func cmdNew(e *env, args []string) error {
 			return usagef("%v", err)
 		}
 	}
-	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy, Desktop: *desktop}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy}
+	if fs.Changed("desktop") {
+		post.Desktop = desktop
+	}
 	for _, d := range *drives {
 		m, err := api.ParseMount(d)
 		if err != nil {
