@@ -16,12 +16,12 @@ type BoxSpec struct {
 	Image string `json:"image,omitempty"`
 	TTL   string `json:"ttl,omitempty"`
 	// Policy is "allow-all", "deny-all" or the name of a declared policy.
-	Policy  string            `json:"policy,omitempty"`
-	Agent   string            `json:"agent,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	Mounts  []Mount           `json:"mounts,omitempty"`
+	Policy string            `json:"policy,omitempty"`
+	Agent  string            `json:"agent,omitempty"`
+	Env    map[string]string `json:"env,omitempty"`
+	Mounts []Mount           `json:"mounts,omitempty"`
 	// Desktop is nil when the Boxfile does not say: the server's default.
-	Desktop *bool             `json:"desktop,omitempty"`
+	Desktop *bool `json:"desktop,omitempty"`
 	// Push and Setup run once, after the box is made; the CLI carries
 	// them out (it has the local files) and reports the outcome.
 	Push  []PushSpec `json:"push,omitempty"`
