@@ -151,6 +151,13 @@ func TestInstall(t *testing.T) {
 		"does not resolve; point its DNS at this server, or use "+strings.ReplaceAll(s.ip, ".", "-")+".sslip.io")
 	s.must("echo '198.18.0.10 elsewhere.test' >>/etc/hosts")
 	refuse("host name of another machine", env+"PADDOCK_HOSTNAME=elsewhere.test sh /opt/offline/install.sh", "resolves to 198.18.0.10, which is not this server")
+	refuse("32-bit machine", "setarch i686 sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "this machine is i686; Paddock runs on amd64 and arm64")
+	s.must("awk '/^MemTotal:/ {print \"MemTotal: 1048576 kB\"; next} {print}' /proc/meminfo >/root/meminfo.small && mount --bind /root/meminfo.small /proc/meminfo")
+	refuse("1 GB of memory", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "this server has 1024 MB of memory; Paddock needs at least 2 GB")
+	s.must("umount /proc/meminfo")
+	s.must("mkdir -p /root/varlib && mount --bind /var/lib /root/varlib && mount -t tmpfs -o size=64m tmpfs /var/lib")
+	refuse("64 MB of disk", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "/var/lib has 64 MB free; Paddock needs at least 10 GB")
+	s.must("umount /var/lib && umount /root/varlib")
 	refuse("bad runtime", "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=crun PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "use sysbox-runc or runc")
 	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
 
