@@ -559,7 +559,7 @@ func (s *Server) policyReport(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.Svc.ListPolicies()
+	ps, err := s.Svc.ListPolicies(r.Context())
 	if err != nil {
 		return err
 	}

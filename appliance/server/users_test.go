@@ -174,6 +174,27 @@ func TestMembersSeeOnlyTheirOwn(t *testing.T) {
 			t.Errorf("member %s %s: %d %+v (want not found)", c.method, c.path, code, e)
 		}
 	}
+	// Policies: the owner's is neither listed nor usable by the member.
+	if code, e := call(t, ts, owner, "POST", "/v1/policies", `{"name":"bosspol","allow_domains":["example.com"]}`); code != 201 {
+		t.Fatalf("owner's policy: %d %+v", code, e)
+	}
+	if code, e := call(t, ts, mia, "PUT", "/v1/boxes/mias/policy", `{"policy":"bosspol"}`); code != 400 || !strings.Contains(e.Message, `no policy named "bosspol"`) {
+		t.Errorf("member uses the owner's policy: %d %+v", code, e)
+	}
+	if code, e := call(t, ts, mia, "DELETE", "/v1/policies/bosspol", ""); code != 404 {
+		t.Errorf("member removes the owner's policy: %d %+v", code, e)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/policies", nil)
+	req.Header.Set("Authorization", "Bearer "+mia)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(raw), "bosspol") {
+		t.Errorf("member lists the owner's policy: %s", raw)
+	}
 	if code, _ := call(t, ts, mia, "PUT", "/v1/secrets/K", "v"); code != 403 {
 		t.Errorf("member sets a secret: %d", code)
 	}

@@ -34,7 +34,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 				return err
 			}
 		}
-		if err := s.checkPolicy(tx, b.Policy); err != nil {
+		if err := s.checkPolicy(ctx, tx, b.Policy); err != nil {
 			return err
 		}
 		if err := s.assignIP(tx, &b); err != nil {

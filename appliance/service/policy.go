@@ -11,8 +11,9 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// checkPolicy accepts "allow-all", "deny-all" or the name of a policy.
-func (s *Service) checkPolicy(tx *store.Tx, name string) error {
+// checkPolicy accepts "allow-all", "deny-all" or the name of a policy the
+// user of ctx may see.
+func (s *Service) checkPolicy(ctx context.Context, tx *store.Tx, name string) error {
 	switch name {
 	case "", api.PolicyAllowAll, api.PolicyDenyAll:
 		return nil
@@ -23,6 +24,9 @@ func (s *Service) checkPolicy(tx *store.Tx, name string) error {
 	}
 	var names []string
 	for _, p := range pols {
+		if !visible(ctx, p.Owner) {
+			continue
+		}
 		if p.Name == name {
 			return nil
 		}
@@ -42,7 +46,7 @@ func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, 
 		if policy == "" {
 			return invalid("policy", "no policy given")
 		}
-		if err := s.checkPolicy(tx, policy); err != nil {
+		if err := s.checkPolicy(ctx, tx, policy); err != nil {
 			return err
 		}
 		b.Policy = policy
@@ -51,8 +55,9 @@ func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, 
 	return s.settle(ctx, name, err, "box."+name)
 }
 
-// ListPolicies lists the named policies and the boxes that use each.
-func (s *Service) ListPolicies() ([]api.Policy, error) {
+// ListPolicies lists the named policies the user of ctx sees, and which
+// of their boxes use each.
+func (s *Service) ListPolicies(ctx context.Context) ([]api.Policy, error) {
 	pols, err := s.Store.ListPolicies()
 	if err != nil {
 		return nil, err
@@ -63,9 +68,12 @@ func (s *Service) ListPolicies() ([]api.Policy, error) {
 	}
 	out := []api.Policy{}
 	for _, p := range pols {
+		if !visible(ctx, p.Owner) {
+			continue
+		}
 		ap := api.Policy{PolicySpec: api.PolicySpec{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs}, Project: p.Project}
 		for _, b := range boxes {
-			if b.Policy == p.Name {
+			if b.Policy == p.Name && visible(ctx, b.Owner) {
 				ap.UsedBy = append(ap.UsedBy, b.Name)
 			}
 		}
@@ -111,11 +119,8 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 				found = &pols[i]
 			}
 		}
-		if found == nil {
+		if found == nil || !visible(ctx, found.Owner) {
 			return notFound("policy", name)
-		}
-		if !visible(ctx, found.Owner) {
-			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("policy %q belongs to another user", name)}
 		}
 		if found.Project != "" {
 			return conflict("policy %q belongs to project %q: change its Boxfile", name, found.Project)
