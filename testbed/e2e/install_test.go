@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -68,7 +69,7 @@ func offlineDir(t *testing.T) string {
 	dir := t.TempDir()
 	root, _ := harness.Root()
 	var sums strings.Builder
-	for name, src := range map[string]string{"paddock-linux-amd64": bins.Paddock, "paddockd-linux-amd64": bins.Paddockd,
+	for name, src := range map[string]string{"paddock-linux-" + goruntime.GOARCH: bins.Paddock, "paddockd-linux-" + goruntime.GOARCH: bins.Paddockd,
 		"install.sh": filepath.Join(root, "install", "install.sh")} {
 		b, err := os.ReadFile(src)
 		if err != nil {
@@ -151,7 +152,7 @@ func TestInstall(t *testing.T) {
 		"does not resolve; point its DNS at this server, or use "+strings.ReplaceAll(s.ip, ".", "-")+".sslip.io")
 	s.must("echo '198.18.0.10 elsewhere.test' >>/etc/hosts")
 	refuse("host name of another machine", env+"PADDOCK_HOSTNAME=elsewhere.test sh /opt/offline/install.sh", "resolves to 198.18.0.10, which is not this server")
-	refuse("32-bit machine", "setarch i686 sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "this machine is i686; Paddock runs on amd64 and arm64")
+	refuse("32-bit machine", "setarch linux32 sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "; Paddock runs on amd64 and arm64")
 	s.must("awk '/^MemTotal:/ {print \"MemTotal: 1048576 kB\"; next} {print}' /proc/meminfo >/root/meminfo.small && mount --bind /root/meminfo.small /proc/meminfo")
 	refuse("1 GB of memory", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "this server has 1024 MB of memory; Paddock needs at least 2 GB")
 	s.must("umount /proc/meminfo")
