@@ -1,6 +1,7 @@
 package caddy
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -69,6 +70,21 @@ func TestFrontDoor(t *testing.T) {
 		t.Fatal(err)
 	}
 	up := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Upgrade") == "paddock-test" {
+			// An upgraded stream, as exec and the desktop websocket are:
+			// echo what comes until the client closes.
+			w.Header().Set("Connection", "Upgrade")
+			w.Header().Set("Upgrade", "paddock-test")
+			w.WriteHeader(http.StatusSwitchingProtocols)
+			c, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+			buf.Flush()
+			io.Copy(c, buf)
+			return
+		}
 		json.NewEncoder(w).Encode(map[string]string{"host": r.Host, "path": r.URL.Path, "proto": r.Header.Get("X-Forwarded-Proto"), "for": r.Header.Get("X-Forwarded-For")})
 	})}
 	go up.Serve(ul)
@@ -145,6 +161,27 @@ func TestFrontDoor(t *testing.T) {
 	if m["host"] != "paddock.test:"+httpsPort || m["path"] != "/v1/whoami" || m["proto"] != "https" || m["for"] != "127.0.0.1" {
 		t.Fatalf("upstream saw %v", m)
 	}
+
+	// An upgraded connection passes through both ways, unbuffered.
+	tc, err := tls.Dial("tcp", "127.0.0.1:"+httpsPort, &tls.Config{RootCAs: pool, ServerName: "paddock.test", NextProtos: []string{"http/1.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(tc, "GET /v1/boxes/x/exec HTTP/1.1\r\nHost: paddock.test:%s\r\nConnection: Upgrade\r\nUpgrade: paddock-test\r\n\r\n", httpsPort)
+	br := bufio.NewReader(tc)
+	uresp, err := http.ReadResponse(br, nil)
+	if err != nil || uresp.StatusCode != 101 {
+		t.Fatalf("upgrade through the front door: %v %v", uresp, err)
+	}
+	tc.SetDeadline(time.Now().Add(5 * time.Second))
+	for _, msg := range []string{"ping\n", "second frame\n"} {
+		io.WriteString(tc, msg)
+		got, err := br.ReadString('\n')
+		if err != nil || got != msg {
+			t.Fatalf("echo through the upgrade: %q %v", got, err)
+		}
+	}
+	tc.Close()
 
 	resp, err := hc.Get("http://paddock.test:" + httpPort + "/setup/x?y=1")
 	if err != nil {
