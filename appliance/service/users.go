@@ -20,7 +20,9 @@ import (
 //     mode) sees and changes everything, invites and removes users.
 //   - A member sees and touches only the boxes, drives, policies, jobs,
 //     tokens and SSH keys that are theirs. Another user's box is "not
-//     found" to them, not "forbidden", so names do not leak.
+//     found" to them, not "forbidden". Names are one namespace, though:
+//     creating a box, drive or policy under a name another user has is
+//     refused as taken.
 //   - Agent secrets are the server's provider keys: the owner sets them,
 //     every user's prompts use them, nobody reads them back.
 //   - Objects made before there were users (owner id 0) are the owner's.
