@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -153,20 +154,39 @@ var (
 	nextSubnet = int(time.Now().UnixNano() % 256)
 )
 
-// freeSubnet hands each daemon of this process its own /24 of
-// 10.213.0.0/16 for its box network, skipping any the engine already has.
+// freeSubnet hands each daemon of this process its own /24 for its box
+// network, one that overlaps no network the engine already has (a Paddock
+// running on this machine with the default 10.213.0.0/16 takes that whole
+// range; the tests then use 10.215.0.0/16 and on; 10.214.0.0/16 is the
+// driver contract tests').
 func freeSubnet() string {
 	subnetMu.Lock()
 	defer subnetMu.Unlock()
-	used := map[string]bool{}
+	var used []netip.Prefix
 	out, _ := exec.Command("sh", "-c", `docker network ls -q | xargs -r docker network inspect --format '{{range .IPAM.Config}}{{.Subnet}} {{end}}'`).Output()
 	for _, s := range strings.Fields(string(out)) {
-		used[s] = true
+		if p, err := netip.ParsePrefix(s); err == nil {
+			used = append(used, p)
+		}
 	}
-	for i := 0; i < 256; i++ {
-		nextSubnet = (nextSubnet + 1) % 256
-		if s := fmt.Sprintf("10.213.%d.0/24", nextSubnet); !used[s] {
-			return s
+	free := func(p netip.Prefix) bool {
+		for _, u := range used {
+			if u.Overlaps(p) {
+				return false
+			}
+		}
+		return true
+	}
+	for second := 213; second < 224; second++ {
+		if second == 214 {
+			continue
+		}
+		for i := 0; i < 256; i++ {
+			nextSubnet = (nextSubnet + 1) % 256
+			p := netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", second, nextSubnet))
+			if free(p) {
+				return p.String()
+			}
 		}
 	}
 	return fmt.Sprintf("10.213.%d.0/24", nextSubnet)
