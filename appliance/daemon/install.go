@@ -64,6 +64,10 @@ func setupState(o installOptions, out io.Writer) error {
 		fmt.Fprintln(out, "setup: no hostname in the configuration; set one to serve HTTPS and get the setup link")
 		return nil
 	}
+	if o.hostname != "" && o.hostname != cfg.Hostname {
+		fmt.Fprintf(out, "setup: the configuration keeps hostname %q (not %q); edit %s and restart paddockd to change it\n",
+			cfg.Hostname, o.hostname, filepath.Join(o.root, "etc/paddock/paddock.toml"))
+	}
 	st, err := store.Open(cfg.StateDir)
 	if err != nil {
 		return err

@@ -92,6 +92,11 @@ func TestInstallPrintsTheSetupLinkUntilThereIsAnOwner(t *testing.T) {
 	}
 	st.Close()
 	out.Reset()
+	Run(append(args[:len(args):len(args)], "--hostname", "other.example.org"), nil, &out, &errb)
+	if !strings.Contains(out.String(), `keeps hostname "pd.example.org" (not "other.example.org")`) {
+		t.Fatalf("a different host name on a second run:\n%s", out.String())
+	}
+	out.Reset()
 	Run(args, nil, &out, &errb)
 	if strings.Contains(out.String(), "/setup/") || !strings.Contains(out.String(), "the owner account exists") {
 		t.Fatalf("run after setup:\n%s", out.String())
