@@ -343,3 +343,19 @@ func TestSetupLink(t *testing.T) {
 		t.Fatalf("whoami after logout: %d", code)
 	}
 }
+
+// With nobody who can log in to the pages (local mode's owner has no
+// password), a device login is refused at once, naming --token.
+func TestDeviceLoginNeedsSomeoneToApprove(t *testing.T) {
+	ts, _, _ := newServer(t)
+	resp, err := http.Post(ts.URL+"/v1/login/device", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e api.Error
+	json.NewDecoder(resp.Body).Decode(&e)
+	resp.Body.Close()
+	if resp.StatusCode != 409 || !strings.Contains(e.Message, "--token") {
+		t.Fatalf("device login with nobody to approve it: %d %+v", resp.StatusCode, e)
+	}
+}

@@ -265,6 +265,19 @@ func (s *Service) DeviceStart(name string) (api.DeviceCode, error) {
 	if err := api.ValidName("token", name); err != nil {
 		return api.DeviceCode{}, err
 	}
+	// Approval needs someone who can log in to the pages (local mode's
+	// owner has no password): say so now rather than wait ten minutes.
+	us, err := s.Store.Users()
+	if err != nil {
+		return api.DeviceCode{}, err
+	}
+	canApprove := false
+	for _, u := range us {
+		canApprove = canApprove || u.Password != ""
+	}
+	if !canApprove {
+		return api.DeviceCode{}, conflict("nobody on this server can log in with a password to approve a login: use 'paddock login URL --token TOKEN' (local mode prints the token)")
+	}
 	dev, hash := auth.NewToken()
 	d := &deviceLogin{userCode: newUserCode(), name: name, expires: s.now().Add(DeviceTTL)}
 	s.Devices.mu.Lock()
