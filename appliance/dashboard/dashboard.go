@@ -93,7 +93,6 @@ type view struct {
 	Next    string
 	Min     int
 	Boxes   []api.Box
-	Status  int
 }
 
 func (p *Pages) render(w http.ResponseWriter, status int, name string, v view) {

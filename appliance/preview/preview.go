@@ -18,8 +18,6 @@ package preview
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -53,7 +51,6 @@ const (
 type Handler struct {
 	Store    *store.Store
 	Pages    *dashboard.Pages
-	Log      *slog.Logger
 	Hostname string
 	// Scheme and Port are how browsers reach the preview hosts ("https",
 	// and "" for the default port).
@@ -271,8 +268,6 @@ func stripCookie(r *http.Request, name string) {
 	}
 }
 
-var errBadTicket = errors.New("this preview link has expired; open the preview again")
-
 func (h *Handler) redeem(w http.ResponseWriter, r *http.Request) {
 	t := r.URL.Query().Get("ticket")
 	to := r.URL.Query().Get("to")
@@ -297,5 +292,5 @@ func (h *Handler) redeem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.mu.Unlock()
-	http.Error(w, errBadTicket.Error(), http.StatusForbidden)
+	http.Error(w, "this preview link has expired; open the preview again", http.StatusForbidden)
 }

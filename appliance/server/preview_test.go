@@ -61,7 +61,7 @@ func TestPreview(t *testing.T) {
 
 	ts := httptest.NewUnstartedServer(nil)
 	_, srvPort, _ := net.SplitHostPort(ts.Listener.Addr().String())
-	prev := &preview.Handler{Store: st, Pages: pages, Log: log, Hostname: "pd.test", Scheme: "http", Port: srvPort}
+	prev := &preview.Handler{Store: st, Pages: pages, Hostname: "pd.test", Scheme: "http", Port: srvPort}
 	ts.Config.Handler = (&Server{Svc: svc, Store: st, Log: log, Name: "test", Pages: pages, Preview: prev}).Handler()
 	ts.Start()
 	defer ts.Close()

@@ -248,8 +248,8 @@ func newUserCode() string {
 	return string(b[:4]) + "-" + string(b[4:])
 }
 
-// NormalizeUserCode accepts a code as people type it.
-func NormalizeUserCode(c string) string {
+// normalizeUserCode accepts a code as people type it.
+func normalizeUserCode(c string) string {
 	c = strings.ToUpper(strings.NewReplacer("-", "", " ", "").Replace(c))
 	if len(c) != 8 {
 		return c
@@ -299,7 +299,7 @@ func (s *Service) DeviceStart(name string) (api.DeviceCode, error) {
 }
 
 func (s *Service) deviceByUserCode(code string) *deviceLogin {
-	code = NormalizeUserCode(code)
+	code = normalizeUserCode(code)
 	for _, d := range s.Devices.byCode {
 		if d.userCode == code && s.now().Before(d.expires) && d.token == "" && !d.denied {
 			return d

@@ -216,13 +216,6 @@ func (s *Store) ListJobs(box, state string) ([]Job, error) {
 	return listAll(s.db, q, scanJob, box, box, state, state)
 }
 
-// CountTokens counts stored tokens.
-func (s *Store) CountTokens() (int, error) {
-	var n int
-	err := s.db.QueryRow(`SELECT count(*) FROM tokens`).Scan(&n)
-	return n, err
-}
-
 const listDrives = `SELECT ` + driveCols + ` FROM drives ORDER BY name`
 
 // ListDrives lists the declared drives by name.
