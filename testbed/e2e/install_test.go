@@ -192,19 +192,7 @@ func TestInstall(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	base := "https://paddock.test"
-	post := func(path string, v url.Values) (int, string) {
-		t.Helper()
-		req, _ := http.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		req.Header.Set("Origin", base)
-		resp, err := b.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		body, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body)
-	}
+	post := func(path string, v url.Values) (int, string) { return postForm(t, b, base, path, v) }
 
 	// HTTP redirects to HTTPS; HTTPS is Caddy's, with the internal CA.
 	nr := &http.Client{Transport: &http.Transport{DialContext: dial}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -259,20 +247,7 @@ func TestInstall(t *testing.T) {
 		login.Process.Kill()
 		t.Fatal("the CLI printed no verification URL")
 	}
-	resp, err = b.Get(verify)
-	if err != nil {
-		t.Fatal(err)
-	}
-	page, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(string(page))
-	if csrf == nil {
-		t.Fatalf("device page: %s", page)
-	}
-	code := strings.TrimPrefix(verify, base+"/device?code=")
-	if c, body := post("/device", url.Values{"code": {code}, "action": {"approve"}, "csrf": {csrf[1]}}); c != 200 {
-		t.Fatalf("approve: %d %s", c, body)
-	}
+	approveDevice(t, b, base, verify)
 	rest, _ := io.ReadAll(stdout)
 	if err := login.Wait(); err != nil || !strings.Contains(string(rest), "Logged in to https://paddock.test") {
 		t.Fatalf("login: %v %s", err, rest)
