@@ -337,6 +337,18 @@ func (d *Driver) RemoveVolume(ctx context.Context, v driver.VolumeRef) error {
 	return wrap(err)
 }
 
+// initialSize sets a TTY exec's size, retrying while the engine has not
+// started the process yet.
+func (d *Driver) initialSize(ctx context.Context, id string, sz client.ConsoleSize) {
+	for i := 0; i < 20; i++ {
+		_, err := d.c.ExecResize(ctx, id, client.ExecResizeOptions{Height: sz.Height, Width: sz.Width})
+		if err == nil {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // Exec runs a command in a running box and returns its exit code.
 func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (int, error) {
 	user := spec.User
@@ -367,6 +379,12 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
+	if opts.ConsoleSize.Height > 0 {
+		// Engines before API 1.42 ignore the size given at create and
+		// start; set it once the process exists, as the docker CLI does.
+		// The command may see 0x0 for the first moments there.
+		d.initialSize(context.WithoutCancel(ctx), cr.ID, opts.ConsoleSize)
+	}
 
 	if spec.Stdin != nil {
 		go func() {

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/term"
@@ -53,7 +55,7 @@ func cmdPush(e *env, args []string) error {
 	var body io.Reader = pr
 	var bar *progress
 	if isTerminal(e.stderr) {
-		bar = &progress{w: e.stderr, label: "push"}
+		bar = &progress{w: e.stderr, label: "push", total: tarSize(local)}
 		body = io.TeeReader(pr, bar)
 	}
 	err = c.Push(e.ctx, name, *to, body)
@@ -61,7 +63,7 @@ func cmdPush(e *env, args []string) error {
 	if perr := <-packErr; perr != nil {
 		return fmt.Errorf("%v; nothing was sent", perr)
 	}
-	bar.done()
+	bar.done(err == nil)
 	return err
 }
 
@@ -101,10 +103,11 @@ func cmdPull(e *env, args []string) error {
 	// writing a single file.
 	sp, err := archive.Spool(body, "", nil)
 	if err != nil {
+		bar.done(false)
 		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
 	}
 	defer sp.Close()
-	bar.done()
+	bar.done(true)
 	return extractPulled(sp, dest)
 }
 
@@ -163,10 +166,12 @@ func isTerminal(w io.Writer) bool {
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
-// progress draws bytes moved and the rate on a terminal.
+// progress draws bytes moved and the rate on a terminal, and a bar when the
+// total is known (push knows it from the local tree; pull does not).
 type progress struct {
 	w     io.Writer
 	label string
+	total int64
 	n     int64
 	start time.Time
 	last  time.Time
@@ -191,12 +196,45 @@ func (p *progress) draw(now time.Time) {
 	if secs > 0 {
 		rate = float64(p.n) / secs / (1 << 20)
 	}
-	fmt.Fprintf(p.w, "\r%s: %.1f MiB  %.1f MiB/s ", p.label, float64(p.n)/(1<<20), rate)
+	if p.total <= 0 {
+		fmt.Fprintf(p.w, "\r%s: %.1f MiB  %.1f MiB/s ", p.label, float64(p.n)/(1<<20), rate)
+		return
+	}
+	const width = 30
+	frac := min(float64(p.n)/float64(p.total), 1)
+	filled := int(frac * width)
+	fmt.Fprintf(p.w, "\r%s: [%s%s] %3.0f%%  %.1f/%.1f MiB  %.1f MiB/s ", p.label,
+		strings.Repeat("#", filled), strings.Repeat(" ", width-filled), frac*100,
+		float64(p.n)/(1<<20), float64(p.total)/(1<<20), rate)
 }
 
-func (p *progress) done() {
+// tarSize is the size of the tar stream archive.Pack makes of local: a
+// 512-byte header per entry, file data padded to 512 bytes, and the closing
+// two blocks. Names too long for the header add a little the bar ignores.
+func tarSize(local string) int64 {
+	n := int64(1024)
+	filepath.WalkDir(local, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		n += 512
+		if d.Type().IsRegular() {
+			if fi, err := d.Info(); err == nil {
+				n += (fi.Size() + 511) / 512 * 512
+			}
+		}
+		return nil
+	})
+	return n
+}
+
+// done draws the last state and ends the line; a finished push shows 100%.
+func (p *progress) done(finished bool) {
 	if p == nil || p.start.IsZero() {
 		return
+	}
+	if finished && p.total > 0 {
+		p.n = p.total // the estimate may be off by a header or two
 	}
 	p.draw(time.Now())
 	fmt.Fprintln(p.w)
