@@ -126,6 +126,12 @@ type Drive struct {
 	State   string    `json:"state"` // ready, pending, deleting
 	UsedBy  []string  `json:"used_by,omitempty"`
 	Created time.Time `json:"created"`
+	// Project is the Boxfile project that declares the drive, if any.
+	Project string `json:"project,omitempty"`
+	// Size and Labels are what the Boxfile declares. Size is recorded and
+	// shown, not enforced: Docker's local volumes have no quota.
+	Size   string            `json:"size,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // DrivePost creates a drive.

@@ -386,14 +386,27 @@ func cmdDrive(e *env, args []string) error {
 		}
 		fmt.Fprintln(e.stdout, d.Name)
 	case "ls":
+		fs := flags("drive ls")
+		asJSON := fs.Bool("json", false, "print JSON")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
 		ds, err := c.Drives(e.ctx)
 		if err != nil {
 			return err
 		}
+		if *asJSON {
+			return printJSON(e.stdout, ds)
+		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTATE\tUSED BY")
+		fmt.Fprintln(tw, "NAME\tSTATE\tUSED BY\tPROJECT\tSIZE\tLABELS")
 		for _, d := range ds {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", d.Name, d.State, strings.Join(d.UsedBy, ","))
+			labels := make([]string, 0, len(d.Labels))
+			for _, k := range sortedKeys(d.Labels) {
+				labels = append(labels, k+"="+d.Labels[k])
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.State, orDash(strings.Join(d.UsedBy, ",")),
+				orDash(d.Project), orDash(d.Size), orDash(strings.Join(labels, ",")))
 		}
 		return tw.Flush()
 	case "rm":
