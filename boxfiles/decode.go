@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/convert"
+	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )
@@ -64,6 +65,12 @@ type decoder struct {
 	drives   map[string]cty.Value
 	// declared names, for reference checks
 	declared map[string]map[string]hcl.Range
+	// funcs is made once per decode: building it for every expression was
+	// most of the time spent on a large Boxfile.
+	funcs map[string]function.Function
+	// evalCtx is the context made from the values above; whatever changes
+	// one of them sets it to nil.
+	evalCtx *hcl.EvalContext
 }
 
 func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
@@ -72,6 +79,7 @@ func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
 }
 
 func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
+	d.funcs = functions(d.root, d.in.Environ)
 	content, diags := body.Content(topSchema)
 	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}}
 
@@ -125,6 +133,7 @@ func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 	diags = append(diags, d.decodeLocals(content.Blocks)...)
 
 	d.policies, d.drives = map[string]cty.Value{}, map[string]cty.Value{}
+	d.evalCtx = nil
 	seen := map[string]bool{}
 	for _, b := range content.Blocks {
 		key := b.Type + "." + firstLabel(b)
@@ -228,13 +237,16 @@ func keys[V any](m map[string]V) []string {
 var allRefs = []string{"var", "local", "policy", "drive", "path"}
 
 func (d *decoder) ctx() *hcl.EvalContext {
+	if d.evalCtx != nil {
+		return d.evalCtx
+	}
 	obj := func(m map[string]cty.Value) cty.Value {
 		if len(m) == 0 {
 			return cty.EmptyObjectVal
 		}
 		return cty.ObjectVal(m)
 	}
-	return &hcl.EvalContext{
+	d.evalCtx = &hcl.EvalContext{
 		Variables: map[string]cty.Value{
 			"var":    obj(d.vars),
 			"local":  obj(d.locals),
@@ -242,8 +254,9 @@ func (d *decoder) ctx() *hcl.EvalContext {
 			"drive":  obj(d.drives),
 			"path":   cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal(d.root)}),
 		},
-		Functions: functions(d.root, d.in.Environ),
+		Functions: d.funcs,
 	}
+	return d.evalCtx
 }
 
 // evalAs evaluates an expression and converts it to ty, reporting a wrong
@@ -375,6 +388,7 @@ func (d *decoder) decodePolicy(b *hcl.Block) hcl.Diagnostics {
 		"allow_domains": strListVal(domains),
 		"allow_cidrs":   strListVal(cidrs),
 	})
+	d.evalCtx = nil
 	return diags
 }
 
@@ -405,6 +419,7 @@ func (d *decoder) decodeDrive(b *hcl.Block) hcl.Diagnostics {
 	dr.Size, dr.Labels = size, labels
 	d.cfg.Spec.Drives = append(d.cfg.Spec.Drives, dr)
 	d.drives[name] = cty.ObjectVal(map[string]cty.Value{"name": cty.StringVal(name)})
+	d.evalCtx = nil
 	return diags
 }
 
@@ -570,6 +585,7 @@ func (d *decoder) policyRef(a *hcl.Attribute) (string, hcl.Diagnostics) {
 // inputs, checks its type and runs its validations.
 func (d *decoder) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 	d.vars = map[string]cty.Value{}
+	d.evalCtx = nil
 	var diags hcl.Diagnostics
 	inputs, ds := d.inputValues()
 	diags = append(diags, ds...)
@@ -583,6 +599,7 @@ func (d *decoder) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 		v, ds := d.decodeVariable(b, inputs[name])
 		diags = append(diags, ds...)
 		d.vars[name] = v
+		d.evalCtx = nil
 	}
 	for name, in := range inputs {
 		if !seen[name] {
@@ -595,6 +612,7 @@ func (d *decoder) decodeVariables(blocks hcl.Blocks) hcl.Diagnostics {
 
 func (d *decoder) decodeLocals(blocks hcl.Blocks) hcl.Diagnostics {
 	d.locals = map[string]cty.Value{}
+	d.evalCtx = nil
 	attrs := map[string]*hcl.Attribute{}
 	var names []string
 	for _, b := range blocks {
@@ -638,16 +656,19 @@ func (d *decoder) decodeLocals(blocks hcl.Blocks) hcl.Diagnostics {
 		state[name] = 2
 		if !ok {
 			d.locals[name] = cty.DynamicVal
+			d.evalCtx = nil
 			return false
 		}
 		if ds := d.checkRefs(attrs[name].Expr, []string{"var", "local", "path"}); ds.HasErrors() {
 			diags = append(diags, ds...)
 			d.locals[name] = cty.DynamicVal
+			d.evalCtx = nil
 			return false
 		}
 		v, ds := attrs[name].Expr.Value(d.ctx())
 		diags = append(diags, ds...)
 		d.locals[name] = v
+		d.evalCtx = nil
 		return !ds.HasErrors()
 	}
 	for _, n := range names {
