@@ -171,6 +171,10 @@ func cmdShow(e *env, args []string) error {
 	}
 	if rep, err := c.PolicyReport(e.ctx, name); err == nil {
 		fmt.Fprintf(tw, "dropped:\t%s\n", dropsText(rep.Drops))
+		// The newest few resolver decisions; policy log has them all.
+		for _, d := range rep.DNS[max(0, len(rep.DNS)-3):] {
+			fmt.Fprintf(tw, "dns:\t%s\n", dnsText(d, " "))
+		}
 	}
 	if b.ExpiresAt != nil {
 		fmt.Fprintf(tw, "expires:\t%s\n", b.ExpiresAt.Local().Format(time.RFC3339))
@@ -405,8 +409,8 @@ func cmdDrive(e *env, args []string) error {
 			for _, k := range sortedKeys(d.Labels) {
 				labels = append(labels, k+"="+d.Labels[k])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.State, orDash(strings.Join(d.UsedBy, ",")),
-				orDash(d.Project), orDash(d.Size), orDash(strings.Join(labels, ",")))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.State, dash(strings.Join(d.UsedBy, ",")),
+				dash(d.Project), dash(d.Size), dash(strings.Join(labels, ",")))
 		}
 		return tw.Flush()
 	case "rm":

@@ -380,11 +380,3 @@ func sortedKeys(m map[string]string) []string {
 	sort.Strings(ks)
 	return ks
 }
-
-// orDash shows an empty table cell as "-".
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}

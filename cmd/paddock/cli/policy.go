@@ -109,15 +109,20 @@ func cmdPolicy(e *env, args []string) error {
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME\tNAME\tDECISION\tDETAIL")
 		for _, d := range r.DNS {
-			dec := "refused"
-			if d.Allowed {
-				dec = "allowed"
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", d.Time.Local().Format(time.TimeOnly), d.Name, dec, d.Reason)
+			fmt.Fprintln(tw, dnsText(d, "\t"))
 		}
 		return tw.Flush()
 	}
 	return usagef("unknown policy command %q: use set, ls, new, rm or log", args[0])
+}
+
+// dnsText is one resolver decision: time, name, allowed or refused, why.
+func dnsText(d api.DNSDecision, sep string) string {
+	dec := "refused"
+	if d.Allowed {
+		dec = "allowed"
+	}
+	return strings.Join([]string{d.Time.Local().Format(time.TimeOnly), d.Name, dec, d.Reason}, sep)
 }
 
 func dash(s string) string {
