@@ -278,16 +278,18 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 }
 
 // bridgeFiltering makes sure traffic between boxes on the same bridge
-// passes the IP hooks where Paddock's rules are (br_netfilter); without it,
-// box-to-box packets would be switched past them.
+// passes the IP hooks where Paddock's rules are (br_netfilter), IPv4 and
+// IPv6 alike; without it, box-to-box packets would be switched past them.
 func bridgeFiltering() error {
-	const knob = "/proc/sys/net/bridge/bridge-nf-call-iptables"
-	if b, err := os.ReadFile(knob); err == nil && strings.TrimSpace(string(b)) == "1" {
-		return nil
-	}
-	exec.Command("modprobe", "br_netfilter").Run()
-	if err := os.WriteFile(knob, []byte("1\n"), 0o644); err != nil {
-		return fmt.Errorf("boxes could reach each other: cannot turn on bridge filtering (%s): %w", knob, err)
+	knobs := []string{"/proc/sys/net/bridge/bridge-nf-call-iptables", "/proc/sys/net/bridge/bridge-nf-call-ip6tables"}
+	for _, knob := range knobs {
+		if b, err := os.ReadFile(knob); err == nil && strings.TrimSpace(string(b)) == "1" {
+			continue
+		}
+		exec.Command("modprobe", "br_netfilter").Run()
+		if err := os.WriteFile(knob, []byte("1\n"), 0o644); err != nil {
+			return fmt.Errorf("boxes could reach each other: cannot turn on bridge filtering (%s): %w", knob, err)
+		}
 	}
 	return nil
 }

@@ -118,6 +118,7 @@ func TestScripts(t *testing.T) {
 			"engine":     cmdEngine,
 			"sleep":      cmdSleep,
 			"boxip":      cmdBoxIP,
+			"boxipv6":    cmdBoxIPv6,
 			"hostlisten": cmdHostListen,
 			"waitexec":   cmdWaitExec,
 			"png":        cmdPNG,
@@ -343,6 +344,32 @@ func cmdBoxIP(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("box %s has no address", args[1])
 	}
 	ts.Setenv(args[0], b.IP)
+}
+
+// boxipv6 VAR BOX: turn IPv6 on in the box's network namespace, as a box
+// whose root holds capabilities there (Sysbox) could, and set VAR to its
+// link-local address once duplicate address detection is over.
+func cmdBoxIPv6(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: boxipv6 VAR BOX")
+	}
+	pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", daemonOf(ts).Instance+"-"+args[1]).Output()
+	ts.Check(err)
+	ns := []string{"-t", strings.TrimSpace(string(pid)), "-n"}
+	out, err := exec.Command("nsenter", append(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.lo.disable_ipv6=0", "net.ipv6.conf.eth0.disable_ipv6=0")...).CombinedOutput()
+	if err != nil {
+		ts.Fatalf("enabling IPv6 in box %s: %v\n%s", args[1], err, out)
+	}
+	for range 50 {
+		out, err := exec.Command("nsenter", append(ns, "ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "link")...).Output()
+		ts.Check(err)
+		if f := strings.Fields(string(out)); len(f) >= 4 && !strings.Contains(string(out), "tentative") {
+			ts.Setenv(args[0], strings.Split(f[3], "/")[0])
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	ts.Fatalf("box %s has no usable link-local address", args[1])
 }
 
 // hostlisten PORT: a TCP service on all of the host's addresses, answering
