@@ -2,8 +2,12 @@ package boxfiles
 
 import (
 	"fmt"
+	"maps"
+	"os"
 	"path"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -30,7 +34,7 @@ var topSchema = &hcl.BodySchema{
 var boxSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "type"}, {Name: "image"}, {Name: "ttl"}, {Name: "policy"}, {Name: "agent"},
-		{Name: "env"}, {Name: "setup"}, {Name: "desktop"},
+		{Name: "env"}, {Name: "setup"}, {Name: "desktop"}, {Name: "files"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "mount", LabelNames: []string{"drive"}},
@@ -539,14 +543,53 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 			diags = append(diags, ds...)
 			to, ta, ds := d.str(pc.Attributes, "to", "to")
 			diags = append(diags, ds...)
-			if ta != nil && !ds.HasErrors() && (!path.IsAbs(to) || path.Clean(to) != to) {
-				diags = append(diags, errAt(ta.Expr.Range(), "Invalid push target", fmt.Sprintf("%q must be a clean absolute path in the box.", to)))
+			if ta != nil && !ds.HasErrors() {
+				diags = append(diags, d.checkPush(local, mb.LabelRanges[0], to, ta.Expr.Range())...)
 			}
 			box.Push = append(box.Push, api.PushSpec{Local: local, To: to})
 		}
 	}
+	// files = { LOCAL = "/box/dir" } says the same as push blocks.
+	files, fa, ds := d.strMap(content.Attributes, "files", "files")
+	diags = append(diags, ds...)
+	for _, local := range slices.Sorted(maps.Keys(files)) {
+		kr, vr := objectItemRanges(fa.Expr, local)
+		diags = append(diags, d.checkPush(local, kr, files[local], vr)...)
+		box.Push = append(box.Push, api.PushSpec{Local: local, To: files[local]})
+	}
 	d.cfg.Spec.Boxes = append(d.cfg.Spec.Boxes, box)
 	return diags
+}
+
+// checkPush checks one push: the local path exists (relative to the
+// Boxfile's directory) and the target is a clean absolute path in the box.
+func (d *decoder) checkPush(local string, lr hcl.Range, to string, tr hcl.Range) hcl.Diagnostics {
+	var diags hcl.Diagnostics
+	p := local
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(d.root, p)
+	}
+	if _, err := os.Lstat(p); err != nil {
+		diags = append(diags, errAt(lr, "Push source not found",
+			fmt.Sprintf("%q does not exist here (a relative path starts at the Boxfile's directory, %s).", local, d.root)))
+	}
+	if !path.IsAbs(to) || path.Clean(to) != to {
+		diags = append(diags, errAt(tr, "Invalid push target", fmt.Sprintf("%q must be a clean absolute path in the box.", to)))
+	}
+	return diags
+}
+
+// objectItemRanges finds the key and value ranges of key in an object
+// literal, or gives the whole expression's range for both.
+func objectItemRanges(expr hcl.Expression, key string) (hcl.Range, hcl.Range) {
+	if oc, ok := expr.(*hclsyntax.ObjectConsExpr); ok {
+		for _, it := range oc.Items {
+			if k, diags := it.KeyExpr.Value(nil); !diags.HasErrors() && k.Type() == cty.String && k.AsString() == key {
+				return it.KeyExpr.Range(), it.ValueExpr.Range()
+			}
+		}
+	}
+	return expr.Range(), expr.Range()
 }
 
 // policyRef reads a box's policy: "allow-all", "deny-all" or policy.NAME.

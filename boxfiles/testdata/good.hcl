@@ -39,4 +39,5 @@ box "web" {
 
 box "worker" {
   policy = "deny-all"
+  files  = { "./src" = "/config/src", "good.hcl" = "/config/boxfile" }
 }
