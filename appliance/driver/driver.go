@@ -143,6 +143,13 @@ type Driver interface {
 	CopyTo(ctx context.Context, box, dir string, tar io.Reader) error
 	// CopyFrom returns a tar stream of path in the box, its base name first.
 	CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error)
+
+	// ReadVolume returns a tar stream of a volume's contents, names
+	// relative to its root. WriteVolume empties a volume, then extracts a
+	// tar stream into it. Both may run a short-lived helper from image
+	// (which needs sh and find) to reach a volume no box has.
+	ReadVolume(ctx context.Context, v VolumeRef, image string) (io.ReadCloser, error)
+	WriteVolume(ctx context.Context, v VolumeRef, image string, tar io.Reader) error
 }
 
 // desktopMark keeps the hash of a box without a desktop what it was before

@@ -72,7 +72,8 @@ type Driver struct {
 
 var _ driver.Driver = (*Driver)(nil)
 
-// New connects to the engine and checks that it answers.
+// New connects to the engine, checks that it answers and removes the volume
+// helpers a killed daemon left.
 func New(ctx context.Context, cfg Config) (*Driver, error) {
 	opts := []client.Opt{client.WithAPIVersionNegotiation()}
 	if cfg.Host != "" {
@@ -94,7 +95,14 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.User == "" {
 		cfg.User = "paddock"
 	}
-	return &Driver{c: c, cfg: cfg}, nil
+	d := &Driver{c: c, cfg: cfg}
+	// Volume helpers live for one operation of one daemon; any that exist
+	// now were left by a daemon that died during one.
+	if err := d.removeHelpers(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return d, nil
 }
 
 // Close releases the client.

@@ -201,4 +201,78 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	if _, err := d.CopyFrom(ctx, "ct-run", "/no/such/path"); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("CopyFrom of a missing path: %v, want ErrNotFound", err)
 	}
+
+	volumes(t, d, image, spec.Mounts[0].Volume)
+}
+
+// volumes checks ReadVolume and WriteVolume on drive, which ct-run mounts
+// at /mnt/ct-drive.
+func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef) {
+	ctx := context.Background()
+	sh := func(script string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", script}, User: "0", Stdout: &out, Stderr: &errb})
+		must(t, err)
+		if code != 0 {
+			t.Fatalf("%s: code %d: %s", script, code, errb.String())
+		}
+		return out.String()
+	}
+	sh("cd /mnt/ct-drive && echo alpha > a.txt && mkdir sub && echo beta > sub/b.txt && ln -s a.txt link && echo hidden > .dot")
+
+	rc, err := d.ReadVolume(ctx, drive, image)
+	must(t, err)
+	got := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		body, _ := io.ReadAll(tr)
+		got[h.Name] = string(body) + h.Linkname
+	}
+	rc.Close()
+	want := map[string]string{"a.txt": "alpha\n", "sub/": "", "sub/b.txt": "beta\n", "link": "a.txt", ".dot": "hidden\n"}
+	if len(got) != len(want) {
+		t.Fatalf("ReadVolume gave %q, want %q", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Fatalf("ReadVolume gave %q, want %q", got, want)
+		}
+	}
+
+	var next bytes.Buffer
+	tw := tar.NewWriter(&next)
+	tw.WriteHeader(&tar.Header{Name: "new.txt", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
+	tw.Write([]byte("new\n"))
+	tw.WriteHeader(&tar.Header{Name: ".env", Mode: 0o600, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("x\n"))
+	tw.WriteHeader(&tar.Header{Name: "sub2/", Mode: 0o755, Typeflag: tar.TypeDir})
+	tw.WriteHeader(&tar.Header{Name: "sub2/c.txt", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
+	tw.Write([]byte("c\n"))
+	tw.Close()
+	must(t, d.WriteVolume(ctx, drive, image, &next))
+	if got := sh("cd /mnt/ct-drive && find . | sort && cat new.txt sub2/c.txt"); got != ".\n./.env\n./new.txt\n./sub2\n./sub2/c.txt\nnew\nc\n" {
+		t.Fatalf("after WriteVolume the drive holds:\n%s", got)
+	}
+
+	// A broken archive leaves the volume as it was.
+	if err := d.WriteVolume(ctx, drive, image, strings.NewReader("not a tar archive, not at all")); err == nil {
+		t.Fatal("WriteVolume took a broken archive")
+	}
+	if got := sh("cd /mnt/ct-drive && find . | sort"); got != ".\n./.env\n./new.txt\n./sub2\n./sub2/c.txt\n" {
+		t.Fatalf("after a failed WriteVolume the drive holds:\n%s", got)
+	}
+
+	missing := driver.VolumeRef{Kind: driver.KindDrive, Name: "ct-none"}
+	if _, err := d.ReadVolume(ctx, missing, image); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("ReadVolume of a missing volume: %v, want ErrNotFound", err)
+	}
+	if err := d.WriteVolume(ctx, missing, image, &next); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("WriteVolume of a missing volume: %v, want ErrNotFound", err)
+	}
 }

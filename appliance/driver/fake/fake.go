@@ -254,3 +254,13 @@ func (d *Driver) CopyTo(context.Context, string, string, io.Reader) error { retu
 func (d *Driver) CopyFrom(context.Context, string, string) (io.ReadCloser, error) {
 	return nil, errNoRuntime
 }
+
+// ReadVolume is not supported by the fake.
+func (d *Driver) ReadVolume(context.Context, driver.VolumeRef, string) (io.ReadCloser, error) {
+	return nil, errNoRuntime
+}
+
+// WriteVolume is not supported by the fake.
+func (d *Driver) WriteVolume(context.Context, driver.VolumeRef, string, io.Reader) error {
+	return errNoRuntime
+}

@@ -1,0 +1,230 @@
+package docker
+
+import (
+	"archive/tar"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// The engine reaches a volume's files only through a container that mounts
+// it, so drive backups and restores go through a helper: a container of its
+// own kind, on no network, that mounts the volume at helperMount and runs
+// nothing but the swap of a restore. Helpers live for one operation; New
+// removes any that a crash left.
+const helperMount = "/volume"
+
+// helper makes a helper container for v; cmd, when given, is what it runs
+// once started.
+func (d *Driver) helper(ctx context.Context, v driver.VolumeRef, image string, cmd []string) (string, error) {
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	res, err := d.c.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: d.cfg.Instance + "-helper-" + hex.EncodeToString(rnd[:]),
+		Config: &container.Config{
+			Image:      image,
+			Cmd:        cmd,
+			User:       "0",
+			Labels:     d.labels("helper", "volume/"+v.String()),
+			Entrypoint: []string{},
+		},
+		HostConfig: &container.HostConfig{
+			Runtime:     d.cfg.Runtime,
+			NetworkMode: "none",
+			Mounts:      []mount.Mount{{Type: mount.TypeVolume, Source: d.volumeName(v), Target: helperMount}},
+		},
+	})
+	if err != nil {
+		return "", wrap(err)
+	}
+	return res.ID, nil
+}
+
+func (d *Driver) removeHelper(id string) {
+	d.c.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+}
+
+// removeHelpers removes the helpers an interrupted operation left behind.
+func (d *Driver) removeHelpers(ctx context.Context) error {
+	res, err := d.c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: d.filter("helper")})
+	if err != nil {
+		return err
+	}
+	for _, c := range res.Items {
+		d.removeHelper(c.ID)
+	}
+	return nil
+}
+
+// volumeExists is checked first: creating a container would otherwise make
+// a missing volume, unlabelled.
+func (d *Driver) volumeExists(ctx context.Context, v driver.VolumeRef) error {
+	_, err := d.c.VolumeInspect(ctx, d.volumeName(v), client.VolumeInspectOptions{})
+	return wrap(err)
+}
+
+// ReadVolume streams a volume's contents as a tar, names relative to the
+// volume's root.
+func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
+	if err := d.volumeExists(ctx, v); err != nil {
+		return nil, err
+	}
+	id, err := d.helper(ctx, v, image, nil)
+	if err != nil {
+		return nil, err
+	}
+	res, err := d.c.CopyFromContainer(ctx, id, client.CopyFromContainerOptions{SourcePath: helperMount})
+	if err != nil {
+		d.removeHelper(id)
+		return nil, wrap(err)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		err := stripFirst(pw, res.Content)
+		res.Content.Close()
+		d.removeHelper(id)
+		pw.CloseWithError(err)
+	}()
+	return pr, nil
+}
+
+// stripFirst copies a tar stream whose names all start with one directory
+// (the engine names a copied directory first), without that directory.
+func stripFirst(w io.Writer, r io.Reader) error {
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		_, rest, ok := strings.Cut(strings.TrimSuffix(h.Name, "/"), "/")
+		if !ok {
+			continue // the root itself
+		}
+		if strings.HasSuffix(h.Name, "/") {
+			rest += "/"
+		}
+		h.Name = rest
+		if h.Typeflag == tar.TypeLink {
+			_, h.Linkname, _ = strings.Cut(h.Linkname, "/")
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
+
+// WriteVolume replaces a volume's contents with what the tar stream holds.
+// The caller has checked the archive. It is extracted into a staging
+// directory in the volume first; only once all of it is there does the
+// helper remove the old contents and move the new ones up, so a failed
+// copy leaves the old data as it was.
+func (d *Driver) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
+	if err := d.volumeExists(ctx, v); err != nil {
+		return err
+	}
+	var rnd [4]byte
+	rand.Read(rnd[:])
+	stage := ".paddock-restore-" + hex.EncodeToString(rnd[:])
+	swap := `set -e
+cd ` + helperMount + `
+find . -mindepth 1 -maxdepth 1 ! -name "$1" -exec rm -rf -- {} +
+find "$1" -mindepth 1 -maxdepth 1 -exec mv -t . -- {} +
+rmdir "$1"`
+	id, err := d.helper(ctx, v, image, []string{"sh", "-c", swap, "swap", stage})
+	if err != nil {
+		return err
+	}
+	defer d.removeHelper(id)
+
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(prefix(pw, tar, stage)) }()
+	_, err = d.c.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: helperMount, Content: pr})
+	pr.Close()
+	if err != nil {
+		d.runHelper(context.WithoutCancel(ctx), v, image, []string{"rm", "-rf", "--", helperMount + "/" + stage})
+		return fmt.Errorf("writing volume %s (its contents are unchanged): %w", v, wrap(err))
+	}
+	if err := d.start(ctx, id); err != nil {
+		return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
+	}
+	return nil
+}
+
+// runHelper runs cmd in a new helper for v and removes it.
+func (d *Driver) runHelper(ctx context.Context, v driver.VolumeRef, image string, cmd []string) error {
+	id, err := d.helper(ctx, v, image, cmd)
+	if err != nil {
+		return err
+	}
+	defer d.removeHelper(id)
+	return d.start(ctx, id)
+}
+
+// start starts a helper and waits for it to exit with code 0.
+func (d *Driver) start(ctx context.Context, id string) error {
+	wait := d.c.ContainerWait(ctx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	if _, err := d.c.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return wrap(err)
+	}
+	select {
+	case r := <-wait.Result:
+		if r.StatusCode != 0 {
+			return fmt.Errorf("the helper exited with code %d", r.StatusCode)
+		}
+		return nil
+	case err := <-wait.Error:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// prefix copies a tar stream with every name (and hard link target) put
+// under dir, which comes first as a directory entry of its own.
+func prefix(w io.Writer, r io.Reader, dir string) error {
+	tw := tar.NewWriter(w)
+	if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
+		return err
+	}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return tw.Close()
+		}
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(h.Name, "./")
+		if name == "" || name == "/" {
+			continue // the root: the staging directory stands for it
+		}
+		h.Name = dir + "/" + name
+		if h.Typeflag == tar.TypeLink {
+			h.Linkname = dir + "/" + strings.TrimPrefix(h.Linkname, "./")
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if _, err := io.Copy(tw, tr); err != nil {
+			return err
+		}
+	}
+}
