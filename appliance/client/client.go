@@ -229,6 +229,16 @@ func (c *Client) RemoveDrive(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/drives/"+esc(name), nil, nil)
 }
 
+// BackupDrive returns a tar stream of a drive's contents.
+func (c *Client) BackupDrive(ctx context.Context, name string) (io.ReadCloser, error) {
+	return c.getTar(ctx, "/drives/"+esc(name)+"/archive")
+}
+
+// RestoreDrive replaces a drive's contents with a tar stream's.
+func (c *Client) RestoreDrive(ctx context.Context, name string, tar io.Reader) error {
+	return c.putTar(ctx, "/drives/"+esc(name)+"/archive", tar)
+}
+
 // StartJob runs a command detached.
 func (c *Client) StartJob(ctx context.Context, box string, p api.ExecPost) (api.Job, error) {
 	var j api.Job
@@ -269,7 +279,16 @@ func (c *Client) JobLog(ctx context.Context, box, id string, follow bool, w io.W
 
 // Push sends a tar stream to be extracted into dir in the box.
 func (c *Client) Push(ctx context.Context, box, dir string, tar io.Reader) error {
-	req, err := c.request(ctx, "PUT", "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(dir), tar)
+	return c.putTar(ctx, "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(dir), tar)
+}
+
+// Pull returns a tar stream of path in the box.
+func (c *Client) Pull(ctx context.Context, box, path string) (io.ReadCloser, error) {
+	return c.getTar(ctx, "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(path))
+}
+
+func (c *Client) putTar(ctx context.Context, path string, tar io.Reader) error {
+	req, err := c.request(ctx, "PUT", path, tar)
 	if err != nil {
 		return err
 	}
@@ -282,9 +301,8 @@ func (c *Client) Push(ctx context.Context, box, dir string, tar io.Reader) error
 	return nil
 }
 
-// Pull returns a tar stream of path in the box.
-func (c *Client) Pull(ctx context.Context, box, path string) (io.ReadCloser, error) {
-	req, err := c.request(ctx, "GET", "/boxes/"+esc(box)+"/files?path="+url.QueryEscape(path), nil)
+func (c *Client) getTar(ctx context.Context, path string) (io.ReadCloser, error) {
+	req, err := c.request(ctx, "GET", path, nil)
 	if err != nil {
 		return nil, err
 	}

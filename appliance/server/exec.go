@@ -138,15 +138,33 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request) error {
 	rc, err := s.Svc.Pull(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
+	return s.sendTar(w, rc, err, "pull", r.PathValue("name"))
+}
+
+func (s *Server) backupDrive(w http.ResponseWriter, r *http.Request) error {
+	rc, err := s.Svc.BackupDrive(r.Context(), r.PathValue("name"))
+	return s.sendTar(w, rc, err, "drive backup", r.PathValue("name"))
+}
+
+func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RestoreDrive(r.Context(), r.PathValue("name"), r.Body); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// sendTar streams a tar the service opened. Once the status is sent, an
+// error can only cut the stream short; the client's tar reader notices.
+func (s *Server) sendTar(w http.ResponseWriter, rc io.ReadCloser, err error, what, name string) error {
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
-	_, err = io.Copy(w, rc)
-	if err != nil {
-		s.Log.Warn("pull interrupted", "box", r.PathValue("name"), "err", err)
+	if _, err := io.Copy(w, rc); err != nil {
+		s.Log.Warn(what+" interrupted", "name", name, "err", err)
 	}
 	return nil
 }

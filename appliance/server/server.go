@@ -90,6 +90,8 @@ func (s *Server) Handler() http.Handler {
 	route("GET "+p+"/drives", s.listDrives)
 	route("POST "+p+"/drives", s.createDrive)
 	route("DELETE "+p+"/drives/{name}", s.removeDrive)
+	route("GET "+p+"/drives/{name}/archive", s.backupDrive)
+	route("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
 	route("POST "+p+"/reconcile", s.reconcile)
 	route("POST "+p+"/plan", s.plan)
 	route("POST "+p+"/apply", s.apply)

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -283,13 +281,8 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
-	sp, err := archive.Spool(body, s.Cfg.StateDir, func(h *tar.Header) {
-		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
-	})
+	sp, err := s.spool(body)
 	if err != nil {
-		if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) {
-			return invalid("archive", "%v; nothing was written", err)
-		}
 		return err
 	}
 	defer sp.Close()

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -364,65 +363,6 @@ func cmdRm(e *env, args []string) error {
 	}
 	if len(failed) > 0 {
 		return exitError{1}
-	}
-	return nil
-}
-
-func cmdDrive(e *env, args []string) error {
-	if len(args) == 0 {
-		return usagef("give new, ls or rm")
-	}
-	c, err := e.client()
-	if err != nil {
-		return err
-	}
-	switch args[0] {
-	case "new":
-		if len(args) != 2 {
-			return usagef("drive new NAME")
-		}
-		if err := api.ValidName("drive", args[1]); err != nil {
-			return usagef("%v", err)
-		}
-		d, err := c.CreateDrive(e.ctx, args[1])
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, d.Name)
-	case "ls":
-		fs := flags("drive ls")
-		asJSON := fs.Bool("json", false, "print JSON")
-		if err := parse(fs, args[1:]); err != nil {
-			return err
-		}
-		ds, err := c.Drives(e.ctx)
-		if err != nil {
-			return err
-		}
-		if *asJSON {
-			return printJSON(e.stdout, ds)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTATE\tUSED BY\tPROJECT\tSIZE\tLABELS")
-		for _, d := range ds {
-			labels := make([]string, 0, len(d.Labels))
-			for _, k := range sortedKeys(d.Labels) {
-				labels = append(labels, k+"="+d.Labels[k])
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.State, dash(strings.Join(d.UsedBy, ",")),
-				dash(d.Project), dash(d.Size), dash(strings.Join(labels, ",")))
-		}
-		return tw.Flush()
-	case "rm":
-		if len(args) != 2 {
-			return usagef("drive rm NAME")
-		}
-		if err := c.RemoveDrive(e.ctx, args[1]); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "removed drive %s\n", args[1])
-	default:
-		return usagef("unknown drive command %q: use new, ls or rm", args[0])
 	}
 	return nil
 }

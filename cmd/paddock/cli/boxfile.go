@@ -299,11 +299,11 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 			return nil
 		}
 		if len(saved.Plan.Changes) > 0 && !*auto {
-			if err := e.confirm(fmt.Sprintf("\nDo you want to %s these changes to project %q? Only 'yes' will be accepted: ", verb, saved.Plan.Project), "yes"); err != nil {
+			if err := e.confirm(fmt.Sprintf("\nDo you want to %s these changes to project %q? Only 'yes' will be accepted: ", verb, saved.Plan.Project), "yes", "--auto-approve"); err != nil {
 				return err
 			}
 			if verb == "destroy" && *drives {
-				if err := e.confirm(fmt.Sprintf("This also deletes the data on the project's drives. Type the project name (%s) to confirm: ", saved.Plan.Project), saved.Plan.Project); err != nil {
+				if err := e.confirm(fmt.Sprintf("This also deletes the data on the project's drives. Type the project name (%s) to confirm: ", saved.Plan.Project), saved.Plan.Project, "--auto-approve"); err != nil {
 					return err
 				}
 			}
@@ -335,11 +335,12 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 	return nil
 }
 
-// confirm asks on the terminal and wants the exact answer.
-func (e *env) confirm(prompt, want string) error {
+// confirm asks on the terminal and wants the exact answer. Without a
+// terminal it refuses, naming skip, the flag that says yes beforehand.
+func (e *env) confirm(prompt, want, skip string) error {
 	f, ok := e.stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(f.Fd())) {
-		return usagef("not asking for confirmation without a terminal: add --auto-approve")
+		return usagef("not asking for confirmation without a terminal: add %s", skip)
 	}
 	fmt.Fprint(e.stdout, prompt)
 	line, err := bufio.NewReader(e.stdin).ReadString('\n')

@@ -80,7 +80,7 @@ func init() {
 		{"logs", "BOX JOB [-f]", "print a job's output", cmdLogs},
 		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},
-		{"drive", "new|ls|rm NAME", "manage drives (volumes that outlive boxes)", cmdDrive},
+		{"drive", "new|ls|rm|backup|restore NAME", "manage drives (volumes that outlive boxes)", cmdDrive},
 		{"plan", "[-f PATH] [--var K=V] [--var-file F] [--out FILE] [--destroy] [--drives] [--json]", "show what applying the Boxfile would change (exit 0: none, 2: changes, 1: error)", cmdPlan},
 		{"apply", "[FILE | -f PATH ...] [--auto-approve] [--drives] [--json]", "make the project match its Boxfile (or a saved plan)", cmdApply},
 		{"destroy", "[-f PATH] [--drives] [--auto-approve]", "remove the project's boxes (drives only with --drives)", cmdDestroy},

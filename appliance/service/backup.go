@@ -1,0 +1,85 @@
+package service
+
+import (
+	"archive/tar"
+	"context"
+	"errors"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// BackupDrive streams a tar of a drive's contents, names relative to the
+// drive's root. Boxes may go on using the drive meanwhile; for a copy of
+// one moment, stop them first.
+func (s *Service) BackupDrive(ctx context.Context, name string) (io.ReadCloser, error) {
+	if _, err := s.readyDrive(ctx, name); err != nil {
+		return nil, err
+	}
+	rc, err := s.Driver.ReadVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image)
+	if errors.Is(err, driver.ErrNotFound) {
+		return nil, conflict("drive %q has no volume yet; try again in a moment", name)
+	}
+	return rc, err
+}
+
+// RestoreDrive replaces a drive's contents with an archive's. It is refused
+// while a box that mounts the drive runs. The archive is checked whole
+// before anything is written (as for push), its files are given to the box
+// user, and a failure on the way leaves the old contents.
+func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader) error {
+	d, err := s.readyDrive(ctx, name)
+	if err != nil {
+		return err
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return err
+	}
+	var running []string
+	for _, b := range boxes {
+		if (b.Desired == "running" || b.Observed == "running") && slices.Contains(d.UsedBy, b.Name) {
+			running = append(running, b.Name)
+		}
+	}
+	if len(running) > 0 {
+		return conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
+	}
+	sp, err := s.spool(body)
+	if err != nil {
+		return err
+	}
+	defer sp.Close()
+	err = s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, sp)
+	if errors.Is(err, driver.ErrNotFound) {
+		return conflict("drive %q has no volume yet; try again in a moment", name)
+	}
+	return err
+}
+
+func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error) {
+	d, err := s.getDrive(ctx, name)
+	if err != nil {
+		return d, err
+	}
+	if d.State != "ready" {
+		return d, conflict("drive %q is %s", name, d.State)
+	}
+	return d, nil
+}
+
+// spool checks an uploaded archive whole, into a file under the state
+// directory, with every entry given to the box user.
+func (s *Service) spool(body io.Reader) (*archive.Spooled, error) {
+	sp, err := archive.Spool(body, s.Cfg.StateDir, func(h *tar.Header) {
+		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
+	})
+	if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) {
+		return nil, invalid("archive", "%v; nothing was written", err)
+	}
+	return sp, err
+}
