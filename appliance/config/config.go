@@ -101,6 +101,9 @@ type Config struct {
 	DesktopDefault bool `koanf:"desktop_default"`
 	// LinkTTL bounds the owner setup link and invitations.
 	LinkTTL time.Duration `koanf:"link_ttl"`
+	// SnapshotKeep is how many snapshots of each box are kept (0: all).
+	// Older ones go as new ones are taken, except those a box is made from.
+	SnapshotKeep int `koanf:"snapshot_keep"`
 }
 
 // Defaults are the built-in values.
@@ -135,6 +138,7 @@ func Defaults() map[string]any {
 		"acme_email":              "",
 		"link_ttl":                "24h",
 		"desktop_default":         true,
+		"snapshot_keep":           5,
 		"agents.claude.command":   []string{"claude", "-p"},
 		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
 		"agents.codex.command":    []string{"codex", "exec"},
@@ -276,6 +280,9 @@ func (c Config) Validate() error {
 	}
 	if c.LinkTTL <= 0 {
 		return errors.New("config: link_ttl must be positive")
+	}
+	if c.SnapshotKeep < 0 {
+		return errors.New("config: snapshot_keep must be 0 (keep all) or more")
 	}
 	return nil
 }

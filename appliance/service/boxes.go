@@ -155,7 +155,8 @@ func (s *Service) update(name string, fn func(tx *store.Tx, b *store.Box) error)
 	})
 }
 
-// addSnapshot declares a pending snapshot of a box with a fresh id.
+// addSnapshot declares a pending snapshot of a box with a fresh id, and lets
+// the box's oldest go beyond snapshot_keep.
 func (s *Service) addSnapshot(tx *store.Tx, box, reason string) (store.Snapshot, error) {
 	base := box + "-" + s.now().Format("20060102-150405")
 	for i := 1; ; i++ {
@@ -165,7 +166,13 @@ func (s *Service) addSnapshot(tx *store.Tx, box, reason string) (store.Snapshot,
 		}
 		if _, err := tx.GetSnapshot(id); errors.Is(err, store.ErrNotFound) {
 			sn := store.Snapshot{ID: id, Box: box, Reason: reason, State: "pending", Created: s.now()}
-			return sn, tx.AddSnapshot(sn)
+			if err := tx.AddSnapshot(sn); err != nil {
+				return sn, err
+			}
+			if s.Cfg.SnapshotKeep > 0 {
+				return sn, tx.PruneSnapshots(box, s.Cfg.SnapshotKeep)
+			}
+			return sn, nil
 		} else if err != nil {
 			return store.Snapshot{}, err
 		}

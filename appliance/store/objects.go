@@ -112,6 +112,18 @@ func (t *Tx) MarkSnapshotsDeleting(box string) error {
 	return err
 }
 
+// PruneSnapshots turns a box's snapshots beyond the newest keep into
+// tombstones, except those a box's filesystem was made from (a restore or
+// a fork may need to make that box again).
+func (t *Tx) PruneSnapshots(box string, keep int) error {
+	_, err := t.tx.Exec(`UPDATE snapshots SET state='deleting'
+		WHERE box=? AND state IN ('ready','failed')
+		AND id NOT IN (SELECT id FROM snapshots WHERE box=? AND state IN ('ready','pending','failed')
+			ORDER BY created DESC, id DESC LIMIT ?)
+		AND id NOT IN (SELECT from_snapshot FROM boxes)`, box, box, keep)
+	return err
+}
+
 // NewestSnapshot returns a box's newest ready or pending snapshot.
 func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
 	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created FROM snapshots
