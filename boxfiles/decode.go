@@ -569,7 +569,9 @@ func (d *decoder) checkPush(local string, lr hcl.Range, to string, tr hcl.Range)
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(d.root, p)
 	}
-	if _, err := os.Lstat(p); err != nil {
+	if local == "" {
+		diags = append(diags, errAt(lr, "Empty push source", `Give a local path, such as "./src" (relative to the Boxfile's directory).`))
+	} else if _, err := os.Lstat(p); err != nil {
 		diags = append(diags, errAt(lr, "Push source not found",
 			fmt.Sprintf("%q does not exist here (a relative path starts at the Boxfile's directory, %s).", local, d.root)))
 	}

@@ -243,7 +243,10 @@ func ValidateProject(s ProjectSpec) error {
 			}
 		}
 		for _, p := range b.Push {
-			if p.Local == "" || !path.IsAbs(p.To) {
+			if p.Local == "" {
+				return at(addr, &Error{Code: CodeInvalid, Field: "push", Message: "a push needs a local path"})
+			}
+			if !path.IsAbs(p.To) {
 				return at(addr, &Error{Code: CodeInvalid, Field: "push", Message: fmt.Sprintf("push %q: 'to' must be an absolute path in the box", p.Local)})
 			}
 		}
