@@ -1,0 +1,267 @@
+"""The client: JSON calls, tar streams and attached exec over the API."""
+
+import io
+import json
+import os
+import socket
+import ssl
+import struct
+import tarfile
+import threading
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+API = "/v1"
+UPGRADE_EXEC = "paddock-exec/1"
+
+# Frame types of an attached exec (appliance/stream in the server).
+_STDIN, _STDOUT, _STDERR, _RESIZE, _STDIN_EOF, _EXIT, _ERROR = range(7)
+_MAX_FRAME = 1 << 20
+
+
+class PaddockError(Exception):
+    """An error the server answered: status, a stable code (not_found,
+    invalid, conflict, unauthorized, internal), the message, and the
+    request field it concerns when there is one."""
+
+    def __init__(self, status, code, message, field=""):
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.field = field
+
+
+@dataclass
+class ExecResult:
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+
+
+class Client:
+    """A paddockd server. host is its URL (default $PADDOCK_HOST), token
+    an API token (default $PADDOCK_TOKEN); ca_cert trusts a private
+    certificate authority, such as Caddy's internal one."""
+
+    def __init__(self, host=None, token=None, ca_cert=None, timeout=300):
+        host = host or os.environ.get("PADDOCK_HOST", "")
+        token = token or os.environ.get("PADDOCK_TOKEN", "")
+        if not host:
+            raise ValueError("no server: give host or set PADDOCK_HOST")
+        if not token:
+            raise ValueError("no token: give token or set PADDOCK_TOKEN")
+        u = urllib.parse.urlsplit(host)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise ValueError(f"host {host!r} must be an http:// or https:// URL")
+        self._url = u
+        self._base = f"{u.scheme}://{u.netloc}"
+        self._token = token
+        self._timeout = timeout
+        self._ssl = None
+        if u.scheme == "https":
+            self._ssl = ssl.create_default_context(cafile=ca_cert)
+
+    # --- plumbing ---
+
+    def _request(self, method, path, body=None, content_type=None):
+        headers = {"Authorization": "Bearer " + self._token}
+        if content_type:
+            headers["Content-Type"] = content_type
+        req = urllib.request.Request(self._base + API + path, data=body, method=method, headers=headers)
+        try:
+            return urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl)
+        except urllib.error.HTTPError as e:
+            raise _error(e.code, e.read()) from None
+
+    def _json(self, method, path, payload=None):
+        body = None if payload is None else json.dumps(payload).encode()
+        with self._request(method, path, body, "application/json" if body is not None else None) as resp:
+            data = resp.read()
+        return json.loads(data) if data else None
+
+    # --- boxes ---
+
+    def boxes(self):
+        """The boxes this token's user sees."""
+        return self._json("GET", "/boxes")
+
+    def box(self, name):
+        return self._json("GET", "/boxes/" + _q(name))
+
+    def create_box(self, name=None, type=None, image=None, ttl=None, env=None,
+                   policy=None, mounts=None, desktop=None):
+        """Declare a box and wait for it to run. ttl is seconds or a
+        duration ("1h"); mounts is a list of {"drive", "path", "readonly"}."""
+        post = {k: v for k, v in {
+            "name": name, "type": type, "image": image,
+            "ttl": str(ttl) if ttl is not None else None, "env": env,
+            "policy": policy, "mounts": mounts, "desktop": desktop,
+        }.items() if v is not None}
+        return self._json("POST", "/boxes", post)
+
+    def stop_box(self, name):
+        """Snapshot the box's filesystem, then stop it."""
+        return self._json("POST", f"/boxes/{_q(name)}/stop")
+
+    def start_box(self, name):
+        return self._json("POST", f"/boxes/{_q(name)}/start")
+
+    def remove_box(self, name):
+        self._json("DELETE", "/boxes/" + _q(name))
+
+    def snapshot(self, name):
+        return self._json("POST", f"/boxes/{_q(name)}/snapshots")
+
+    def snapshots(self, name):
+        return self._json("GET", f"/boxes/{_q(name)}/snapshots")
+
+    def restore(self, name, snapshot=None):
+        return self._json("POST", f"/boxes/{_q(name)}/restore", {"snapshot": snapshot} if snapshot else {})
+
+    def fork(self, name, new_name=None, snapshot=None):
+        post = {k: v for k, v in {"name": new_name, "snapshot": snapshot}.items() if v}
+        return self._json("POST", f"/boxes/{_q(name)}/fork", post)
+
+    # --- drives and policies ---
+
+    def drives(self):
+        return self._json("GET", "/drives")
+
+    def create_drive(self, name):
+        return self._json("POST", "/drives", {"name": name})
+
+    def remove_drive(self, name):
+        self._json("DELETE", "/drives/" + _q(name))
+
+    def set_policy(self, box, policy):
+        """policy is "allow-all", "deny-all" or a named policy."""
+        return self._json("PUT", f"/boxes/{_q(box)}/policy", {"policy": policy})
+
+    def policy_report(self, box):
+        """Dropped packets by kind and the resolver's decisions."""
+        return self._json("GET", f"/boxes/{_q(box)}/policy")
+
+    # --- projects (what a Boxfile declares) ---
+
+    def plan(self, spec, destroy=False, drives=False):
+        """The changes that would make the server match spec, a project
+        as the CLI sends it (paddock validate --json shows one)."""
+        return self._json("POST", "/plan", {"spec": spec, "destroy": destroy, "drives": drives})
+
+    def apply(self, spec, serial, destroy=False, drives=False):
+        """Apply the plan made at serial; refused if the state moved."""
+        return self._json("POST", "/apply", {"spec": spec, "destroy": destroy, "drives": drives, "serial": serial})
+
+    # --- files ---
+
+    def push(self, box, local, to):
+        """Copy a local directory's contents (or a file) into directory to
+        in the box. The server refuses an archive that would escape it."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            if os.path.isdir(local):
+                for entry in sorted(os.listdir(local)):
+                    tar.add(os.path.join(local, entry), arcname=entry)
+            else:
+                tar.add(local, arcname=os.path.basename(local))
+        path = f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(to, safe="")
+        with self._request("PUT", path, buf.getvalue(), "application/x-tar"):
+            pass
+
+    def pull(self, box, path):
+        """A tar of path in the box; every name starts with path's base name."""
+        with self._request("GET", f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(path, safe="")) as resp:
+            return resp.read()
+
+    # --- exec ---
+
+    def exec(self, box, cmd, stdin=b"", env=None, workdir=None):
+        """Run cmd (a list) in the box, feed it stdin, and return its exit
+        code and output once it ends."""
+        post = {"cmd": list(cmd)}
+        if env:
+            post["env"] = env
+        if workdir:
+            post["workdir"] = workdir
+        body = json.dumps(post).encode()
+        sock = self._dial()
+        try:
+            head = (f"POST {API}/boxes/{_q(box)}/exec HTTP/1.1\r\n"
+                    f"Host: {self._url.netloc}\r\n"
+                    f"Authorization: Bearer {self._token}\r\n"
+                    "Content-Type: application/json\r\n"
+                    f"Content-Length: {len(body)}\r\n"
+                    "Connection: Upgrade\r\n"
+                    f"Upgrade: {UPGRADE_EXEC}\r\n\r\n")
+            sock.sendall(head.encode() + body)
+            f = sock.makefile("rb")
+            status, headers = _read_head(f)
+            if status != 101:
+                n = int(headers.get("content-length", "0"))
+                raise _error(status, f.read(n) if n else b"")
+            writer = threading.Thread(target=_send_stdin, args=(sock, stdin or b""), daemon=True)
+            writer.start()
+            out, err = bytearray(), bytearray()
+            while True:
+                hdr = f.read(5)
+                if len(hdr) < 5:
+                    raise ConnectionError("the exec stream ended without an exit code")
+                kind, size = hdr[0], struct.unpack(">I", hdr[1:])[0]
+                payload = f.read(size)
+                if kind == _STDOUT:
+                    out += payload
+                elif kind == _STDERR:
+                    err += payload
+                elif kind == _EXIT:
+                    return ExecResult(struct.unpack(">i", payload)[0], bytes(out), bytes(err))
+                elif kind == _ERROR:
+                    raise PaddockError(500, "internal", payload.decode(errors="replace"))
+        finally:
+            sock.close()
+
+    def _dial(self):
+        port = self._url.port or (443 if self._url.scheme == "https" else 80)
+        sock = socket.create_connection((self._url.hostname, port), timeout=self._timeout)
+        if self._ssl:
+            sock = self._ssl.wrap_socket(sock, server_hostname=self._url.hostname)
+        return sock
+
+
+def _send_stdin(sock, data):
+    try:
+        for i in range(0, len(data), _MAX_FRAME):
+            chunk = data[i:i + _MAX_FRAME]
+            sock.sendall(struct.pack(">BI", _STDIN, len(chunk)) + chunk)
+        sock.sendall(struct.pack(">BI", _STDIN_EOF, 0))
+    except OSError:
+        pass  # the command ended first; its exit frame says how
+
+
+def _read_head(f):
+    line = f.readline().decode("latin-1")
+    parts = line.split(" ", 2)
+    if len(parts) < 2 or not parts[0].startswith("HTTP/"):
+        raise ConnectionError(f"not an HTTP answer: {line!r}")
+    headers = {}
+    while True:
+        h = f.readline().decode("latin-1").strip()
+        if not h:
+            break
+        k, _, v = h.partition(":")
+        headers[k.strip().lower()] = v.strip()
+    return int(parts[1]), headers
+
+
+def _error(status, body):
+    try:
+        e = json.loads(body)
+        return PaddockError(status, e.get("error", ""), e.get("message", ""), e.get("field", ""))
+    except (ValueError, AttributeError):
+        return PaddockError(status, "", body.decode(errors="replace").strip() or f"HTTP {status}")
+
+
+def _q(name):
+    return urllib.parse.quote(name, safe="")

@@ -1,0 +1,107 @@
+"""The SDK against a real paddockd: PADDOCK_HOST and PADDOCK_TOKEN name it
+(testbed/e2e starts one and runs these tests)."""
+
+import io
+import os
+import tarfile
+import tempfile
+import unittest
+
+from paddock import Client, PaddockError
+
+
+class ClientTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.c = Client()
+        cls.box = cls.c.create_box(name="py-box", ttl="1h", env={"GREETING": "hi"})
+
+    @classmethod
+    def tearDownClass(cls):
+        for b in cls.c.boxes():
+            if b["name"].startswith("py-"):
+                cls.c.remove_box(b["name"])
+
+    def test_box_is_running_and_listed(self):
+        self.assertEqual(self.box["status"], "running")
+        self.assertEqual(self.box["ttl_seconds"], 3600)
+        self.assertIn("py-box", [b["name"] for b in self.c.boxes()])
+
+    def test_exec_streams_and_exit_code(self):
+        r = self.c.exec("py-box", ["sh", "-c", "cat; echo $GREETING $EXTRA; pwd; echo oops >&2; exit 3"],
+                        stdin=b"from stdin\n", env={"EXTRA": "there"}, workdir="/tmp")
+        self.assertEqual(r.exit_code, 3)
+        self.assertEqual(r.stdout, b"from stdin\nhi there\n/tmp\n")
+        self.assertEqual(r.stderr, b"oops\n")
+        big = os.urandom(3 << 20)  # more than one frame
+        r = self.c.exec("py-box", ["sha256sum"], stdin=big)
+        import hashlib
+        self.assertEqual(r.stdout.split()[0].decode(), hashlib.sha256(big).hexdigest())
+
+    def test_push_and_pull(self):
+        with tempfile.TemporaryDirectory() as d:
+            os.makedirs(os.path.join(d, "sub"))
+            with open(os.path.join(d, "a.txt"), "w") as f:
+                f.write("alpha\n")
+            with open(os.path.join(d, "sub", "b.txt"), "w") as f:
+                f.write("beta\n")
+            self.c.push("py-box", d, to="/config/pushed")
+        r = self.c.exec("py-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/a.txt"])
+        self.assertEqual(r.stdout, b"alpha\nbeta\npaddock\n")
+        with tarfile.open(fileobj=io.BytesIO(self.c.pull("py-box", "/config/pushed"))) as t:
+            self.assertEqual(t.extractfile("pushed/sub/b.txt").read(), b"beta\n")
+
+    def test_errors_name_what_and_where(self):
+        with self.assertRaises(PaddockError) as e:
+            self.c.box("py-nosuch")
+        self.assertEqual((e.exception.status, e.exception.code), (404, "not_found"))
+        self.assertIn('no box named "py-nosuch"', e.exception.message)
+        with self.assertRaises(PaddockError) as e:
+            self.c.create_box(name="py-bad", type="huge")
+        self.assertEqual((e.exception.status, e.exception.code, e.exception.field), (400, "invalid", "type"))
+        with self.assertRaises(PaddockError) as e:
+            self.c.exec("py-nosuch", ["true"])
+        self.assertEqual(e.exception.status, 404)
+        with self.assertRaises(PaddockError) as e:
+            Client(token="pdk_0000").boxes()
+        self.assertEqual((e.exception.status, e.exception.code), (401, "unauthorized"))
+
+    def test_policy(self):
+        self.c.set_policy("py-box", "deny-all")
+        self.assertEqual(self.c.box("py-box")["policy"], "deny-all")
+        rep = self.c.policy_report("py-box")
+        self.assertEqual(rep["policy"], "deny-all")
+        self.assertIn("metadata", rep["drops"])
+        self.c.set_policy("py-box", "allow-all")
+
+    def test_stop_snapshot_start(self):
+        b = self.c.create_box(name="py-life")
+        self.c.exec("py-life", ["sh", "-c", "echo kept > /config/f"])
+        self.assertEqual(self.c.stop_box("py-life")["status"], "stopped")
+        self.assertEqual([s["reason"] for s in self.c.snapshots("py-life")], ["stop"])
+        self.c.start_box("py-life")
+        self.assertEqual(self.c.exec("py-life", ["cat", "/config/f"]).stdout, b"kept\n")
+        child = self.c.fork("py-life", new_name="py-child")
+        self.assertEqual(child["name"], "py-child")
+        self.assertEqual(self.c.exec("py-child", ["cat", "/config/f"]).stdout, b"kept\n")
+        self.assertEqual(b["name"], "py-life")
+
+    def test_plan_and_apply_a_project(self):
+        spec = {"project": "pysdk", "boxes": [{"name": "py-proj", "ttl": "2h"}], "drives": [{"name": "py-cache"}]}
+        plan = self.c.plan(spec)
+        self.assertEqual(sorted((ch["address"], ch["action"]) for ch in plan["changes"]),
+                         [("box.py-proj", "create"), ("drive.py-cache", "create")])
+        res = self.c.apply(spec, plan["serial"])
+        self.assertFalse(res.get("failed"))
+        self.assertEqual(self.c.plan(spec)["changes"], [])
+        with self.assertRaises(PaddockError) as e:
+            self.c.apply(spec, plan["serial"])  # made before the apply: stale
+        self.assertEqual(e.exception.status, 409)
+        gone = self.c.plan(spec, destroy=True, drives=True)
+        self.c.apply(spec, gone["serial"], destroy=True, drives=True)
+        self.assertNotIn("py-proj", [b["name"] for b in self.c.boxes()])
+        self.assertNotIn("py-cache", [d["name"] for d in self.c.drives()])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,33 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// The SDKs' own test suites, run against a real paddockd: each creates
+// boxes, runs commands in them, copies files and applies a project.
+func TestPythonSDK(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no python3")
+		}
+		t.Skip("SKIP: no python3")
+	}
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	dir, _ := filepath.Abs("../../sdk/python")
+	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), d.CLIEnv()...)
+	cmd.Env = append(cmd.Env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
+	out, err := cmd.CombinedOutput()
+	t.Logf("python3 -m unittest:\n%s", out)
+	if err != nil {
+		b, _ := os.ReadFile(d.LogPath())
+		t.Fatalf("the Python SDK's tests failed: %v\npaddockd log:\n%s", err, b)
+	}
+}
