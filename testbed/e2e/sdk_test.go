@@ -31,3 +31,34 @@ func TestPythonSDK(t *testing.T) {
 		t.Fatalf("the Python SDK's tests failed: %v\npaddockd log:\n%s", err, b)
 	}
 }
+
+func TestTypeScriptSDK(t *testing.T) {
+	npm, err := exec.LookPath("npm")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("no npm")
+		}
+		t.Skip("SKIP: no npm")
+	}
+	dir, _ := filepath.Abs("../../sdk/typescript")
+	run := func(env []string, name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		t.Logf("%s %v:\n%s", filepath.Base(name), args, out)
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, args, err)
+		}
+	}
+	// The compiler comes from the lock file; node_modules is reused when
+	// it is there.
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc")); err != nil {
+		run(nil, npm, "ci", "--no-audit", "--no-fund")
+	}
+	run(nil, npm, "run", "build")
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	run(d.CLIEnv(), "node", "--test", "test/")
+}

@@ -1,0 +1,353 @@
+/**
+ * Paddock's TypeScript SDK (Node.js 20 or newer): a client for a paddockd
+ * server's HTTP API. It is a view over the same declared state as the CLI:
+ * creating a box declares it and the server's reconciler makes it.
+ *
+ *     const c = new Client();          // PADDOCK_HOST and PADDOCK_TOKEN
+ *     const box = await c.createBox({ type: "small", ttl: "1h" });
+ *     await c.pushFiles(box.name, "/config/project", { "package.json": "{}" });
+ *     const r = await c.exec(box.name, ["bash", "-lc", "cd /config/project && npm test"]);
+ *     console.log(r.exitCode, r.stdout.toString());
+ */
+import * as http from "node:http";
+import * as https from "node:https";
+import type { Socket } from "node:net";
+
+const API = "/v1";
+const UPGRADE_EXEC = "paddock-exec/1";
+
+// Frame types of an attached exec (appliance/stream in the server).
+const STDIN = 0, STDOUT = 1, STDERR = 2, STDIN_EOF = 4, EXIT = 5, ERROR = 6;
+const MAX_FRAME = 1 << 20;
+
+/** An error the server answered. */
+export class PaddockError extends Error {
+  constructor(
+    readonly status: number,
+    /** not_found, invalid, conflict, unauthorized or internal */
+    readonly code: string,
+    message: string,
+    /** the request field the error concerns, when there is one */
+    readonly field = "",
+  ) {
+    super(message);
+    this.name = "PaddockError";
+  }
+}
+
+export interface Mount { drive: string; path: string; readonly?: boolean }
+
+export interface BoxPost {
+  name?: string;
+  type?: "small" | "medium" | "large";
+  image?: string;
+  /** seconds, or a duration such as "1h" */
+  ttl?: string | number;
+  mounts?: Mount[];
+  env?: Record<string, string>;
+  /** "allow-all" (the default), "deny-all" or a named policy */
+  policy?: string;
+  desktop?: boolean;
+}
+
+export interface Box {
+  name: string;
+  type: string;
+  image: string;
+  ttl_seconds?: number;
+  expires_at?: string;
+  desired: string;
+  status: string;
+  error?: string;
+  policy?: string;
+  project?: string;
+  env?: Record<string, string>;
+  mounts?: Mount[];
+  ip?: string;
+  [key: string]: unknown;
+}
+
+export interface Snapshot { id: string; box: string; reason: string; state: string; created: string }
+export interface Drive { name: string; state: string; used_by?: string[]; project?: string }
+export interface PolicyReport {
+  box: string;
+  policy: string;
+  drops: Record<string, number>;
+  dns: { time: string; name: string; allowed: boolean; reason: string }[];
+}
+
+/** A project as a Boxfile declares it (paddock validate --json shows one). */
+export interface ProjectSpec {
+  project: string;
+  boxes?: Record<string, unknown>[];
+  drives?: Record<string, unknown>[];
+  policies?: Record<string, unknown>[];
+}
+export interface Change { address: string; action: string; reasons?: string[]; attrs?: unknown[] }
+export interface Plan { project: string; serial: number; changes: Change[]; notes?: string[] }
+export interface ApplyResult { plan: Plan; done: string[]; failed?: Record<string, string>; serial: number }
+
+export interface ExecResult { exitCode: number; stdout: Buffer; stderr: Buffer }
+export interface ExecOptions { stdin?: Uint8Array | string; env?: Record<string, string>; workdir?: string }
+
+export interface ClientOptions {
+  /** the server's URL (default $PADDOCK_HOST) */
+  host?: string;
+  /** an API token (default $PADDOCK_TOKEN) */
+  token?: string;
+  /** extra certificate authorities in PEM, e.g. Caddy's internal root */
+  ca?: string | Buffer;
+}
+
+export class Client {
+  private readonly url: URL;
+  private readonly token: string;
+  private readonly agent: http.Agent;
+
+  constructor(opts: ClientOptions = {}) {
+    const host = opts.host ?? process.env.PADDOCK_HOST ?? "";
+    const token = opts.token ?? process.env.PADDOCK_TOKEN ?? "";
+    if (!host) throw new Error("no server: give host or set PADDOCK_HOST");
+    if (!token) throw new Error("no token: give token or set PADDOCK_TOKEN");
+    this.url = new URL(host);
+    if (this.url.protocol !== "http:" && this.url.protocol !== "https:") {
+      throw new Error(`host ${host} must be an http:// or https:// URL`);
+    }
+    this.token = token;
+    this.agent = this.url.protocol === "https:"
+      ? new https.Agent({ keepAlive: true, ca: opts.ca })
+      : new http.Agent({ keepAlive: true });
+  }
+
+  /** Frees the client's kept-alive connections. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  // --- boxes ---
+
+  boxes(): Promise<Box[]> { return this.json("GET", "/boxes"); }
+  box(name: string): Promise<Box> { return this.json("GET", `/boxes/${q(name)}`); }
+  /** Declares a box and resolves once it runs. */
+  createBox(post: BoxPost = {}): Promise<Box> {
+    return this.json("POST", "/boxes", { ...post, ttl: post.ttl === undefined ? undefined : String(post.ttl) });
+  }
+  /** Snapshots the box's filesystem, then stops it. */
+  stopBox(name: string): Promise<Box> { return this.json("POST", `/boxes/${q(name)}/stop`); }
+  startBox(name: string): Promise<Box> { return this.json("POST", `/boxes/${q(name)}/start`); }
+  async removeBox(name: string): Promise<void> { await this.json("DELETE", `/boxes/${q(name)}`); }
+  snapshot(name: string): Promise<Snapshot> { return this.json("POST", `/boxes/${q(name)}/snapshots`); }
+  snapshots(name: string): Promise<Snapshot[]> { return this.json("GET", `/boxes/${q(name)}/snapshots`); }
+  restore(name: string, snapshot?: string): Promise<Box> {
+    return this.json("POST", `/boxes/${q(name)}/restore`, snapshot ? { snapshot } : {});
+  }
+  fork(name: string, opts: { name?: string; snapshot?: string } = {}): Promise<Box> {
+    return this.json("POST", `/boxes/${q(name)}/fork`, opts);
+  }
+
+  // --- drives and policies ---
+
+  drives(): Promise<Drive[]> { return this.json("GET", "/drives"); }
+  createDrive(name: string): Promise<Drive> { return this.json("POST", "/drives", { name }); }
+  async removeDrive(name: string): Promise<void> { await this.json("DELETE", `/drives/${q(name)}`); }
+  setPolicy(box: string, policy: string): Promise<unknown> {
+    return this.json("PUT", `/boxes/${q(box)}/policy`, { policy });
+  }
+  policyReport(box: string): Promise<PolicyReport> { return this.json("GET", `/boxes/${q(box)}/policy`); }
+
+  // --- projects ---
+
+  plan(spec: ProjectSpec, opts: { destroy?: boolean; drives?: boolean } = {}): Promise<Plan> {
+    return this.json("POST", "/plan", { spec, ...opts });
+  }
+  /** Applies the plan made at serial; refused (409) if the state moved. */
+  apply(spec: ProjectSpec, serial: number, opts: { destroy?: boolean; drives?: boolean } = {}): Promise<ApplyResult> {
+    return this.json("POST", "/apply", { spec, serial, ...opts });
+  }
+
+  // --- files ---
+
+  /** Extracts a tar archive into directory `to` in the box. The server
+   * refuses, whole, an archive that would write outside it. */
+  async push(box: string, to: string, tar: Uint8Array): Promise<void> {
+    await this.request("PUT", `/boxes/${q(box)}/files?path=${encodeURIComponent(to)}`, Buffer.from(tar), "application/x-tar");
+  }
+  /** Writes files (relative names → contents) into directory `to`. */
+  pushFiles(box: string, to: string, files: Record<string, string | Uint8Array>): Promise<void> {
+    return this.push(box, to, makeTar(files));
+  }
+  /** A tar of path in the box; every name starts with path's base name. */
+  async pull(box: string, path: string): Promise<Buffer> {
+    return (await this.request("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`)).body;
+  }
+
+  // --- exec ---
+
+  /** Runs cmd in the box, feeds it stdin, and resolves with its exit code
+   * and output once it ends. */
+  exec(box: string, cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    const body = Buffer.from(JSON.stringify({ cmd, env: opts.env, workdir: opts.workdir }));
+    const stdin = typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : Buffer.from(opts.stdin ?? []);
+    return new Promise((resolve, reject) => {
+      const req = this.transport().request({
+        ...this.target("POST", `/boxes/${q(box)}/exec`),
+        headers: {
+          ...this.headers("application/json"),
+          "Content-Length": body.length,
+          Connection: "Upgrade",
+          Upgrade: UPGRADE_EXEC,
+        },
+        agent: false,
+      });
+      req.on("error", reject);
+      req.on("response", (res) => collect(res).then((b) => reject(toError(res.statusCode ?? 0, b)), reject));
+      req.on("upgrade", (_res, socket: Socket, head: Buffer) => {
+        const out: Buffer[] = [], err: Buffer[] = [];
+        let buf = head;
+        let done = false;
+        const finish = (e: Error | null, r?: ExecResult) => {
+          if (done) return;
+          done = true;
+          socket.destroy();
+          e ? reject(e) : resolve(r!);
+        };
+        socket.on("data", (chunk: Buffer) => {
+          buf = Buffer.concat([buf, chunk]);
+          while (buf.length >= 5) {
+            const size = buf.readUInt32BE(1);
+            if (buf.length < 5 + size) break;
+            const kind = buf[0], payload = buf.subarray(5, 5 + size);
+            buf = buf.subarray(5 + size);
+            if (kind === STDOUT) out.push(Buffer.from(payload));
+            else if (kind === STDERR) err.push(Buffer.from(payload));
+            else if (kind === EXIT) return finish(null, { exitCode: payload.readInt32BE(0), stdout: Buffer.concat(out), stderr: Buffer.concat(err) });
+            else if (kind === ERROR) return finish(new PaddockError(500, "internal", payload.toString()));
+          }
+        });
+        socket.on("error", (e) => finish(e));
+        socket.on("close", () => finish(new Error("the exec stream ended without an exit code")));
+        for (let i = 0; i < stdin.length; i += MAX_FRAME) {
+          socket.write(frame(STDIN, stdin.subarray(i, i + MAX_FRAME)));
+        }
+        socket.write(frame(STDIN_EOF, Buffer.alloc(0)));
+      });
+      req.end(body);
+    });
+  }
+
+  // --- plumbing ---
+
+  private transport(): typeof http | typeof https {
+    return this.url.protocol === "https:" ? https : http;
+  }
+
+  private target(method: string, path: string): http.RequestOptions {
+    return { method, hostname: this.url.hostname, port: this.url.port, path: API + path };
+  }
+
+  private headers(contentType?: string): Record<string, string> {
+    const h: Record<string, string> = { Authorization: `Bearer ${this.token}` };
+    if (contentType) h["Content-Type"] = contentType;
+    return h;
+  }
+
+  private request(method: string, path: string, body?: Buffer, contentType?: string): Promise<{ status: number; body: Buffer }> {
+    return new Promise((resolve, reject) => {
+      const req = this.transport().request({ ...this.target(method, path), headers: this.headers(contentType), agent: this.agent }, (res) => {
+        collect(res).then((b) => {
+          const status = res.statusCode ?? 0;
+          if (status >= 400) reject(toError(status, b));
+          else resolve({ status, body: b });
+        }, reject);
+      });
+      req.on("error", reject);
+      req.end(body);
+    });
+  }
+
+  private async json<T>(method: string, path: string, payload?: unknown): Promise<T> {
+    const body = payload === undefined ? undefined : Buffer.from(JSON.stringify(payload));
+    const res = await this.request(method, path, body, body ? "application/json" : undefined);
+    return (res.body.length ? JSON.parse(res.body.toString()) : undefined) as T;
+  }
+}
+
+function q(name: string): string {
+  return encodeURIComponent(name);
+}
+
+function frame(kind: number, payload: Uint8Array): Buffer {
+  const h = Buffer.alloc(5);
+  h[0] = kind;
+  h.writeUInt32BE(payload.length, 1);
+  return Buffer.concat([h, payload]);
+}
+
+function collect(res: http.IncomingMessage): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    res.on("data", (c: Buffer) => parts.push(c));
+    res.on("end", () => resolve(Buffer.concat(parts)));
+    res.on("error", reject);
+  });
+}
+
+function toError(status: number, body: Buffer): PaddockError {
+  try {
+    const e = JSON.parse(body.toString());
+    return new PaddockError(status, e.error ?? "", e.message ?? "", e.field ?? "");
+  } catch {
+    return new PaddockError(status, "", body.toString().trim() || `HTTP ${status}`);
+  }
+}
+
+/** makeTar writes files (relative names → contents) as a ustar archive,
+ * with the directories their names need. */
+export function makeTar(files: Record<string, string | Uint8Array>): Buffer {
+  const blocks: Buffer[] = [];
+  const dirs = new Set<string>();
+  const entry = (name: string, data: Buffer | null) => {
+    const h = Buffer.alloc(512);
+    let prefix = "";
+    if (Buffer.byteLength(name) > 100) {
+      const cut = name.lastIndexOf("/", 155);
+      if (cut <= 0 || Buffer.byteLength(name.slice(cut + 1)) > 100) throw new Error(`name too long for a tar header: ${name}`);
+      prefix = name.slice(0, cut);
+      name = name.slice(cut + 1);
+    }
+    h.write(name, 0, 100);
+    h.write(data ? "0000644\0" : "0000755\0", 100);
+    h.write("0000000\0", 108);
+    h.write("0000000\0", 116);
+    h.write((data ? data.length : 0).toString(8).padStart(11, "0") + "\0", 124);
+    h.write(Math.floor(Date.now() / 1000).toString(8).padStart(11, "0") + "\0", 136);
+    h.write("        ", 148);
+    h.write(data ? "0" : "5", 156);
+    h.write("ustar\0" + "00", 257);
+    h.write(prefix, 345, 155);
+    let sum = 0;
+    for (const b of h) sum += b;
+    h.write(sum.toString(8).padStart(6, "0") + "\0 ", 148);
+    blocks.push(h);
+    if (data) {
+      blocks.push(data, Buffer.alloc((512 - (data.length % 512)) % 512));
+    }
+  };
+  for (const [raw, contents] of Object.entries(files)) {
+    const name = raw.replace(/^\.\//, "");
+    if (!name || name.startsWith("/") || name.split("/").includes("..")) {
+      throw new Error(`file name ${raw} must be relative and stay inside the target`);
+    }
+    const parts = name.split("/");
+    for (let i = 1; i < parts.length; i++) {
+      const d = parts.slice(0, i).join("/") + "/";
+      if (!dirs.has(d)) {
+        dirs.add(d);
+        entry(d, null);
+      }
+    }
+    entry(name, Buffer.from(contents));
+  }
+  blocks.push(Buffer.alloc(1024));
+  return Buffer.concat(blocks);
+}

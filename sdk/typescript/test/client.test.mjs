@@ -1,0 +1,90 @@
+// The SDK against a real paddockd: PADDOCK_HOST and PADDOCK_TOKEN name it
+// (testbed/e2e starts one and runs these tests).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createHash, randomBytes } from "node:crypto";
+import { Client, PaddockError, makeTar } from "../dist/index.js";
+
+const c = new Client();
+
+before(async () => {
+  const box = await c.createBox({ name: "ts-box", ttl: 3600, env: { GREETING: "hi" } });
+  assert.equal(box.status, "running");
+  assert.equal(box.ttl_seconds, 3600);
+});
+
+after(async () => {
+  for (const b of await c.boxes()) {
+    if (b.name.startsWith("ts-")) await c.removeBox(b.name);
+  }
+  c.close();
+});
+
+test("exec streams stdin and output and returns the exit code", async () => {
+  const r = await c.exec("ts-box", ["sh", "-c", "cat; echo $GREETING $EXTRA; pwd; echo oops >&2; exit 3"], {
+    stdin: "from stdin\n", env: { EXTRA: "there" }, workdir: "/tmp",
+  });
+  assert.equal(r.exitCode, 3);
+  assert.equal(r.stdout.toString(), "from stdin\nhi there\n/tmp\n");
+  assert.equal(r.stderr.toString(), "oops\n");
+  const big = randomBytes(3 << 20); // more than one frame
+  const sum = await c.exec("ts-box", ["sha256sum"], { stdin: big });
+  assert.equal(sum.stdout.toString().split(" ")[0], createHash("sha256").update(big).digest("hex"));
+});
+
+test("pushFiles writes files the box user owns; pull returns a tar", async () => {
+  await c.pushFiles("ts-box", "/config/pushed", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
+  const r = await c.exec("ts-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/sub/b.txt"]);
+  assert.equal(r.stdout.toString(), "alpha\nbeta\npaddock\n");
+  const tar = await c.pull("ts-box", "/config/pushed/sub/b.txt");
+  assert.equal(tar.subarray(0, 5).toString(), "b.txt");
+  assert.ok(tar.includes(Buffer.from("beta\n")));
+  assert.throws(() => makeTar({ "../escape": "x" }), /stay inside the target/);
+});
+
+test("errors carry status, code and field", async () => {
+  await assert.rejects(c.box("ts-nosuch"), (e) =>
+    e instanceof PaddockError && e.status === 404 && e.code === "not_found" && /no box named "ts-nosuch"/.test(e.message));
+  await assert.rejects(c.createBox({ name: "ts-bad", type: "huge" }), (e) =>
+    e instanceof PaddockError && e.status === 400 && e.code === "invalid" && e.field === "type");
+  await assert.rejects(c.exec("ts-nosuch", ["true"]), (e) => e instanceof PaddockError && e.status === 404);
+  const stranger = new Client({ token: "pdk_0000" });
+  await assert.rejects(stranger.boxes(), (e) => e instanceof PaddockError && e.status === 401);
+  stranger.close();
+});
+
+test("policies apply to the running box", async () => {
+  await c.setPolicy("ts-box", "deny-all");
+  assert.equal((await c.box("ts-box")).policy, "deny-all");
+  const rep = await c.policyReport("ts-box");
+  assert.equal(rep.policy, "deny-all");
+  assert.ok("metadata" in rep.drops);
+  await c.setPolicy("ts-box", "allow-all");
+});
+
+test("stop snapshots, start brings the files back, fork copies them", async () => {
+  await c.createBox({ name: "ts-life" });
+  await c.exec("ts-life", ["sh", "-c", "echo kept > /config/f"]);
+  assert.equal((await c.stopBox("ts-life")).status, "stopped");
+  assert.deepEqual((await c.snapshots("ts-life")).map((s) => s.reason), ["stop"]);
+  await c.startBox("ts-life");
+  assert.equal((await c.exec("ts-life", ["cat", "/config/f"])).stdout.toString(), "kept\n");
+  const child = await c.fork("ts-life", { name: "ts-child" });
+  assert.equal(child.name, "ts-child");
+  assert.equal((await c.exec("ts-child", ["cat", "/config/f"])).stdout.toString(), "kept\n");
+});
+
+test("a project is planned and applied; a stale plan is refused", async () => {
+  const spec = { project: "tssdk", boxes: [{ name: "ts-proj", ttl: "2h" }], drives: [{ name: "ts-cache" }] };
+  const plan = await c.plan(spec);
+  assert.deepEqual(plan.changes.map((ch) => [ch.address, ch.action]).sort(),
+    [["box.ts-proj", "create"], ["drive.ts-cache", "create"]]);
+  const res = await c.apply(spec, plan.serial);
+  assert.equal(res.failed, undefined);
+  assert.deepEqual((await c.plan(spec)).changes, []);
+  await assert.rejects(c.apply(spec, plan.serial), (e) => e instanceof PaddockError && e.status === 409);
+  const gone = await c.plan(spec, { destroy: true, drives: true });
+  await c.apply(spec, gone.serial, { destroy: true, drives: true });
+  assert.ok(!(await c.boxes()).some((b) => b.name === "ts-proj"));
+  assert.ok(!(await c.drives()).some((d) => d.name === "ts-cache"));
+});
