@@ -100,8 +100,19 @@ func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image strin
 // stripFirst copies a tar stream whose names all start with one directory
 // (the engine names a copied directory first), without that directory.
 func stripFirst(w io.Writer, r io.Reader) error {
+	return rewriteTar(tar.NewWriter(w), r, func(name string) (string, bool) {
+		_, rest, ok := strings.Cut(strings.TrimSuffix(name, "/"), "/")
+		if ok && strings.HasSuffix(name, "/") {
+			rest += "/"
+		}
+		return rest, ok // not ok: the root itself
+	})
+}
+
+// rewriteTar copies a tar stream into tw, renaming each entry (and a hard
+// link's target) with rename, and leaving out those it refuses.
+func rewriteTar(tw *tar.Writer, r io.Reader, rename func(string) (string, bool)) error {
 	tr := tar.NewReader(r)
-	tw := tar.NewWriter(w)
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -110,16 +121,13 @@ func stripFirst(w io.Writer, r io.Reader) error {
 		if err != nil {
 			return err
 		}
-		_, rest, ok := strings.Cut(strings.TrimSuffix(h.Name, "/"), "/")
+		name, ok := rename(h.Name)
 		if !ok {
-			continue // the root itself
+			continue
 		}
-		if strings.HasSuffix(h.Name, "/") {
-			rest += "/"
-		}
-		h.Name = rest
+		h.Name = name
 		if h.Typeflag == tar.TypeLink {
-			_, h.Linkname, _ = strings.Cut(h.Linkname, "/")
+			h.Linkname, _ = rename(h.Linkname)
 		}
 		if err := tw.WriteHeader(h); err != nil {
 			return err
@@ -203,28 +211,11 @@ func prefix(w io.Writer, r io.Reader, dir string) error {
 	if err := tw.WriteHeader(&tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755}); err != nil {
 		return err
 	}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return tw.Close()
-		}
-		if err != nil {
-			return err
-		}
-		name := strings.TrimPrefix(h.Name, "./")
+	return rewriteTar(tw, r, func(name string) (string, bool) {
+		name = strings.TrimPrefix(name, "./")
 		if name == "" || name == "/" {
-			continue // the root: the staging directory stands for it
+			return "", false // the root: the staging directory stands for it
 		}
-		h.Name = dir + "/" + name
-		if h.Typeflag == tar.TypeLink {
-			h.Linkname = dir + "/" + strings.TrimPrefix(h.Linkname, "./")
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return err
-		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return err
-		}
-	}
+		return dir + "/" + name, true
+	})
 }
