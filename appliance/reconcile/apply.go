@@ -255,7 +255,16 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 		}
 		return d.CreateBox(ctx, *c.Spec)
 	case CreateBox:
-		return d.CreateBox(ctx, *c.Spec)
+		if err := d.CreateBox(ctx, *c.Spec); err != nil {
+			return err
+		}
+		if c.Spec.Snapshot == "" {
+			// A box made again from its image (its container was removed
+			// outside Paddock) has lost what its Boxfile's push and setup
+			// did; the next apply runs them again.
+			return r.Store.SetupAgain(c.Box)
+		}
+		return nil
 	case StartBox:
 		return d.StartBox(ctx, c.Box)
 	case StopBox:

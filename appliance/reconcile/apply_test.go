@@ -120,3 +120,60 @@ func TestSnapshotThenStop(t *testing.T) {
 		t.Fatalf("snapshots %+v", sn)
 	}
 }
+
+// A container removed outside Paddock is made again from the image; a box
+// whose Boxfile push and setup had run goes back to waiting for them, since
+// the new container has none of what they did. A box made from a snapshot
+// keeps it.
+func TestRemadeBoxWaitsForSetupAgain(t *testing.T) {
+	rec, drv := newRec(t)
+	ctx := context.Background()
+	for _, b := range []store.Box{
+		{Name: "fresh", Setup: "pending"},
+		{Name: "plain"},
+		{Name: "restored", Setup: "pending", From: "snap-1"},
+	} {
+		b.Type, b.Image, b.Desired, b.Created = "small", "img", "running", time.Now()
+		if err := rec.Store.Declare(func(tx *store.Tx) error { return tx.CreateBox(b) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drv.CreateBox(ctx, SpecFor(store.Box{Name: "src", Type: "small", Image: "img"}, rec.Types))
+	if err := drv.Snapshot(ctx, "src", "snap-1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The first containers are made and their setup runs (the CLI reports it).
+	for _, name := range []string{"fresh", "restored"} {
+		err := rec.Store.Declare(func(tx *store.Tx) error {
+			b, err := tx.GetBox(name)
+			if err != nil {
+				return err
+			}
+			if b.Setup != "pending" {
+				t.Fatalf("box %s: setup %q after its first container, want pending", name, b.Setup)
+			}
+			b.Setup = "done"
+			return tx.UpdateBox(b)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"fresh", "plain", "restored"} {
+		if err := drv.RemoveBox(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := rec.Run(ctx)
+	if err != nil || res.Err() != nil {
+		t.Fatal(err, res.Err())
+	}
+	for name, want := range map[string]string{"fresh": "pending", "plain": "", "restored": "done"} {
+		if b, _ := rec.Store.GetBox(name); b.Setup != want {
+			t.Errorf("box %s: setup %q after its container was made again, want %q", name, b.Setup, want)
+		}
+	}
+}

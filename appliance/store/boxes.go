@@ -165,6 +165,16 @@ func (s *Store) SetObserved(name, state, errMsg string) error {
 	return err
 }
 
+// SetupAgain puts a box whose push and setup had run back to waiting for
+// them: its container was made again from the image, without what they
+// did. A box with no setup, or one still waiting, is left as it is.
+func (s *Store) SetupAgain(name string) error {
+	return s.declare(func(tx *sql.Tx) error {
+		_, err := tx.Exec(`UPDATE boxes SET setup='pending', setup_error='' WHERE name=? AND setup='done'`, name)
+		return err
+	})
+}
+
 // FreeIP returns the lowest address of subnet that no box has, skipping the
 // network address, the gateway and the broadcast address.
 func (t *Tx) FreeIP(subnet netip.Prefix, gateway netip.Addr) (netip.Addr, error) {
