@@ -98,12 +98,7 @@ func driveBackup(e *env, c *client.Client, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	var body io.Reader = rc
-	var bar *progress
-	if isTerminal(e.stderr) {
-		bar = &progress{w: e.stderr, label: "backup"}
-		body = io.TeeReader(rc, bar)
-	}
+	body, bar := e.meter(rc, "backup", nil)
 	if dest == "-" {
 		err := copyTar(e.stdout, body)
 		bar.done(err == nil)
@@ -181,12 +176,7 @@ func driveRestore(e *env, c *client.Client, args []string) error {
 			return err
 		}
 	}
-	var body io.Reader = in
-	var bar *progress
-	if isTerminal(e.stderr) {
-		bar = &progress{w: e.stderr, label: "restore", total: size}
-		body = io.TeeReader(in, bar)
-	}
+	body, bar := e.meter(in, "restore", func() int64 { return size })
 	err := c.RestoreDrive(e.ctx, name, body)
 	bar.done(err == nil)
 	if err != nil {

@@ -52,12 +52,7 @@ func cmdPush(e *env, args []string) error {
 		pw.CloseWithError(err)
 		packErr <- err
 	}()
-	var body io.Reader = pr
-	var bar *progress
-	if isTerminal(e.stderr) {
-		bar = &progress{w: e.stderr, label: "push", total: tarSize(local)}
-		body = io.TeeReader(pr, bar)
-	}
+	body, bar := e.meter(pr, "push", func() int64 { return tarSize(local) })
 	err = c.Push(e.ctx, name, *to, body)
 	pr.CloseWithError(errors.New("push ended"))
 	if perr := <-packErr; perr != nil {
@@ -93,12 +88,7 @@ func cmdPull(e *env, args []string) error {
 		return err
 	}
 	defer rc.Close()
-	var body io.Reader = rc
-	var bar *progress
-	if isTerminal(e.stderr) {
-		bar = &progress{w: e.stderr, label: "pull"}
-		body = io.TeeReader(rc, bar)
-	}
+	body, bar := e.meter(rc, "pull", nil)
 	// The box is not trusted: spool and check the whole archive before
 	// writing a single file.
 	sp, err := archive.Spool(body, "", nil)
@@ -164,6 +154,19 @@ func writeSingle(r io.Reader, target string) error {
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// meter passes r through a progress bar on a terminal (stderr); total,
+// when given, is asked only then. The bar is nil without a terminal.
+func (e *env) meter(r io.Reader, label string, total func() int64) (io.Reader, *progress) {
+	if !isTerminal(e.stderr) {
+		return r, nil
+	}
+	bar := &progress{w: e.stderr, label: label}
+	if total != nil {
+		bar.total = total()
+	}
+	return io.TeeReader(r, bar), bar
 }
 
 // progress draws bytes moved and the rate on a terminal, and a bar when the
