@@ -176,6 +176,30 @@ class Client:
         with self._request("GET", f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(path, safe="")) as resp:
             return resp.read()
 
+    # --- jobs (detached commands whose output the server keeps) ---
+
+    def start_job(self, box, cmd, env=None, workdir=None):
+        """Start cmd in the box and return the job at once."""
+        post = {"cmd": list(cmd)}
+        if env:
+            post["env"] = env
+        if workdir:
+            post["workdir"] = workdir
+        return self._json("POST", f"/boxes/{_q(box)}/jobs", post)
+
+    def jobs(self, box):
+        return self._json("GET", f"/boxes/{_q(box)}/jobs")
+
+    def job(self, box, job_id):
+        """The job's state (running, exited, lost) and exit_code."""
+        return self._json("GET", f"/boxes/{_q(box)}/jobs/{_q(job_id)}")
+
+    def job_log(self, box, job_id, follow=False):
+        """The job's output so far; with follow, all of it once it ends."""
+        path = f"/boxes/{_q(box)}/jobs/{_q(job_id)}/log" + ("?follow=1" if follow else "")
+        with self._request("GET", path) as resp:
+            return resp.read()
+
     # --- exec ---
 
     def exec(self, box, cmd, stdin=b"", env=None, workdir=None):

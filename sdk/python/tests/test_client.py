@@ -38,6 +38,14 @@ class ClientTest(unittest.TestCase):
         import hashlib
         self.assertEqual(r.stdout.split()[0].decode(), hashlib.sha256(big).hexdigest())
 
+    def test_jobs_keep_output_on_the_server(self):
+        j = self.c.start_job("py-box", ["sh", "-c", "echo first; sleep 1; echo second; exit 5"])
+        self.assertEqual(j["state"], "running")
+        self.assertEqual(self.c.job_log("py-box", j["id"], follow=True), b"first\nsecond\n")
+        done = self.c.job("py-box", j["id"])
+        self.assertEqual((done["state"], done["exit_code"]), ("exited", 5))
+        self.assertIn(j["id"], [x["id"] for x in self.c.jobs("py-box")])
+
     def test_push_and_pull(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "sub"))

@@ -87,6 +87,17 @@ export interface Change { address: string; action: string; reasons?: string[]; a
 export interface Plan { project: string; serial: number; changes: Change[]; notes?: string[] }
 export interface ApplyResult { plan: Plan; done: string[]; failed?: Record<string, string>; serial: number }
 
+export interface Job {
+  id: string;
+  box: string;
+  cmd: string[];
+  /** running, exited or lost */
+  state: string;
+  exit_code?: number;
+  started: string;
+  ended?: string;
+}
+
 export interface ExecResult { exitCode: number; stdout: Buffer; stderr: Buffer }
 export interface ExecOptions { stdin?: Uint8Array | string; env?: Record<string, string>; workdir?: string }
 
@@ -179,6 +190,19 @@ export class Client {
   /** A tar of path in the box; every name starts with path's base name. */
   async pull(box: string, path: string): Promise<Buffer> {
     return (await this.request("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`)).body;
+  }
+
+  // --- jobs (detached commands whose output the server keeps) ---
+
+  /** Starts cmd in the box and resolves with the job at once. */
+  startJob(box: string, cmd: string[], opts: { env?: Record<string, string>; workdir?: string } = {}): Promise<Job> {
+    return this.json("POST", `/boxes/${q(box)}/jobs`, { cmd, ...opts });
+  }
+  jobs(box: string): Promise<Job[]> { return this.json("GET", `/boxes/${q(box)}/jobs`); }
+  job(box: string, id: string): Promise<Job> { return this.json("GET", `/boxes/${q(box)}/jobs/${q(id)}`); }
+  /** The job's output so far; with follow, all of it once the job ends. */
+  async jobLog(box: string, id: string, opts: { follow?: boolean } = {}): Promise<Buffer> {
+    return (await this.request("GET", `/boxes/${q(box)}/jobs/${q(id)}/log${opts.follow ? "?follow=1" : ""}`)).body;
   }
 
   // --- exec ---

@@ -32,6 +32,15 @@ test("exec streams stdin and output and returns the exit code", async () => {
   assert.equal(sum.stdout.toString().split(" ")[0], createHash("sha256").update(big).digest("hex"));
 });
 
+test("jobs keep their output on the server", async () => {
+  const j = await c.startJob("ts-box", ["sh", "-c", "echo first; sleep 1; echo second; exit 5"]);
+  assert.equal(j.state, "running");
+  assert.equal((await c.jobLog("ts-box", j.id, { follow: true })).toString(), "first\nsecond\n");
+  const done = await c.job("ts-box", j.id);
+  assert.deepEqual([done.state, done.exit_code], ["exited", 5]);
+  assert.ok((await c.jobs("ts-box")).some((x) => x.id === j.id));
+});
+
 test("pushFiles writes files the box user owns; pull returns a tar", async () => {
   await c.pushFiles("ts-box", "/config/pushed", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
   const r = await c.exec("ts-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/sub/b.txt"]);
