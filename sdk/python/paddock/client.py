@@ -66,13 +66,14 @@ class Client:
 
     # --- plumbing ---
 
-    def _request(self, method, path, body=None, content_type=None):
+    def _request(self, method, path, body=None, content_type=None, timeout=...):
         headers = {"Authorization": "Bearer " + self._token}
         if content_type:
             headers["Content-Type"] = content_type
         req = urllib.request.Request(self._base + API + path, data=body, method=method, headers=headers)
         try:
-            return urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl)
+            t = self._timeout if timeout is ... else timeout
+            return urllib.request.urlopen(req, timeout=t, context=self._ssl)
         except urllib.error.HTTPError as e:
             raise _error(e.code, e.read()) from None
 
@@ -197,7 +198,8 @@ class Client:
     def job_log(self, box, job_id, follow=False):
         """The job's output so far; with follow, all of it once it ends."""
         path = f"/boxes/{_q(box)}/jobs/{_q(job_id)}/log" + ("?follow=1" if follow else "")
-        with self._request("GET", path) as resp:
+        # A followed log waits as long as the job runs.
+        with self._request("GET", path, timeout=None if follow else ...) as resp:
             return resp.read()
 
     # --- exec ---
@@ -226,6 +228,7 @@ class Client:
             if status != 101:
                 n = int(headers.get("content-length", "0"))
                 raise _error(status, f.read(n) if n else b"")
+            sock.settimeout(None)  # the command may run for as long as it needs
             writer = threading.Thread(target=_send_stdin, args=(sock, stdin or b""), daemon=True)
             writer.start()
             out, err = bytearray(), bytearray()
