@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/testbed/forms"
 )
 
 // TestPreview serves preview hosts over plain HTTP with the host name
@@ -86,10 +87,10 @@ func TestPreview(t *testing.T) {
 		return (&net.Dialer{}).DialContext(ctx, network, ts.Listener.Addr().String())
 	}
 	browserAs := func(name string) *http.Client {
-		b := browser()
+		b := forms.Browser()
 		b.Transport = &http.Transport{DialContext: dial}
 		base := "http://pd.test:" + srvPort
-		if code, _ := form(t, b, base, "/login", url.Values{"name": {name}, "password": {"a long password"}}); code != 200 {
+		if code, _ := forms.Post(t, b, base, "/login", url.Values{"name": {name}, "password": {"a long password"}}); code != 200 {
 			t.Fatalf("login %s: %d", name, code)
 		}
 		return b
@@ -97,7 +98,7 @@ func TestPreview(t *testing.T) {
 	previewURL := "http://" + boxPort + "-web.pd.test:" + srvPort + "/app?x=1"
 
 	// Without a session, the preview sends the browser to log in.
-	anon := browser()
+	anon := forms.Browser()
 	anon.Transport = &http.Transport{DialContext: dial}
 	req, _ := http.NewRequest("GET", previewURL, nil)
 	req.Header.Set("Accept", "text/html")

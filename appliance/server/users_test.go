@@ -4,45 +4,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/testbed/forms"
 )
-
-// form posts a form as a browser on this server would (same Origin).
-func form(t *testing.T, hc *http.Client, base, path string, v url.Values) (int, string) {
-	t.Helper()
-	req, _ := http.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Origin", base)
-	resp, err := hc.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func get(t *testing.T, hc *http.Client, u string) (int, string) {
-	t.Helper()
-	resp, err := hc.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
-}
-
-func browser() *http.Client {
-	jar, _ := cookiejar.New(nil)
-	return &http.Client{Jar: jar}
-}
 
 // invite makes an invitation with the owner's token and redeems it in a
 // browser, returning the new user's browser.
@@ -60,15 +28,15 @@ func invite(t *testing.T, base, owner, name string) *http.Client {
 	if resp.StatusCode != 201 || inv.Role != "member" {
 		t.Fatalf("invite: %d %+v", resp.StatusCode, inv)
 	}
-	b := browser()
-	if code, body := get(t, b, base+"/invite/"+inv.Token); code != 200 || !strings.Contains(body, "Create your account") {
+	b := forms.Browser()
+	if code, body := forms.Get(t, b, base+"/invite/"+inv.Token); code != 200 || !strings.Contains(body, "Create your account") {
 		t.Fatalf("invite page: %d %s", code, body)
 	}
-	code, body := form(t, b, base, "/invite/"+inv.Token, url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}})
+	code, body := forms.Post(t, b, base, "/invite/"+inv.Token, url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}})
 	if code != 201 || !strings.Contains(body, "member") {
 		t.Fatalf("redeem invite: %d %s", code, body)
 	}
-	if code, _ := form(t, browser(), base, "/invite/"+inv.Token, url.Values{"name": {name + "2"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
+	if code, _ := forms.Post(t, forms.Browser(), base, "/invite/"+inv.Token, url.Values{"name": {name + "2"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
 		t.Fatalf("an invitation worked twice: %d", code)
 	}
 	return b
@@ -103,16 +71,16 @@ func deviceLogin(t *testing.T, base string, b *http.Client) string {
 	if code, e, _ := poll(); code != 400 || e.Code != api.CodePending {
 		t.Fatalf("poll before approval: %d %+v", code, e)
 	}
-	code, page := get(t, b, dc.VerificationURIComplete)
+	code, page := forms.Get(t, b, dc.VerificationURIComplete)
 	if code != 200 || !strings.Contains(page, dc.UserCode) {
 		t.Fatalf("device page: %d %s", code, page)
 	}
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)
+	csrf := forms.CSRF(page)
 	// Without the session's CSRF value, nothing is approved.
-	if code, _ := form(t, b, base, "/device", url.Values{"code": {dc.UserCode}, "action": {"approve"}, "csrf": {"wrong"}}); code != 403 {
+	if code, _ := forms.Post(t, b, base, "/device", url.Values{"code": {dc.UserCode}, "action": {"approve"}, "csrf": {"wrong"}}); code != 403 {
 		t.Fatalf("approval without CSRF: %d", code)
 	}
-	if code, body := form(t, b, base, "/device", url.Values{"code": {strings.ToLower(strings.ReplaceAll(dc.UserCode, "-", ""))}, "action": {"approve"}, "csrf": {csrf[1]}}); code != 200 || !strings.Contains(body, "Approved") {
+	if code, body := forms.Post(t, b, base, "/device", url.Values{"code": {strings.ToLower(strings.ReplaceAll(dc.UserCode, "-", ""))}, "action": {"approve"}, "csrf": {csrf}}); code != 200 || !strings.Contains(body, "Approved") {
 		t.Fatalf("approval: %d %s", code, body)
 	}
 	code, e, tok := poll()
@@ -227,11 +195,11 @@ func TestSessionCookieNeedsCSRFAndOrigin(t *testing.T) {
 		t.Fatal("no session cookie after redeeming an invitation")
 	}
 	// A read with the cookie works.
-	if code, body := get(t, b, ts.URL+"/v1/whoami"); code != 200 || !strings.Contains(body, `"user":"sam"`) {
+	if code, body := forms.Get(t, b, ts.URL+"/v1/whoami"); code != 200 || !strings.Contains(body, `"user":"sam"`) {
 		t.Fatalf("whoami with the cookie: %d %s", code, body)
 	}
-	_, page := get(t, b, ts.URL+"/")
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)[1]
+	_, page := forms.Get(t, b, ts.URL+"/")
+	csrf := forms.CSRF(page)
 	try := func(origin, token string) int {
 		req, _ := http.NewRequest("POST", ts.URL+"/v1/boxes", strings.NewReader(`{"name":"x`+token[:2]+`"}`))
 		req.Header.Set("Origin", origin)
@@ -276,14 +244,14 @@ func TestLoginIsRateLimited(t *testing.T) {
 	invite(t, ts.URL, owner, "lee")
 	codes := map[int]int{}
 	for range 8 {
-		code, _ := form(t, browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"wrong password"}})
+		code, _ := forms.Post(t, forms.Browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"wrong password"}})
 		codes[code]++
 	}
 	if codes[401] != 5 || codes[429] != 3 {
 		t.Fatalf("8 wrong passwords for one name: %v (want 5 refused, then 3 limited)", codes)
 	}
 	// The right password is limited too while the bucket is empty...
-	if code, _ := form(t, browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"a long password"}}); code != 429 {
+	if code, _ := forms.Post(t, forms.Browser(), ts.URL, "/login", url.Values{"name": {"lee"}, "password": {"a long password"}}); code != 429 {
 		t.Fatalf("login while limited: %d", code)
 	}
 }
@@ -295,36 +263,36 @@ func TestSetupLink(t *testing.T) {
 		t.Fatalf("setup link: %q %v", first, err)
 	}
 	tok, _ := svc.SetupLink() // a new link replaces the first
-	if code, _ := get(t, browser(), ts.URL+"/setup/"+first); code != http.StatusGone {
+	if code, _ := forms.Get(t, forms.Browser(), ts.URL+"/setup/"+first); code != http.StatusGone {
 		t.Fatalf("a replaced setup link: %d", code)
 	}
-	if code, _ := get(t, browser(), ts.URL+"/invite/"+tok); code != http.StatusGone {
+	if code, _ := forms.Get(t, forms.Browser(), ts.URL+"/invite/"+tok); code != http.StatusGone {
 		t.Fatalf("the setup link works as an invitation: %d", code)
 	}
-	b := browser()
-	if code, body := get(t, b, ts.URL+"/setup/"+tok); code != 200 || !strings.Contains(body, "Create the owner account") {
+	b := forms.Browser()
+	if code, body := forms.Get(t, b, ts.URL+"/setup/"+tok); code != 200 || !strings.Contains(body, "Create the owner account") {
 		t.Fatalf("setup page: %d %s", code, body)
 	}
-	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"short"}, "password2": {"short"}}); code != 400 || !strings.Contains(body, "at least 10") {
+	if code, body := forms.Post(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"short"}, "password2": {"short"}}); code != 400 || !strings.Contains(body, "at least 10") {
 		t.Fatalf("short password: %d %s", code, body)
 	}
-	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"another long one"}}); code != 400 || !strings.Contains(body, "differ") {
+	if code, body := forms.Post(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"another long one"}}); code != 400 || !strings.Contains(body, "differ") {
 		t.Fatalf("passwords that differ: %d %s", code, body)
 	}
-	if code, body := form(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 || !strings.Contains(body, "owner") {
+	if code, body := forms.Post(t, b, ts.URL, "/setup/"+tok, url.Values{"name": {"olga"}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 || !strings.Contains(body, "owner") {
 		t.Fatalf("setup: %d %s", code, body)
 	}
-	if code, body := get(t, browser(), ts.URL+"/setup/"+tok); code != http.StatusGone {
+	if code, body := forms.Get(t, forms.Browser(), ts.URL+"/setup/"+tok); code != http.StatusGone {
 		t.Fatalf("setup link after use: %d %s", code, body)
 	}
-	if code, _ := form(t, browser(), ts.URL, "/setup/"+tok, url.Values{"name": {"eve"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
+	if code, _ := forms.Post(t, forms.Browser(), ts.URL, "/setup/"+tok, url.Values{"name": {"eve"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
 		t.Fatalf("setup link used twice: %d", code)
 	}
 	if again, err := svc.SetupLink(); err != nil || again != "" {
 		t.Fatalf("a setup link once there is an owner: %q %v", again, err)
 	}
 	// The owner's session shows the home page; a device login makes a token.
-	if code, body := get(t, b, ts.URL+"/"); code != 200 || !strings.Contains(body, "olga") {
+	if code, body := forms.Get(t, b, ts.URL+"/"); code != 200 || !strings.Contains(body, "olga") {
 		t.Fatalf("home: %d %s", code, body)
 	}
 	tokn := deviceLogin(t, ts.URL, b)
@@ -332,14 +300,14 @@ func TestSetupLink(t *testing.T) {
 		t.Fatalf("the device login's token: %d %+v", code, e)
 	}
 	// Password login works and logout ends the session.
-	lb := browser()
-	if code, body := form(t, lb, ts.URL, "/login", url.Values{"name": {"olga"}, "password": {"a long password"}}); code != 200 || !strings.Contains(body, "Signed in as") {
+	lb := forms.Browser()
+	if code, body := forms.Post(t, lb, ts.URL, "/login", url.Values{"name": {"olga"}, "password": {"a long password"}}); code != 200 || !strings.Contains(body, "Signed in as") {
 		t.Fatalf("login: %d %s", code, body)
 	}
-	_, page := get(t, lb, ts.URL+"/")
-	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(page)[1]
-	form(t, lb, ts.URL, "/logout", url.Values{"csrf": {csrf}})
-	if code, _ := get(t, lb, ts.URL+"/v1/whoami"); code != 401 {
+	_, page := forms.Get(t, lb, ts.URL+"/")
+	csrf := forms.CSRF(page)
+	forms.Post(t, lb, ts.URL, "/logout", url.Values{"csrf": {csrf}})
+	if code, _ := forms.Get(t, lb, ts.URL+"/v1/whoami"); code != 401 {
 		t.Fatalf("whoami after logout: %d", code)
 	}
 }

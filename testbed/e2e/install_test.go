@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/testbed/forms"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -192,7 +193,7 @@ func TestInstall(t *testing.T) {
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, Timeout: 30 * time.Second, Transport: &http.Transport{DialContext: dial, TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	base := "https://paddock.test"
-	post := func(path string, v url.Values) (int, string) { return postForm(t, b, base, path, v) }
+	post := func(path string, v url.Values) (int, string) { return forms.Post(t, b, base, path, v) }
 
 	// HTTP redirects to HTTPS; HTTPS is Caddy's, with the internal CA.
 	nr := &http.Client{Transport: &http.Transport{DialContext: dial}, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/testbed/forms"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -31,7 +32,7 @@ func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 	jar, _ := cookiejar.New(nil)
 	b := &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	base := "http://" + d.Listen
-	if code, body := postForm(t, b, base, strings.TrimPrefix(inv.URL, base), url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 {
+	if code, body := forms.Post(t, b, base, strings.TrimPrefix(inv.URL, base), url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 {
 		t.Fatalf("redeeming the invitation: %d %s", code, body)
 	}
 	anon, _ := client.New(base, "")
