@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 func TestUnitVerifies(t *testing.T) {
@@ -20,13 +22,7 @@ func TestUnitVerifies(t *testing.T) {
 	if changed, err := Write(dir); err != nil || changed {
 		t.Fatalf("second write changed something: %v %v", changed, err)
 	}
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("systemd-analyze is missing")
-		}
-		t.Skip("SKIP: no systemd-analyze")
-	}
+	analyze := harness.Tool(t, "systemd-analyze")
 	// verify checks that the binaries the unit names exist: point it at a
 	// stub in place of /usr/local/bin/paddockd (not installed on test
 	// machines); the rest of the unit is verified as written.

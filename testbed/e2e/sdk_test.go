@@ -5,18 +5,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 // The SDKs' own test suites, run against a real paddockd: each creates
 // boxes, runs commands in them, copies files and applies a project.
 func TestPythonSDK(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no python3")
-		}
-		t.Skip("SKIP: no python3")
-	}
+	py := harness.Tool(t, "python3")
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
 	dir, _ := filepath.Abs("../../sdk/python")
@@ -33,13 +29,7 @@ func TestPythonSDK(t *testing.T) {
 }
 
 func TestTypeScriptSDK(t *testing.T) {
-	npm, err := exec.LookPath("npm")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no npm")
-		}
-		t.Skip("SKIP: no npm")
-	}
+	npm := harness.Tool(t, "npm")
 	dir, _ := filepath.Abs("../../sdk/typescript")
 	run := func(env []string, name string, args ...string) {
 		t.Helper()

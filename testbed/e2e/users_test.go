@@ -55,12 +55,7 @@ func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 // and is refused at another user's box; the member's API calls do not see
 // that box either.
 func TestMembersOverSSH(t *testing.T) {
-	if _, err := exec.LookPath("ssh"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("no ssh client (testbed/engine.sh installs it)")
-		}
-		t.Skip("SKIP: no ssh client")
-	}
+	harness.Tool(t, "ssh")
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
 	ctx := context.Background()

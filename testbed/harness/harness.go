@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -378,4 +379,20 @@ func Containers(instance string) ([]string, error) {
 		return nil, err
 	}
 	return strings.Fields(string(out)), nil
+}
+
+// Tool finds a program a test needs. Outside CI a missing one skips the
+// test, saying so; in CI (CI=true), where the testbed installs everything,
+// it fails the test.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err == nil {
+		return p
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is missing (testbed/engine.sh installs it)", name)
+	}
+	t.Skipf("SKIP: no %s", name)
+	return ""
 }
