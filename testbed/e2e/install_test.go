@@ -134,6 +134,7 @@ func TestInstall(t *testing.T) {
 	// stay on the machine meanwhile (no resolver).
 	s.must("cp /etc/resolv.conf /root/resolv.conf.keep && echo 'nameserver 127.0.0.1' >/etc/resolv.conf")
 	env := "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=runc PADDOCK_TLS=internal PADDOCK_IMAGE=" + mini + " "
+	install := env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh"
 	refuse := func(what, script, want string) {
 		t.Helper()
 		out, err := s.sh(script)
@@ -142,29 +143,29 @@ func TestInstall(t *testing.T) {
 		}
 		s.untouched(what)
 	}
-	refuse("not root", "su nobody -s /bin/sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "run the installer as root")
+	refuse("not root", "su nobody -s /bin/sh -c '"+install+"'", "run the installer as root")
 	s.must("cp /etc/os-release /root/os-release.keep && printf 'ID=fedora\\nVERSION_ID=40\\n' >/etc/os-release")
-	refuse("wrong distribution", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "this is fedora 40; Paddock runs on Ubuntu 22.04/24.04 and Debian 12/13")
+	refuse("wrong distribution", install, "this is fedora 40; Paddock runs on Ubuntu 22.04/24.04 and Debian 12/13")
 	s.must("cp /root/os-release.keep /etc/os-release")
 	s.must("(nc -l -p 443 >/dev/null 2>&1 &) ; sleep 0.5")
-	refuse("port 443 held", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "port 443 is in use by nc")
+	refuse("port 443 held", install, "port 443 is in use by nc")
 	s.must("pkill -x nc || true; sleep 0.3")
 	refuse("host name that does not resolve", env+"PADDOCK_HOSTNAME=nosuch.test sh /opt/offline/install.sh",
 		"does not resolve; point its DNS at this server, or use "+strings.ReplaceAll(s.ip, ".", "-")+".sslip.io")
 	s.must("echo '198.18.0.10 elsewhere.test' >>/etc/hosts")
 	refuse("host name of another machine", env+"PADDOCK_HOSTNAME=elsewhere.test sh /opt/offline/install.sh", "resolves to 198.18.0.10, which is not this server")
-	refuse("32-bit machine", "setarch linux32 sh -c '"+env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh'", "; Paddock runs on amd64 and arm64")
+	refuse("32-bit machine", "setarch linux32 sh -c '"+install+"'", "; Paddock runs on amd64 and arm64")
 	s.must("awk '/^MemTotal:/ {print \"MemTotal: 1048576 kB\"; next} {print}' /proc/meminfo >/root/meminfo.small && mount --bind /root/meminfo.small /proc/meminfo")
-	refuse("1 GB of memory", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "this server has 1024 MB of memory; Paddock needs at least 2 GB")
+	refuse("1 GB of memory", install, "this server has 1024 MB of memory; Paddock needs at least 2 GB")
 	s.must("umount /proc/meminfo")
 	s.must("mkdir -p /root/varlib && mount --bind /var/lib /root/varlib && mount -t tmpfs -o size=64m tmpfs /var/lib")
-	refuse("64 MB of disk", env+"PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "/var/lib has 64 MB free; Paddock needs at least 10 GB")
+	refuse("64 MB of disk", install, "/var/lib has 64 MB free; Paddock needs at least 10 GB")
 	s.must("umount /var/lib && umount /root/varlib")
 	refuse("bad runtime", "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=crun PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "use sysbox-runc or runc")
 	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
 
 	// The install.
-	out := s.must(env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh")
+	out := s.must(install)
 	link := regexp.MustCompile(`https://paddock\.test/setup/(pdk_[0-9a-f]{64})`).FindStringSubmatch(out)
 	if link == nil || !strings.Contains(out, "WARNING: runtime runc") {
 		t.Fatalf("install output:\n%s", out)
@@ -320,7 +321,7 @@ func TestInstall(t *testing.T) {
 
 	// A second run changes nothing: no restart, no new link.
 	pid := s.must("systemctl show -p MainPID --value paddockd")
-	out = s.must(env + "PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh")
+	out = s.must(install)
 	for _, want := range []string{"docker: already running", "paddock: current", "paddockd: current", "config: kept", "unit: unchanged", "the owner account exists"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("second run lacks %q:\n%s", want, out)
