@@ -167,8 +167,14 @@ func (s *Store) SetObserved(name, state, errMsg string) error {
 
 // SetupAgain puts a box whose push and setup had run back to waiting for
 // them: its container was made again from the image, without what they
-// did. A box with no setup, or one still waiting, is left as it is.
+// did. A box with no setup, or one still waiting, is left as it is, and
+// the serial with it: this runs for every container made from an image.
 func (s *Store) SetupAgain(name string) error {
+	if b, err := s.GetBox(name); errors.Is(err, ErrNotFound) || (err == nil && b.Setup != "done") {
+		return nil
+	} else if err != nil {
+		return err
+	}
 	return s.declare(func(tx *sql.Tx) error {
 		_, err := tx.Exec(`UPDATE boxes SET setup='pending', setup_error='' WHERE name=? AND setup='done'`, name)
 		return err
