@@ -2,6 +2,7 @@ package policies
 
 import (
 	"fmt"
+	"net"
 	"net/netip"
 	"sort"
 	"strings"
@@ -41,6 +42,15 @@ type Manager struct {
 	Net Network
 	// Conn makes a netlink connection (one per batch).
 	Conn func() (*nftables.Conn, error)
+	// Ports finds a running box's bridge port and MAC from one of its
+	// processes (PortOf; tests replace it).
+	Ports func(pid int) (string, net.HardwareAddr, error)
+	// Cut deletes a box's tracked connections that keep refuses (Cut;
+	// tests replace it).
+	Cut func(src netip.Addr, keep func(netip.Addr) bool) (int, error)
+	// Log, when set, hears of a running box whose port cannot be found
+	// (its frames stay dropped).
+	Log func(msg string, args ...any)
 
 	mu      sync.Mutex
 	boxes   map[string]Box
@@ -50,12 +60,70 @@ type Manager struct {
 	applied Ruleset
 	totals  map[string]uint64 // counters carried over table rebuilds
 	logs    map[string][]Decision
+	ports   map[int]port // by pid
+}
+
+type port struct {
+	name string
+	mac  net.HardwareAddr
 }
 
 // NewManager makes a manager for a network.
 func NewManager(n Network, conn func() (*nftables.Conn, error)) *Manager {
 	return &Manager{Net: n, Conn: conn, boxes: map[string]Box{}, byIP: map[netip.Addr]string{},
-		learned: map[string]map[netip.Addr]time.Time{}, totals: map[string]uint64{}, logs: map[string][]Decision{}}
+		learned: map[string]map[netip.Addr]time.Time{}, totals: map[string]uint64{}, logs: map[string][]Decision{},
+		ports: map[int]port{},
+		Ports: func(pid int) (string, net.HardwareAddr, error) { return PortOf(pid, "eth0") },
+		Cut:   Cut}
+}
+
+// resolvePorts fills in Port and MAC of the boxes that run, from a cache by
+// pid (a restarted box has a new pid, and so a fresh look-up).
+func (m *Manager) resolvePorts(boxes []Box) []Box {
+	out := make([]Box, len(boxes))
+	seen := map[int]bool{}
+	for i, b := range boxes {
+		out[i] = b
+		if b.Pid <= 0 || b.Port != "" {
+			continue
+		}
+		seen[b.Pid] = true
+		p, ok := m.ports[b.Pid]
+		if !ok {
+			name, mac, err := m.Ports(b.Pid)
+			if err != nil {
+				if m.Log != nil {
+					m.Log("box port not found; its frames are dropped", "box", b.Name, "pid", b.Pid, "err", err)
+				}
+				continue
+			}
+			p = port{name, mac}
+			m.ports[b.Pid] = p
+		}
+		out[i].Port, out[i].MAC = p.name, p.mac
+	}
+	for pid := range m.ports {
+		if !seen[pid] {
+			delete(m.ports, pid)
+		}
+	}
+	return out
+}
+
+// allows says whether a policy lets a box keep a connection to dst once
+// the addresses the resolver had learned are forgotten.
+func (p Policy) allows(dst netip.Addr) bool {
+	switch p.Mode {
+	case AllowAll:
+		return true
+	case List:
+		for _, c := range p.CIDRs {
+			if c.Contains(dst) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func samePolicy(a, b Policy) bool {
@@ -67,9 +135,11 @@ func samePolicy(a, b Policy) bool {
 func (m *Manager) Sync(boxes []Box) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	boxes = m.resolvePorts(boxes)
 	next := map[string]Box{}
 	byIP := map[netip.Addr]string{}
-	forget := false // addresses the kernel holds must go with a policy change
+	forget := false   // addresses the kernel holds must go with a policy change
+	var changed []Box // running boxes whose policy changed: cut what it no longer allows
 	for _, b := range boxes {
 		next[b.Name] = b
 		if b.IP.IsValid() {
@@ -78,6 +148,9 @@ func (m *Manager) Sync(boxes []Box) error {
 		if old, ok := m.boxes[b.Name]; !ok || !samePolicy(old.Policy, b.Policy) || old.IP != b.IP {
 			forget = forget || len(m.learned[b.Name]) > 0
 			delete(m.learned, b.Name)
+			if ok && old.IP == b.IP && b.IP.IsValid() && b.Policy.Mode != AllowAll {
+				changed = append(changed, b)
+			}
 		}
 	}
 	for name := range m.boxes {
@@ -121,6 +194,13 @@ func (m *Manager) Sync(boxes []Box) error {
 		return err
 	}
 	m.last, m.applied = text, rs
+	for _, b := range changed {
+		gw := m.Net.Gateway
+		keep := func(dst netip.Addr) bool { return dst == gw || b.Policy.allows(dst) }
+		if _, err := m.Cut(b.IP, keep); err != nil {
+			return fmt.Errorf("cutting connections of box %s after its policy changed: %w", b.Name, err)
+		}
+	}
 	return nil
 }
 
@@ -181,7 +261,7 @@ func (m *Manager) Report(box string) (Report, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := Report{Drops: map[string]uint64{}, DNS: append([]Decision(nil), m.logs[box]...)}
-	for _, k := range []string{DropHost, DropMetadata, DropBoxes, DropPolicy} {
+	for _, k := range []string{DropHost, DropMetadata, DropBoxes, DropPolicy, DropSpoof, DropFrame} {
 		r.Drops[k] = m.totals[counterName(box, k)]
 	}
 	if m.last == "" {

@@ -68,15 +68,7 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 		a := m.Addr.As4()
 		return append(nfproto4(), daddr(), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
 	case DaddrPrefix:
-		a := m.Pfx.Masked().Addr().As4()
-		mask := make([]byte, 4)
-		binary.BigEndian.PutUint32(mask, ^uint32(0)<<(32-m.Pfx.Bits()))
-		if m.Pfx.Bits() == 0 {
-			mask = []byte{0, 0, 0, 0}
-		}
-		return append(nfproto4(), daddr(),
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: []byte{0, 0, 0, 0}},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
+		return append(nfproto4(), prefixAt(16, m.Pfx)...), nil
 	case Dport:
 		proto := byte(unix.IPPROTO_TCP)
 		if m.UDP {
@@ -101,6 +93,50 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 				Xor:  binaryutil.NativeEndian.PutUint32(0)},
 			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
 		}, nil
+	case OifIs:
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(m.Name)},
+		}, nil
+	case CtNotEstRel:
+		return []expr.Any{
+			&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
+			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
+				Xor:  binaryutil.NativeEndian.PutUint32(0)},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+		}, nil
+	case PktTypeNot:
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyPKTTYPE, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{byte(m.Value)}},
+		}, nil
+	case IPSaddrIn:
+		return prefixAt(12, m.Pfx), nil
+	case ArpSpaIn:
+		return prefixAt(14, m.Pfx), nil
+	case ArpTpaIn:
+		return prefixAt(24, m.Pfx), nil
+	case IifIs:
+		return []expr.Any{
+			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(m.Name)},
+		}, nil
+	case EtherSaddrNot:
+		return payloadNeq(expr.PayloadBaseLLHeader, 6, m.MAC), nil
+	case EtherType:
+		return []expr.Any{
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseLLHeader, Offset: 12, Len: 2},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.BigEndian.PutUint16(m.Value)},
+		}, nil
+	case IPSaddrNot:
+		a := m.Addr.As4()
+		return payloadNeq(expr.PayloadBaseNetworkHeader, 12, a[:]), nil
+	case ArpShaNot:
+		return payloadNeq(expr.PayloadBaseNetworkHeader, 8, m.MAC), nil
+	case ArpSpaNot:
+		a := m.Addr.As4()
+		return payloadNeq(expr.PayloadBaseNetworkHeader, 14, a[:]), nil
 	case DaddrInSet:
 		s := sets[m.Name]
 		if s == nil {
@@ -109,6 +145,30 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 		return append(nfproto4(), daddr(), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID}), nil
 	}
 	return nil, fmt.Errorf("unknown match %q", m.Kind)
+}
+
+// prefixAt matches when the IPv4 address at offset of the network header
+// is in p.
+func prefixAt(offset uint32, p netip.Prefix) []expr.Any {
+	a := p.Masked().Addr().As4()
+	mask := make([]byte, 4)
+	binary.BigEndian.PutUint32(mask, ^uint32(0)<<(32-p.Bits()))
+	if p.Bits() == 0 {
+		mask = []byte{0, 0, 0, 0}
+	}
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: offset, Len: 4},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4, Mask: mask, Xor: []byte{0, 0, 0, 0}},
+		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]},
+	}
+}
+
+// payloadNeq matches when the bytes at offset of base differ from want.
+func payloadNeq(base expr.PayloadBase, offset uint32, want []byte) []expr.Any {
+	return []expr.Any{
+		&expr.Payload{DestRegister: 1, Base: base, Offset: offset, Len: uint32(len(want))},
+		&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: append([]byte(nil), want...)},
+	}
 }
 
 func verdict(v string) (*expr.Verdict, error) {
@@ -147,20 +207,40 @@ func Queue(conn *nftables.Conn, rs Ruleset, elems map[string][]Element) error {
 		}
 		sets[s.Name] = set
 	}
+	if err := queueChains(conn, table, rs.Chains, sets); err != nil {
+		return err
+	}
+	bridge := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyBridge}
+	conn.AddTable(bridge)
+	conn.DelTable(bridge)
+	if len(rs.Ports) > 0 {
+		conn.AddTable(bridge)
+		return queueChains(conn, bridge, rs.Ports, nil)
+	}
+	return nil
+}
+
+var hooks = map[string]*nftables.ChainHook{
+	"forward":    nftables.ChainHookForward,
+	"input":      nftables.ChainHookInput,
+	"prerouting": nftables.ChainHookPrerouting,
+}
+
+func queueChains(conn *nftables.Conn, table *nftables.Table, cs []Chain, sets map[string]*nftables.Set) error {
 	chains := map[string]*nftables.Chain{}
-	for _, c := range rs.Chains {
+	for _, c := range cs {
 		ch := &nftables.Chain{Name: c.Name, Table: table}
 		if c.Hook != "" {
-			hook := nftables.ChainHookForward
-			if c.Hook == "input" {
-				hook = nftables.ChainHookInput
+			hook := hooks[c.Hook]
+			if hook == nil {
+				return fmt.Errorf("chain %s: unknown hook %q", c.Name, c.Hook)
 			}
 			policy := nftables.ChainPolicyAccept
 			ch.Hooknum, ch.Priority, ch.Type, ch.Policy = hook, nftables.ChainPriorityRef(nftables.ChainPriority(c.Priority)), nftables.ChainTypeFilter, &policy
 		}
 		chains[c.Name] = conn.AddChain(ch)
 	}
-	for _, c := range rs.Chains {
+	for _, c := range cs {
 		for _, r := range c.Rules {
 			var exprs []expr.Any
 			for _, m := range r.Match {
@@ -213,24 +293,36 @@ func AddElements(conn *nftables.Conn, table, set string, els []Element) error {
 	return conn.Flush()
 }
 
-// Remove deletes the table if it exists.
+// Remove deletes both halves of the table if they exist.
 func Remove(conn *nftables.Conn, table string) error {
-	t := &nftables.Table{Name: table, Family: nftables.TableFamilyINet}
-	conn.AddTable(t)
-	conn.DelTable(t)
+	for _, f := range []nftables.TableFamily{nftables.TableFamilyINet, nftables.TableFamilyBridge} {
+		t := &nftables.Table{Name: table, Family: f}
+		conn.AddTable(t)
+		conn.DelTable(t)
+	}
 	return conn.Flush()
 }
 
-// Exists reports whether the table is in the kernel.
+// Exists reports whether the table is in the kernel: both halves.
 func Exists(conn *nftables.Conn, table string) (bool, error) {
-	_, err := conn.ListTableOfFamily(table, nftables.TableFamilyINet)
+	for _, f := range []nftables.TableFamily{nftables.TableFamilyINet, nftables.TableFamilyBridge} {
+		ok, err := existsFamily(conn, table, f)
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func existsFamily(conn *nftables.Conn, table string, f nftables.TableFamily) (bool, error) {
+	_, err := conn.ListTableOfFamily(table, f)
 	if err == nil {
 		return true, nil
 	}
 	if errors.Is(err, unix.ENOENT) {
 		return false, nil
 	}
-	ts, lerr := conn.ListTablesOfFamily(nftables.TableFamilyINet)
+	ts, lerr := conn.ListTablesOfFamily(f)
 	if lerr != nil {
 		return false, err
 	}
@@ -245,12 +337,21 @@ func Exists(conn *nftables.Conn, table string) (bool, error) {
 // Counters reads the packet counts of the table's commented counters, by
 // comment ("box=NAME kind=WHAT").
 func Counters(conn *nftables.Conn, rs Ruleset) (map[string]uint64, error) {
-	table := &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyINet}
 	out := map[string]uint64{}
-	for _, c := range rs.Chains {
+	if err := countChains(conn, &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyINet}, rs.Chains, out); err != nil {
+		return nil, err
+	}
+	if err := countChains(conn, &nftables.Table{Name: rs.Table, Family: nftables.TableFamilyBridge}, rs.Ports, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func countChains(conn *nftables.Conn, table *nftables.Table, chains []Chain, out map[string]uint64) error {
+	for _, c := range chains {
 		rules, err := conn.GetRules(table, &nftables.Chain{Name: c.Name, Table: table})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, r := range rules {
 			name, ok := userdata.GetString(r.UserData, userdata.TypeComment)
@@ -264,7 +365,7 @@ func Counters(conn *nftables.Conn, rs Ruleset) (map[string]uint64, error) {
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Dial opens a netlink connection for a batch. With many boxes a batch is

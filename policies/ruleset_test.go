@@ -3,7 +3,7 @@ package policies
 import (
 	"encoding/hex"
 	"fmt"
-	"github.com/paddock-dev/paddock/testbed/golden"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/mdlayher/netlink"
+
+	"github.com/paddock-dev/paddock/testbed/golden"
 )
 
 var testNet = Network{
@@ -24,8 +26,10 @@ var testNet = Network{
 
 func testBoxes() []Box {
 	return []Box{
-		{Name: "open", IP: netip.MustParseAddr("10.213.7.2"), Policy: Policy{Mode: AllowAll}},
-		{Name: "shut", IP: netip.MustParseAddr("10.213.7.3"), Policy: Policy{Mode: DenyAll}},
+		{Name: "open", IP: netip.MustParseAddr("10.213.7.2"), Policy: Policy{Mode: AllowAll},
+			Port: "vethopen", MAC: net.HardwareAddr{0x02, 0x42, 0x0a, 0xd5, 0x07, 0x02}},
+		{Name: "shut", IP: netip.MustParseAddr("10.213.7.3"), Policy: Policy{Mode: DenyAll},
+			Port: "vethshut", MAC: net.HardwareAddr{0x02, 0x42, 0x0a, 0xd5, 0x07, 0x03}},
 		{Name: "listed", IP: netip.MustParseAddr("10.213.7.4"), Policy: Policy{Mode: List,
 			Domains: []string{"allowed.test"}, CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.3.0/24")}}},
 	}

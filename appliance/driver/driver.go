@@ -88,6 +88,10 @@ type BoxState struct {
 	Status   string // the engine's word: created, running, exited, ...
 	// Snapshot is the snapshot the container was made from, if any.
 	Snapshot string
+	// Pid is the box's first process on the host while it runs (0
+	// otherwise, or where the backend has no host processes): the
+	// firewall finds the box's network port from it.
+	Pid int
 }
 
 // SnapshotState is a snapshot image the engine has.

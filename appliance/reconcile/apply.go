@@ -29,7 +29,9 @@ type Reconciler struct {
 	Log    *slog.Logger
 	// Firewall, when set, gets every declared box's address and policy
 	// before anything is made, so that a box's rules exist before its
-	// container does (and traffic from addresses no box has is dropped).
+	// container does (and traffic from addresses no box has is dropped);
+	// and again after the changes, with the processes of the boxes that
+	// run now, so that a box that started has its port bound at once.
 	Firewall Firewall
 
 	mu sync.Mutex
@@ -67,16 +69,23 @@ type Firewall interface {
 }
 
 // FirewallBoxes turns declared boxes and policies into what the firewall
-// needs. A box whose named policy does not exist is denied everything.
-func FirewallBoxes(boxes []store.Box, pols []store.Policy) []policies.Box {
+// needs, with the processes of the boxes observed running. A box whose
+// named policy does not exist is denied everything.
+func FirewallBoxes(boxes []store.Box, pols []store.Policy, observed []driver.BoxState) []policies.Box {
 	named := map[string]store.Policy{}
 	for _, p := range pols {
 		named[p.Name] = p
 	}
+	pids := map[string]int{}
+	for _, o := range observed {
+		if o.Running {
+			pids[o.Name] = o.Pid
+		}
+	}
 	var out []policies.Box
 	for _, b := range boxes {
 		ip, _ := netip.ParseAddr(b.IP)
-		fb := policies.Box{Name: b.Name, IP: ip}
+		fb := policies.Box{Name: b.Name, IP: ip, Pid: pids[b.Name]}
 		switch b.Policy {
 		case "", policies.AllowAll:
 			fb.Policy.Mode = policies.AllowAll
@@ -178,23 +187,17 @@ func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	if r.Firewall != nil {
-		pols, err := r.Store.ListPolicies()
-		if err != nil {
-			return Result{}, err
-		}
-		if err := r.Firewall.Sync(FirewallBoxes(boxes, pols)); err != nil {
-			return Result{}, fmt.Errorf("applying egress policies: %w", err)
-		}
+	observed, err := Observe(ctx, r.Driver)
+	if err != nil {
+		return Result{}, err
+	}
+	if err := r.firewall(boxes, observed.Boxes); err != nil {
+		return Result{}, err
 	}
 	if r.front != nil {
 		if err := r.front(boxes); err != nil && r.Log != nil {
 			r.Log.Error("front door", "err", err)
 		}
-	}
-	observed, err := Observe(ctx, r.Driver)
-	if err != nil {
-		return Result{}, err
 	}
 	changes := Plan(desired, observed)
 	res := Result{Changes: changes, Errors: map[string]error{}}
@@ -299,10 +302,28 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-// record stores the observed state of every declared box after a run.
+func (r *Reconciler) firewall(boxes []store.Box, observed []driver.BoxState) error {
+	if r.Firewall == nil {
+		return nil
+	}
+	pols, err := r.Store.ListPolicies()
+	if err != nil {
+		return err
+	}
+	if err := r.Firewall.Sync(FirewallBoxes(boxes, pols, observed)); err != nil {
+		return fmt.Errorf("applying egress policies: %w", err)
+	}
+	return nil
+}
+
+// record binds the ports of boxes that run now and stores the observed
+// state of every declared box after a run.
 func (r *Reconciler) record(ctx context.Context, boxes []store.Box, desired Desired, errs map[string]error) error {
 	now, err := r.Driver.Boxes(ctx)
 	if err != nil {
+		return err
+	}
+	if err := r.firewall(boxes, now); err != nil {
 		return err
 	}
 	seen := map[string]driver.BoxState{}

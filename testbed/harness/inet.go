@@ -20,8 +20,11 @@ const (
 	inetHostSide = "pdk-inet0"
 )
 
-// InetRoutes are routed from the host into the namespace.
-var InetRoutes = []string{"198.18.0.0/16", "169.254.169.254/32"}
+// InetRoutes are routed from the host into the namespace: the test
+// ranges, and the cloud metadata and host-agent addresses, which the
+// namespace also answers on, so that a test of their rules reaches no
+// other machine.
+var InetRoutes = []string{"198.18.0.0/16", "169.254.169.254/32", "100.100.100.200/32", "168.63.129.16/32", "192.0.0.192/32"}
 
 func run(args ...string) error {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()
@@ -55,8 +58,10 @@ func StartInternet(binDir string) (stop func(), err error) {
 		{"ip", "-n", InetNS, "link", "set", "eth0", "up"},
 		{"ip", "-n", InetNS, "link", "set", "lo", "up"},
 		{"ip", "-n", InetNS, "addr", "add", "198.18.0.10/16", "dev", "lo"},
-		{"ip", "-n", InetNS, "addr", "add", "169.254.169.254/32", "dev", "lo"},
 		{"ip", "-n", InetNS, "route", "add", "default", "via", "198.19.255.1"},
+	}
+	for _, r := range InetRoutes[1:] {
+		steps = append(steps, []string{"ip", "-n", InetNS, "addr", "add", r, "dev", "lo"})
 	}
 	for _, r := range InetRoutes {
 		steps = append(steps, []string{"ip", "route", "add", r, "via", "198.19.255.2"})

@@ -180,17 +180,35 @@ func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 	}
 	out := make([]driver.BoxState, 0, len(res.Items))
 	for _, c := range res.Items {
-		out = append(out, driver.BoxState{
+		st := driver.BoxState{
 			Name:     strings.TrimPrefix(c.Labels[LabelOwner], "box/"),
 			ID:       c.ID,
 			SpecHash: c.Labels[LabelSpec],
 			Running:  c.State == container.StateRunning,
 			Status:   string(c.State),
 			Snapshot: c.Labels[LabelSnapshot],
-		})
+		}
+		if st.Running {
+			ins, err := d.c.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
+			if err != nil && !cerrdefs.IsNotFound(err) {
+				return nil, err
+			}
+			if err == nil && ins.Container.State != nil {
+				st.Pid = ins.Container.State.Pid
+			}
+		}
+		out = append(out, st)
 	}
 	return out, nil
 }
+
+// dropped are the default capabilities a box's processes lose on runc.
+// NET_RAW would let root in a box forge packets (raw sockets); MKNOD and
+// AUDIT_WRITE serve nothing a box does. Sysbox gives root in the box all
+// capabilities inside the box's own user namespace instead, and ignores
+// this list; there the bridge rules (policies) are what binds a box to its
+// own addresses.
+var dropped = []string{"NET_RAW", "MKNOD", "AUDIT_WRITE"}
 
 // CreateBox makes (but does not start) a box's container.
 func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
@@ -237,6 +255,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 		},
 		HostConfig: &container.HostConfig{
 			Runtime:     d.cfg.Runtime,
+			CapDrop:     dropped,
 			Init:        &init,
 			DNS:         dns,
 			NetworkMode: container.NetworkMode(d.cfg.Instance),
