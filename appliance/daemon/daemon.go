@@ -130,6 +130,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
 	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
+	fw.Log = log.Warn
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log, Firewall: fw}
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
 	if err != nil {
@@ -300,22 +301,26 @@ func bridgeFiltering() error {
 func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if drv, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, Instance: cfg.Instance}); err == nil {
-		defer drv.Close()
-		boxes, err := drv.Boxes(ctx)
-		if err != nil {
-			return err
+	// Fail closed: without an engine that answers nobody can say that no
+	// box runs, so the table stays.
+	drv, err := docker.New(ctx, docker.Config{Host: cfg.DockerHost, Instance: cfg.Instance})
+	if err != nil {
+		return fmt.Errorf("keeping the firewall table %s: cannot tell whether boxes run: %w", cfg.Instance, err)
+	}
+	defer drv.Close()
+	boxes, err := drv.Boxes(ctx)
+	if err != nil {
+		return fmt.Errorf("keeping the firewall table %s: listing boxes: %w", cfg.Instance, err)
+	}
+	running := 0
+	for _, b := range boxes {
+		if b.Running {
+			running++
 		}
-		running := 0
-		for _, b := range boxes {
-			if b.Running {
-				running++
-			}
-		}
-		if running > 0 {
-			fmt.Fprintf(stderr, "paddockd --cleanup: %d box(es) still running; keeping their firewall table %s\n", running, cfg.Instance)
-			return nil
-		}
+	}
+	if running > 0 {
+		fmt.Fprintf(stderr, "paddockd --cleanup: %d box(es) still running; keeping their firewall table %s\n", running, cfg.Instance)
+		return nil
 	}
 	conn, err := policies.Dial()
 	if err != nil {
