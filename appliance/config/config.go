@@ -62,6 +62,11 @@ type Config struct {
 	Runtime string `koanf:"runtime"`
 	// Image is the default box image.
 	Image string `koanf:"image"`
+	// Images are the other images boxes may be made from, by these exact
+	// names. Nothing else on the engine is (not image IDs, digests, nor
+	// other users' snapshot images): a box made from an image holds what
+	// that image holds.
+	Images []string `koanf:"images"`
 	// BoxUser runs commands in boxes; BoxUID owns pushed files.
 	BoxUser string `koanf:"box_user"`
 	BoxUID  int    `koanf:"box_uid"`
@@ -116,6 +121,7 @@ func Defaults() map[string]any {
 		"instance":                "paddock",
 		"runtime":                 "sysbox-runc",
 		"image":                   "paddock/box:latest",
+		"images":                  []string{},
 		"box_user":                "paddock",
 		"box_uid":                 1000,
 		"subnet":                  "10.213.0.0/16",

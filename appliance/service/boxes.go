@@ -19,10 +19,8 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		return api.Box{}, err
 	}
 	b.Owner = ownerID(ctx)
-	if ok, err := s.Driver.ImageExists(ctx, b.Image); err != nil {
-		return api.Box{}, err
-	} else if !ok {
-		return api.Box{}, invalid("image", "image %q is not on the server", b.Image)
+	if err := s.checkImage(ctx, b.Image); err != nil {
+		return api.Box{}, invalid("image", "%v", err)
 	}
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		for _, m := range b.Mounts {
@@ -48,6 +46,35 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		return nil
 	})
 	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
+}
+
+// errNoImage is the one answer for an image a box may not be made from,
+// whether the engine has it or not, so that the answer tells nothing.
+var errNoImage = errors.New("is not on the server")
+
+// checkImage says whether a box may be made from ref: only the configured
+// default and the images listed in the configuration, by exactly those
+// names, and only when the engine has them. Everything else (an image ID
+// or its prefix, a digest, another user's snapshot image, any other image
+// on the engine) gets the same answer as an image that does not exist.
+// Boxes made from snapshots do not come here: a snapshot is named by its
+// id and checked against the caller's own snapshots.
+func (s *Service) checkImage(ctx context.Context, ref string) error {
+	allowed := ref == s.Cfg.Image
+	for _, im := range s.Cfg.Images {
+		allowed = allowed || ref == im
+	}
+	if !allowed {
+		return fmt.Errorf("image %q %w", ref, errNoImage)
+	}
+	ok, err := s.Driver.ImageExists(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("image %q %w", ref, errNoImage)
+	}
+	return nil
 }
 
 // newBox validates a BoxPost and fills in defaults.

@@ -89,13 +89,11 @@ func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan ap
 		if !made["box."+b.Name] {
 			continue
 		}
-		ok, err := s.Driver.ImageExists(ctx, b.Image)
-		if err != nil {
-			return err
-		}
-		if !ok {
+		if err := s.checkImage(ctx, b.Image); errors.Is(err, errNoImage) {
 			return &api.Error{Code: api.CodeInvalid, Field: "box." + b.Name + ".image",
-				Message: fmt.Sprintf("box.%s: image %q is not on the server", b.Name, b.Image)}
+				Message: fmt.Sprintf("box.%s: %v", b.Name, err)}
+		} else if err != nil {
+			return err
 		}
 	}
 	return nil

@@ -29,8 +29,9 @@ func newService(t testing.TB) (*Service, *fake.Driver) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cfg.Images = []string{"img2"}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv := fake.New("img", "img2")
+	drv := fake.New("img", "img2", "owner-snapshot:1", "sha256:0123abcd")
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: Types(cfg), Log: log}
 	return &Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}, drv
 }

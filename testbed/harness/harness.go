@@ -212,6 +212,13 @@ func SweepPrefix(prefix string) {
 	}
 }
 
+// AltImage is the second name of the test image that a daemon's boxes may
+// use besides its default.
+func AltImage(image, instance string) string {
+	repo, _, _ := strings.Cut(image, ":")
+	return repo + ":alt-" + instance
+}
+
 // TestConfig adds to the built-in agents a test agent, "echo", that needs
 // the secret TEST_KEY and prints its task and whether it got the secret.
 const TestConfig = `
@@ -260,7 +267,9 @@ func (d *Daemon) Start() error {
 	if d.Config == "" {
 		d.Config = TestConfig
 	}
-	if err := os.WriteFile(conf, []byte(d.Config), 0o644); err != nil {
+	// The second name a script may give the test image (engine tag alt)
+	// is on the daemon's list of images.
+	if err := os.WriteFile(conf, []byte(fmt.Sprintf("images = [%q]\n", AltImage(d.Image, d.Instance))+d.Config), 0o644); err != nil {
 		return err
 	}
 	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", conf,
