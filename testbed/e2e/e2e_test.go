@@ -86,8 +86,13 @@ func startDaemon(t interface{ Fatal(...any) }, dir string) *harness.Daemon {
 }
 
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{
-		Dir: "testdata",
+	testscript.Run(t, scriptParams("testdata"))
+}
+
+// scriptParams runs the scripts of dir, each against a daemon of its own.
+func scriptParams(dir string) testscript.Params {
+	return testscript.Params{
+		Dir: dir,
 		Setup: func(env *testscript.Env) error {
 			d := startDaemon(env.T(), env.WorkDir)
 			env.Values["daemon"] = d
@@ -123,8 +128,10 @@ func TestScripts(t *testing.T) {
 			"waitexec":   cmdWaitExec,
 			"png":        cmdPNG,
 			"pngdiff":    cmdPNGDiff,
+			"boxnet":     cmdBoxNet,
+			"member":     cmdMember,
 		},
-	})
+	}
 }
 
 func daemonOf(ts *testscript.TestScript) *harness.Daemon {
@@ -239,8 +246,10 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	case len(args) == 2 && args[0] == "rm":
 		ts.Check(exec.Command("docker", "rm", "-f", inst+"-"+args[1]).Run())
 	case len(args) == 2 && args[0] == "tag":
-		// A second name for the test image, removed when the script ends.
-		ref := "paddock-test/box:" + args[1] + "-" + inst
+		// A second name for the test image, removed when the script ends;
+		// "alt" is on the daemon's list of images, any other is not.
+		repo, _, _ := strings.Cut(image, ":")
+		ref := repo + ":" + args[1] + "-" + inst
 		ts.Check(exec.Command("docker", "tag", image, ref).Run())
 		ts.Defer(func() { exec.Command("docker", "rmi", ref).Run() })
 		ts.Setenv(strings.ToUpper(args[1])+"_IMAGE", ref)

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -24,6 +25,13 @@ import (
 // the member's API client.
 func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 	t.Helper()
+	c, _ := client.New("http://"+d.Listen, memberToken(t, d, name))
+	return c
+}
+
+// memberToken makes a member as member does and returns its API token.
+func memberToken(t forms.TB, d *harness.Daemon, name string) string {
+	t.Helper()
 	ctx := context.Background()
 	inv, err := d.Client().Invite(ctx, "member")
 	if err != nil {
@@ -33,7 +41,7 @@ func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 	b := &http.Client{Jar: jar, Timeout: 10 * time.Second}
 	base := "http://" + d.Listen
 	if code, body := forms.Post(t, b, base, strings.TrimPrefix(inv.URL, base), url.Values{"name": {name}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 {
-		t.Fatalf("redeeming the invitation: %d %s", code, body)
+		t.Fatal(fmt.Sprintf("redeeming the invitation: %d %s", code, body))
 	}
 	anon, _ := client.New(base, "")
 	dc, err := anon.DeviceStart(ctx, "e2e")
@@ -47,8 +55,7 @@ func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, _ := client.New(base, tok)
-	return c
+	return tok
 }
 
 // A member's SSH key opens the member's box with the real OpenSSH client,

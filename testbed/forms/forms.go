@@ -10,8 +10,14 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"testing"
 )
+
+// TB is what the helpers need of a test: testing.TB has it, and so can a
+// test script's command.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+}
 
 // Browser is an HTTP client that keeps cookies.
 func Browser() *http.Client {
@@ -21,7 +27,7 @@ func Browser() *http.Client {
 
 // Post posts a form to base+path as a page of base would (its Origin) and
 // returns the status and body.
-func Post(t testing.TB, hc *http.Client, base, path string, v url.Values) (int, string) {
+func Post(t TB, hc *http.Client, base, path string, v url.Values) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest("POST", base+path, strings.NewReader(v.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
@@ -36,7 +42,7 @@ func Post(t testing.TB, hc *http.Client, base, path string, v url.Values) (int, 
 }
 
 // Get fetches u and returns the status and body.
-func Get(t testing.TB, hc *http.Client, u string) (int, string) {
+func Get(t TB, hc *http.Client, u string) (int, string) {
 	t.Helper()
 	resp, err := hc.Get(u)
 	if err != nil {

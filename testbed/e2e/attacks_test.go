@@ -1,0 +1,93 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddock-dev/paddock/policies"
+)
+
+// TestAttacks runs each script under testdata/attacks: one attack of a
+// hostile box or member against a real paddockd and real boxes. A script
+// that ends with "held" has shown the attack fail (and, where it has one,
+// its positive control succeed); the test prints how many were tried and
+// how many held.
+func TestAttacks(t *testing.T) {
+	files, _ := filepath.Glob("testdata/attacks/*.txtar")
+	var mu sync.Mutex
+	held := map[string]bool{}
+	p := scriptParams("testdata/attacks")
+	p.Cmds["held"] = func(ts *testscript.TestScript, neg bool, args []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		held[ts.Getenv("ATTACK")] = true
+	}
+	setup := p.Setup
+	p.Setup = func(env *testscript.Env) error {
+		env.Setenv("ATTACK", filepath.Base(env.WorkDir))
+		return setup(env)
+	}
+	if len(files) == 0 {
+		t.Fatal("no attack scripts")
+	}
+	// The scripts run as parallel subtests, which end after Run returns.
+	t.Cleanup(func() {
+		var names []string
+		for n := range held {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		t.Logf("attacks held: %s", strings.Join(names, ", "))
+		fmt.Printf("attacks: %d tried, %d held\n", len(files), len(held))
+	})
+	testscript.Run(t, p)
+}
+
+// boxnet BOX: set BOX_PID, BOX_IP and BOX_MAC (BOX upper-cased) from the
+// engine, and BRIDGE and BRIDGE_MAC of the box network.
+func cmdBoxNet(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: boxnet BOX")
+	}
+	d := daemonOf(ts)
+	out, err := exec.Command("docker", "inspect", "-f",
+		"{{.State.Pid}} {{range .NetworkSettings.Networks}}{{.IPAddress}} {{.MacAddress}}{{end}}", d.Instance+"-"+args[0]).Output()
+	ts.Check(err)
+	f := strings.Fields(string(out))
+	if len(f) != 3 {
+		ts.Fatalf("box %s: pid, address and MAC expected, got %q", args[0], out)
+	}
+	v := strings.ToUpper(args[0])
+	ts.Setenv(v+"_PID", f[0])
+	ts.Setenv(v+"_IP", f[1])
+	ts.Setenv(v+"_MAC", f[2])
+	n, err := policies.NetworkFor(d.Instance, d.Subnet)
+	ts.Check(err)
+	mac, err := os.ReadFile("/sys/class/net/" + n.Bridge + "/address")
+	ts.Check(err)
+	ts.Setenv("BRIDGE", n.Bridge)
+	ts.Setenv("BRIDGE_MAC", strings.TrimSpace(string(mac)))
+}
+
+// scriptTB lets a script command use the helpers written for tests.
+type scriptTB struct{ ts *testscript.TestScript }
+
+func (scriptTB) Helper()             {}
+func (s scriptTB) Fatal(args ...any) { s.ts.Fatalf("%s", fmt.Sprint(args...)) }
+
+// member NAME: make a member through an invitation and a device login, and
+// set MEMBER_TOKEN to the member's API token.
+func cmdMember(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: member NAME")
+	}
+	ts.Setenv("MEMBER_TOKEN", memberToken(scriptTB{ts}, daemonOf(ts), args[0]))
+}
