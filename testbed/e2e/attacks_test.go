@@ -23,7 +23,7 @@ import (
 func TestAttacks(t *testing.T) {
 	files, _ := filepath.Glob("testdata/attacks/*.txtar")
 	var mu sync.Mutex
-	held := map[string]bool{}
+	held, tried := map[string]bool{}, map[string]bool{}
 	p := scriptParams("testdata/attacks")
 	p.Cmds["held"] = func(ts *testscript.TestScript, neg bool, args []string) {
 		mu.Lock()
@@ -33,6 +33,9 @@ func TestAttacks(t *testing.T) {
 	setup := p.Setup
 	p.Setup = func(env *testscript.Env) error {
 		env.Setenv("ATTACK", filepath.Base(env.WorkDir))
+		mu.Lock()
+		tried[filepath.Base(env.WorkDir)] = true
+		mu.Unlock()
 		return setup(env)
 	}
 	if len(files) == 0 {
@@ -46,7 +49,7 @@ func TestAttacks(t *testing.T) {
 		}
 		sort.Strings(names)
 		t.Logf("attacks held: %s", strings.Join(names, ", "))
-		fmt.Printf("attacks: %d tried, %d held\n", len(files), len(held))
+		fmt.Printf("attacks: %d tried, %d held\n", len(tried), len(held))
 	})
 	testscript.Run(t, p)
 }
