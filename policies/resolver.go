@@ -57,13 +57,16 @@ func (r *Resolver) Shutdown() {
 }
 
 // Matches reports whether name is allowed by a pattern list: "example.com"
-// matches itself, "*.example.com" matches its subdomains (not itself).
+// matches itself, "*.example.com" matches its subdomains (not itself). Names
+// are compared label by label, not as text: a query for the one label
+// "evil.example" under "com" (written evil\.example.com) is not a
+// subdomain of example.com.
 func Matches(patterns []string, name string) bool {
-	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	name = dns.CanonicalName(name)
 	for _, p := range patterns {
-		p = strings.ToLower(strings.TrimSuffix(p, "."))
+		p = dns.CanonicalName(p)
 		if suffix, ok := strings.CutPrefix(p, "*."); ok {
-			if strings.HasSuffix(name, "."+suffix) {
+			if dns.IsSubDomain(suffix, name) && dns.CountLabel(name) > dns.CountLabel(suffix) {
 				return true
 			}
 		} else if name == p {

@@ -12,6 +12,8 @@ func TestMatches(t *testing.T) {
 		"sub.allowed.test": false, "notallowed.test": false,
 		"a.wild.test": true, "a.b.wild.test": true, "wild.test": false, "xwild.test": false,
 		"mixed.case": true,
+		// One label "evil.wild" under "test": not a subdomain of wild.test.
+		`evil\.wild.test`: false, `evil\.wild.test.`: false, `a\.b.wild.test`: true,
 	} {
 		if got := Matches(pats, name); got != want {
 			t.Errorf("Matches(%q) = %v, want %v", name, got, want)
