@@ -53,6 +53,10 @@ type Mount struct {
 // change to any field means the container must be made again; Hash says so.
 type BoxSpec struct {
 	Name string
+	// UID is the box's own id (see store.Box.UID); a container of the same
+	// name made for another box has another hash and is replaced, never
+	// adopted.
+	UID string
 	// Image is the base image; Snapshot, when set, takes precedence: the
 	// box is made from that snapshot's image.
 	Image       string
@@ -75,7 +79,7 @@ func (s BoxSpec) Hash() string {
 		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
 	}
 	sort.Strings(ms)
-	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP) + desktopMark(s.Desktop)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP) + desktopMark(s.Desktop) + uidMark(s.UID)))
 	return hex.EncodeToString(h[:8])
 }
 
@@ -158,6 +162,13 @@ type Driver interface {
 
 // desktopMark keeps the hash of a box without a desktop what it was before
 // desktops existed.
+func uidMark(uid string) string {
+	if uid != "" {
+		return "|uid=" + uid
+	}
+	return "" // boxes from before ids keep their hashes, and so their containers
+}
+
 func desktopMark(d bool) string {
 	if d {
 		return "|desktop"

@@ -33,6 +33,9 @@ type Reconciler struct {
 	// and again after the changes, with the processes of the boxes that
 	// run now, so that a box that started has its port bound at once.
 	Firewall Firewall
+	// ForgetJobs, when set, hears of the jobs of a removed box that went
+	// with its tombstone (their logs can go).
+	ForgetJobs func(ids []string)
 
 	mu sync.Mutex
 	// front gets the declared boxes on every run (the front door's preview
@@ -114,6 +117,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 	t := types[b.Type]
 	spec := driver.BoxSpec{
 		Name:        b.Name,
+		UID:         b.UID,
 		Image:       b.Image,
 		Snapshot:    b.From,
 		CPUs:        t.CPUs,
@@ -295,6 +299,42 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 	return fmt.Errorf("unknown action %q", c.Action)
 }
 
+// buryRemoved frees the names of removed boxes whose container and
+// /var/lib/docker volume are gone; until then nobody can make a box of that
+// name, so nothing of a removed box can reach a new one.
+func (r *Reconciler) buryRemoved(ctx context.Context, now []driver.BoxState) error {
+	tombs, err := r.Store.ListTombstones()
+	if err != nil || len(tombs) == 0 {
+		return err
+	}
+	vols, err := r.Driver.Volumes(ctx)
+	if err != nil {
+		return err
+	}
+	left := map[string]bool{}
+	for _, b := range now {
+		left[b.Name] = true
+	}
+	for _, v := range vols {
+		if v.Kind == driver.KindBoxData {
+			left[v.Name] = true
+		}
+	}
+	for _, t := range tombs {
+		if left[t.Name] {
+			continue
+		}
+		jobs, err := r.Store.ForgetTombstone(t.Name)
+		if err != nil {
+			return err
+		}
+		if r.ForgetJobs != nil && len(jobs) > 0 {
+			r.ForgetJobs(jobs)
+		}
+	}
+	return nil
+}
+
 func ignoreNotFound(err error) error {
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil
@@ -324,6 +364,9 @@ func (r *Reconciler) record(ctx context.Context, boxes []store.Box, desired Desi
 		return err
 	}
 	if err := r.firewall(boxes, now); err != nil {
+		return err
+	}
+	if err := r.buryRemoved(ctx, now); err != nil {
 		return err
 	}
 	seen := map[string]driver.BoxState{}

@@ -284,3 +284,20 @@ func TestSpecHashCoversWhatForcesReplacement(t *testing.T) {
 		t.Error("hash is not stable")
 	}
 }
+
+// A container of the box's name made for another box (another id) is
+// replaced, never adopted; boxes from before ids keep their hashes.
+func TestPlanReplacesAnotherBoxsContainer(t *testing.T) {
+	mine, theirs := spec("web"), spec("web")
+	mine.UID, theirs.UID = "1111", "2222"
+	data := driver.VolumeRef{Kind: driver.KindBoxData, Name: "web"}
+	got := render(Plan(Desired{Boxes: []DesiredBox{{Spec: mine, Running: true}}},
+		Observed{Boxes: []driver.BoxState{observedOf("web", theirs, true)}, Volumes: []driver.VolumeRef{data}}))
+	if !strings.HasPrefix(got, "replace-box box.web") {
+		t.Fatalf("plan for another box's container:\n%s", got)
+	}
+	legacy := spec("web")
+	if legacy.Hash() != "b29e871cfa8a7ff6" {
+		t.Fatalf("the hash of a box without an id changed (%s): its container would be replaced on upgrade", legacy.Hash())
+	}
+}

@@ -38,14 +38,24 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		if err := s.assignIP(tx, &b); err != nil {
 			return err
 		}
-		if err := tx.CreateBox(b); errors.Is(err, store.ErrConflict) {
-			return conflict("a box named %q already exists", b.Name)
-		} else if err != nil {
+		if err := createBox(tx, b); err != nil {
 			return err
 		}
 		return nil
 	})
 	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
+}
+
+// createBox declares b, saying why a name cannot be had.
+func createBox(tx *store.Tx, b store.Box) error {
+	switch err := tx.CreateBox(b); {
+	case errors.Is(err, store.ErrConflict):
+		return conflict("a box named %q already exists", b.Name)
+	case errors.Is(err, store.ErrRemoving):
+		return conflict("a box named %q was removed and is still being cleaned up; try again in a moment", b.Name)
+	default:
+		return err
+	}
 }
 
 // errNoImage is the one answer for an image a box may not be made from,
@@ -395,9 +405,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		if err := s.assignIP(tx, &nb); err != nil {
 			return err
 		}
-		if err := tx.CreateBox(nb); errors.Is(err, store.ErrConflict) {
-			return conflict("a box named %q already exists", nb.Name)
-		} else if err != nil {
+		if err := createBox(tx, nb); err != nil {
 			return err
 		}
 		return nil

@@ -96,6 +96,15 @@ func (s *Service) jobsDir() string { return filepath.Join(s.Cfg.StateDir, "jobs"
 
 func (s *Service) jobLog(id string) string { return filepath.Join(s.jobsDir(), id+".log") }
 
+// ForgetJobLogs removes the logs of jobs that went with a removed box.
+func (s *Service) ForgetJobLogs(ids []string) {
+	for _, id := range ids {
+		if err := os.Remove(s.jobLog(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			s.Log.Warn("removing a job log", "job", id, "err", err)
+		}
+	}
+}
+
 // RecoverJobs marks jobs that were running when the daemon last stopped as
 // lost: their output stream is gone with the old process.
 func (s *Service) RecoverJobs() error {

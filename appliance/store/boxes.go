@@ -1,7 +1,9 @@
 package store
 
 import (
+	"crypto/rand"
 	"database/sql"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,6 +43,10 @@ type Box struct {
 	IP string
 	// Owner is the id of the user the box belongs to.
 	Owner int64
+	// UID is the box's own id, given at creation and never reused: its
+	// engine objects carry it, so that a later box of the same name never
+	// reaches them. "" for boxes made before ids.
+	UID string
 }
 
 // Mount is a drive mounted in a box.
@@ -50,7 +56,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid`
 
 type scanner interface{ Scan(...any) error }
 
@@ -61,7 +67,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -90,8 +96,19 @@ func expiresArg(t *time.Time) any {
 	return unix(*t)
 }
 
-// CreateBox declares a new box; ErrConflict if the name is taken.
+// CreateBox declares a new box with a new id; ErrConflict if the name is
+// taken, ErrRemoving if a removed box still holds it.
 func (t *Tx) CreateBox(b Box) error {
+	var n int
+	if err := t.tx.QueryRow(`SELECT count(*) FROM tombstones WHERE name=?`, b.Name).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return ErrRemoving
+	}
+	if b.UID == "" {
+		b.UID = NewUID()
+	}
 	if b.Mounts == nil {
 		b.Mounts = []Mount{}
 	}
@@ -101,9 +118,9 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -133,13 +150,65 @@ func (t *Tx) UpdateBox(b Box) error {
 	return oneRow(res)
 }
 
-// DeleteBox removes a box's declaration.
+// NewUID makes a box id.
+func NewUID() string {
+	b := make([]byte, 8)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// DeleteBox removes a box's declaration and leaves a tombstone that holds
+// its name until ForgetTombstone.
 func (t *Tx) DeleteBox(name string) error {
-	res, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name)
+	b, err := t.GetBox(name)
 	if err != nil {
 		return err
 	}
-	return oneRow(res)
+	if _, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name); err != nil {
+		return err
+	}
+	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed) VALUES (?,?,?)`, name, b.UID, unix(time.Now()))
+	return err
+}
+
+// Tombstone is a removed box whose engine objects may still exist.
+type Tombstone struct {
+	Name, UID string
+}
+
+// ListTombstones lists the removed boxes that still hold their names.
+func (s *Store) ListTombstones() ([]Tombstone, error) {
+	return listAll(s.db, `SELECT name, uid FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
+		var t Tombstone
+		return t, r.Scan(&t.Name, &t.UID)
+	})
+}
+
+// ForgetTombstone frees a removed box's name once its engine objects are
+// gone: its jobs go with it (their ids are returned, for their logs). The
+// declared state does not change, so the serial does not move.
+func (s *Store) ForgetTombstone(name string) ([]string, error) {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	ids, err := listAll(tx, `SELECT id FROM jobs WHERE box=?`, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	}, name)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(`DELETE FROM jobs WHERE box=?`, name); err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(`DELETE FROM tombstones WHERE name=?`, name); err != nil {
+		return nil, err
+	}
+	return ids, tx.Commit()
 }
 
 func oneRow(res sql.Result) error {

@@ -24,6 +24,9 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrConflict = errors.New("already exists")
+	// ErrRemoving: a box of that name was removed and its engine objects
+	// are not all gone yet; the name is free once they are.
+	ErrRemoving = errors.New("is still being removed")
 )
 
 // Store is the state database.
@@ -133,6 +136,15 @@ var migrations = []string{
 	 ALTER TABLE drives ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
 	 ALTER TABLE policies ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;
 	 ALTER TABLE ssh_keys ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;`,
+	// Every box has an id of its own from its creation; a removed box is a
+	// tombstone that holds its name until its engine objects are gone.
+	// Boxes from before ids keep '' (their containers stay as they are).
+	`ALTER TABLE boxes ADD COLUMN uid TEXT NOT NULL DEFAULT '';
+	 CREATE TABLE tombstones (
+		name TEXT PRIMARY KEY,
+		uid TEXT NOT NULL DEFAULT '',
+		removed INTEGER NOT NULL
+	 );`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

@@ -45,6 +45,8 @@ const (
 	LabelSnapshot = "paddock.snapshot"
 	// LabelBox names the box a container is, or a snapshot image was taken of.
 	LabelBox = "paddock.box"
+	// LabelBoxID is the box's own id on its container.
+	LabelBoxID = "paddock.box.id"
 )
 
 // Config says how boxes are made.
@@ -220,6 +222,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	labels[LabelSpec] = spec.Hash()
 	labels[LabelSnapshot] = spec.Snapshot
 	labels[LabelBox] = spec.Name // overrides the one a snapshot image carries
+	labels[LabelBoxID] = spec.UID
 	var mounts []mount.Mount
 	for _, m := range spec.Mounts {
 		mounts = append(mounts, mount.Mount{
