@@ -210,6 +210,11 @@ const (
 type Secret struct {
 	Name    string    `json:"name"`
 	Updated time.Time `json:"updated"`
+	// Shared: set by an owner for every user's boxes that have no secret
+	// of this name; those boxes' users can read it there.
+	Shared bool `json:"shared"`
+	// Mine: the caller's own (else an owner's shared one).
+	Mine bool `json:"mine"`
 }
 
 // Agent is an entry of the agent table.

@@ -490,9 +490,14 @@ func (c *Client) Secrets(ctx context.Context) ([]api.Secret, error) {
 	return s, c.do(ctx, "GET", "/secrets", nil, &s)
 }
 
-// SetSecret stores a secret.
-func (c *Client) SetSecret(ctx context.Context, name string, value []byte) error {
-	req, err := c.request(ctx, "PUT", "/secrets/"+esc(name), bytes.NewReader(value))
+// SetSecret stores a secret of the caller's; shared (owners only) lets
+// every user's boxes use it.
+func (c *Client) SetSecret(ctx context.Context, name string, value []byte, shared bool) error {
+	path := "/secrets/" + esc(name)
+	if shared {
+		path += "?shared=true"
+	}
+	req, err := c.request(ctx, "PUT", path, bytes.NewReader(value))
 	if err != nil {
 		return err
 	}

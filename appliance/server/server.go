@@ -616,23 +616,21 @@ func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.Svc.Secrets()
+	out, err := s.Svc.Secrets(r.Context())
 	if err != nil {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// setSecret takes the value as the raw body.
+// setSecret takes the value as the raw body; ?shared=true shares an
+// owner's secret with every user's boxes.
 func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := ownerOnly(r, "set secrets"); err != nil {
-		return err
-	}
 	v, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
 	if err != nil {
 		return err
 	}
-	if err := s.Svc.SetSecret(r.PathValue("name"), v); err != nil {
+	if err := s.Svc.SetSecret(r.Context(), r.PathValue("name"), v, r.URL.Query().Get("shared") == "true"); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -640,10 +638,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := ownerOnly(r, "remove secrets"); err != nil {
-		return err
-	}
-	if err := s.Svc.RemoveSecret(r.PathValue("name")); err != nil {
+	if err := s.Svc.RemoveSecret(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

@@ -41,7 +41,11 @@ func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	drv := fake.New("img")
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}
+	sealer, err := auth.LoadSealer(filepath.Join(dir, "secret.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background(), Sealer: sealer}
 	pages := dashboard.New(svc, st, log, "", false)
 	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages}).Handler())
 	t.Cleanup(ts.Close)

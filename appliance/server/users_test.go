@@ -163,8 +163,11 @@ func TestMembersSeeOnlyTheirOwn(t *testing.T) {
 	if strings.Contains(string(raw), "bosspol") {
 		t.Errorf("member lists the owner's policy: %s", raw)
 	}
-	if code, _ := call(t, ts, mia, "PUT", "/v1/secrets/K", "v"); code != 403 {
-		t.Errorf("member sets a secret: %d", code)
+	if code, _ := call(t, ts, mia, "PUT", "/v1/secrets/K", "v"); code != 204 {
+		t.Errorf("member sets a secret of her own: %d", code)
+	}
+	if code, _ := call(t, ts, mia, "PUT", "/v1/secrets/K?shared=true", "v"); code != 403 {
+		t.Errorf("member shares a secret: %d", code)
 	}
 	if code, _ := call(t, ts, mia, "POST", "/v1/users/invites", `{}`); code != 403 {
 		t.Errorf("member invites: %d", code)

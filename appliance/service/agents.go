@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
@@ -13,37 +14,46 @@ import (
 
 var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 
-// SetSecret stores a secret, encrypted; it is never shown back.
-func (s *Service) SetSecret(name string, value []byte) error {
+// SetSecret stores a secret of the user of ctx, encrypted; it is never
+// shown back. It goes into that user's boxes only; an owner may share it,
+// and then members' boxes that have no secret of that name get it too
+// (where their members can read it).
+func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shared bool) error {
 	if !secretName.MatchString(name) {
 		return invalid("name", "bad secret name %q: use an environment variable name (letters, digits, _)", name)
 	}
 	if len(value) == 0 || len(value) > 64<<10 {
 		return invalid("value", "a secret must have 1 byte to 64 KiB")
 	}
+	if shared {
+		if err := requireOwner(ctx, "share secrets"); err != nil {
+			return err
+		}
+	}
 	if s.Sealer == nil {
 		return errors.New("secrets are not configured on this server")
 	}
-	return s.Store.PutSecret(name, s.Sealer.Seal(name, value), s.now())
+	return s.Store.PutSecret(ownerID(ctx), name, s.Sealer.Seal(name, value), shared, s.now())
 }
 
-// Secrets lists the secrets' names (never their values).
-func (s *Service) Secrets() ([]api.Secret, error) {
-	m, err := s.Store.SecretNames()
+// Secrets lists the names (never the values) of the secrets of the user of
+// ctx and of those shared with everyone.
+func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
+	me := ownerID(ctx)
+	infos, err := s.Store.Secrets(me)
 	if err != nil {
 		return nil, err
 	}
 	out := []api.Secret{}
-	for n, t := range m {
-		out = append(out, api.Secret{Name: n, Updated: t})
+	for _, i := range infos {
+		out = append(out, api.Secret{Name: i.Name, Updated: i.Updated, Shared: i.Shared, Mine: i.Owner == me})
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
 }
 
-// RemoveSecret removes a secret.
-func (s *Service) RemoveSecret(name string) error {
-	if err := s.Store.DeleteSecret(name); errors.Is(err, store.ErrNotFound) {
+// RemoveSecret removes a secret of the user of ctx.
+func (s *Service) RemoveSecret(ctx context.Context, name string) error {
+	if err := s.Store.DeleteSecret(ownerID(ctx), name); errors.Is(err, store.ErrNotFound) {
 		return notFound("secret", name)
 	} else if err != nil {
 		return err
@@ -92,7 +102,7 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 	env := map[string]string{}
 	var missing []string
 	for _, sec := range agent.Secrets {
-		sealed, err := s.Store.Secret(sec)
+		sealed, err := s.Store.Secret(b.Owner, sec) // the box owner's, whoever asks
 		if errors.Is(err, store.ErrNotFound) {
 			missing = append(missing, sec)
 			continue

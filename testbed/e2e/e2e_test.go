@@ -107,6 +107,7 @@ func scriptParams(dir string) testscript.Params {
 			env.Setenv("PADDOCK_CONFIG_DIR", filepath.Join(env.WorkDir, ".paddock"))
 			env.Setenv("PADDOCK_HOST", "http://"+d.Listen)
 			env.Setenv("PADDOCK_TOKEN", d.Token)
+			env.Setenv("OWNER_TOKEN", d.Token)
 			env.Setenv("INSTANCE", d.Instance)
 			env.Setenv("STATE_DIR", d.StateDir)
 			_, sshPort, _ := net.SplitHostPort(d.SSH)

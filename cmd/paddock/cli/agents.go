@@ -81,8 +81,12 @@ func cmdSecret(e *env, args []string) error {
 	}
 	switch args[0] {
 	case "set":
+		shared := false
+		if len(args) == 3 && args[2] == "--shared" {
+			shared, args = true, args[:2]
+		}
 		if len(args) != 2 {
-			return usagef("secret set NAME (the value on stdin)")
+			return usagef("secret set NAME [--shared] (the value on stdin)")
 		}
 		if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 			fmt.Fprintf(e.stderr, "Value for %s (not shown): ", args[1])
@@ -91,7 +95,7 @@ func cmdSecret(e *env, args []string) error {
 			if err != nil {
 				return err
 			}
-			return c.SetSecret(e.ctx, args[1], v)
+			return c.SetSecret(e.ctx, args[1], v, shared)
 		}
 		v, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10+1))
 		if err != nil {
@@ -101,16 +105,23 @@ func cmdSecret(e *env, args []string) error {
 		if len(v) == 0 {
 			return errors.New("no value on stdin")
 		}
-		return c.SetSecret(e.ctx, args[1], v)
+		return c.SetSecret(e.ctx, args[1], v, shared)
 	case "ls":
 		ss, err := c.Secrets(e.ctx)
 		if err != nil {
 			return err
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSET")
+		fmt.Fprintln(tw, "NAME\tSET\tWHOSE")
 		for _, s := range ss {
-			fmt.Fprintf(tw, "%s\t%s\n", s.Name, s.Updated.Local().Format(time.RFC3339))
+			whose := "yours"
+			switch {
+			case s.Mine && s.Shared:
+				whose = "yours, shared: every user's boxes get it and their users can read it there"
+			case s.Shared:
+				whose = "an owner's, shared with you: your boxes get it unless you set your own"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Updated.Local().Format(time.RFC3339), whose)
 		}
 		return tw.Flush()
 	case "rm":
