@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -298,10 +299,21 @@ func (p *Pages) serverURL(r *http.Request) string {
 
 // safeNext keeps a redirect after login on this server.
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
 		return "/"
 	}
-	return next
+	// Browsers read a backslash as a slash and drop tabs and newlines, so
+	// "/\\evil" or "/\t/evil" would leave the site: such paths go home.
+	p := u.Path
+	if !strings.HasPrefix(p, "/") || strings.ContainsFunc(p, func(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }) {
+		return "/"
+	}
+	p = path.Clean(p)
+	if strings.HasPrefix(p, "//") {
+		return "/"
+	}
+	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }
 
 func (p *Pages) loginPage(w http.ResponseWriter, r *http.Request) {
