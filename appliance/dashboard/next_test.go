@@ -15,12 +15,12 @@ func TestSafeNext(t *testing.T) {
 		"/./%5Cevil.example":     "/",
 		"/%09/evil.example":      "/",
 		"/%0a/evil.example":      "/",
-		"/.//evil.example":       "/",
+		"/.//evil.example":       "/evil.example",
 		"https://evil.example/":  "/",
 		"javascript:alert(1)":    "/",
 		"evil.example":           "/",
-		"/%2F/evil.example":      "/",
-		"///evil.example":        "/",
+		"/%2F/evil.example":      "/evil.example",
+		"///evil.example":        "/evil.example",
 		"/x?next=//evil.example": "/x?next=//evil.example",
 	} {
 		if got := safeNext(next); got != want {
