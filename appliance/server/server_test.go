@@ -55,6 +55,11 @@ func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 // newServer is newBare with an owner, and the owner's API token.
 func newServer(t *testing.T) (*httptest.Server, string, string) {
 	ts, svc, dir := newBare(t)
+	return ts, addOwner(t, svc), dir
+}
+
+// addOwner makes the owner and returns an API token of theirs.
+func addOwner(t *testing.T, svc *service.Service) string {
 	u, err := svc.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +68,7 @@ func newServer(t *testing.T) (*httptest.Server, string, string) {
 	if err := svc.Store.AddToken(store.Token{Hash: hash, Name: "test", UserID: u.ID, Created: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	return ts, tok, dir
+	return tok
 }
 
 func call(t *testing.T, ts *httptest.Server, tok, method, path, body string) (int, api.Error) {

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -9,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/testbed/forms"
 )
 
@@ -328,5 +331,45 @@ func TestDeviceLoginNeedsSomeoneToApprove(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 409 || !strings.Contains(e.Message, "--token") {
 		t.Fatalf("device login with nobody to approve it: %d %+v", resp.StatusCode, e)
+	}
+}
+
+// A member who asks for a reconcile hears of their own objects only: not
+// of the owner's box that the run repaired, nor of its error.
+func TestReconcileTellsMembersOnlyTheirOwn(t *testing.T) {
+	ts, svc, _ := newBare(t)
+	owner := addOwner(t, svc)
+	mia := deviceLogin(t, ts.URL, invite(t, ts.URL, owner, "mia"))
+	for tok, name := range map[string]string{owner: "bossbox", mia: "miabox"} {
+		if code, e := call(t, ts, tok, "POST", "/v1/boxes", `{"name":"`+name+`"}`); code != 201 {
+			t.Fatalf("creating %s: %d %+v", name, code, e)
+		}
+	}
+	drv := svc.Driver.(*fake.Driver)
+	reconcileAs := func(tok string) string {
+		for _, b := range []string{"bossbox", "miabox"} {
+			drv.RemoveBox(context.Background(), b) // lost outside Paddock: the run makes them again
+		}
+		drv.Fail = func(op string) error {
+			if strings.HasPrefix(op, "create bossbox") {
+				return errors.New("engine refused bossbox")
+			}
+			return nil
+		}
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/reconcile", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if got := reconcileAs(mia); strings.Contains(got, "bossbox") || !strings.Contains(got, "miabox") {
+		t.Errorf("member's reconcile says: %s", got)
+	}
+	if got := reconcileAs(owner); !strings.Contains(got, "bossbox") || !strings.Contains(got, "engine refused") {
+		t.Errorf("owner's reconcile says: %s", got)
 	}
 }

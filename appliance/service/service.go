@@ -84,9 +84,58 @@ func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
 	return nil
 }
 
-// Reconcile runs the reconciler once.
+// Reconcile runs the reconciler once and tells what it did to the objects
+// the user of ctx may see (a member hears nothing of other users' boxes,
+// drives or snapshots, not even their names).
 func (s *Service) Reconcile(ctx context.Context) (reconcile.Result, error) {
-	return s.Rec.Run(ctx)
+	res, err := s.Rec.Run(ctx)
+	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
+		out := reconcile.Result{Errors: map[string]error{}}
+		for _, c := range res.Changes {
+			if s.sees(u, c) {
+				out.Changes = append(out.Changes, c)
+			}
+			if e := res.Errors[c.Address()]; e != nil && s.sees(u, c) {
+				out.Errors[c.Address()] = e
+			}
+		}
+		res = out
+	}
+	return res, err
+}
+
+// sees says whether u owns the object a change is about; of an object that
+// is gone nobody can tell, and so it is not told.
+func (s *Service) sees(u store.User, c reconcile.Change) bool {
+	box := c.Box
+	switch {
+	case c.Snapshot != "":
+		sns, err := s.Store.ListSnapshots("")
+		if err != nil {
+			return false
+		}
+		box = ""
+		for _, sn := range sns {
+			if sn.ID == c.Snapshot {
+				box = sn.Box
+			}
+		}
+	case c.Volume.Kind == driver.KindDrive:
+		ds, err := s.Store.ListDrives()
+		for _, d := range ds {
+			if d.Name == c.Volume.Name {
+				return err == nil && d.Owner == u.ID
+			}
+		}
+		return false
+	case c.Volume.Kind == driver.KindBoxData:
+		box = c.Volume.Name
+	}
+	if box == "" {
+		return false
+	}
+	b, err := s.Store.GetBox(box)
+	return err == nil && b.Owner == u.ID
 }
 
 var adjectives = []string{"amber", "bold", "brisk", "calm", "clever", "dusty", "eager", "fuzzy", "gentle", "happy", "jolly", "keen", "lively", "mellow", "nimble", "proud", "quiet", "rapid", "sunny", "swift", "tidy", "witty"}
