@@ -27,6 +27,9 @@ if [ -f "$pidfile" ] && kill -0 "$(cat "$pidfile")" 2>/dev/null; then
   while kill -0 "$(cat "$pidfile")" 2>/dev/null; do sleep 0.2; done
 fi
 log=/var/log/paddockd-local.log
+# The log holds the owner token: for root alone, like the state.
+umask 077
+touch "$log" && chmod 600 "$log"
 nohup bin/paddockd --local --listen "$listen" --state-dir "$state" \
   --socket /run/paddock/paddock-local.sock --runtime runc --image "$image" \
   >>"$log" 2>&1 &

@@ -92,6 +92,10 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 }
 
 func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
+	// What paddockd writes (state, job logs, the local token, Caddy's keys)
+	// is for root alone; what others may use is opened up by name (the
+	// API socket).
+	syscall.Umask(0o077)
 	log := logger(cfg, stderr)
 	if cfg.Listen != "" && cfg.Local {
 		host, _, err := net.SplitHostPort(cfg.Listen)
