@@ -23,8 +23,11 @@ import (
 //     found" to them, not "forbidden". Names are one namespace, though:
 //     creating a box, drive or policy under a name another user has is
 //     refused as taken.
-//   - Agent secrets are the server's provider keys: the owner sets them,
-//     every user's prompts use them, nobody reads them back.
+//   - Agent secrets belong to a user: a box's prompts get its owner's,
+//     and nobody reads them back. An owner may share one; members' boxes
+//     without their own of that name then get it (and can read it there).
+//   - SSH keys are a user's: several users may register one public key,
+//     and each reaches their own boxes with it.
 //   - Objects made before there were users (owner id 0) are the owner's.
 
 type userKey struct{}

@@ -103,11 +103,13 @@ func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
 	return nil
 }
 
-// allowed checks that a key is registered and that its user may reach the
-// box: their own, or any box for an owner. The answer is the same for a
-// box that does not exist, so names do not leak.
+// allowed checks that a user who may reach the box (its owner, or an owner
+// of the server) registered the key, and returns that registration's name.
+// Several users may register one public key; each reaches their own boxes
+// with it. The answer is the same for a box that does not exist, so names
+// do not leak.
 func (g *Gateway) allowed(box, fingerprint string) (string, error) {
-	name, owner, err := g.Store.SSHKeyOwner(fingerprint)
+	holders, err := g.Store.SSHKeyHolders(fingerprint)
 	if err != nil {
 		return "", err
 	}
@@ -115,16 +117,18 @@ func (g *Gateway) allowed(box, fingerprint string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	u := store.User{ID: owner, Role: store.RoleOwner} // keys from before there were users
-	if owner != 0 {
-		if u, err = g.Store.GetUser(owner); err != nil {
-			return "", err
+	for _, k := range holders {
+		u := store.User{ID: k.Owner, Role: store.RoleOwner} // keys from before there were users
+		if k.Owner != 0 {
+			if u, err = g.Store.GetUser(k.Owner); err != nil {
+				continue // a removed user's key
+			}
+		}
+		if service.Sees(u, b.Owner) {
+			return k.Name, nil
 		}
 	}
-	if !service.Sees(u, b.Owner) {
-		return "", errors.New("not this user's box")
-	}
-	return name, nil
+	return "", errors.New("no user who may reach this box registered the key")
 }
 
 // Addr is where the gateway listens.

@@ -55,6 +55,24 @@ func TestKeysReachTheirUsersBoxes(t *testing.T) {
 	if _, err := g.allowed("miasbox", "SHA256:unknown"); err == nil {
 		t.Error("an unknown key is allowed")
 	}
+	// A member who registers the owner's public key takes nothing from the
+	// owner: each reaches their own boxes with it, the member no others.
+	olgaKey, _ := st.SSHKeys(owner.ID)
+	if err := st.AddSSHKey(store.SSHKey{Fingerprint: fp["olga"], Name: "stolen", Key: olgaKey[0].Key, Created: time.Now(), Owner: ole.ID}); err != nil {
+		t.Fatalf("a second user registers the same key: %v", err)
+	}
+	if err := st.AddSSHKey(store.SSHKey{Fingerprint: "SHA256:another", Name: "olga-key", Key: "k", Created: time.Now(), Owner: ole.ID}); err != nil {
+		t.Fatalf("a key name another user has: %v", err)
+	}
+	st.Declare(func(tx *store.Tx) error {
+		return tx.CreateBox(store.Box{Name: "olesbox", Type: "small", Image: "i", Desired: "running", Created: time.Now(), Owner: ole.ID})
+	})
+	if name, err := g.allowed("miasbox", fp["olga"]); err != nil || name != "olga-key" {
+		t.Errorf("the owner's key after a member registered it: %q %v", name, err)
+	}
+	if name, err := g.allowed("olesbox", fp["olga"]); err != nil || name != "olga-key" {
+		t.Errorf("the owner's key to a member's box: %q %v", name, err)
+	}
 	// A removed user's keys stop working.
 	st.DeleteUser(mia.ID)
 	if _, err := g.allowed("miasbox", fp["mia"]); err == nil {

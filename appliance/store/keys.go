@@ -1,8 +1,6 @@
 package store
 
 import (
-	"database/sql"
-	"errors"
 	"strings"
 	"time"
 )
@@ -16,38 +14,38 @@ type SSHKey struct {
 	Owner       int64
 }
 
-// AddSSHKey registers a key; ErrConflict if its fingerprint or name is taken.
+// AddSSHKey registers a key of a user; ErrConflict if that user has the
+// key or a key of that name already.
 func (s *Store) AddSSHKey(k SSHKey) error {
-	_, err := s.db.Exec(`INSERT INTO ssh_keys (fingerprint, name, key, created, owner) VALUES (?,?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created), k.Owner)
+	_, err := s.db.Exec(`INSERT INTO user_ssh_keys (fingerprint, name, key, created, owner) VALUES (?,?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created), k.Owner)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
 	return err
 }
 
-// SSHKeyOwner returns the name and owner of the key with a fingerprint.
-func (s *Store) SSHKeyOwner(fingerprint string) (name string, owner int64, err error) {
-	err = s.db.QueryRow(`SELECT name, owner FROM ssh_keys WHERE fingerprint=?`, fingerprint).Scan(&name, &owner)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, ErrNotFound
-	}
-	return name, owner, err
+// SSHKeyHolders lists every registration of the key with a fingerprint,
+// one per user that registered it.
+func (s *Store) SSHKeyHolders(fingerprint string) ([]SSHKey, error) {
+	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE fingerprint=? ORDER BY owner`, scanKey, fingerprint)
+}
+
+func scanKey(r scanner) (SSHKey, error) {
+	var k SSHKey
+	var c int64
+	err := r.Scan(&k.Fingerprint, &k.Name, &k.Key, &c, &k.Owner)
+	k.Created = fromUnix(c)
+	return k, err
 }
 
 // SSHKeys lists a user's registered keys by name.
 func (s *Store) SSHKeys(owner int64) ([]SSHKey, error) {
-	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM ssh_keys WHERE owner=? ORDER BY name`, func(r scanner) (SSHKey, error) {
-		var k SSHKey
-		var c int64
-		err := r.Scan(&k.Fingerprint, &k.Name, &k.Key, &c, &k.Owner)
-		k.Created = fromUnix(c)
-		return k, err
-	}, owner)
+	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE owner=? ORDER BY name`, scanKey, owner)
 }
 
 // DeleteSSHKey removes one of a user's keys by name or fingerprint.
 func (s *Store) DeleteSSHKey(owner int64, nameOrFingerprint string) error {
-	res, err := s.db.Exec(`DELETE FROM ssh_keys WHERE owner=? AND (name=? OR fingerprint=?)`, owner, nameOrFingerprint, nameOrFingerprint)
+	res, err := s.db.Exec(`DELETE FROM user_ssh_keys WHERE owner=? AND (name=? OR fingerprint=?)`, owner, nameOrFingerprint, nameOrFingerprint)
 	if err != nil {
 		return err
 	}

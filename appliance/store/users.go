@@ -98,7 +98,7 @@ func (s *Store) DeleteUser(id int64) error {
 	if err := oneRow(res); err != nil {
 		return err
 	}
-	for _, q := range []string{`DELETE FROM tokens WHERE user_id=?`, `DELETE FROM ssh_keys WHERE owner=?`} {
+	for _, q := range []string{`DELETE FROM tokens WHERE user_id=?`, `DELETE FROM user_ssh_keys WHERE owner=?`, `DELETE FROM user_secrets WHERE owner=?`} {
 		if _, err := tx.Exec(q, id); err != nil {
 			return err
 		}
