@@ -40,6 +40,18 @@ var pages = template.Must(template.ParseFS(files, "pages.html"))
 // Cookie is the session cookie's name.
 const Cookie = "paddock_session"
 
+// cookie is the session cookie's name: under HTTPS it has the __Host-
+// prefix, so the browser keeps it only as set by this very host (Secure,
+// Path=/, no Domain), and a box's web server on a preview host (a
+// subdomain) cannot plant or shadow it with a Domain cookie. Plain HTTP is
+// local mode on loopback, where there are no preview hosts.
+func (p *Pages) cookie() string {
+	if p.Secure {
+		return "__Host-" + Cookie
+	}
+	return Cookie
+}
+
 // CSRFHeader carries the session's CSRF value on API requests that a
 // page makes with the cookie.
 const CSRFHeader = "X-Paddock-CSRF"
@@ -194,7 +206,7 @@ func (p *Pages) limited(w http.ResponseWriter, r *http.Request, name string) boo
 
 // Session returns the session of a request's cookie, if it has a live one.
 func (p *Pages) Session(r *http.Request) (store.Token, store.User, bool) {
-	c, err := r.Cookie(Cookie)
+	c, err := r.Cookie(p.cookie())
 	if err != nil || c.Value == "" {
 		return store.Token{}, store.User{}, false
 	}
@@ -211,7 +223,7 @@ func CSRFOK(t store.Token, v string) bool {
 }
 
 func (p *Pages) setSession(w http.ResponseWriter, s api.Session) {
-	http.SetCookie(w, &http.Cookie{Name: Cookie, Value: s.Token, Path: "/", Expires: s.Expires,
+	http.SetCookie(w, &http.Cookie{Name: p.cookie(), Value: s.Token, Path: "/", Expires: s.Expires,
 		HttpOnly: true, Secure: p.Secure, SameSite: http.SameSiteLaxMode})
 }
 
@@ -342,7 +354,7 @@ func (p *Pages) logout(w http.ResponseWriter, r *http.Request) {
 	if ok && CSRFOK(t, r.PostFormValue("csrf")) {
 		p.Store.DeleteTokenHash(t.Hash)
 	}
-	http.SetCookie(w, &http.Cookie{Name: Cookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.Secure, SameSite: http.SameSiteLaxMode})
+	http.SetCookie(w, &http.Cookie{Name: p.cookie(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.Secure, SameSite: http.SameSiteLaxMode})
 	http.Redirect(w, r, "/login", http.StatusSeeOther)
 }
 

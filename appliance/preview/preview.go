@@ -38,6 +38,15 @@ import (
 // Cookie is the preview session cookie's name.
 const Cookie = "paddock_preview"
 
+// cookie is the preview cookie's name: __Host- under HTTPS (see the
+// dashboard's session cookie).
+func (h *Handler) cookie() string {
+	if h.Scheme == "https" {
+		return "__Host-" + Cookie
+	}
+	return Cookie
+}
+
 // AuthPath is the path on a preview host that trades a ticket for a cookie.
 const AuthPath = "/__paddock/auth"
 
@@ -188,7 +197,7 @@ func (h *Handler) caller(r *http.Request) (store.User, bool) {
 		_, u, err := h.Store.LookupToken(auth.Hash(tok), time.Now())
 		return u, err == nil
 	}
-	c, err := r.Cookie(Cookie)
+	c, err := r.Cookie(h.cookie())
 	if err != nil {
 		return store.User{}, false
 	}
@@ -240,7 +249,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			pr.Out.Host = pr.In.Host
 			pr.SetXForwarded()
 			pr.Out.Header.Del("Authorization")
-			stripCookie(pr.Out, Cookie)
+			stripCookie(pr.Out, h.cookie())
+		},
+		ModifyResponse: func(resp *http.Response) error {
+			dropDomainCookies(resp.Header)
+			return nil
 		},
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
@@ -255,6 +268,25 @@ func (h *Handler) portSuffix() string {
 		return ""
 	}
 	return ":" + h.Port
+}
+
+// dropDomainCookies removes the Set-Cookie headers of a box's response that
+// name a Domain: a preview host is a subdomain of the server's, so such a
+// cookie would reach the dashboard and every other box's previews. Cookies
+// for the preview host alone are kept.
+func dropDomainCookies(h http.Header) {
+	var keep []string
+	for _, line := range h.Values("Set-Cookie") {
+		c, err := http.ParseSetCookie(line)
+		if err != nil || c.Domain != "" {
+			continue
+		}
+		keep = append(keep, line)
+	}
+	h.Del("Set-Cookie")
+	for _, line := range keep {
+		h.Add("Set-Cookie", line)
+	}
 }
 
 // stripCookie removes one cookie from a request's Cookie headers.
@@ -286,7 +318,7 @@ func (h *Handler) redeem(w http.ResponseWriter, r *http.Request) {
 		}
 		h.sessions[s] = grant{user: g.user, host: g.host, expires: time.Now().Add(SessionTTL)}
 		h.mu.Unlock()
-		http.SetCookie(w, &http.Cookie{Name: Cookie, Value: s, Path: "/", MaxAge: int(SessionTTL / time.Second),
+		http.SetCookie(w, &http.Cookie{Name: h.cookie(), Value: s, Path: "/", MaxAge: int(SessionTTL / time.Second),
 			HttpOnly: true, Secure: h.Scheme == "https", SameSite: http.SameSiteLaxMode})
 		http.Redirect(w, r, to, http.StatusSeeOther)
 		return

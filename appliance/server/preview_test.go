@@ -54,6 +54,11 @@ func TestPreview(t *testing.T) {
 		h.Set("X-Got-Host", r.Host)
 		h.Set("X-Got-Path", r.URL.RequestURI())
 		got <- h
+		// A box's own cookie is kept; one for the parent domain (which
+		// would reach the dashboard and other boxes' previews) is not.
+		w.Header().Add("Set-Cookie", "app2=set; Path=/")
+		w.Header().Add("Set-Cookie", "paddock_session=planted; Domain=pd.test; Path=/")
+		w.Header().Add("Set-Cookie", "__Host-paddock_session=planted2; Domain=.pd.test; Path=/; Secure")
 		io.WriteString(w, "hello from the box")
 	})}
 	go boxSrv.Serve(bl)
@@ -128,6 +133,9 @@ func TestPreview(t *testing.T) {
 	if string(body) != "hello from the box" {
 		t.Fatalf("owner's preview: %d %s", resp.StatusCode, body)
 	}
+	if sc := resp.Header.Values("Set-Cookie"); len(sc) != 1 || sc[0] != "app2=set; Path=/" {
+		t.Fatalf("Set-Cookie headers of the box that reached the browser: %q", sc)
+	}
 	var h http.Header
 	for len(got) > 0 {
 		h = <-got
@@ -201,6 +209,46 @@ func TestPreview(t *testing.T) {
 		prev.Ask(rec, httptest.NewRequest("GET", "/ask?domain="+d, nil))
 		if rec.Code != want {
 			t.Errorf("ask %s: %d", d, rec.Code)
+		}
+	}
+}
+
+// Under HTTPS the session cookie has the __Host- prefix (Secure, Path=/,
+// no Domain), so a preview host cannot set one the dashboard would read.
+func TestSessionCookieIsHostOnly(t *testing.T) {
+	ts, svc, _ := newBare(t)
+	pw, _ := auth.HashPassword("a long password")
+	svc.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Password: pw, Created: time.Now()})
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	secure := httptest.NewServer((&Server{Svc: svc, Store: svc.Store, Log: log, Name: "test", Pages: dashboard.New(svc, svc.Store, log, "", true)}).Handler())
+	defer secure.Close()
+	_ = ts
+	b := forms.Browser()
+	b.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	req, _ := http.NewRequest("POST", secure.URL+"/login", strings.NewReader(url.Values{"name": {"olga"}, "password": {"a long password"}}.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Origin", secure.URL)
+	resp, err := b.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	sc := resp.Header.Get("Set-Cookie")
+	if !strings.HasPrefix(sc, "__Host-paddock_session=") || !strings.Contains(sc, "; Secure") || !strings.Contains(sc, "Path=/") || strings.Contains(sc, "Domain") {
+		t.Fatalf("session cookie under HTTPS: %q (%d)", sc, resp.StatusCode)
+	}
+	// The plain name is not read: a planted paddock_session logs nobody in.
+	tok := strings.SplitN(strings.TrimPrefix(sc, "__Host-paddock_session="), ";", 2)[0]
+	for name, want := range map[string]int{"paddock_session": 401, "__Host-paddock_session": 200} {
+		req, _ := http.NewRequest("GET", secure.URL+"/v1/whoami", nil)
+		req.AddCookie(&http.Cookie{Name: name, Value: tok})
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("whoami with cookie %s: %d, want %d", name, resp.StatusCode, want)
 		}
 	}
 }
