@@ -65,8 +65,14 @@ type Handler struct {
 	// and "" for the default port).
 	Scheme string
 	Port   string
+	// AskLimit bounds how many new preview names Ask approves per hour
+	// (default 30): each is a certificate order, and the ACME rate limits
+	// of the domain are shared by all of them.
+	AskLimit int
 
 	once     sync.Once
+	approved map[string]bool
+	asked    []time.Time // approvals of new names in the last hour
 	re       *regexp.Regexp
 	mu       sync.Mutex
 	tickets  map[string]grant
@@ -122,17 +128,61 @@ func (h *Handler) Routes(mux *http.ServeMux) {
 
 // Ask answers Caddy's question whether a name may get a certificate on
 // demand: the host name itself, and the preview hosts of existing boxes.
+//
+// A preview name is approved only for a port on which its box, running,
+// answers now: any other name would be a certificate order for nothing. New
+// names are approved at most AskLimit an hour; a wildcard certificate for
+// *.HOST (the README says how) needs no on-demand orders at all.
 func (h *Handler) Ask(w http.ResponseWriter, r *http.Request) {
 	d := strings.ToLower(r.URL.Query().Get("domain"))
 	if d == h.Hostname {
 		return
 	}
-	if _, box, ok := h.Match(d); ok {
-		if _, err := h.Store.GetBox(box); err == nil {
-			return
-		}
+	port, box, ok := h.Match(d)
+	if !ok {
+		http.Error(w, "not a name of this server", http.StatusNotFound)
+		return
 	}
-	http.Error(w, "not a name of this server", http.StatusNotFound)
+	h.mu.Lock()
+	known := h.approved[d]
+	h.mu.Unlock()
+	if known {
+		return
+	}
+	b, err := h.Store.GetBox(box)
+	if err != nil || b.IP == "" || b.Observed != "running" || !listening(b.IP, port) {
+		http.Error(w, "not a name of this server", http.StatusNotFound)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	limit := h.AskLimit
+	if limit <= 0 {
+		limit = 30
+	}
+	now := time.Now()
+	for len(h.asked) > 0 && now.Sub(h.asked[0]) > time.Hour {
+		h.asked = h.asked[1:]
+	}
+	if len(h.asked) >= limit {
+		http.Error(w, "too many new preview names this hour", http.StatusTooManyRequests)
+		return
+	}
+	h.asked = append(h.asked, now)
+	if h.approved == nil {
+		h.approved = map[string]bool{}
+	}
+	h.approved[d] = true
+}
+
+// listening says whether something in a box accepts connections on port.
+func listening(ip string, port int) bool {
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(ip, strconv.Itoa(port)), time.Second)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // visible finds the box of a preview host if user u may see it.

@@ -203,13 +203,35 @@ func TestPreview(t *testing.T) {
 		t.Fatalf("a used ticket: %d", resp.StatusCode)
 	}
 
-	// The ask endpoint knows the host name and existing boxes only.
-	for d, want := range map[string]int{"pd.test": 200, boxPort + "-web.pd.test": 200, "80-nosuch.pd.test": 404, "evil.test": 404} {
+	// The ask endpoint approves the host name, and preview names of ports on
+	// which a running box answers: not a port where nothing listens, not a
+	// box that does not exist, not another domain.
+	closed, _ := net.Listen("tcp", "127.0.0.1:0")
+	_, closedPort, _ := net.SplitHostPort(closed.Addr().String())
+	closed.Close()
+	ask := func(d string) int {
 		rec := httptest.NewRecorder()
 		prev.Ask(rec, httptest.NewRequest("GET", "/ask?domain="+d, nil))
-		if rec.Code != want {
-			t.Errorf("ask %s: %d", d, rec.Code)
+		return rec.Code
+	}
+	for d, want := range map[string]int{"pd.test": 200, boxPort + "-web.pd.test": 200, closedPort + "-web.pd.test": 404,
+		"80-nosuch.pd.test": 404, "evil.test": 404} {
+		if got := ask(d); got != want {
+			t.Errorf("ask %s: %d, want %d", d, got, want)
 		}
+	}
+	// New names are approved at most AskLimit an hour; a name approved
+	// before still is.
+	more := make([]string, 3)
+	for i := range more {
+		l, _ := net.Listen("tcp", "127.0.0.1:0")
+		defer l.Close()
+		_, p, _ := net.SplitHostPort(l.Addr().String())
+		more[i] = p + "-web.pd.test"
+	}
+	prev.AskLimit = 3
+	if ask(more[0]) != 200 || ask(more[1]) != 200 || ask(more[2]) != 429 || ask(boxPort+"-web.pd.test") != 200 {
+		t.Errorf("the hourly limit of new preview names does not hold")
 	}
 }
 
