@@ -103,6 +103,7 @@ type view struct {
 	Token   string
 	Kind    string
 	Code    string
+	Device  *service.DeviceRequest
 	Next    string
 	Min     int
 	Boxes   []api.Box
@@ -364,7 +365,7 @@ func (p *Pages) devicePage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
-	p.render(w, http.StatusOK, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: r.URL.Query().Get("code")})
+	p.render(w, http.StatusOK, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF})
 }
 
 func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
@@ -378,7 +379,19 @@ func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	code := r.PostFormValue("code")
-	approve := r.PostFormValue("action") == "approve"
+	action := r.PostFormValue("action")
+	if action == "review" {
+		// The typed code first shows what would be approved; only a second
+		// click on that page approves it.
+		d, err := p.Svc.DeviceInfo(code)
+		if err != nil {
+			p.render(w, http.StatusNotFound, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: code, Error: err.Error()})
+			return
+		}
+		p.render(w, http.StatusOK, "device-confirm", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Device: &d})
+		return
+	}
+	approve := action == "approve"
 	if err := p.Svc.DeviceApprove(service.WithUser(r.Context(), u), code, approve); err != nil {
 		p.render(w, http.StatusNotFound, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: code, Error: err.Error()})
 		return

@@ -341,7 +341,7 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	dc, err := s.Svc.DeviceStart(p.Name)
+	dc, err := s.Svc.DeviceStart(p.Name, dashboard.ClientAddr(r))
 	if err != nil {
 		return err
 	}
@@ -350,7 +350,10 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 		base = "http://" + r.Host
 	}
 	dc.VerificationURI = base + "/device"
-	dc.VerificationURIComplete = base + "/device?code=" + dc.UserCode
+	// The page does not take the code from its address: a person types
+	// the code the command line shows, so that a link sent by someone else
+	// cannot approve that someone's login.
+	dc.VerificationURIComplete = dc.VerificationURI
 	return writeJSON(w, http.StatusOK, dc)
 }
 

@@ -55,7 +55,7 @@ func deviceLogin(t *testing.T, base string, b *http.Client) string {
 	var dc api.DeviceCode
 	json.NewDecoder(resp.Body).Decode(&dc)
 	resp.Body.Close()
-	if dc.UserCode == "" || !strings.HasSuffix(dc.VerificationURIComplete, "/device?code="+dc.UserCode) {
+	if dc.UserCode == "" || !strings.HasSuffix(dc.VerificationURIComplete, "/device") {
 		t.Fatalf("device start: %+v", dc)
 	}
 	poll := func() (int, api.Error, string) {
@@ -74,8 +74,10 @@ func deviceLogin(t *testing.T, base string, b *http.Client) string {
 	if code, e, _ := poll(); code != 400 || e.Code != api.CodePending {
 		t.Fatalf("poll before approval: %d %+v", code, e)
 	}
-	code, page := forms.Get(t, b, dc.VerificationURIComplete)
-	if code != 200 || !strings.Contains(page, dc.UserCode) {
+	// The page takes no code from its address: a link someone else sends
+	// cannot fill in their code.
+	code, page := forms.Get(t, b, base+"/device?code="+url.QueryEscape(dc.UserCode))
+	if code != 200 || strings.Contains(page, dc.UserCode) {
 		t.Fatalf("device page: %d %s", code, page)
 	}
 	csrf := forms.CSRF(page)
@@ -83,7 +85,15 @@ func deviceLogin(t *testing.T, base string, b *http.Client) string {
 	if code, _ := forms.Post(t, b, base, "/device", url.Values{"code": {dc.UserCode}, "action": {"approve"}, "csrf": {"wrong"}}); code != 403 {
 		t.Fatalf("approval without CSRF: %d", code)
 	}
-	if code, body := forms.Post(t, b, base, "/device", url.Values{"code": {strings.ToLower(strings.ReplaceAll(dc.UserCode, "-", ""))}, "action": {"approve"}, "csrf": {csrf}}); code != 200 || !strings.Contains(body, "Approved") {
+	// The typed code shows what would be approved, before any approval.
+	code, page = forms.Post(t, b, base, "/device", url.Values{"code": {strings.ToLower(strings.ReplaceAll(dc.UserCode, "-", ""))}, "action": {"review"}, "csrf": {csrf}})
+	if code != 200 || !strings.Contains(page, dc.UserCode) || !strings.Contains(page, ">laptop<") || !strings.Contains(page, ">127.0.0.1<") || !strings.Contains(page, `id="approve"`) {
+		t.Fatalf("device confirmation: %d %s", code, page)
+	}
+	if code, e, tok := poll(); code != 400 || tok != "" {
+		t.Fatalf("poll after the review alone: %d %+v", code, e)
+	}
+	if code, body := forms.Post(t, b, base, "/device", url.Values{"code": {dc.UserCode}, "action": {"approve"}, "csrf": {csrf}}); code != 200 || !strings.Contains(body, "Approved") {
 		t.Fatalf("approval: %d %s", code, body)
 	}
 	code, e, tok := poll()

@@ -220,6 +220,8 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 type deviceLogin struct {
 	userCode string
 	name     string // the token's name
+	from     string // the address the login was asked from
+	started  time.Time
 	expires  time.Time
 	token    string // set when approved
 	denied   bool
@@ -260,8 +262,9 @@ func normalizeUserCode(c string) string {
 	return c[:4] + "-" + c[4:]
 }
 
-// DeviceStart begins a device login for a token to be called name.
-func (s *Service) DeviceStart(name string) (api.DeviceCode, error) {
+// DeviceStart begins a device login for a token to be called name, asked
+// from the client address from.
+func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
 	if name == "" {
 		name = "cli"
 	}
@@ -282,7 +285,7 @@ func (s *Service) DeviceStart(name string) (api.DeviceCode, error) {
 		return api.DeviceCode{}, conflict("nobody on this server can log in with a password to approve a login: use 'paddock login URL --token TOKEN' (local mode prints the token)")
 	}
 	dev, hash := auth.NewToken()
-	d := &deviceLogin{userCode: newUserCode(), name: name, expires: s.now().Add(DeviceTTL)}
+	d := &deviceLogin{userCode: newUserCode(), name: name, from: from, started: s.now(), expires: s.now().Add(DeviceTTL)}
 	s.Devices.mu.Lock()
 	defer s.Devices.mu.Unlock()
 	if s.Devices.byCode == nil {
@@ -309,6 +312,23 @@ func (s *Service) deviceByUserCode(code string) *deviceLogin {
 		}
 	}
 	return nil
+}
+
+// DeviceRequest is what a person is shown before approving a login.
+type DeviceRequest struct {
+	Code, TokenName, From string
+	Started               time.Time
+}
+
+// DeviceInfo tells what the device login waiting for a user code asks for.
+func (s *Service) DeviceInfo(code string) (DeviceRequest, error) {
+	s.Devices.mu.Lock()
+	defer s.Devices.mu.Unlock()
+	d := s.deviceByUserCode(code)
+	if d == nil {
+		return DeviceRequest{}, &api.Error{Code: api.CodeNotFound, Field: "code", Message: fmt.Sprintf("no login waits for the code %q (codes last %d minutes)", code, int(DeviceTTL/time.Minute))}
+	}
+	return DeviceRequest{Code: d.userCode, TokenName: d.name, From: d.from, Started: d.started}, nil
 }
 
 // DeviceApprove gives the device login with a user code a new API token

@@ -182,7 +182,8 @@ func TestAccountPagesInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(dc.VerificationURIComplete), chromedp.Click(chromedp.CSS("#approve"))); err != nil {
+	if err := chromedp.Do(bctx, chromedp.Navigate(dc.VerificationURIComplete), chromedp.SendKeys(chromedp.CSS("#code"), dc.UserCode),
+		chromedp.Click(chromedp.CSS("#review")), chromedp.WaitVisible(chromedp.CSS("#request")), chromedp.Click(chromedp.CSS("#approve"))); err != nil {
 		t.Fatal(err)
 	}
 	done, err := chromedp.Run(bctx, chromedp.Text(chromedp.CSS("#done")))

@@ -238,18 +238,21 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(stdout)
-	var verify string
+	var verify, userCode string
 	for sc.Scan() {
-		if m := regexp.MustCompile(`https://paddock\.test/device\?code=([A-Z0-9-]+)`).FindStringSubmatch(sc.Text()); m != nil {
-			verify = m[0]
+		if m := regexp.MustCompile(`https://paddock\.test/device$`).FindString(strings.TrimSpace(sc.Text())); m != "" {
+			verify = m
+		}
+		if m := regexp.MustCompile(`enter the code ([A-Z0-9]{4}-[A-Z0-9]{4})`).FindStringSubmatch(sc.Text()); m != nil {
+			userCode = m[1]
 			break
 		}
 	}
-	if verify == "" {
+	if verify == "" || userCode == "" {
 		login.Process.Kill()
-		t.Fatal("the CLI printed no verification URL")
+		t.Fatal("the CLI printed no verification URL and code")
 	}
-	approveDevice(t, b, base, verify)
+	approveDevice(t, b, base, verify, userCode)
 	rest, _ := io.ReadAll(stdout)
 	if err := login.Wait(); err != nil || !strings.Contains(string(rest), "Logged in to https://paddock.test") {
 		t.Fatalf("login: %v %s", err, rest)

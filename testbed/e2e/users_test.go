@@ -48,7 +48,7 @@ func memberToken(t forms.TB, d *harness.Daemon, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	approveDevice(t, b, base, dc.VerificationURIComplete)
+	approveDevice(t, b, base, dc.VerificationURIComplete, dc.UserCode)
 	wctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	tok, err := anon.DeviceWait(wctx, dc)

@@ -52,7 +52,7 @@ func cmdLogin(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "To log in, open\n\n  %s\n\nand check that it shows the code %s.\n\nWaiting for approval...\n", d.VerificationURIComplete, d.UserCode)
+		fmt.Fprintf(e.stdout, "To log in, open\n\n  %s\n\nand enter the code %s.\n\nWaiting for approval...\n", d.VerificationURIComplete, d.UserCode)
 		if !*noOpen {
 			openBrowser(e, d.VerificationURIComplete)
 		}
