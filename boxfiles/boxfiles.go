@@ -63,6 +63,11 @@ type Inputs struct {
 	VarFiles []string
 	// Environ is the environment, for PADDOCK_VAR_NAME and env().
 	Environ []string
+	// AllowEnv lets env() read any variable; without it env() reads only
+	// PADDOCK_VAR_* ones, so that a Boxfile from someone else's repository
+	// cannot put the user's credentials (AWS_SECRET_ACCESS_KEY, ...) into
+	// a box.
+	AllowEnv bool
 }
 
 // Files lists the Boxfile sources at path: the file itself, or every *.hcl

@@ -124,14 +124,55 @@ func TestFileAndEnvFunctions(t *testing.T) {
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "version.txt"), []byte("v7\n"), 0o644)
 	os.WriteFile(filepath.Join(dir, "Boxfile.hcl"), []byte(`box "web" {
-  env = { V = chomp(file("version.txt")), H = env("SOME_HOST") }
-}`), 0o644)
-	cfg, diags := Load(dir, Inputs{Environ: []string{"SOME_HOST=h1"}})
+  env = { V = chomp(file("version.txt")), H = env("SOME_HOST"), P = env("PADDOCK_VAR_x") }
+}
+variable "x" {}`), 0o644)
+	environ := []string{"SOME_HOST=h1", "PADDOCK_VAR_x=px"}
+	cfg, diags := Load(dir, Inputs{Environ: environ, AllowEnv: true})
 	if diags.HasErrors() {
 		t.Fatal(diags)
 	}
-	if e := cfg.Spec.Boxes[0].Env; e["V"] != "v7" || e["H"] != "h1" {
+	if e := cfg.Spec.Boxes[0].Env; e["V"] != "v7" || e["H"] != "h1" || e["P"] != "px" {
 		t.Fatalf("env %v", e)
+	}
+	// Without --allow-env, env() reads PADDOCK_VAR_* only: the error is at
+	// the call.
+	_, diags = Load(dir, Inputs{Environ: environ})
+	if !diags.HasErrors() || !strings.Contains(diags.Error(), "Boxfile.hcl:2,47-51") || !strings.Contains(diags.Error(), "reads only PADDOCK_VAR_*") {
+		t.Fatalf("env() of another variable without --allow-env: %v", diags)
+	}
+}
+
+// A Boxfile from someone else's repository reads and pushes nothing from
+// outside its project directory: no absolute path, no "..", no symlink out.
+func TestBoxfileStaysInItsProject(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "id_ed25519"), []byte("PRIVATE KEY"), 0o600)
+	dir := filepath.Join(home, "project")
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	os.Symlink(home, filepath.Join(dir, "homelink"))
+	os.Symlink(filepath.Join(home, "id_ed25519"), filepath.Join(dir, "keylink"))
+	for _, src := range []string{
+		"box \"b\" {\n  env = { K = file(\"../id_ed25519\") }\n}",
+		"box \"b\" {\n  env = { K = file(\"" + filepath.Join(home, "id_ed25519") + "\") }\n}",
+		"box \"b\" {\n  env = { K = file(\"keylink\") }\n}",
+		"box \"b\" {\n  env = { K = file(\"homelink/id_ed25519\") }\n}",
+		"box \"b\" {\n  push \"../\" {\n    to = \"/config/x\"\n  }\n}",
+		"box \"b\" {\n  push \"" + home + "\" {\n    to = \"/config/x\"\n  }\n}",
+		"box \"b\" {\n  push \"./homelink\" {\n    to = \"/config/x\"\n  }\n}",
+		"box \"b\" {\n  files = { \"keylink\" = \"/config/x\" }\n}",
+	} {
+		os.WriteFile(filepath.Join(dir, "Boxfile.hcl"), []byte(src), 0o644)
+		_, diags := Load(dir, Inputs{})
+		if !diags.HasErrors() {
+			t.Errorf("a Boxfile reached outside its project: %s", src)
+		} else if !strings.Contains(diags.Error(), "Boxfile.hcl:2,") || strings.Contains(diags.Error(), "Argument definition required") {
+			t.Errorf("%s: the error has no place: %v", src, diags)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "Boxfile.hcl"), []byte("box \"b\" {\n  push \"./src\" {\n    to = \"/config/x\"\n  }\n}"), 0o644)
+	if _, diags := Load(dir, Inputs{}); diags.HasErrors() {
+		t.Fatalf("a push from inside the project: %v", diags)
 	}
 }
 

@@ -1,9 +1,10 @@
 package boxfiles
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
-	"os"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -83,7 +84,7 @@ func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
 }
 
 func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
-	d.funcs = functions(d.root, d.in.Environ)
+	d.funcs = functions(d.root, d.in.Environ, d.in.AllowEnv)
 	content, diags := body.Content(topSchema)
 	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}}
 
@@ -561,19 +562,24 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 	return diags
 }
 
-// checkPush checks one push: the local path exists (relative to the
-// Boxfile's directory) and the target is a clean absolute path in the box.
+// checkPush checks one push: the local path exists inside the project
+// directory (relative to it; not absolute, not through ".." or a symlink
+// out of it, so that a Boxfile from someone else's repository cannot push
+// the user's ~/.ssh) and the target is a clean absolute path in the box.
 func (d *decoder) checkPush(local string, lr hcl.Range, to string, tr hcl.Range) hcl.Diagnostics {
 	var diags hcl.Diagnostics
-	p := local
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(d.root, p)
-	}
-	if local == "" {
+	switch _, err := statInside(d.root, local); {
+	case local == "":
 		diags = append(diags, errAt(lr, "Empty push source", `Give a local path, such as "./src" (relative to the Boxfile's directory).`))
-	} else if _, err := os.Lstat(p); err != nil {
+	case filepath.IsAbs(local):
+		diags = append(diags, errAt(lr, "Push source outside the project",
+			fmt.Sprintf("%q is an absolute path: a Boxfile pushes files from inside its project directory (%s) only.", local, d.root)))
+	case errors.Is(err, fs.ErrNotExist):
 		diags = append(diags, errAt(lr, "Push source not found",
 			fmt.Sprintf("%q does not exist here (a relative path starts at the Boxfile's directory, %s).", local, d.root)))
+	case err != nil:
+		diags = append(diags, errAt(lr, "Push source outside the project",
+			fmt.Sprintf("%q leads out of the project directory (%s): a Boxfile pushes files from inside it only.", local, d.root)))
 	}
 	if !path.IsAbs(to) || path.Clean(to) != to {
 		diags = append(diags, errAt(tr, "Invalid push target", fmt.Sprintf("%q must be a clean absolute path in the box.", to)))

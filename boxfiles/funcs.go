@@ -14,8 +14,10 @@ import (
 )
 
 // functions are the functions a Boxfile may call: the cty standard library
-// and file() and env().
-func functions(root string, environ []string) map[string]function.Function {
+// and file() and env(). file() reads only inside the project directory
+// root (no absolute paths, no "..", no symlinks out of it: os.Root keeps
+// to it); env() reads only PADDOCK_VAR_* variables unless allowEnv.
+func functions(root string, environ []string, allowEnv bool) map[string]function.Function {
 	env := map[string]string{}
 	for _, e := range environ {
 		if k, v, ok := strings.Cut(e, "="); ok {
@@ -43,12 +45,9 @@ func functions(root string, environ []string) map[string]function.Function {
 			Type:   function.StaticReturnType(cty.String),
 			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
 				p := args[0].AsString()
-				if !filepath.IsAbs(p) {
-					p = filepath.Join(root, p)
-				}
-				b, err := os.ReadFile(p)
+				b, err := readInside(root, p)
 				if err != nil {
-					return cty.NilVal, fmt.Errorf("cannot read %s: %v", args[0].AsString(), err)
+					return cty.NilVal, err
 				}
 				if !utf8.Valid(b) {
 					return cty.NilVal, fmt.Errorf("%s is not UTF-8 text", args[0].AsString())
@@ -60,10 +59,44 @@ func functions(root string, environ []string) map[string]function.Function {
 			Params: []function.Parameter{{Name: "name", Type: cty.String}},
 			Type:   function.StaticReturnType(cty.String),
 			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-				return cty.StringVal(env[args[0].AsString()]), nil
+				name := args[0].AsString()
+				if !allowEnv && !strings.HasPrefix(name, "PADDOCK_VAR_") {
+					return cty.NilVal, fmt.Errorf("a Boxfile reads only PADDOCK_VAR_* variables; %s is not one (pass --allow-env to let it read any)", name)
+				}
+				return cty.StringVal(env[name]), nil
 			},
 		}),
 	}
+}
+
+// readInside reads the file at p, relative to root, without leaving root.
+func readInside(root, p string) ([]byte, error) {
+	if filepath.IsAbs(p) {
+		return nil, fmt.Errorf("cannot read %s: a Boxfile reads files inside its project directory only (give a path relative to it)", p)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	b, err := r.ReadFile(p)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %v (a Boxfile reads files inside its project directory only)", p, err)
+	}
+	return b, nil
+}
+
+// statInside is os.Stat of p, relative to root, without leaving root.
+func statInside(root, p string) (os.FileInfo, error) {
+	if filepath.IsAbs(p) {
+		return nil, fmt.Errorf("%s is not inside the project directory", p)
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return r.Stat(p)
 }
 
 // suggest returns the candidate closest to name, if it is close enough.

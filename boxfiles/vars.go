@@ -149,7 +149,7 @@ func (d *decoder) decodeVariable(b *hcl.Block, in input) (cty.Value, hcl.Diagnos
 		}
 		ctx := &hcl.EvalContext{
 			Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{name: cv})},
-			Functions: functions(d.root, d.in.Environ),
+			Functions: functions(d.root, d.in.Environ, d.in.AllowEnv),
 		}
 		ok, ds := cond.Expr.Value(ctx)
 		diags = append(diags, ds...)

@@ -31,6 +31,7 @@ type boxfileFlags struct {
 	vars     []string
 	varFiles []string
 	asJSON   bool
+	allowEnv bool
 }
 
 func (f *boxfileFlags) add(fs *pflag.FlagSet) {
@@ -38,6 +39,7 @@ func (f *boxfileFlags) add(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&f.vars, "var", nil, "set a variable: NAME=VALUE (repeatable)")
 	fs.StringArrayVar(&f.varFiles, "var-file", nil, "read variables from an HCL file (repeatable)")
 	fs.BoolVar(&f.asJSON, "json", false, "print JSON for tools")
+	fs.BoolVar(&f.allowEnv, "allow-env", false, "let env() in the Boxfile read any environment variable (otherwise PADDOCK_VAR_* only)")
 }
 
 // longDash turns Terraform-style -flag into --flag for the known names.
@@ -58,14 +60,14 @@ func longDash(args []string, names ...string) []string {
 	return out
 }
 
-var boxfileFlagNames = []string{"var", "var-file", "json", "out", "auto-approve", "destroy", "drives", "check", "file"}
+var boxfileFlagNames = []string{"var", "var-file", "json", "out", "auto-approve", "destroy", "drives", "check", "file", "allow-env"}
 
 // errShown is an error whose details were already printed.
 type errShown struct{ error }
 
 // load decodes the Boxfile and prints diagnostics; nothing is sent on error.
 func (e *env) loadBoxfile(f boxfileFlags) (*boxfiles.Config, error) {
-	cfg, diags := boxfiles.Load(f.file, boxfiles.Inputs{Vars: f.vars, VarFiles: f.varFiles, Environ: os.Environ()})
+	cfg, diags := boxfiles.Load(f.file, boxfiles.Inputs{Vars: f.vars, VarFiles: f.varFiles, Environ: os.Environ(), AllowEnv: f.allowEnv})
 	if diags.HasErrors() {
 		e.printDiags(cfg.Files, diags, f.asJSON)
 		n := 0
