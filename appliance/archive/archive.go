@@ -73,7 +73,11 @@ func linkInside(name, target string) bool {
 
 // Checker validates entries one at a time; the zero value is ready.
 type Checker struct {
-	links map[string]bool // entries that are symlinks
+	// Strip is how many leading path components the entries lose when
+	// they are written (as Unpack's strip): links are judged from where
+	// they land, not from where the archive names them.
+	Strip int
+	links map[string]bool // where symlinks land
 }
 
 // Entry checks one header and returns its clean name.
@@ -82,15 +86,19 @@ func (c *Checker) Entry(h *tar.Header) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	landed := stripComponents(name, c.Strip)
 	if c.links == nil {
 		c.links = map[string]bool{}
 	}
 	// A write through a symlink that the same archive made could land
 	// anywhere the link points; refuse paths under an earlier symlink.
-	for p := path.Dir(name); p != "." && p != "/"; p = path.Dir(p) {
+	for p := path.Dir(landed); p != "." && p != "/"; p = path.Dir(p) {
 		if c.links[p] {
 			return "", unsafe(h.Name, "path goes through symlink "+p)
 		}
+	}
+	if landed == "" && c.Strip > 0 {
+		return name, nil // not written
 	}
 	switch h.Typeflag {
 	case tar.TypeReg, tar.TypeDir, tar.TypeGNUSparse, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
@@ -98,13 +106,13 @@ func (c *Checker) Entry(h *tar.Header) (string, error) {
 			return "", unsafe(h.Name, "device files are not copied")
 		}
 	case tar.TypeSymlink:
-		if !linkInside(name, h.Linkname) {
+		if !linkInside(landed, h.Linkname) {
 			return "", unsafe(h.Name, fmt.Sprintf("symlink to %q points outside the target", h.Linkname))
 		}
-		c.links[name] = true
+		c.links[landed] = true
 	case tar.TypeLink:
 		t, err := cleanName(h.Linkname)
-		if err != nil || t == "" {
+		if err != nil || stripComponents(t, c.Strip) == "" {
 			return "", unsafe(h.Name, fmt.Sprintf("hard link to %q points outside the target", h.Linkname))
 		}
 	case tar.TypeXGlobalHeader, tar.TypeXHeader:
@@ -116,9 +124,12 @@ func (c *Checker) Entry(h *tar.Header) (string, error) {
 
 // Check reads a whole tar stream and returns the first unsafe entry as an
 // error.
-func Check(r io.Reader) error {
+func Check(r io.Reader) error { return CheckStrip(r, 0) }
+
+// CheckStrip is Check of an archive that will be unpacked with strip.
+func CheckStrip(r io.Reader, strip int) error {
 	tr := tar.NewReader(r)
-	var c Checker
+	c := Checker{Strip: strip}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -307,7 +318,7 @@ func Unpack(r io.Reader, dir string, strip int) error {
 	}
 	defer root.Close()
 	tr := tar.NewReader(r)
-	var c Checker
+	c := Checker{Strip: strip}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {

@@ -147,3 +147,35 @@ func TestStripComponents(t *testing.T) {
 		}
 	}
 }
+
+// A link is judged from where it lands once the leading components are
+// stripped: project/evil -> ../.ssh is inside the archive, but written as
+// evil in the destination it would point at the destination's parent.
+func TestLinksAreCheckedWhereTheyLand(t *testing.T) {
+	arch := func() *bytes.Buffer {
+		return mk(entry{name: "project/", typ: tar.TypeDir}, entry{name: "project/a.txt", body: "a"},
+			entry{name: "project/evil", link: "../.ssh", typ: tar.TypeSymlink})
+	}
+	if err := CheckStrip(arch(), 0); err != nil {
+		t.Fatalf("unstripped, the link is inside: %v", err)
+	}
+	if err := CheckStrip(arch(), 1); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("stripped, the link points out: %v", err)
+	}
+	dest := filepath.Join(t.TempDir(), "out")
+	if err := Unpack(arch(), dest, 1); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("Unpack with strip: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(dest, "evil")); err == nil {
+		t.Fatal("the escaping link was written")
+	}
+	hard := mk(entry{name: "project/", typ: tar.TypeDir}, entry{name: "project/h", link: "project", typ: tar.TypeLink})
+	if err := CheckStrip(hard, 1); !errors.Is(err, ErrUnsafe) {
+		t.Fatalf("a hard link to the stripped root: %v", err)
+	}
+	ok := mk(entry{name: "project/", typ: tar.TypeDir}, entry{name: "project/a.txt", body: "a"},
+		entry{name: "project/good", link: "a.txt", typ: tar.TypeSymlink})
+	if err := Unpack(ok, dest, 1); err != nil {
+		t.Fatalf("a link inside: %v", err)
+	}
+}

@@ -121,6 +121,14 @@ func extractPulled(sp *archive.Spooled, dest string) error {
 			return writeSingle(sp, target)
 		}
 	}
+	// The directory's own name is dropped: check the links from where they
+	// land, all of them before anything is written.
+	if _, err := sp.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	if err := archive.CheckStrip(sp, 1); err != nil {
+		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
+	}
 	if _, err := sp.Seek(0, io.SeekStart); err != nil {
 		return err
 	}
