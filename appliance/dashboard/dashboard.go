@@ -28,6 +28,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -80,17 +81,17 @@ func New(svc *service.Service, st *store.Store, log *slog.Logger, hostname strin
 }
 
 // Routes adds the pages to mux.
-func (p *Pages) Routes(mux *http.ServeMux) {
-	mux.Handle("GET /{$}", p.guard(p.home))
-	mux.Handle("GET /setup/{token}", p.guard(p.linkPage))
-	mux.Handle("POST /setup/{token}", p.guard(p.redeem))
-	mux.Handle("GET /invite/{token}", p.guard(p.linkPage))
-	mux.Handle("POST /invite/{token}", p.guard(p.redeem))
-	mux.Handle("GET /login", p.guard(p.loginPage))
-	mux.Handle("POST /login", p.guard(p.login))
-	mux.Handle("POST /logout", p.guard(p.logout))
-	mux.Handle("GET /device", p.guard(p.devicePage))
-	mux.Handle("POST /device", p.guard(p.approve))
+func (p *Pages) Routes(t *route.Table) {
+	t.Add("GET /{$}", route.Session, p.guard(p.home))
+	t.Add("GET /setup/{token}", route.Public, p.guard(p.linkPage))
+	t.Add("POST /setup/{token}", route.Public, p.guard(p.redeem))
+	t.Add("GET /invite/{token}", route.Public, p.guard(p.linkPage))
+	t.Add("POST /invite/{token}", route.Public, p.guard(p.redeem))
+	t.Add("GET /login", route.Public, p.guard(p.loginPage))
+	t.Add("POST /login", route.Public, p.guard(p.login))
+	t.Add("POST /logout", route.Session, p.guard(p.logout))
+	t.Add("GET /device", route.Session, p.guard(p.devicePage))
+	t.Add("POST /device", route.Session, p.guard(p.approve))
 }
 
 type view struct {

@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 )
 
@@ -87,22 +88,26 @@ func (p *Proxy) take(t, box string) bool {
 
 // Routes adds the page, the noVNC files and the websocket to mux. They are
 // outside /v1: the ticket, not a token, opens them.
-func (p *Proxy) Routes(mux *http.ServeMux) {
+//
+// The desktop page itself is a shell that any browser gets (it holds the
+// box name from its address and nothing else); its websocket needs the
+// ticket that the API's desktop route gives the box's owner.
+func (p *Proxy) Routes(t *route.Table) {
 	sub, _ := fs.Sub(files, "novnc")
-	mux.Handle("GET /novnc/", http.StripPrefix("/novnc/", http.FileServer(http.FS(sub))))
-	mux.HandleFunc("GET /desktop-app.js", func(w http.ResponseWriter, r *http.Request) {
+	t.Add("GET /novnc/", route.Public, http.StripPrefix("/novnc/", http.FileServer(http.FS(sub))))
+	t.AddFunc("GET /desktop-app.js", route.Public, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript; charset=utf-8")
 		b, _ := files.ReadFile("app.js")
 		w.Write(b)
 	})
-	mux.HandleFunc("GET /desktop/{box}/{$}", func(w http.ResponseWriter, r *http.Request) {
+	t.AddFunc("GET /desktop/{box}/{$}", route.Public, func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		// noVNC decodes JPEG rectangles through blob: and data: images.
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data: blob:; style-src 'self' 'unsafe-inline'; connect-src 'self'")
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		page.Execute(w, struct{ Box string }{r.PathValue("box")})
 	})
-	mux.HandleFunc("GET /desktop/{box}/ws", p.serveWS)
+	t.AddFunc("GET /desktop/{box}/ws", route.Ticket, p.serveWS)
 }
 
 func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {

@@ -30,6 +30,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
@@ -122,8 +123,8 @@ func random() string {
 }
 
 // Routes adds /preview and the ask endpoint to the server's mux.
-func (h *Handler) Routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /preview", h.start)
+func (h *Handler) Routes(t *route.Table) {
+	t.AddFunc("GET /preview", route.Session, h.start)
 }
 
 // Ask answers Caddy's question whether a name may get a certificate on
@@ -201,6 +202,11 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "misdirected request", http.StatusMisdirectedRequest)
 		return
 	}
+	_, u, ok := h.Pages.Session(r)
+	if !ok {
+		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+		return
+	}
 	to, err := url.Parse(r.URL.Query().Get("to"))
 	if err != nil || to.Scheme != h.Scheme {
 		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
@@ -209,11 +215,6 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	_, box, ok := h.Match(to.Host)
 	if !ok {
 		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
-		return
-	}
-	_, u, ok := h.Pages.Session(r)
-	if !ok {
-		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}
 	if _, ok := h.visible(u, box); !ok {

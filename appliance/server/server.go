@@ -32,6 +32,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/preview"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -55,82 +56,93 @@ type Server struct {
 	Preview *preview.Handler
 
 	deviceLimit auth.Limiter
+	table       *route.Table
+}
+
+// Routes is the table of every route Handler serves (API, pages,
+// previews, desktops), with who may call each.
+func (s *Server) Routes() []route.Route {
+	if s.table == nil {
+		s.Handler()
+	}
+	return s.table.Routes
 }
 
 type handler func(w http.ResponseWriter, r *http.Request) error
 
 // Handler returns the API's routes behind token authentication.
 func (s *Server) Handler() http.Handler {
-	mux := http.NewServeMux()
-	route := func(pattern string, h handler) {
+	mux := route.New()
+	s.table = mux
+	add := func(pattern string, h handler) {
 		if strings.Contains(pattern, "/boxes/{name}") {
 			h = s.boxRoute(h)
 		}
-		mux.Handle(pattern, s.authed(h))
+		mux.Add(pattern, route.Token, s.authed(h))
 	}
 	p := "/" + api.Version
-	route("GET "+p+"/whoami", s.whoami)
-	route("GET "+p+"/boxes", s.listBoxes)
-	route("POST "+p+"/boxes", s.createBox)
-	route("GET "+p+"/boxes/{name}", s.getBox)
-	route("DELETE "+p+"/boxes/{name}", s.removeBox)
-	route("POST "+p+"/boxes/{name}/stop", s.stopBox)
-	route("POST "+p+"/boxes/{name}/start", s.startBox)
-	route("GET "+p+"/boxes/{name}/snapshots", s.listSnapshots)
-	route("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
-	route("POST "+p+"/boxes/{name}/restore", s.restore)
-	route("POST "+p+"/boxes/{name}/fork", s.fork)
-	route("POST "+p+"/boxes/{name}/exec", s.exec)
-	route("GET "+p+"/boxes/{name}/jobs", s.listJobs)
-	route("POST "+p+"/boxes/{name}/jobs", s.startJob)
-	route("GET "+p+"/boxes/{name}/jobs/{id}", s.getJob)
-	route("GET "+p+"/boxes/{name}/jobs/{id}/log", s.jobLog)
-	route("PUT "+p+"/boxes/{name}/files", s.push)
-	route("GET "+p+"/boxes/{name}/files", s.pull)
-	route("GET "+p+"/drives", s.listDrives)
-	route("POST "+p+"/drives", s.createDrive)
-	route("DELETE "+p+"/drives/{name}", s.removeDrive)
-	route("GET "+p+"/drives/{name}/archive", s.backupDrive)
-	route("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
-	route("POST "+p+"/reconcile", s.reconcile)
-	route("POST "+p+"/plan", s.plan)
-	route("POST "+p+"/apply", s.apply)
-	route("POST "+p+"/boxes/{name}/setup", s.setupDone)
-	route("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
-	route("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
-	route("POST "+p+"/boxes/{name}/prompt", s.prompt)
-	route("GET "+p+"/agents", s.agents)
-	route("GET "+p+"/secrets", s.secrets)
-	route("PUT "+p+"/secrets/{name}", s.setSecret)
-	route("DELETE "+p+"/secrets/{name}", s.removeSecret)
-	route("GET "+p+"/tokens", s.tokens)
-	route("POST "+p+"/tokens", s.createToken)
-	route("DELETE "+p+"/tokens/{name}", s.revokeToken)
-	route("GET "+p+"/keys", s.keys)
-	route("POST "+p+"/keys", s.addKey)
-	route("DELETE "+p+"/keys/{name}", s.removeKey)
-	route("GET "+p+"/boxes/{name}/policy", s.policyReport)
-	route("GET "+p+"/users", s.users)
-	route("POST "+p+"/users/invites", s.invite)
-	route("DELETE "+p+"/users/{user}", s.removeUser)
-	route("POST "+p+"/logout", s.logout)
+	add("GET "+p+"/whoami", s.whoami)
+	add("GET "+p+"/boxes", s.listBoxes)
+	add("POST "+p+"/boxes", s.createBox)
+	add("GET "+p+"/boxes/{name}", s.getBox)
+	add("DELETE "+p+"/boxes/{name}", s.removeBox)
+	add("POST "+p+"/boxes/{name}/stop", s.stopBox)
+	add("POST "+p+"/boxes/{name}/start", s.startBox)
+	add("GET "+p+"/boxes/{name}/snapshots", s.listSnapshots)
+	add("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
+	add("POST "+p+"/boxes/{name}/restore", s.restore)
+	add("POST "+p+"/boxes/{name}/fork", s.fork)
+	add("POST "+p+"/boxes/{name}/exec", s.exec)
+	add("GET "+p+"/boxes/{name}/jobs", s.listJobs)
+	add("POST "+p+"/boxes/{name}/jobs", s.startJob)
+	add("GET "+p+"/boxes/{name}/jobs/{id}", s.getJob)
+	add("GET "+p+"/boxes/{name}/jobs/{id}/log", s.jobLog)
+	add("PUT "+p+"/boxes/{name}/files", s.push)
+	add("GET "+p+"/boxes/{name}/files", s.pull)
+	add("GET "+p+"/drives", s.listDrives)
+	add("POST "+p+"/drives", s.createDrive)
+	add("DELETE "+p+"/drives/{name}", s.removeDrive)
+	add("GET "+p+"/drives/{name}/archive", s.backupDrive)
+	add("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
+	add("POST "+p+"/reconcile", s.reconcile)
+	add("POST "+p+"/plan", s.plan)
+	add("POST "+p+"/apply", s.apply)
+	add("POST "+p+"/boxes/{name}/setup", s.setupDone)
+	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
+	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
+	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
+	add("GET "+p+"/agents", s.agents)
+	add("GET "+p+"/secrets", s.secrets)
+	add("PUT "+p+"/secrets/{name}", s.setSecret)
+	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
+	add("GET "+p+"/tokens", s.tokens)
+	add("POST "+p+"/tokens", s.createToken)
+	add("DELETE "+p+"/tokens/{name}", s.revokeToken)
+	add("GET "+p+"/keys", s.keys)
+	add("POST "+p+"/keys", s.addKey)
+	add("DELETE "+p+"/keys/{name}", s.removeKey)
+	add("GET "+p+"/boxes/{name}/policy", s.policyReport)
+	add("GET "+p+"/users", s.users)
+	add("POST "+p+"/users/invites", s.invite)
+	add("DELETE "+p+"/users/{user}", s.removeUser)
+	add("POST "+p+"/logout", s.logout)
 	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
-	mux.Handle("POST "+p+"/login/device", s.open(s.deviceStart))
-	mux.Handle("POST "+p+"/login/device/token", s.open(s.deviceToken))
+	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))
+	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
 	if s.Pages != nil {
 		s.Pages.Routes(mux)
 	}
 	if s.Preview != nil {
 		s.Preview.Routes(mux)
 	}
-	route("GET "+p+"/policies", s.listPolicies)
-	route("POST "+p+"/policies", s.createPolicy)
-	route("DELETE "+p+"/policies/{name}", s.removePolicy)
+	add("GET "+p+"/policies", s.listPolicies)
+	add("POST "+p+"/policies", s.createPolicy)
+	add("DELETE "+p+"/policies/{name}", s.removePolicy)
 	if s.Desktop != nil {
-		route("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)
+		add("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)
 		s.Desktop.Routes(mux)
 	}
-	mux.Handle("/", s.authed(func(w http.ResponseWriter, r *http.Request) error {
+	mux.Add("/", route.Token, s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
 	if s.Preview == nil {

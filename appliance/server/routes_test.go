@@ -1,0 +1,206 @@
+package server
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/desktop"
+	"github.com/paddock-dev/paddock/appliance/preview"
+	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/service"
+)
+
+// wired serves the whole route table as paddockd wires it: the API, the
+// pages, the preview start page and the desktops.
+func wired(t *testing.T) (*httptest.Server, *Server, *service.Service) {
+	ts, svc, _ := newBare(t)
+	ts.Close()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	pages := dashboard.New(svc, svc.Store, log, "", false)
+	srv := &Server{Svc: svc, Store: svc.Store, Log: log, Name: "test", Pages: pages,
+		Desktop: &desktop.Proxy{Svc: svc, Log: log},
+		Preview: &preview.Handler{Store: svc.Store, Pages: pages, Hostname: "pd.test", Scheme: "http"}}
+	full := httptest.NewServer(srv.Handler())
+	t.Cleanup(full.Close)
+	return full, srv, svc
+}
+
+var wildcard = regexp.MustCompile(`\{([a-z]+)(\.\.\.)?\}|\{\$\}`)
+
+// request makes the request of a route's pattern, with each wildcard
+// replaced by fill(segment before it, wildcard name).
+func request(t *testing.T, base string, r route.Route, fill func(seg, name string) string) *http.Request {
+	method, p, ok := strings.Cut(r.Pattern, " ")
+	if !ok {
+		method, p = "GET", r.Pattern
+	}
+	parts := strings.Split(p, "/")
+	for i, part := range parts {
+		if m := wildcard.FindStringSubmatch(part); m != nil {
+			if m[0] == "{$}" {
+				parts[i] = ""
+				continue
+			}
+			parts[i] = fill(parts[i-1], m[1])
+		}
+	}
+	if strings.HasSuffix(p, "/") && !strings.HasSuffix(r.Pattern, "{$}") {
+		parts[len(parts)-1] = "no-such-page" // a subtree: a path under it
+	}
+	body := ""
+	if method == "POST" || method == "PUT" {
+		body = "{}"
+	}
+	req, err := http.NewRequest(method, base+strings.Join(parts, "/"), strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return req
+}
+
+func do(t *testing.T, req *http.Request) (int, string, http.Header) {
+	t.Helper()
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+// Every route of the real table, called without credentials, is refused:
+// 401 for the API and tickets, the login page for pages. Only the routes
+// the table marks public answer.
+func TestEveryRouteNeedsCredentials(t *testing.T) {
+	ts, srv, _ := wired(t)
+	counts := map[string]int{}
+	for _, r := range srv.Routes() {
+		counts[r.Access]++
+		req := request(t, ts.URL, r, func(string, string) string { return "x" })
+		code, body, h := do(t, req)
+		switch r.Access {
+		case route.Token, route.Ticket:
+			if code != http.StatusUnauthorized {
+				t.Errorf("%s without credentials: %d %.200s", r.Pattern, code, body)
+			}
+		case route.Session:
+			if loc := h.Get("Location"); code != http.StatusSeeOther || !strings.HasPrefix(loc, "/login") {
+				if code != http.StatusUnauthorized && code != http.StatusForbidden {
+					t.Errorf("%s without a session: %d (Location %q) %.200s", r.Pattern, code, loc, body)
+				}
+			}
+		case route.Public:
+		default:
+			t.Errorf("%s: unknown access %q", r.Pattern, r.Access)
+		}
+	}
+	if counts[route.Token] < 40 || counts[route.Session] < 3 || counts[route.Ticket] < 1 {
+		t.Fatalf("the route table looks short: %v", counts)
+	}
+}
+
+// Every route of the real table that names an object, called by a member
+// about another user's object, answers exactly as for an object that does
+// not exist; for boxes, jobs, drives and policies that is "not found".
+// Nothing of the owner's is changed by the calls.
+func TestMembersFindNothingOfOthers(t *testing.T) {
+	ts, srv, svc := wired(t)
+	owner := addOwner(t, svc)
+	mia := deviceLogin(t, ts.URL, invite(t, ts.URL, owner, "mia"))
+	ownerCall := func(method, path, body string) {
+		t.Helper()
+		if code, e := call(t, ts, owner, method, path, body); code >= 300 {
+			t.Fatalf("owner %s %s: %d %+v", method, path, code, e)
+		}
+	}
+	ownerCall("POST", "/v1/boxes", `{"name":"bossbox"}`)
+	ownerCall("POST", "/v1/boxes/bossbox/snapshots", ``)
+	ownerCall("POST", "/v1/drives", `{"name":"bossdrive"}`)
+	ownerCall("POST", "/v1/policies", `{"name":"bosspol","allow_domains":["example.test"]}`)
+	ownerCall("PUT", "/v1/secrets/BOSS_KEY", `boss-secret`)
+	pub, _, _ := ed25519.GenerateKey(rand.Reader)
+	k, _ := ssh.NewPublicKey(pub)
+	ownerCall("POST", "/v1/keys", `{"name":"bosskey","key":"`+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))+`"}`)
+	job, err := svc.StartJob("bossbox", api.ExecPost{Cmd: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs := map[string]string{
+		"boxes": "bossbox", "jobs": job.ID, "drives": "bossdrive", "policies": "bosspol",
+		"secrets": "BOSS_KEY", "tokens": "test", "keys": "bosskey", "users": "boss", "desktop": "bossbox",
+	}
+	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true}
+	tried := 0
+	for _, r := range srv.Routes() {
+		if r.Access == route.Public || !wildcard.MatchString(strings.ReplaceAll(r.Pattern, "{$}", "")) {
+			continue
+		}
+		strict := false
+		fill := func(none bool) func(seg, name string) string {
+			return func(seg, name string) string {
+				v, ok := theirs[seg]
+				if !ok {
+					t.Fatalf("%s: no object of the owner's for {%s} after /%s/: add one to the test", r.Pattern, name, seg)
+				}
+				strict = strict || (notFound[seg] && r.Access == route.Token)
+				if none {
+					return "nosuch" + strings.ToLower(v)
+				}
+				return v
+			}
+		}
+		tried++
+		req := request(t, ts.URL, r, fill(false))
+		req.Header.Set("Authorization", "Bearer "+mia)
+		code, body, _ := do(t, req)
+		req = request(t, ts.URL, r, fill(true))
+		req.Header.Set("Authorization", "Bearer "+mia)
+		ncode, nbody, _ := do(t, req)
+		// The names differ; the rest must not. (Any other use of the
+		// owner's names is replaced on both sides alike.)
+		for _, v := range theirs {
+			mine := regexp.MustCompile(`\b` + regexp.QuoteMeta(v) + `\b`)
+			none := regexp.MustCompile(`\b` + regexp.QuoteMeta("nosuch"+strings.ToLower(v)) + `\b`)
+			body = mine.ReplaceAllString(body, "<obj>")
+			nbody = mine.ReplaceAllString(none.ReplaceAllString(nbody, "<obj>"), "<obj>")
+		}
+		if code != ncode || body != nbody {
+			t.Errorf("%s: another user's object answers %d %.200s; one that does not exist %d %.200s", r.Pattern, code, body, ncode, nbody)
+		}
+		if strict && code != http.StatusNotFound {
+			t.Errorf("%s: another user's object answers %d, want 404: %.200s", r.Pattern, code, body)
+		}
+	}
+	if tried < 25 {
+		t.Fatalf("only %d routes name an object", tried)
+	}
+	// Nothing of the owner's went.
+	for _, p := range []string{"/v1/boxes/bossbox", "/v1/boxes/bossbox/jobs/" + job.ID} {
+		if code, e := call(t, ts, owner, "GET", p, ""); code != 200 {
+			t.Errorf("after the member's calls, owner's GET %s: %d %+v", p, code, e)
+		}
+	}
+	for p, want := range map[string]string{"/v1/drives": "bossdrive", "/v1/policies": "bosspol", "/v1/secrets": "BOSS_KEY", "/v1/keys": "bosskey", "/v1/tokens": `"test"`, "/v1/users": "boss"} {
+		req, _ := http.NewRequest("GET", ts.URL+p, nil)
+		req.Header.Set("Authorization", "Bearer "+owner)
+		if _, body, _ := do(t, req); !strings.Contains(body, want) {
+			t.Errorf("after the member's calls, owner's %s lacks %s: %s", p, want, body)
+		}
+	}
+	_ = context.Background
+}
