@@ -70,16 +70,11 @@ func functions(root string, environ []string, allowEnv bool) map[string]function
 }
 
 // readInside reads the file at p, relative to root, without leaving root.
-func readInside(root, p string) ([]byte, error) {
-	if filepath.IsAbs(p) {
-		return nil, fmt.Errorf("cannot read %s: a Boxfile reads files inside its project directory only (give a path relative to it)", p)
-	}
-	r, err := os.OpenRoot(root)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	b, err := r.ReadFile(p)
+func readInside(root, p string) (b []byte, err error) {
+	err = inside(root, p, func(r *os.Root) error {
+		b, err = r.ReadFile(p)
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %v (a Boxfile reads files inside its project directory only)", p, err)
 	}
@@ -87,16 +82,25 @@ func readInside(root, p string) ([]byte, error) {
 }
 
 // statInside is os.Stat of p, relative to root, without leaving root.
-func statInside(root, p string) (os.FileInfo, error) {
+func statInside(root, p string) (fi os.FileInfo, err error) {
+	err = inside(root, p, func(r *os.Root) error {
+		fi, err = r.Stat(p)
+		return err
+	})
+	return fi, err
+}
+
+// inside runs fn on an os.Root of root, for a relative p only.
+func inside(root, p string, fn func(*os.Root) error) error {
 	if filepath.IsAbs(p) {
-		return nil, fmt.Errorf("%s is not inside the project directory", p)
+		return fmt.Errorf("%s is an absolute path, not one inside the project directory", p)
 	}
 	r, err := os.OpenRoot(root)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer r.Close()
-	return r.Stat(p)
+	return fn(r)
 }
 
 // suggest returns the candidate closest to name, if it is close enough.

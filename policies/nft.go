@@ -42,23 +42,11 @@ func daddr() expr.Any {
 func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 	switch m.Kind {
 	case IifNot:
-		return []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: ifname(m.Name)},
-		}, nil
+		return metaCmp(expr.MetaKeyIIFNAME, expr.CmpOpNeq, ifname(m.Name)), nil
 	case CtEstRel:
-		return []expr.Any{
-			&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
-				Xor:  binaryutil.NativeEndian.PutUint32(0)},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		}, nil
+		return ctBits(expr.CtKeySTATE, expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED, expr.CmpOpNeq), nil
 	case NfprotoIPv6:
-		return []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV6}},
-		}, nil
+		return metaCmp(expr.MetaKeyNFPROTO, expr.CmpOpEq, []byte{unix.NFPROTO_IPV6}), nil
 	case Saddr:
 		a := m.Addr.As4()
 		return append(nfproto4(),
@@ -86,31 +74,13 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(unix.RTN_LOCAL)},
 		}, nil
 	case CtDNAT:
-		return []expr.Any{
-			&expr.Ct{Register: 1, Key: expr.CtKeySTATUS},
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-				Mask: binaryutil.NativeEndian.PutUint32(0x20), // IPS_DST_NAT
-				Xor:  binaryutil.NativeEndian.PutUint32(0)},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		}, nil
+		return ctBits(expr.CtKeySTATUS, 0x20, expr.CmpOpNeq), nil // IPS_DST_NAT
 	case OifIs:
-		return []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyOIFNAME, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(m.Name)},
-		}, nil
+		return metaCmp(expr.MetaKeyOIFNAME, expr.CmpOpEq, ifname(m.Name)), nil
 	case CtNotEstRel:
-		return []expr.Any{
-			&expr.Ct{Register: 1, Key: expr.CtKeySTATE},
-			&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
-				Mask: binaryutil.NativeEndian.PutUint32(expr.CtStateBitESTABLISHED | expr.CtStateBitRELATED),
-				Xor:  binaryutil.NativeEndian.PutUint32(0)},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
-		}, nil
+		return ctBits(expr.CtKeySTATE, expr.CtStateBitESTABLISHED|expr.CtStateBitRELATED, expr.CmpOpEq), nil
 	case PktTypeNot:
-		return []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyPKTTYPE, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpNeq, Register: 1, Data: []byte{byte(m.Value)}},
-		}, nil
+		return metaCmp(expr.MetaKeyPKTTYPE, expr.CmpOpNeq, []byte{byte(m.Value)}), nil
 	case IPSaddrIn:
 		return prefixAt(12, m.Pfx), nil
 	case ArpSpaIn:
@@ -118,10 +88,7 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 	case ArpTpaIn:
 		return prefixAt(24, m.Pfx), nil
 	case IifIs:
-		return []expr.Any{
-			&expr.Meta{Key: expr.MetaKeyIIFNAME, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(m.Name)},
-		}, nil
+		return metaCmp(expr.MetaKeyIIFNAME, expr.CmpOpEq, ifname(m.Name)), nil
 	case EtherSaddrNot:
 		return payloadNeq(expr.PayloadBaseLLHeader, 6, m.MAC), nil
 	case EtherType:
@@ -145,6 +112,25 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 		return append(nfproto4(), daddr(), &expr.Lookup{SourceRegister: 1, SetName: s.Name, SetID: s.ID}), nil
 	}
 	return nil, fmt.Errorf("unknown match %q", m.Kind)
+}
+
+// metaCmp compares a meta key with data.
+func metaCmp(key expr.MetaKey, op expr.CmpOp, data []byte) []expr.Any {
+	return []expr.Any{
+		&expr.Meta{Key: key, Register: 1},
+		&expr.Cmp{Op: op, Register: 1, Data: data},
+	}
+}
+
+// ctBits compares the bits mask of a conntrack key with zero.
+func ctBits(key expr.CtKey, mask uint32, op expr.CmpOp) []expr.Any {
+	return []expr.Any{
+		&expr.Ct{Register: 1, Key: key},
+		&expr.Bitwise{SourceRegister: 1, DestRegister: 1, Len: 4,
+			Mask: binaryutil.NativeEndian.PutUint32(mask),
+			Xor:  binaryutil.NativeEndian.PutUint32(0)},
+		&expr.Cmp{Op: op, Register: 1, Data: binaryutil.NativeEndian.PutUint32(0)},
+	}
 }
 
 // prefixAt matches when the IPv4 address at offset of the network header
