@@ -22,6 +22,7 @@
 #                     downloading them, and Docker from the distribution
 #   PADDOCK_IMAGE     [--image I]     box image to use instead of building
 #                     the production one
+#   PADDOCK_SSH_PORT  [--ssh-port P]  the SSH gateway's port (default 2222)
 #   PADDOCK_DOWNLOAD_URL              where releases are downloaded from
 #
 # Every check runs before anything is changed: when one fails, the system
@@ -32,6 +33,7 @@ set -eu
 
 DOWNLOAD_URL_DEFAULT="https://get.paddock.dev"
 BIN_DIR=/usr/local/bin
+CLI_DIR=/usr/local/lib/paddock/cli
 MIN_MEMORY_MB=1800
 MIN_DISK_MB=10240
 SYSBOX_VERSION=0.6.7
@@ -82,10 +84,16 @@ port_holder() {
 
 check_ports() {
   command -v ss >/dev/null 2>&1 || fail "the ss command is missing (apt-get install iproute2)"
-  for p in 80 443; do
+  case "$ssh_port" in
+    '' | *[!0-9]*) fail "PADDOCK_SSH_PORT=$ssh_port: give a port number" ;;
+  esac
+  for p in 80 443 "$ssh_port"; do
     if [ -n "$(ss -ltnH "sport = :$p" 2>/dev/null)" ]; then
       holder=$(port_holder "$p")
       [ "$holder" = paddockd ] && continue
+      if [ "$p" = "$ssh_port" ]; then
+        fail "port $p is in use${holder:+ by $holder}: Paddock's SSH gateway listens there; stop that service or choose another port with PADDOCK_SSH_PORT"
+      fi
       fail "port $p is in use${holder:+ by $holder}: Paddock serves HTTPS on 80 and 443; stop that service first"
     fi
   done
@@ -257,6 +265,24 @@ install_binaries() {
   fi
 }
 
+# install_clients puts the CLI for users' computers (every paddock-OS-ARCH
+# the release lists) where paddockd serves it, at https://HOST/cli/.
+install_clients() {
+  mkdir -p "$CLI_DIR"
+  : >"$work/cli-sums"
+  awk '$2 ~ /^\*?paddock-(linux|darwin|windows)-(amd64|arm64)(\.exe)?$/ {sub(/^\*/, "", $2); print $2}' "$work/SHA256SUMS" >"$work/cli-list"
+  while IFS= read -r f; do
+    if [ -n "$offline" ] && [ ! -f "$offline/$f" ]; then
+      continue # an offline release may carry only this machine's CLI
+    fi
+    fetch "$f"
+    install -m 0644 "$work/$f" "$CLI_DIR/$f"
+    grep -E " \*?$f\$" "$work/SHA256SUMS" >>"$work/cli-sums"
+  done <"$work/cli-list"
+  install -m 0644 "$work/cli-sums" "$CLI_DIR/SHA256SUMS"
+  say "clients: $(wc -l <"$CLI_DIR/SHA256SUMS" | tr -d ' ') served at /cli/"
+}
+
 build_image() {
   if [ -n "$image" ]; then
     return 0
@@ -276,7 +302,7 @@ build_image() {
 }
 
 hand_over() {
-  set -- install --runtime "$runtime" --hostname "$hostname" --tls "$tls"
+  set -- install --runtime "$runtime" --hostname "$hostname" --tls "$tls" --ssh-listen ":$ssh_port"
   if [ -n "$image" ]; then set -- "$@" --image "$image"; fi
   "$BIN_DIR/paddockd" "$@"
 }
@@ -300,6 +326,7 @@ uninstall() {
     "$BIN_DIR/paddockd" --cleanup >/dev/null 2>&1 || true
   fi
   rm -f "$BIN_DIR/paddock" "$BIN_DIR/paddockd"
+  rm -rf "$CLI_DIR"
   rm -rf /etc/paddock
   if [ "$purge" = 1 ]; then
     say "removing /var/lib/paddock, boxes, snapshots and drives"
@@ -322,6 +349,7 @@ main() {
   tls=${PADDOCK_TLS:-acme}
   offline=${PADDOCK_OFFLINE:-}
   image=${PADDOCK_IMAGE:-}
+  ssh_port=${PADDOCK_SSH_PORT:-2222}
   download_url=${PADDOCK_DOWNLOAD_URL:-$DOWNLOAD_URL_DEFAULT}
   mode=install
   purge=0
@@ -338,6 +366,7 @@ main() {
       --tls) tls=${2:?--tls needs a value}; shift ;;
       --offline) offline=${2:?--offline needs a directory}; shift ;;
       --image) image=${2:?--image needs a value}; shift ;;
+      --ssh-port) ssh_port=${2:?--ssh-port needs a value}; shift ;;
       -h | --help) usage; exit 0 ;;
       *) fail "unknown option $1 (see --help)" ;;
     esac
@@ -367,6 +396,7 @@ main() {
   install_docker
   install_sysbox
   install_binaries
+  install_clients
   build_image
   hand_over
 }

@@ -28,10 +28,24 @@ fi
 go vet ./...
 
 step "cross-build the CLI"
+# Each build must be a binary of its system and processor, as file(1) reads
+# it: the server hands these to users' computers.
+xdir=$(mktemp -d)
+trap 'rm -rf "$xdir"' EXIT
+declare -A want=(
+  [linux-amd64]="ELF 64-bit LSB .*x86-64" [linux-arm64]="ELF 64-bit LSB .*ARM aarch64"
+  [darwin-amd64]="Mach-O 64-bit x86_64" [darwin-arm64]="Mach-O 64-bit arm64"
+  [windows-amd64]="PE32\+ executable .*x86-64" [windows-arm64]="PE32\+ executable .*Aarch64"
+)
 for os in linux darwin windows; do
   for arch in amd64 arm64; do
-    GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -o /dev/null ./cmd/paddock
-    echo "ok paddock $os/$arch"
+    ext=; [ "$os" = windows ] && ext=.exe
+    GOOS=$os GOARCH=$arch CGO_ENABLED=0 go build -o "$xdir/paddock-$os-$arch$ext" ./cmd/paddock
+    kind=$(file -b "$xdir/paddock-$os-$arch$ext")
+    if ! grep -Eq "${want[$os-$arch]}" <<<"$kind"; then
+      echo "paddock-$os-$arch$ext is not what it should be: $kind"; exit 1
+    fi
+    echo "ok paddock $os/$arch: $kind"
   done
 done
 GOOS=linux GOARCH=arm64 CGO_ENABLED=0 go build -o /dev/null ./cmd/paddockd

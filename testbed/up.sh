@@ -16,8 +16,19 @@ command -v go >/dev/null || { echo "up.sh: Go 1.26 is needed on PATH" >&2; exit 
 
 bash testbed/engine.sh
 image=$(bash testbed/images.sh)
-mkdir -p bin
-go build -o bin/ ./cmd/paddock ./cmd/paddockd
+mkdir -p bin/cli
+# Builds carry their version; the CLI for every system goes to bin/cli,
+# where paddockd serves it (/cli/).
+version=$(git describe --tags --always --dirty 2>/dev/null || echo dev)
+ldflags="-X github.com/paddock-dev/paddock/appliance/version.Version=$version"
+go build -ldflags "$ldflags" -o bin/ ./cmd/paddock ./cmd/paddockd
+for os in linux darwin windows; do
+  for arch in amd64 arm64; do
+    ext=; [ "$os" = windows ] && ext=.exe
+    CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w $ldflags" -o "bin/cli/paddock-$os-$arch$ext" ./cmd/paddock
+  done
+done
+(cd bin/cli && sha256sum paddock-* >SHA256SUMS)
 
 state=${PADDOCK_STATE_DIR:-/var/lib/paddock-local}
 listen=${PADDOCK_LISTEN:-127.0.0.1:8760}
@@ -31,7 +42,7 @@ log=/var/log/paddockd-local.log
 umask 077
 touch "$log" && chmod 600 "$log"
 nohup bin/paddockd --local --listen "$listen" --state-dir "$state" \
-  --socket /run/paddock/paddock-local.sock --runtime runc --image "$image" \
+  --socket /run/paddock/paddock-local.sock --runtime runc --image "$image" --cli-dir "$root/bin/cli" \
   >>"$log" 2>&1 &
 echo $! >"$pidfile"
 

@@ -171,6 +171,8 @@ type Whoami struct {
 	Server string `json:"server"`
 	// SSHPort is the SSH gateway's port (0: none).
 	SSHPort int `json:"ssh_port,omitempty"`
+	// Version is the server's release (see package version).
+	Version string `json:"version"`
 }
 
 // Error is the body of every non-2xx answer.

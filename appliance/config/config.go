@@ -62,6 +62,9 @@ type Config struct {
 	Runtime string `koanf:"runtime"`
 	// Image is the default box image.
 	Image string `koanf:"image"`
+	// CLIDir holds the paddock CLI for users' computers, served at /cli/
+	// (paddock-OS-ARCH and SHA256SUMS; the installer puts them there).
+	CLIDir string `koanf:"cli_dir"`
 	// Images are the other images boxes may be made from, by these exact
 	// names. Nothing else on the engine is (not image IDs, digests, nor
 	// other users' snapshot images): a box made from an image holds what
@@ -122,6 +125,7 @@ func Defaults() map[string]any {
 		"runtime":                 "sysbox-runc",
 		"image":                   "paddock/box:latest",
 		"images":                  []string{},
+		"cli_dir":                 "/usr/local/lib/paddock/cli",
 		"box_user":                "paddock",
 		"box_uid":                 1000,
 		"subnet":                  "10.213.0.0/16",
@@ -171,6 +175,7 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("instance", "", "name prefix of every engine object")
 	fs.String("runtime", "", "OCI runtime for boxes (sysbox-runc, runc)")
 	fs.String("image", "", "default box image")
+	fs.String("cli-dir", "", "directory of the CLI binaries served at /cli/")
 	fs.String("log-level", "", "debug, info, warn or error")
 	fs.String("ssh-listen", "", "SSH gateway address (default :2222)")
 	fs.String("hostname", "", "public host name: serve HTTPS for it with the embedded Caddy")

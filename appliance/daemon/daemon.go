@@ -39,6 +39,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/sshgate"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
+	"github.com/paddock-dev/paddock/install/clients"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/units"
 )
@@ -203,7 +204,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	}
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort,
-			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev}).Handler(),
+			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev,
+			CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 	}
 	var listeners []net.Listener

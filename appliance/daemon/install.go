@@ -29,10 +29,11 @@ func install(args []string, stdout, stderr io.Writer) int {
 	hostname := fs.String("hostname", "", "the server's public host name (HTTPS and the setup link are for it)")
 	tlsMode := fs.String("tls", "acme", "acme, or internal (Caddy's own CA: private networks, tests)")
 	image := fs.String("image", "", "default box image (written to a new configuration)")
+	sshListen := fs.String("ssh-listen", "", "the SSH gateway's address (written to a new configuration when not :2222)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode, image: *image}
+	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode, image: *image, sshListen: *sshListen}
 	if err := installSteps(o, stdout); err != nil {
 		fmt.Fprintln(stderr, "paddockd install:", err)
 		return 1
@@ -45,8 +46,8 @@ func install(args []string, stdout, stderr io.Writer) int {
 }
 
 type installOptions struct {
-	root, runtime, hostname, tls, image string
-	systemd                             bool
+	root, runtime, hostname, tls, image, sshListen string
+	systemd                                        bool
 }
 
 // setupState prints how to reach the server: a fresh one-time setup link
@@ -107,6 +108,9 @@ func installSteps(o installOptions, out io.Writer) error {
 		}
 		if o.image != "" {
 			body += fmt.Sprintf("image = %q\n", o.image)
+		}
+		if o.sshListen != "" && o.sshListen != ":2222" {
+			body += fmt.Sprintf("ssh_listen = %q\n", o.sshListen)
 		}
 		if err := os.WriteFile(conf, []byte(body), 0o640); err != nil {
 			return err

@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/install/clients"
 )
 
 // wired serves the whole route table as paddockd wires it: the API, the
@@ -31,7 +32,8 @@ func wired(t *testing.T) (*httptest.Server, *Server, *service.Service) {
 	pages := dashboard.New(svc, svc.Store, log, "", false)
 	srv := &Server{Svc: svc, Store: svc.Store, Log: log, Name: "test", Pages: pages,
 		Desktop: &desktop.Proxy{Svc: svc, Log: log},
-		Preview: &preview.Handler{Store: svc.Store, Pages: pages, Hostname: "pd.test", Scheme: "http"}}
+		Preview: &preview.Handler{Store: svc.Store, Pages: pages, Hostname: "pd.test", Scheme: "http"},
+		CLI:     &clients.Handler{Dir: t.TempDir()}}
 	full := httptest.NewServer(srv.Handler())
 	t.Cleanup(full.Close)
 	return full, srv, svc

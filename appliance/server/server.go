@@ -35,6 +35,8 @@ import (
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/appliance/version"
+	"github.com/paddock-dev/paddock/install/clients"
 )
 
 // Server serves the API.
@@ -54,6 +56,8 @@ type Server struct {
 	URL string
 	// Preview serves preview hosts (nil: none).
 	Preview *preview.Handler
+	// CLI serves the client binaries and their installers (nil: none).
+	CLI *clients.Handler
 
 	deviceLimit auth.Limiter
 	table       *route.Table
@@ -134,6 +138,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	if s.Preview != nil {
 		s.Preview.Routes(mux)
+	}
+	if s.CLI != nil {
+		s.CLI.Routes(mux)
 	}
 	add("GET "+p+"/policies", s.listPolicies)
 	add("POST "+p+"/policies", s.createPolicy)
@@ -300,7 +307,7 @@ func decode(r *http.Request, v any) error {
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	t, _ := r.Context().Value(tokenKey{}).(store.Token)
 	u, _ := service.UserFrom(r.Context())
-	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort})
+	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, Version: version.Version})
 }
 
 // logout revokes the token the request was made with.

@@ -150,6 +150,9 @@ func TestInstall(t *testing.T) {
 	s.must("(nc -l -p 443 >/dev/null 2>&1 &) ; sleep 0.5")
 	refuse("port 443 held", install, "port 443 is in use by nc")
 	s.must("pkill -x nc || true; sleep 0.3")
+	s.must("(nc -l -p 2222 >/dev/null 2>&1 &) ; sleep 0.5")
+	refuse("SSH port held", install, "port 2222 is in use by nc: Paddock's SSH gateway listens there")
+	s.must("pkill -x nc || true; sleep 0.3")
 	refuse("host name that does not resolve", env+"PADDOCK_HOSTNAME=nosuch.test sh /opt/offline/install.sh",
 		"does not resolve; point its DNS at this server, or use "+strings.ReplaceAll(s.ip, ".", "-")+".sslip.io")
 	s.must("echo '198.18.0.10 elsewhere.test' >>/etc/hosts")
@@ -205,6 +208,15 @@ func TestInstall(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 308 || resp.Header.Get("Location") != base+"/login" {
 		t.Fatalf("http: %d %s", resp.StatusCode, resp.Header.Get("Location"))
+	}
+
+	// The server serves the CLI the installer put in place, with its
+	// checksum and an installer that names this server.
+	if code, sums := forms.Get(t, b, base+"/cli/SHA256SUMS"); code != 200 || !strings.Contains(sums, "paddock-linux-"+goruntime.GOARCH) {
+		t.Fatalf("/cli/SHA256SUMS: %d %s", code, sums)
+	}
+	if code, sh := forms.Get(t, b, base+"/cli/install.sh"); code != 200 || !strings.Contains(sh, "url='https://paddock.test'") {
+		t.Fatalf("/cli/install.sh: %d %.300s", code, sh)
 	}
 
 	// The setup link makes the owner once.

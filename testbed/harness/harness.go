@@ -51,14 +51,18 @@ type Bins struct {
 	Paddockd string
 }
 
-// Build compiles both binaries into dir.
+// TestVersion is the release the tests' binaries are stamped with.
+const TestVersion = "e2e-test"
+
+// Build compiles both binaries into dir, stamped with TestVersion.
 func Build(dir string) (Bins, error) {
 	root, err := Root()
 	if err != nil {
 		return Bins{}, err
 	}
 	b := Bins{Paddock: filepath.Join(dir, "paddock"), Paddockd: filepath.Join(dir, "paddockd")}
-	cmd := exec.Command("go", "build", "-o", dir+string(os.PathSeparator), "./cmd/paddock", "./cmd/paddockd")
+	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/paddock-dev/paddock/appliance/version.Version="+TestVersion,
+		"-o", dir+string(os.PathSeparator), "./cmd/paddock", "./cmd/paddockd")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return b, fmt.Errorf("go build: %v\n%s", err, out)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/appliance/version"
 )
 
 // env is what a command runs with; tests may replace its parts.
@@ -87,6 +88,7 @@ func init() {
 		{"validate", "[-f PATH] [--var K=V] [--json]", "check a Boxfile without contacting the server", cmdValidate},
 		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
 		{"policy", "set BOX MODE|NAME | ls | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
+		{"version", "[--json]", "show the client's version and the server's", cmdVersion},
 		{"help", "", "show this help", cmdHelp},
 	}
 }
@@ -115,8 +117,8 @@ func run(e *env, args []string) int {
 		cmdHelp(e, nil)
 		return 0
 	}
-	if args[0] == "--version" || args[0] == "version" {
-		fmt.Fprintln(e.stdout, "paddock", Version)
+	if args[0] == "--version" {
+		fmt.Fprintln(e.stdout, "paddock", version.Version)
 		return 0
 	}
 	for _, c := range commands {
@@ -128,9 +130,6 @@ func run(e *env, args []string) int {
 	fmt.Fprintf(e.stderr, "paddock: unknown command %q%s\nRun 'paddock help' for the list.\n", args[0], suggest(args[0]))
 	return 2
 }
-
-// Version is set at build time with -ldflags "-X ...cli.Version=...".
-var Version = "dev"
 
 func report(e *env, c command, err error) int {
 	if err == nil {

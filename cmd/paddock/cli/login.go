@@ -86,6 +86,7 @@ func cmdLogin(e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Logged in to %s (%s) as %s.\n", server, who.Server, who.User)
+	warnVersion(e, strings.TrimSuffix(server, "/"), who.Version)
 	return nil
 }
 
