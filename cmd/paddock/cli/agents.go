@@ -23,10 +23,16 @@ func cmdPrompt(e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() < 1 {
-		return usagef("give a box and a task")
+	// prompt [BOX] TASK: one argument is the task for the current box (or,
+	// with --file, the box); more are the box and the task's words.
+	box, words := "current", fs.Args()
+	switch {
+	case fs.NArg() == 0 && *file == "":
+		return usagef("give a task (and, before it, a box; default: the current box)")
+	case fs.NArg() == 1 && *file != "", fs.NArg() > 1:
+		box, words = fs.Arg(0), fs.Args()[1:]
 	}
-	task := strings.Join(fs.Args()[1:], " ")
+	task := strings.Join(words, " ")
 	switch {
 	case *file != "" && task != "":
 		return usagef("give the task either as arguments or with --file, not both")
@@ -46,7 +52,7 @@ func cmdPrompt(e *env, args []string) error {
 	if strings.TrimSpace(task) == "" {
 		return usagef("the task is empty")
 	}
-	name, c, err := e.connect(fs.Arg(0))
+	name, c, err := e.connect(box)
 	if err != nil {
 		return err
 	}

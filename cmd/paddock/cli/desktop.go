@@ -8,6 +8,18 @@ import (
 	"strings"
 )
 
+// boxOrCurrent is the box of a command that takes at most one: the current box
+// when none is given.
+func boxOrCurrent(args []string) (string, error) {
+	switch len(args) {
+	case 0:
+		return "current", nil
+	case 1:
+		return args[0], nil
+	}
+	return "", usagef("give one box (or none, for the current box)")
+}
+
 // cmdDesktop prints the URL of a box's desktop page (a single-use ticket
 // in it) and opens it in the browser when there is one.
 func cmdDesktop(e *env, args []string) error {
@@ -16,10 +28,11 @@ func cmdDesktop(e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("give one box")
+	box, err := boxOrCurrent(fs.Args())
+	if err != nil {
+		return err
 	}
-	name, c, err := e.connect(fs.Arg(0))
+	name, c, err := e.connect(box)
 	if err != nil {
 		return err
 	}

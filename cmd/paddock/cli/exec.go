@@ -34,8 +34,11 @@ func cmdExec(e *env, args []string) error {
 	} else if len(all) > 0 {
 		boxArgs, cmd = all[:1], all[1:]
 	}
+	if len(boxArgs) == 0 && dash == 0 {
+		boxArgs = []string{"current"} // exec -- CMD: the current box
+	}
 	if len(boxArgs) != 1 {
-		return usagef("give one box, then -- and the command")
+		return usagef("give one box (or none, for the current box), then -- and the command")
 	}
 	if len(cmd) == 0 {
 		return usagef("no command given after --")
@@ -143,10 +146,11 @@ func cmdScreenshot(e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("give one box")
+	box, err := boxOrCurrent(fs.Args())
+	if err != nil {
+		return err
 	}
-	name, c, err := e.connect(fs.Arg(0))
+	name, c, err := e.connect(box)
 	if err != nil {
 		return err
 	}
