@@ -484,6 +484,12 @@ func (c *Client) Agents(ctx context.Context) ([]api.Agent, error) {
 	return a, c.do(ctx, "GET", "/agents", nil, &a)
 }
 
+// BoxAgents tells which agents a box has and whether each has credentials.
+func (c *Client) BoxAgents(ctx context.Context, box string) ([]api.BoxAgent, error) {
+	var a []api.BoxAgent
+	return a, c.do(ctx, "GET", "/boxes/"+esc(box)+"/agents", nil, &a)
+}
+
 // Secrets lists secret names.
 func (c *Client) Secrets(ctx context.Context) ([]api.Secret, error) {
 	var s []api.Secret

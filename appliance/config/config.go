@@ -37,10 +37,19 @@ type BoxType struct {
 
 // Agent says how a coding agent runs a task without a person: Command,
 // then the task as one more argument, run as the box user; Secrets name
-// the secrets ('paddock secret set') put into its environment.
+// the secrets ('paddock secret set') put into its environment when set;
+// Required are those it cannot run without (a prompt is refused before
+// anything starts). An agent whose user may log in inside the box instead
+// (a subscription) needs none: Logins are the files, under the box user's
+// home, that its own login leaves.
 type Agent struct {
-	Command []string `koanf:"command"`
-	Secrets []string `koanf:"secrets"`
+	Command  []string `koanf:"command"`
+	Secrets  []string `koanf:"secrets"`
+	Required []string `koanf:"required"`
+	Logins   []string `koanf:"logins"`
+	// NoTask, when set, says why the agent takes no task without a
+	// person: it is installed and listed, and prompt refuses it with this.
+	NoTask string `koanf:"no_task"`
 }
 
 // Config is paddockd's configuration.
@@ -151,14 +160,20 @@ func Defaults() map[string]any {
 		"snapshot_keep":           5,
 		"agents.claude.command":   []string{"claude", "-p"},
 		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
+		"agents.claude.logins":    []string{".claude/.credentials.json"},
 		"agents.codex.command":    []string{"codex", "exec"},
 		"agents.codex.secrets":    []string{"OPENAI_API_KEY"},
+		"agents.codex.logins":     []string{".codex/auth.json"},
 		"agents.opencode.command": []string{"opencode", "run"},
 		"agents.opencode.secrets": []string{},
+		"agents.opencode.logins":  []string{".local/share/opencode/auth.json"},
 		"agents.pi.command":       []string{"pi", "-p"},
 		"agents.pi.secrets":       []string{},
+		"agents.pi.logins":        []string{".pi/agent/auth.json"},
 		"agents.kimi.command":     []string{"kimi", "--print", "-p"},
 		"agents.kimi.secrets":     []string{},
+		"agents.prime.command":    []string{"prime"},
+		"agents.prime.no_task":    "prime is Prime Intellect's command line (compute, environments, evaluations); it has no way to run a task without a person: use it with 'paddock exec BOX -- prime ...'",
 	}
 }
 

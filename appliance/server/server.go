@@ -116,6 +116,7 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
 	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
 	add("GET "+p+"/agents", s.agents)
+	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
@@ -635,6 +636,14 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, s.Svc.Agents())
+}
+
+func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
+	as, err := s.Svc.BoxAgents(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, as)
 }
 
 func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {

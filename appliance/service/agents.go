@@ -1,10 +1,12 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -65,7 +67,7 @@ func (s *Service) RemoveSecret(ctx context.Context, name string) error {
 func (s *Service) Agents() []api.Agent {
 	out := []api.Agent{}
 	for n, a := range s.Cfg.Agents {
-		out = append(out, api.Agent{Name: n, Command: a.Command, Secrets: a.Secrets})
+		out = append(out, api.Agent{Name: n, Command: a.Command, Secrets: a.Secrets, Required: a.Required})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
@@ -96,15 +98,23 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		sort.Strings(names)
 		return api.Job{}, invalid("agent", "no agent named %q: use one of %s", agentName, strings.Join(names, ", "))
 	}
+	if agent.NoTask != "" {
+		return api.Job{}, invalid("agent", "agent %q takes no tasks: %s", agentName, agent.NoTask)
+	}
 	if strings.TrimSpace(p.Task) == "" {
 		return api.Job{}, invalid("task", "the task is empty")
 	}
 	env := map[string]string{}
 	var missing []string
-	for _, sec := range agent.Secrets {
+	for _, sec := range append(append([]string{}, agent.Secrets...), agent.Required...) {
+		if _, done := env[sec]; done {
+			continue
+		}
 		sealed, err := s.Store.Secret(b.Owner, sec) // the box owner's, whoever asks
 		if errors.Is(err, store.ErrNotFound) {
-			missing = append(missing, sec)
+			if slices.Contains(agent.Required, sec) {
+				missing = append(missing, sec)
+			}
 			continue
 		} else if err != nil {
 			return api.Job{}, err
@@ -121,4 +131,72 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
 	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
+}
+
+// BoxAgents tells, for each agent of the table, whether the box has it
+// installed and where its credentials would come from: a secret of the
+// box's owner, or the agent's own login in the box (for subscriptions).
+// No value is read: the box is asked whether the files exist.
+func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, error) {
+	b, err := s.runningBox(name)
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(s.Cfg.Agents))
+	for n := range s.Cfg.Agents {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	// One exec asks the box for every agent: a line "NAME installed|absent
+	// login|none" each. Names and paths go in as arguments, not as code.
+	script := `while [ $# -gt 0 ]; do n=$1; c=$2; shift 2; l=none; i=absent
+command -v "$c" >/dev/null 2>&1 && i=installed
+while [ $# -gt 0 ] && [ "$1" != -- ]; do [ -s "$HOME/$1" ] && l=login; shift; done; shift
+echo "$n $i $l"; done`
+	cmd := []string{"sh", "-c", script, "agents"}
+	for _, n := range names {
+		a := s.Cfg.Agents[n]
+		cmd = append(cmd, n, a.Command[0])
+		cmd = append(cmd, a.Logins...)
+		cmd = append(cmd, "--")
+	}
+	spec, err := s.CheckExec(name, api.ExecPost{Cmd: cmd})
+	if err != nil {
+		return nil, err
+	}
+	var out, errb bytes.Buffer
+	code, err := s.Exec(ctx, name, spec, ExecIO{Stdout: &out, Stderr: &errb})
+	if err != nil {
+		return nil, err
+	}
+	if code != 0 {
+		return nil, fmt.Errorf("asking box %s about its agents: exit %d: %s", name, code, errb.String())
+	}
+	seen := map[string][2]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if f := strings.Fields(line); len(f) == 3 {
+			seen[f[0]] = [2]string{f[1], f[2]}
+		}
+	}
+	res := []api.BoxAgent{}
+	for _, n := range names {
+		a := s.Cfg.Agents[n]
+		ba := api.BoxAgent{Name: n, Installed: seen[n][0] == "installed"}
+		for _, sec := range append(append([]string{}, a.Required...), a.Secrets...) {
+			_, err := s.Store.Secret(b.Owner, sec)
+			switch {
+			case err == nil && ba.Credentials == "":
+				ba.Credentials = "secret " + sec
+			case errors.Is(err, store.ErrNotFound) && slices.Contains(a.Required, sec) && !slices.Contains(ba.Missing, sec):
+				ba.Missing = append(ba.Missing, sec)
+			case err != nil && !errors.Is(err, store.ErrNotFound):
+				return nil, err
+			}
+		}
+		if ba.Credentials == "" && seen[n][1] == "login" {
+			ba.Credentials = "login"
+		}
+		res = append(res, ba)
+	}
+	return res, nil
 }

@@ -223,14 +223,21 @@ func AltImage(image, instance string) string {
 	return repo + ":alt-" + instance
 }
 
-// TestConfig adds to the built-in agents a test agent, "echo", that needs
-// the secret TEST_KEY and prints its task and whether it got the secret.
+// TestConfig adds to the built-in agents two test agents: "echo", that
+// requires the secret TEST_KEY and prints its task and whether it got the
+// secret, and "say", that needs none (as an agent whose user logs in inside
+// the box) and passes TEST_KEY when it is set.
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
 [agents.echo]
 command = ["sh", "-c", "echo \"task=$1\"; echo \"key=${TEST_KEY:+set}\"; test -n \"$TEST_KEY\"", "agent"]
 secrets = ["TEST_KEY"]
+required = ["TEST_KEY"]
+[agents.say]
+command = ["sh", "-c", "echo \"said=$1 key=${TEST_KEY:+set}\"", "agent"]
+secrets = ["TEST_KEY"]
+logins = [".say/login"]
 `
 
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.

@@ -143,7 +143,40 @@ func cmdSecret(e *env, args []string) error {
 	return usagef("unknown secret command %q: use set, ls or rm", args[0])
 }
 
+// cmdAgents lists the agent table, or with a box the agents installed in
+// it and where each one's credentials would come from.
 func cmdAgents(e *env, args []string) error {
+	fs := flags("agents")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 1 {
+		return usagef("give at most one box")
+	}
+	if fs.NArg() == 1 {
+		name, c, err := e.connect(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		as, err := c.BoxAgents(e.ctx, name)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return printJSON(e.stdout, as)
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "AGENT\tINSTALLED\tCREDENTIALS")
+		for _, a := range as {
+			cred := dash(a.Credentials)
+			if len(a.Missing) > 0 {
+				cred = "needs secret " + strings.Join(a.Missing, ", ")
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, map[bool]string{true: "yes", false: "no"}[a.Installed], cred)
+		}
+		return tw.Flush()
+	}
 	c, err := e.client()
 	if err != nil {
 		return err
@@ -152,10 +185,13 @@ func cmdAgents(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if *asJSON {
+		return printJSON(e.stdout, as)
+	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "AGENT\tCOMMAND\tSECRETS")
+	fmt.Fprintln(tw, "AGENT\tCOMMAND\tSECRETS\tREQUIRED")
 	for _, a := range as {
-		fmt.Fprintf(tw, "%s\t%s\t%s\n", a.Name, strings.Join(a.Command, " "), dash(strings.Join(a.Secrets, ",")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, strings.Join(a.Command, " "), dash(strings.Join(a.Secrets, ",")), dash(strings.Join(a.Required, ",")))
 	}
 	return tw.Flush()
 }

@@ -74,7 +74,7 @@ func init() {
 		{"screenshot", "[BOX] [-o FILE]", "save a PNG of the box's desktop (default: the current box)", cmdScreenshot},
 		{"desktop", "[BOX] [--no-open]", "open the box's desktop in the browser (prints a single-use URL)", cmdDesktop},
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
-		{"agents", "", "list the agents the server knows", cmdAgents},
+		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},
 		{"secret", "set NAME | ls | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},
 		{"key", "add [--name N] FILE | ls | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
