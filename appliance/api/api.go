@@ -42,6 +42,10 @@ type Box struct {
 	Setup string `json:"setup,omitempty"`
 	// IP is the box's address on the box network.
 	IP string `json:"ip,omitempty"`
+	// Docker is how the box's own Docker engine is, on a running box asked
+	// for by name with ?detail=1: "up", "failed: WHY", or "off" (its
+	// runtime does not allow one).
+	Docker string `json:"docker,omitempty"`
 }
 
 // PolicyPut sets a box's policy.

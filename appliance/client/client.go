@@ -171,6 +171,13 @@ func (c *Client) Box(ctx context.Context, name string) (api.Box, error) {
 	return b, c.do(ctx, "GET", "/boxes/"+esc(name), nil, &b)
 }
 
+// BoxDetail is Box with what only the running box can tell (its Docker
+// engine), which costs a command in the box.
+func (c *Client) BoxDetail(ctx context.Context, name string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "GET", "/boxes/"+esc(name)+"?detail=1", nil, &b)
+}
+
 // RemoveBox removes a box.
 func (c *Client) RemoveBox(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/boxes/"+esc(name), nil, nil)

@@ -71,6 +71,12 @@ type Config struct {
 	Runtime string `koanf:"runtime"`
 	// Image is the default box image.
 	Image string `koanf:"image"`
+	// UnsafeDockerInRuncBoxes lets boxes on runc run their own Docker
+	// engine by giving them every capability, no seccomp or AppArmor
+	// profile and the host's cgroups, writable: root in such a box owns the
+	// host. It exists for the test of Docker in a box on machines where
+	// Sysbox cannot be installed, and is refused outside local mode.
+	UnsafeDockerInRuncBoxes bool `koanf:"unsafe_docker_in_runc_boxes"`
 	// CLIDir holds the paddock CLI for users' computers, served at /cli/
 	// (paddock-OS-ARCH and SHA256SUMS; the installer puts them there).
 	CLIDir string `koanf:"cli_dir"`
@@ -126,54 +132,55 @@ type Config struct {
 // Defaults are the built-in values.
 func Defaults() map[string]any {
 	return map[string]any{
-		"state_dir":               "/var/lib/paddock",
-		"socket":                  "/run/paddock/paddock.sock",
-		"listen":                  "",
-		"local":                   false,
-		"instance":                "paddock",
-		"runtime":                 "sysbox-runc",
-		"image":                   "paddock/box:latest",
-		"images":                  []string{},
-		"cli_dir":                 "/usr/local/lib/paddock/cli",
-		"box_user":                "paddock",
-		"box_uid":                 1000,
-		"subnet":                  "10.213.0.0/16",
-		"dns_upstream":            "",
-		"docker_host":             "",
-		"types.small.cpus":        1.0,
-		"types.small.memory_mib":  2048,
-		"types.medium.cpus":       2.0,
-		"types.medium.memory_mib": 4096,
-		"types.large.cpus":        4.0,
-		"types.large.memory_mib":  8192,
-		"reconcile_interval":      "10s",
-		"log_level":               "info",
-		"default_agent":           "claude",
-		"ssh_listen":              ":2222",
-		"hostname":                "",
-		"https_listen":            ":443",
-		"http_listen":             ":80",
-		"tls":                     "acme",
-		"acme_email":              "",
-		"link_ttl":                "24h",
-		"desktop_default":         true,
-		"snapshot_keep":           5,
-		"agents.claude.command":   []string{"claude", "-p"},
-		"agents.claude.secrets":   []string{"ANTHROPIC_API_KEY"},
-		"agents.claude.logins":    []string{".claude/.credentials.json"},
-		"agents.codex.command":    []string{"codex", "exec"},
-		"agents.codex.secrets":    []string{"OPENAI_API_KEY"},
-		"agents.codex.logins":     []string{".codex/auth.json"},
-		"agents.opencode.command": []string{"opencode", "run"},
-		"agents.opencode.secrets": []string{},
-		"agents.opencode.logins":  []string{".local/share/opencode/auth.json"},
-		"agents.pi.command":       []string{"pi", "-p"},
-		"agents.pi.secrets":       []string{},
-		"agents.pi.logins":        []string{".pi/agent/auth.json"},
-		"agents.kimi.command":     []string{"kimi", "--print", "-p"},
-		"agents.kimi.secrets":     []string{},
-		"agents.prime.command":    []string{"prime"},
-		"agents.prime.no_task":    "prime is Prime Intellect's command line (compute, environments, evaluations); it has no way to run a task without a person: use it with 'paddock exec BOX -- prime ...'",
+		"state_dir":                   "/var/lib/paddock",
+		"socket":                      "/run/paddock/paddock.sock",
+		"listen":                      "",
+		"local":                       false,
+		"instance":                    "paddock",
+		"runtime":                     "sysbox-runc",
+		"image":                       "paddock/box:latest",
+		"images":                      []string{},
+		"cli_dir":                     "/usr/local/lib/paddock/cli",
+		"unsafe_docker_in_runc_boxes": false,
+		"box_user":                    "paddock",
+		"box_uid":                     1000,
+		"subnet":                      "10.213.0.0/16",
+		"dns_upstream":                "",
+		"docker_host":                 "",
+		"types.small.cpus":            1.0,
+		"types.small.memory_mib":      2048,
+		"types.medium.cpus":           2.0,
+		"types.medium.memory_mib":     4096,
+		"types.large.cpus":            4.0,
+		"types.large.memory_mib":      8192,
+		"reconcile_interval":          "10s",
+		"log_level":                   "info",
+		"default_agent":               "claude",
+		"ssh_listen":                  ":2222",
+		"hostname":                    "",
+		"https_listen":                ":443",
+		"http_listen":                 ":80",
+		"tls":                         "acme",
+		"acme_email":                  "",
+		"link_ttl":                    "24h",
+		"desktop_default":             true,
+		"snapshot_keep":               5,
+		"agents.claude.command":       []string{"claude", "-p"},
+		"agents.claude.secrets":       []string{"ANTHROPIC_API_KEY"},
+		"agents.claude.logins":        []string{".claude/.credentials.json"},
+		"agents.codex.command":        []string{"codex", "exec"},
+		"agents.codex.secrets":        []string{"OPENAI_API_KEY"},
+		"agents.codex.logins":         []string{".codex/auth.json"},
+		"agents.opencode.command":     []string{"opencode", "run"},
+		"agents.opencode.secrets":     []string{},
+		"agents.opencode.logins":      []string{".local/share/opencode/auth.json"},
+		"agents.pi.command":           []string{"pi", "-p"},
+		"agents.pi.secrets":           []string{},
+		"agents.pi.logins":            []string{".pi/agent/auth.json"},
+		"agents.kimi.command":         []string{"kimi", "--print", "-p"},
+		"agents.kimi.secrets":         []string{},
+		"agents.prime.command":        []string{"prime"},
+		"agents.prime.no_task":        "prime is Prime Intellect's command line (compute, environments, evaluations); it has no way to run a task without a person: use it with 'paddock exec BOX -- prime ...'",
 	}
 }
 
@@ -280,6 +287,9 @@ func validHostname(h string) bool {
 func (c Config) Validate() error {
 	if c.StateDir == "" {
 		return errors.New("config: state_dir is empty")
+	}
+	if c.UnsafeDockerInRuncBoxes && !c.Local {
+		return errors.New("config: unsafe_docker_in_runc_boxes gives boxes the host: it is for tests in local mode only (use the sysbox-runc runtime for Docker in boxes)")
 	}
 	if c.Instance == "" || strings.ContainsAny(c.Instance, " /:") || strings.ToLower(c.Instance) != c.Instance {
 		return fmt.Errorf("config: instance %q must be lowercase letters, digits and '-'", c.Instance)

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -68,5 +69,17 @@ func TestAgentsMerge(t *testing.T) {
 	}
 	if len(c.Agents["claude"].Command) != 2 || c.Agents["claude"].Secrets[0] != "ANTHROPIC_API_KEY" || c.Agents["echo"].Secrets[0] != "K" || c.DefaultAgent != "claude" {
 		t.Fatalf("agents %+v default %q", c.Agents, c.DefaultAgent)
+	}
+}
+
+// The setting that lets runc boxes run Docker hands them the host: it is
+// refused outside local mode.
+func TestUnsafeDockerOnlyInLocalMode(t *testing.T) {
+	base := []string{"PADDOCK_CONFIG=" + os.DevNull, "PADDOCK_STATE_DIR=" + t.TempDir(), "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true"}
+	if _, err := Load(nil, base); err == nil || !strings.Contains(err.Error(), "local mode only") {
+		t.Fatalf("outside local mode: %v", err)
+	}
+	if _, err := Load(nil, append(base, "PADDOCK_LOCAL=true")); err != nil {
+		t.Fatalf("in local mode: %v", err)
 	}
 }

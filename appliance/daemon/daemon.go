@@ -124,7 +124,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	drv, err := docker.New(dctx, docker.Config{
 		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser,
 		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
+		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes,
 	})
+	if cfg.UnsafeDockerInRuncBoxes {
+		log.Warn("unsafe_docker_in_runc_boxes is on: root in any box owns this machine (a test setting)")
+	}
 	cancel()
 	if err != nil {
 		return err

@@ -414,6 +414,9 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if r.URL.Query().Get("detail") == "1" {
+		b.Docker = s.Svc.BoxDocker(r.Context(), b) // a command in the box: asked for only
+	}
 	return writeJSON(w, http.StatusOK, b)
 }
 

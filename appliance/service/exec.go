@@ -96,6 +96,29 @@ func (s *Service) jobsDir() string { return filepath.Join(s.Cfg.StateDir, "jobs"
 
 func (s *Service) jobLog(id string) string { return filepath.Join(s.jobsDir(), id+".log") }
 
+// BoxDocker says how the box's own Docker engine is (see api.Box.Docker);
+// "" when the box does not run or cannot be asked.
+func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
+	if b.Status != "running" {
+		return ""
+	}
+	spec, err := s.CheckExec(b.Name, api.ExecPost{Cmd: []string{"cat", "/run/paddock-docker"}})
+	if err != nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := s.Exec(ctx, b.Name, spec, ExecIO{Stdout: &out, Stderr: io.Discard})
+	switch {
+	case err != nil:
+		return ""
+	case code != 0:
+		return "off"
+	}
+	return strings.TrimSpace(out.String())
+}
+
 // ForgetJobLogs removes the logs of jobs that went with a removed box.
 func (s *Service) ForgetJobLogs(ids []string) {
 	for _, id := range ids {

@@ -11,9 +11,14 @@
 # Python, an XFCE desktop on display :1 served by TigerVNC (started by
 # paddock-init when the box has a desktop), screenshot and automation tools
 # (ImageMagick, xdotool), and a non-root user "paddock" whose home is
-# /config, with passwordless sudo. Production also gets Docker (it runs
-# inside the box under Sysbox).
+# /config, with passwordless sudo, and Docker (its engine starts in boxes
+# whose runtime allows it: Sysbox). Production also gets Kimi and Prime.
 set -eu
+
+# Pinned versions of the agents that do not come from npm.
+UV_VERSION=0.13.8
+KIMI_VERSION=1.52.0
+PRIME_VERSION=0.18.0
 
 main() {
   flavor=${1:-}
@@ -28,10 +33,7 @@ main() {
     bash ca-certificates coreutils curl dnsutils git iputils-ping less \
     netcat-openbsd procps sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
-    xdotool x11-apps x11-utils xterm imagemagick
-  if [ "$flavor" = production ]; then
-    apt-get install -y --no-install-recommends docker.io
-  fi
+    xdotool x11-apps x11-utils xterm imagemagick docker.io
   rm -rf /var/lib/apt/lists/*
 
   # The box user comes first: the agents' own installers run as it.
@@ -44,9 +46,7 @@ main() {
   fi
   echo 'paddock ALL=(ALL) NOPASSWD:ALL' >/etc/sudoers.d/paddock
   chmod 0440 /etc/sudoers.d/paddock
-  if [ "$flavor" = production ]; then
-    usermod -aG docker paddock
-  fi
+  usermod -aG docker paddock
 
   # Extra certificate authorities (for users behind a TLS-inspecting proxy,
   # and the test machines): trusted by the system and by Node.
@@ -62,12 +62,19 @@ main() {
     @anthropic-ai/claude-code @openai/codex opencode-ai @mariozechner/pi-coding-agent
   npm cache clean --force >/dev/null 2>&1 || true
 
-  # Kimi comes with its own installer (uv, then the kimi-cli package), for
-  # the box user. Production only: the test machines cannot reach it.
-  # Prime is not provisioned: its non-interactive form is not settled.
+  # Kimi and Prime are Python tools, installed with uv as the box user
+  # (uv brings its own Python 3.13), each at a pinned version. Production
+  # only: the test machines cannot reach their package index.
   if [ "$flavor" = production ]; then
-    su paddock -s /bin/sh -c 'curl -LsSf https://code.kimi.com/install.sh | bash'
+    apt-get update
+    apt-get install -y --no-install-recommends python3-venv
+    rm -rf /var/lib/apt/lists/*
+    python3 -m venv /opt/uv
+    /opt/uv/bin/pip install --no-cache-dir "uv==$UV_VERSION"
+    ln -sf /opt/uv/bin/uv /usr/local/bin/uv
+    su paddock -s /bin/sh -c "uv tool install --python 3.13 kimi-cli==$KIMI_VERSION && uv tool install --python 3.13 prime==$PRIME_VERSION"
     ln -sf /config/.local/bin/kimi /usr/local/bin/kimi
+    ln -sf /config/.local/bin/prime /usr/local/bin/prime
   fi
 
   # The desktop: no compositor (a VNC display gains nothing from it, and

@@ -94,3 +94,10 @@ func cmdMember(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("MEMBER_TOKEN", memberToken(scriptTB{ts}, daemonOf(ts), args[0]))
 }
+
+// TestDockerInBox runs testdata/docker against a daemon whose runc boxes
+// may run their own engine (unsafe_docker_in_runc_boxes: what Sysbox gives
+// in production, which cannot be installed on the test machines).
+func TestDockerInBox(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/docker", "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true"))
+}

@@ -89,12 +89,17 @@ func TestScripts(t *testing.T) {
 	testscript.Run(t, scriptParams("testdata"))
 }
 
-// scriptParams runs the scripts of dir, each against a daemon of its own.
-func scriptParams(dir string) testscript.Params {
+// scriptParams runs the scripts of dir, each against a daemon of its own
+// (with daemonEnv in its environment).
+func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 	return testscript.Params{
 		Dir: dir,
 		Setup: func(env *testscript.Env) error {
-			d := startDaemon(env.T(), env.WorkDir)
+			d := newDaemon(env.T(), env.WorkDir)
+			d.Env = append(d.Env, daemonEnv...)
+			if err := d.Start(); err != nil {
+				env.T().Fatal(err)
+			}
 			env.Values["daemon"] = d
 			env.Defer(func() {
 				if t, ok := env.T().(interface{ Failed() bool }); ok && t.Failed() {

@@ -57,6 +57,9 @@ type Config struct {
 	Instance string
 	// Runtime is the OCI runtime for boxes: sysbox-runc in production.
 	Runtime string
+	// UnsafeDockerInRunc makes runc boxes able to run Docker (every
+	// capability, unconfined, the host's cgroups writable): tests only.
+	UnsafeDockerInRunc bool
 	// User runs commands in boxes unless an exec names another.
 	User string
 	// The box network: its bridge interface, subnet and gateway. The
@@ -235,6 +238,18 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	if spec.Desktop {
 		env = append(env, "PADDOCK_DESKTOP=1")
 	}
+	capDrop, capAdd := dropped, []string(nil)
+	var secOpt []string
+	docker := d.cfg.Runtime == "sysbox-runc"
+	if d.cfg.UnsafeDockerInRunc && d.cfg.Runtime == "runc" {
+		docker = true
+		capDrop, capAdd = []string{"SYS_RESOURCE"}, []string{"ALL"}
+		secOpt = []string{"seccomp=unconfined", "apparmor=unconfined"}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: "/sys/fs/cgroup", Target: "/sys/fs/cgroup"})
+	}
+	if docker {
+		env = append(env, "PADDOCK_DOCKER=1") // paddock-init starts the box's own engine
+	}
 	var netcfg *network.NetworkingConfig
 	var dns []netip.Addr
 	if spec.IP != "" {
@@ -258,7 +273,9 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 		},
 		HostConfig: &container.HostConfig{
 			Runtime:     d.cfg.Runtime,
-			CapDrop:     dropped,
+			CapDrop:     capDrop,
+			CapAdd:      capAdd,
+			SecurityOpt: secOpt,
 			Init:        &init,
 			DNS:         dns,
 			NetworkMode: container.NetworkMode(d.cfg.Instance),

@@ -143,7 +143,7 @@ func cmdShow(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := c.Box(e.ctx, name)
+	b, err := c.BoxDetail(e.ctx, name)
 	if err != nil {
 		return err
 	}
@@ -165,6 +165,9 @@ func cmdShow(e *env, args []string) error {
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
 	fmt.Fprintf(tw, "policy:\t%s\n", b.Policy)
 	fmt.Fprintf(tw, "desktop:\t%v\n", b.Desktop)
+	if b.Docker != "" {
+		fmt.Fprintf(tw, "docker:\t%s\n", b.Docker)
+	}
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)
 	}
