@@ -36,7 +36,11 @@ BIN_DIR=/usr/local/bin
 CLI_DIR=/usr/local/lib/paddock/cli
 MIN_MEMORY_MB=1800
 MIN_DISK_MB=10240
-SYSBOX_VERSION=0.6.7
+# Sysbox, pinned: the .deb of each architecture is checked against its
+# SHA-256 here, so an online install needs nothing else to trust it.
+SYSBOX_VERSION=0.6.5
+SYSBOX_SHA256_amd64=f02ffb48eae99d6c884c9aa0378070cc716d028f58e87deec5ae00a41b706fe8
+SYSBOX_SHA256_arm64=d9267eb176190b96dcfa29ba4c4c685a26a4a1aca1d7f15deb31ec33ed63de15
 
 say() { printf '%s\n' "paddock: $*"; }
 fail() {
@@ -146,6 +150,34 @@ sslip_name() {
   printf '%s.sslip.io' "$(printf '%s' "$ip" | tr '.' '-')"
 }
 
+# check_sysbox checks what Sysbox needs of the kernel, before anything is
+# installed: a kernel of 5.12 or later (ID-mapped mounts, so no shiftfs
+# module is needed) and user namespaces.
+check_sysbox() {
+  [ "$runtime" = sysbox-runc ] || return 0
+  kernel=$(uname -r)
+  major=${kernel%%.*}
+  rest=${kernel#*.}
+  minor=${rest%%.*}
+  case "$major$minor" in
+    *[!0-9]*) fail "cannot read the kernel version from $kernel" ;;
+  esac
+  if [ "$major" -lt 5 ] || { [ "$major" -eq 5 ] && [ "$minor" -lt 12 ]; }; then
+    fail "Sysbox needs Linux 5.12 or later (ID-mapped mounts); this kernel is $kernel: upgrade the kernel (e.g. apt-get install linux-image-generic-hwe-22.04 on Ubuntu 22.04), or install with PADDOCK_RUNTIME=runc (no Docker inside boxes)"
+  fi
+  userns=$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)
+  if [ "$userns" -eq 0 ]; then
+    fail "Sysbox needs user namespaces, and they are off (user.max_user_namespaces = 0): turn them on with  sysctl -w user.max_user_namespaces=15000  (and in /etc/sysctl.d), or install with PADDOCK_RUNTIME=runc"
+  fi
+  if [ "$(cat /proc/sys/kernel/unprivileged_userns_clone 2>/dev/null || echo 1)" = 0 ]; then
+    fail "Sysbox needs user namespaces, and kernel.unprivileged_userns_clone is 0: turn it on with  sysctl -w kernel.unprivileged_userns_clone=1  (and in /etc/sysctl.d), or install with PADDOCK_RUNTIME=runc"
+  fi
+  deb="sysbox-ce_${SYSBOX_VERSION}-0.linux_${arch}.deb"
+  if [ -n "$offline" ] && ! command -v sysbox-runc >/dev/null 2>&1 && [ ! -f "$offline/$deb" ]; then
+    fail "offline mode with sysbox: $offline/$deb is missing (or use PADDOCK_RUNTIME=runc)"
+  fi
+}
+
 check_resources() {
   mem=$(awk '/^MemTotal:/ {print int($2/1024)}' /proc/meminfo)
   [ "$mem" -ge "$MIN_MEMORY_MB" ] || fail "this server has ${mem} MB of memory; Paddock needs at least 2 GB"
@@ -233,16 +265,17 @@ install_sysbox() {
   say "sysbox: installing $SYSBOX_VERSION"
   deb="sysbox-ce_${SYSBOX_VERSION}-0.linux_${arch}.deb"
   if [ -n "$offline" ]; then
-    [ -f "$offline/$deb" ] || fail "offline mode with sysbox: $offline/$deb is missing (or use PADDOCK_RUNTIME=runc)"
     cp "$offline/$deb" "$work/$deb"
   else
     curl -fsSL "https://downloads.nestybox.com/sysbox/releases/v${SYSBOX_VERSION}/$deb" -o "$work/$deb" ||
       fail "downloading Sysbox failed"
   fi
-  # Paddock's release lists the Sysbox package's checksum in its SHA256SUMS.
-  want=$(awk -v f="$deb" '$2 == f {print $1}' "$work/SHA256SUMS")
-  [ -n "$want" ] || fail "SHA256SUMS has no checksum for $deb"
-  [ "$(sha256sum "$work/$deb" | awk '{print $1}')" = "$want" ] || fail "$deb: checksum mismatch"
+  case "$arch" in
+    amd64) want=$SYSBOX_SHA256_amd64 ;;
+    arm64) want=$SYSBOX_SHA256_arm64 ;;
+  esac
+  got=$(sha256sum "$work/$deb" | awk '{print $1}')
+  [ "$got" = "$want" ] || fail "$deb: checksum mismatch (got $got, want $want); Sysbox was not installed"
   apt_install "$work/$deb"
 }
 
@@ -384,6 +417,7 @@ main() {
   check_ports
   check_hostname
   check_resources
+  check_sysbox
   say "installing Paddock $version for $hostname on $os_id $os_version ($arch), runtime $runtime"
 
   work=$(mktemp -d)

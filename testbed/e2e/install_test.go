@@ -164,6 +164,12 @@ func TestInstall(t *testing.T) {
 	s.must("mkdir -p /root/varlib && mount --bind /var/lib /root/varlib && mount -t tmpfs -o size=64m tmpfs /var/lib")
 	refuse("64 MB of disk", install, "/var/lib has 64 MB free; Paddock needs at least 10 GB")
 	s.must("umount /var/lib && umount /root/varlib")
+	// Sysbox's needs of the kernel are checked before anything changes.
+	sysbox := "PADDOCK_OFFLINE=/opt/offline PADDOCK_TLS=internal PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh"
+	s.must("echo 0 >/root/userns.off && mount --bind /root/userns.off /proc/sys/user/max_user_namespaces")
+	refuse("user namespaces off (Sysbox)", sysbox, "Sysbox needs user namespaces, and they are off")
+	s.must("umount /proc/sys/user/max_user_namespaces")
+	refuse("no Sysbox package offline", sysbox, "offline mode with sysbox: /opt/offline/sysbox-ce_0.6.5-0.linux_"+goruntime.GOARCH+".deb is missing")
 	refuse("bad runtime", "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=crun PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "use sysbox-runc or runc")
 	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
 
