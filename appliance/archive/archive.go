@@ -77,8 +77,17 @@ type Checker struct {
 	// they are written (as Unpack's strip): links are judged from where
 	// they land, not from where the archive names them.
 	Strip int
+	// Max bounds the bytes the entries hold, all together (0: DefaultMax).
+	Max   int64
+	total int64
 	links map[string]bool // where symlinks land
 }
+
+// DefaultMax bounds an archive's contents when nobody says otherwise.
+const DefaultMax = 64 << 30
+
+// ErrTooBig is the error of an archive whose contents pass the bound.
+var ErrTooBig = errors.New("archive too big")
 
 // Entry checks one header and returns its clean name.
 func (c *Checker) Entry(h *tar.Header) (string, error) {
@@ -100,11 +109,28 @@ func (c *Checker) Entry(h *tar.Header) (string, error) {
 	if landed == "" && c.Strip > 0 {
 		return name, nil // not written
 	}
+	// A sparse entry is small in the archive and as big as it says on
+	// disk: a few KB could fill the disk. Its real size is not known until
+	// it is written, so it is refused rather than counted.
+	for k := range h.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return "", unsafe(h.Name, "sparse files are not copied")
+		}
+	}
+	max := c.Max
+	if max <= 0 {
+		max = DefaultMax
+	}
+	if c.total += h.Size; h.Size < 0 || c.total > max {
+		return "", fmt.Errorf("%w: its files hold more than %d MiB", ErrTooBig, max>>20)
+	}
 	switch h.Typeflag {
-	case tar.TypeReg, tar.TypeDir, tar.TypeGNUSparse, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+	case tar.TypeReg, tar.TypeDir, tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
 		if h.Typeflag == tar.TypeChar || h.Typeflag == tar.TypeBlock {
 			return "", unsafe(h.Name, "device files are not copied")
 		}
+	case tar.TypeGNUSparse:
+		return "", unsafe(h.Name, "sparse files are not copied")
 	case tar.TypeSymlink:
 		if !linkInside(landed, h.Linkname) {
 			return "", unsafe(h.Name, fmt.Sprintf("symlink to %q points outside the target", h.Linkname))
@@ -147,13 +173,14 @@ func CheckStrip(r io.Reader, strip int) error {
 // Spool copies r into a temporary file in dir, checking every entry as it
 // goes, and returns the file rewound to its start. On any error nothing is
 // kept. The caller closes and removes the file (see Spooled.Close).
-func Spool(r io.Reader, dir string, rewrite func(*tar.Header)) (*Spooled, error) {
+// max bounds the bytes of its entries (0: DefaultMax).
+func Spool(r io.Reader, dir string, max int64, rewrite func(*tar.Header)) (*Spooled, error) {
 	f, err := os.CreateTemp(dir, "spool-*.tar")
 	if err != nil {
 		return nil, err
 	}
 	s := &Spooled{File: f}
-	if err := s.fill(r, rewrite); err != nil {
+	if err := s.fill(r, max, rewrite); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -166,10 +193,10 @@ type Spooled struct {
 	Size int64
 }
 
-func (s *Spooled) fill(r io.Reader, rewrite func(*tar.Header)) error {
+func (s *Spooled) fill(r io.Reader, max int64, rewrite func(*tar.Header)) error {
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(s.File)
-	var c Checker
+	c := Checker{Max: max}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {

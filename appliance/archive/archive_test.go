@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -65,13 +66,13 @@ func TestCheck(t *testing.T) {
 
 func TestSpoolRefusesWholeAndRewrites(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := Spool(mk(entry{name: "ok", body: "1"}, entry{name: "../no", body: "2"}), dir, nil); !errors.Is(err, ErrUnsafe) {
+	if _, err := Spool(mk(entry{name: "ok", body: "1"}, entry{name: "../no", body: "2"}), dir, 0, nil); !errors.Is(err, ErrUnsafe) {
 		t.Fatalf("Spool = %v, want ErrUnsafe", err)
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Fatalf("spool left %d files behind", len(left))
 	}
-	sp, err := Spool(mk(entry{name: "./a/b", body: "hello"}), dir, func(h *tar.Header) { h.Uid = 1000 })
+	sp, err := Spool(mk(entry{name: "./a/b", body: "hello"}), dir, 0, func(h *tar.Header) { h.Uid = 1000 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +178,43 @@ func TestLinksAreCheckedWhereTheyLand(t *testing.T) {
 		entry{name: "project/good", link: "a.txt", typ: tar.TypeSymlink})
 	if err := Unpack(ok, dest, 1); err != nil {
 		t.Fatalf("a link inside: %v", err)
+	}
+}
+
+// A sparse entry (a few bytes in the archive, gigabytes on disk) is
+// refused, in both of its forms; an archive past the bound is refused with
+// the bound named, and the spool leaves nothing behind.
+func TestSparseAndSizeBounds(t *testing.T) {
+	// Sparse archives as GNU tar makes them: 10 KB for a 2 GiB file.
+	src := t.TempDir()
+	if err := os.Truncate(filepath.Join(src, "big"), 0); err != nil {
+		f, _ := os.Create(filepath.Join(src, "big"))
+		f.Close()
+	}
+	os.Truncate(filepath.Join(src, "big"), 2<<30)
+	for _, format := range []string{"pax", "gnu"} {
+		out := filepath.Join(src, format+".tar")
+		if b, err := exec.Command("tar", "--sparse", "--format="+format, "-C", src, "-cf", out, "big").CombinedOutput(); err != nil {
+			t.Fatalf("tar: %v %s", err, b)
+		}
+		f, _ := os.Open(out)
+		err := Check(f)
+		f.Close()
+		if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), "sparse") {
+			t.Errorf("a %s sparse entry: %v", format, err)
+		}
+	}
+	dir := t.TempDir()
+	big := mk(entry{name: "a", body: strings.Repeat("x", 600<<10)}, entry{name: "b", body: strings.Repeat("y", 600<<10)})
+	if _, err := Spool(big, dir, 1<<20, nil); !errors.Is(err, ErrTooBig) || !strings.Contains(err.Error(), "more than 1 MiB") {
+		t.Errorf("1.2 MiB past a bound of 1 MiB: %v", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("a refused spool left %d files", len(left))
+	}
+	if sp, err := Spool(mk(entry{name: "a", body: "small"}), dir, 1<<20, nil); err != nil {
+		t.Errorf("within the bound: %v", err)
+	} else {
+		sp.Close()
 	}
 }

@@ -33,6 +33,9 @@ const DefaultPath = "/etc/paddock/paddock.toml"
 type BoxType struct {
 	CPUs      float64 `koanf:"cpus"`
 	MemoryMiB int64   `koanf:"memory_mib"`
+	// Pids bounds the processes (and threads) of a box: a fork bomb in one
+	// box stops at it instead of taking the host's.
+	Pids int64 `koanf:"pids"`
 }
 
 // Agent says how a coding agent runs a task without a person: Command,
@@ -77,6 +80,9 @@ type Config struct {
 	// host. It exists for the test of Docker in a box on machines where
 	// Sysbox cannot be installed, and is refused outside local mode.
 	UnsafeDockerInRuncBoxes bool `koanf:"unsafe_docker_in_runc_boxes"`
+	// ArchiveMaxMiB bounds what one push or drive restore may hold
+	// (sparse files are refused whatever their size).
+	ArchiveMaxMiB int64 `koanf:"archive_max_mib"`
 	// CLIDir holds the paddock CLI for users' computers, served at /cli/
 	// (paddock-OS-ARCH and SHA256SUMS; the installer puts them there).
 	CLIDir string `koanf:"cli_dir"`
@@ -140,6 +146,7 @@ func Defaults() map[string]any {
 		"runtime":                     "sysbox-runc",
 		"image":                       "paddock/box:latest",
 		"images":                      []string{},
+		"archive_max_mib":             16384,
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,
 		"box_user":                    "paddock",
@@ -149,6 +156,9 @@ func Defaults() map[string]any {
 		"docker_host":                 "",
 		"types.small.cpus":            1.0,
 		"types.small.memory_mib":      2048,
+		"types.small.pids":            2048,
+		"types.medium.pids":           4096,
+		"types.large.pids":            8192,
 		"types.medium.cpus":           2.0,
 		"types.medium.memory_mib":     4096,
 		"types.large.cpus":            4.0,
@@ -296,8 +306,8 @@ func (c Config) Validate() error {
 	}
 	for _, t := range []string{"small", "medium", "large"} {
 		bt, ok := c.Types[t]
-		if !ok || bt.CPUs <= 0 || bt.MemoryMiB <= 0 {
-			return fmt.Errorf("config: types.%s needs cpus > 0 and memory_mib > 0", t)
+		if !ok || bt.CPUs <= 0 || bt.MemoryMiB <= 0 || bt.Pids <= 0 {
+			return fmt.Errorf("config: types.%s needs cpus > 0, memory_mib > 0 and pids > 0", t)
 		}
 	}
 	for name, a := range c.Agents {

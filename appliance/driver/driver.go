@@ -63,6 +63,9 @@ type BoxSpec struct {
 	Snapshot    string
 	CPUs        float64
 	MemoryBytes int64
+	// Pids bounds the box's processes (0: no bound). Not in the hash: a
+	// new bound reaches a box when its container is next made.
+	Pids int64
 	Mounts      []Mount
 	// Generation forces a new container when it changes.
 	Generation int

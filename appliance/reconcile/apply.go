@@ -18,6 +18,7 @@ import (
 type BoxType struct {
 	CPUs      float64
 	MemoryMiB int64
+	Pids      int64
 }
 
 // Reconciler loads declared state from the store, observes the engine, plans
@@ -122,6 +123,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		Snapshot:    b.From,
 		CPUs:        t.CPUs,
 		MemoryBytes: t.MemoryMiB << 20,
+		Pids:        t.Pids,
 		Generation:  b.Generation,
 		IP:          b.IP,
 		Desktop:     b.Desktop,

@@ -75,10 +75,10 @@ func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error
 // spool checks an uploaded archive whole, into a file under the state
 // directory, with every entry given to the box user.
 func (s *Service) spool(body io.Reader) (*archive.Spooled, error) {
-	sp, err := archive.Spool(body, s.Cfg.StateDir, func(h *tar.Header) {
+	sp, err := archive.Spool(body, s.Cfg.StateDir, s.Cfg.ArchiveMaxMiB<<20, func(h *tar.Header) {
 		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
 	})
-	if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) {
+	if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig) {
 		return nil, invalid("archive", "%v; nothing was written", err)
 	}
 	return sp, err

@@ -186,7 +186,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 func Types(c config.Config) map[string]reconcile.BoxType {
 	out := map[string]reconcile.BoxType{}
 	for k, v := range c.Types {
-		out[k] = reconcile.BoxType{CPUs: v.CPUs, MemoryMiB: v.MemoryMiB}
+		out[k] = reconcile.BoxType{CPUs: v.CPUs, MemoryMiB: v.MemoryMiB, Pids: v.Pids}
 	}
 	return out
 }

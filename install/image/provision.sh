@@ -34,6 +34,11 @@ main() {
     netcat-openbsd procps sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
     xdotool x11-apps x11-utils xterm imagemagick docker.io
+  # Debian 13 ships the docker client apart from the engine (a
+  # recommendation of docker.io); Ubuntu's docker.io has it inside.
+  if ! command -v docker >/dev/null 2>&1; then
+    apt-get install -y --no-install-recommends docker-cli
+  fi
   rm -rf /var/lib/apt/lists/*
 
   # The box user comes first: the agents' own installers run as it.

@@ -230,6 +230,9 @@ func AltImage(image, instance string) string {
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
+# A bound a test can reach quickly (bounds.txtar).
+[types.small]
+pids = 512
 [agents.echo]
 command = ["sh", "-c", "echo \"task=$1\"; echo \"key=${TEST_KEY:+set}\"; test -n \"$TEST_KEY\"", "agent"]
 secrets = ["TEST_KEY"]

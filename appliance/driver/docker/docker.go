@@ -207,6 +207,13 @@ func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 	return out, nil
 }
 
+func pidsLimit(n int64) *int64 {
+	if n <= 0 {
+		return nil
+	}
+	return &n
+}
+
 // dropped are the default capabilities a box's processes lose on runc.
 // NET_RAW would let root in a box forge packets (raw sockets); MKNOD and
 // AUDIT_WRITE serve nothing a box does. Sysbox gives root in the box all
@@ -281,8 +288,9 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 			NetworkMode: container.NetworkMode(d.cfg.Instance),
 			Mounts:      mounts,
 			Resources: container.Resources{
-				NanoCPUs: int64(spec.CPUs * 1e9),
-				Memory:   spec.MemoryBytes,
+				NanoCPUs:  int64(spec.CPUs * 1e9),
+				Memory:    spec.MemoryBytes,
+				PidsLimit: pidsLimit(spec.Pids),
 			},
 		},
 		NetworkingConfig: netcfg,

@@ -91,7 +91,7 @@ func cmdPull(e *env, args []string) error {
 	body, bar := e.meter(rc, "pull", nil)
 	// The box is not trusted: spool and check the whole archive before
 	// writing a single file.
-	sp, err := archive.Spool(body, "", nil)
+	sp, err := archive.Spool(body, "", 0, nil)
 	if err != nil {
 		bar.done(false)
 		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
