@@ -43,8 +43,8 @@ type Box struct {
 	// IP is the box's address on the box network.
 	IP string `json:"ip,omitempty"`
 	// Docker is how the box's own Docker engine is, on a running box asked
-	// for by name with ?detail=1: "up", "failed: WHY", or "off" (its
-	// runtime does not allow one).
+	// for by name with ?detail=1: "up", "starting", "failed: WHY", or "off"
+	// (its runtime does not allow one).
 	Docker string `json:"docker,omitempty"`
 }
 

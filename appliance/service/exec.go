@@ -102,7 +102,10 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	if b.Status != "running" {
 		return ""
 	}
-	spec, err := s.CheckExec(b.Name, api.ExecPost{Cmd: []string{"cat", "/run/paddock-docker"}})
+	// paddock-init writes /run/paddock-docker once the engine answered or
+	// gave up; PADDOCK_DOCKER says whether it was to start one at all.
+	probe := `cat /run/paddock-docker 2>/dev/null || { [ "${PADDOCK_DOCKER:-}" = 1 ] && echo starting || echo off; }`
+	spec, err := s.CheckExec(b.Name, api.ExecPost{Cmd: []string{"sh", "-c", probe}})
 	if err != nil {
 		return ""
 	}
@@ -110,11 +113,8 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	defer cancel()
 	var out bytes.Buffer
 	code, err := s.Exec(ctx, b.Name, spec, ExecIO{Stdout: &out, Stderr: io.Discard})
-	switch {
-	case err != nil:
+	if err != nil || code != 0 {
 		return ""
-	case code != 0:
-		return "off"
 	}
 	return strings.TrimSpace(out.String())
 }
