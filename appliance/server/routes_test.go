@@ -111,6 +111,7 @@ func TestEveryRouteNeedsCredentials(t *testing.T) {
 			t.Errorf("%s: unknown access %q", r.Pattern, r.Access)
 		}
 	}
+	t.Logf("routes by access: %v", counts)
 	if counts[route.Token] < 40 || counts[route.Session] < 3 || counts[route.Ticket] < 1 {
 		t.Fatalf("the route table looks short: %v", counts)
 	}
@@ -188,6 +189,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 			t.Errorf("%s: another user's object answers %d, want 404: %.200s", r.Pattern, code, body)
 		}
 	}
+	t.Logf("%d routes name an object", tried)
 	if tried < 25 {
 		t.Fatalf("only %d routes name an object", tried)
 	}
