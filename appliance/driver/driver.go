@@ -65,8 +65,8 @@ type BoxSpec struct {
 	MemoryBytes int64
 	// Pids bounds the box's processes (0: no bound). Not in the hash: a
 	// new bound reaches a box when its container is next made.
-	Pids int64
-	Mounts      []Mount
+	Pids   int64
+	Mounts []Mount
 	// Generation forces a new container when it changes.
 	Generation int
 	// IP is the box's fixed address on the box network.
