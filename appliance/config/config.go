@@ -80,6 +80,9 @@ type Config struct {
 	// host. It exists for the test of Docker in a box on machines where
 	// Sysbox cannot be installed, and is refused outside local mode.
 	UnsafeDockerInRuncBoxes bool `koanf:"unsafe_docker_in_runc_boxes"`
+	// JobLogMaxMiB bounds what is kept of one job's output: its tail, with a
+	// line that says how much was dropped.
+	JobLogMaxMiB int64 `koanf:"job_log_max_mib"`
 	// ArchiveMaxMiB bounds what one push or drive restore may hold
 	// (sparse files are refused whatever their size).
 	ArchiveMaxMiB int64 `koanf:"archive_max_mib"`
@@ -146,6 +149,7 @@ func Defaults() map[string]any {
 		"runtime":                     "sysbox-runc",
 		"image":                       "paddock/box:latest",
 		"images":                      []string{},
+		"job_log_max_mib":             64,
 		"archive_max_mib":             16384,
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,
@@ -297,6 +301,9 @@ func validHostname(h string) bool {
 func (c Config) Validate() error {
 	if c.StateDir == "" {
 		return errors.New("config: state_dir is empty")
+	}
+	if c.JobLogMaxMiB < 0 || c.ArchiveMaxMiB < 0 {
+		return errors.New("config: job_log_max_mib and archive_max_mib must be 0 (no bound) or more")
 	}
 	if c.UnsafeDockerInRuncBoxes && !c.Local {
 		return errors.New("config: unsafe_docker_in_runc_boxes gives boxes the host: it is for tests in local mode only (use the sysbox-runc runtime for Docker in boxes)")

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -122,6 +121,7 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 // ForgetJobLogs removes the logs of jobs that went with a removed box.
 func (s *Service) ForgetJobLogs(ids []string) {
 	for _, id := range ids {
+		os.Remove(s.jobLog(id) + ".1")
 		if err := os.Remove(s.jobLog(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			s.Log.Warn("removing a job log", "job", id, "err", err)
 		}
@@ -173,7 +173,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 	if label != "" {
 		j.Cmd = append([]string{"(" + label + ")"}, p.Cmd...)
 	}
-	f, err := os.OpenFile(s.jobLog(j.ID), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err := newJobLogWriter(s.jobLog(j.ID), s.Cfg.JobLogMaxMiB<<20)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -191,7 +191,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 
 	go func() {
 		defer close(done)
-		w := &lockedWriter{w: f}
+		w := f
 		spec.Stdout, spec.Stderr = w, w
 		code, err := s.Driver.Exec(s.Life, name, spec)
 		state := "exited"
@@ -211,17 +211,6 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		s.jobsMu.Unlock()
 	}()
 	return toAPIJob(j), nil
-}
-
-type lockedWriter struct {
-	mu sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
 }
 
 func toAPIJob(j store.Job) api.Job {
@@ -259,7 +248,7 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 	if _, err := s.Job(name, id); err != nil {
 		return err
 	}
-	f, err := os.Open(s.jobLog(id))
+	f, err := openJobLog(s.jobLog(id))
 	if err != nil {
 		return fmt.Errorf("job %s has no log: %w", id, err)
 	}

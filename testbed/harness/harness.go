@@ -230,7 +230,8 @@ func AltImage(image, instance string) string {
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
-# A bound a test can reach quickly (bounds.txtar).
+# Bounds a test can reach quickly (bounds.txtar).
+job_log_max_mib = 1
 [types.small]
 pids = 512
 [agents.echo]
