@@ -55,6 +55,14 @@ type Agent struct {
 	NoTask string `koanf:"no_task"`
 }
 
+// Limits are counts a member may not pass.
+type Limits struct {
+	Boxes  int `koanf:"boxes"`
+	Drives int `koanf:"drives"`
+	// Jobs counts a member's running jobs and prompts.
+	Jobs int `koanf:"jobs"`
+}
+
 // Config is paddockd's configuration.
 type Config struct {
 	// StateDir holds the database, job logs and the local token.
@@ -80,6 +88,9 @@ type Config struct {
 	// host. It exists for the test of Docker in a box on machines where
 	// Sysbox cannot be installed, and is refused outside local mode.
 	UnsafeDockerInRuncBoxes bool `koanf:"unsafe_docker_in_runc_boxes"`
+	// Limits bound what each member may have at once (0: no bound); owners
+	// have no bounds.
+	Limits Limits `koanf:"limits"`
 	// JobLogMaxMiB bounds what is kept of one job's output: its tail, with a
 	// line that says how much was dropped.
 	JobLogMaxMiB int64 `koanf:"job_log_max_mib"`
@@ -150,6 +161,9 @@ func Defaults() map[string]any {
 		"image":                       "paddock/box:latest",
 		"images":                      []string{},
 		"job_log_max_mib":             64,
+		"limits.boxes":                20,
+		"limits.drives":               20,
+		"limits.jobs":                 50,
 		"archive_max_mib":             16384,
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,

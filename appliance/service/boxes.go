@@ -38,7 +38,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		if err := s.assignIP(tx, &b); err != nil {
 			return err
 		}
-		if err := createBox(tx, b); err != nil {
+		if err := s.createBox(tx, b); err != nil {
 			return err
 		}
 		return nil
@@ -46,8 +46,12 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
 }
 
-// createBox declares b, saying why a name cannot be had.
-func createBox(tx *store.Tx, b store.Box) error {
+// createBox declares b, saying why a name cannot be had or a member may
+// have no more boxes.
+func (s *Service) createBox(tx *store.Tx, b store.Box) error {
+	if err := s.checkLimit(tx, b.Owner, "boxes"); err != nil {
+		return err
+	}
 	switch err := tx.CreateBox(b); {
 	case errors.Is(err, store.ErrConflict):
 		return conflict("a box named %q already exists", b.Name)
@@ -56,6 +60,28 @@ func createBox(tx *store.Tx, b store.Box) error {
 	default:
 		return err
 	}
+}
+
+// checkLimit refuses one more box or drive to a member who has the most
+// the configuration allows, naming the limit.
+func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
+	limit := map[string]int{"boxes": s.Cfg.Limits.Boxes, "drives": s.Cfg.Limits.Drives}[what]
+	if limit <= 0 || owner == 0 { // owner 0: before there were users
+		return nil
+	}
+	if u, err := tx.GetUser(owner); errors.Is(err, store.ErrNotFound) || (err == nil && u.Role != store.RoleMember) {
+		return nil // owners have no limits
+	} else if err != nil {
+		return err
+	}
+	boxes, drives, err := tx.CountOwned(owner)
+	if err != nil {
+		return err
+	}
+	if n := map[string]int{"boxes": boxes, "drives": drives}[what]; n >= limit {
+		return conflict("you have %d %s, the most a member may have (limits.%s = %d): remove one first", n, what, what, limit)
+	}
+	return nil
 }
 
 // errNoImage is the one answer for an image a box may not be made from,
@@ -405,7 +431,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		if err := s.assignIP(tx, &nb); err != nil {
 			return err
 		}
-		if err := createBox(tx, nb); err != nil {
+		if err := s.createBox(tx, nb); err != nil {
 			return err
 		}
 		return nil
@@ -462,6 +488,9 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		return api.Drive{}, err
 	}
 	err := s.Store.Declare(func(tx *store.Tx) error {
+		if err := s.checkLimit(tx, ownerID(ctx), "drives"); err != nil {
+			return err
+		}
 		err := tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: ownerID(ctx)})
 		if errors.Is(err, store.ErrConflict) {
 			d, _ := tx.GetDrive(p.Name)

@@ -118,6 +118,33 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	return strings.TrimSpace(out.String())
 }
 
+// checkJobLimit refuses one more running job in a member's boxes when the
+// member has limits.jobs running, naming the limit.
+func (s *Service) checkJobLimit(box string) error {
+	limit := s.Cfg.Limits.Jobs
+	b, err := s.Store.GetBox(box)
+	if limit <= 0 || err != nil || b.Owner == 0 {
+		return err
+	}
+	if u, err := s.Store.GetUser(b.Owner); err != nil || u.Role != store.RoleMember {
+		return nil
+	}
+	running, err := s.Store.ListJobs("", "running")
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, j := range running {
+		if jb, err := s.Store.GetBox(j.Box); err == nil && jb.Owner == b.Owner {
+			n++
+		}
+	}
+	if n >= limit {
+		return conflict("you have %d jobs running, the most a member may have (limits.jobs = %d): wait for one to end", n, limit)
+	}
+	return nil
+}
+
 // ForgetJobLogs removes the logs of jobs that went with a removed box.
 func (s *Service) ForgetJobLogs(ids []string) {
 	for _, id := range ids {
@@ -155,6 +182,9 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 	p.TTY = false
 	spec, err := s.CheckExec(name, p)
 	if err != nil {
+		return api.Job{}, err
+	}
+	if err := s.checkJobLimit(name); err != nil {
 		return api.Job{}, err
 	}
 	if p.Desktop {

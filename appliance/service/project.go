@@ -288,7 +288,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 		if err := s.assignIP(tx, &nb); err != nil {
 			return err
 		}
-		return createBox(tx, nb)
+		return s.createBox(tx, nb)
 	}
 	if err != nil {
 		return err

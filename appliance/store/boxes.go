@@ -150,6 +150,15 @@ func (t *Tx) UpdateBox(b Box) error {
 	return oneRow(res)
 }
 
+// CountOwned counts the boxes and the drives (not being removed) of a user.
+func (t *Tx) CountOwned(owner int64) (boxes, drives int, err error) {
+	if err = t.tx.QueryRow(`SELECT count(*) FROM boxes WHERE owner=?`, owner).Scan(&boxes); err != nil {
+		return
+	}
+	err = t.tx.QueryRow(`SELECT count(*) FROM drives WHERE owner=? AND state != 'deleting'`, owner).Scan(&drives)
+	return
+}
+
 // NewUID makes a box id.
 func NewUID() string {
 	b := make([]byte, 8)

@@ -66,6 +66,11 @@ func (s *Store) GetUser(id int64) (User, error) {
 	return scanUser(s.db.QueryRow(`SELECT `+userCols+` FROM users WHERE id=?`, id))
 }
 
+// GetUser reads a user by id in the transaction.
+func (t *Tx) GetUser(id int64) (User, error) {
+	return scanUser(t.tx.QueryRow(`SELECT `+userCols+` FROM users WHERE id=?`, id))
+}
+
 // UserByName reads a user by name.
 func (s *Store) UserByName(name string) (User, error) {
 	return scanUser(s.db.QueryRow(`SELECT `+userCols+` FROM users WHERE name=?`, name))
