@@ -21,7 +21,10 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -73,6 +76,9 @@ type Config struct {
 type Driver struct {
 	c   *client.Client
 	cfg Config
+
+	mu   sync.Mutex
+	pids map[string]int // running container → its first process, as last seen
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -194,17 +200,57 @@ func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 			Snapshot: c.Labels[LabelSnapshot],
 		}
 		if st.Running {
-			ins, err := d.c.ContainerInspect(ctx, c.ID, client.ContainerInspectOptions{})
-			if err != nil && !cerrdefs.IsNotFound(err) {
+			pid, err := d.pid(ctx, c.ID)
+			if err != nil {
 				return nil, err
 			}
-			if err == nil && ins.Container.State != nil {
-				st.Pid = ins.Container.State.Pid
-			}
+			st.Pid = pid
 		}
 		out = append(out, st)
 	}
+	d.mu.Lock()
+	for id := range d.pids {
+		if !slices.ContainsFunc(out, func(b driver.BoxState) bool { return b.ID == id && b.Running }) {
+			delete(d.pids, id)
+		}
+	}
+	d.mu.Unlock()
 	return out, nil
+}
+
+// pid finds a running container's first process. The list the engine
+// gives has no pids, and an inspect per box per pass is the costly part of
+// observing many boxes; so a pid seen once is kept while the process still
+// belongs to that container (its cgroup names the container), and asked
+// for again only when it no longer does (a restart) or cannot be read (an
+// engine on another machine).
+func (d *Driver) pid(ctx context.Context, id string) (int, error) {
+	d.mu.Lock()
+	pid, ok := d.pids[id]
+	d.mu.Unlock()
+	if ok {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil && strings.Contains(string(b), id) {
+			return pid, nil
+		}
+	}
+	ins, err := d.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if cerrdefs.IsNotFound(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	if ins.Container.State == nil {
+		return 0, nil
+	}
+	pid = ins.Container.State.Pid
+	d.mu.Lock()
+	if d.pids == nil {
+		d.pids = map[string]int{}
+	}
+	d.pids[id] = pid
+	d.mu.Unlock()
+	return pid, nil
 }
 
 func pidsLimit(n int64) *int64 {
