@@ -1,6 +1,6 @@
 // Command testlog turns `go test -json` on stdin into what plain `go test`
 // prints (each package's closing line, and the output of tests that fail),
-// then lists the tests that were skipped. With -no-skips it fails when any
+// and the e2e attacks' tally, then lists the tests that were skipped. With -no-skips it fails when any
 // was: CI uses it so that a missing tool cannot turn into a green run. It
 // exits non-zero when a test or package failed.
 package main
@@ -42,6 +42,9 @@ func main() {
 			fmt.Print(e.Output)
 		case e.Action == "output":
 			buf[key] = append(buf[key], e.Output)
+			if strings.HasPrefix(e.Output, "attacks: ") {
+				fmt.Print(e.Output) // the e2e attacks' tally belongs in the log
+			}
 		case e.Action == "fail" && e.Test != "":
 			failed = true
 			fmt.Print(strings.Join(buf[key], ""))
