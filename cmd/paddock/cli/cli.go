@@ -38,6 +38,9 @@ type env struct {
 	getenv         func(string) string
 	// ctx ends on Ctrl-C.
 	ctx context.Context
+	// helpOnly runs a command only to learn its flags (see showHelp): it
+	// may not reach a server or write the configuration.
+	helpOnly bool
 }
 
 type command struct {
@@ -123,6 +126,9 @@ func run(e *env, args []string) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
+			if c.name != "help" && wantsHelp(args[1:]) {
+				return showHelp(e, c)
+			}
 			err := c.run(e, args[1:])
 			return report(e, c, err)
 		}
@@ -144,7 +150,9 @@ func report(e *env, c command, err error) int {
 		fmt.Fprintf(e.stderr, "paddock %s: %s\nusage: paddock %s %s\n", c.name, ue.msg, c.name, c.args)
 		return 2
 	}
-	if errors.Is(err, pflag.ErrHelp) {
+	var hf helpFlags
+	if errors.As(err, &hf) {
+		showHelp(e, c)
 		return 0
 	}
 	var shown errShown
@@ -190,7 +198,55 @@ func distance(a, b string) int {
 	return prev[len(b)]
 }
 
-func cmdHelp(e *env, _ []string) error {
+// wantsHelp says whether a command's arguments ask for its help (before a
+// "--", after which they belong to the command in the box).
+func wantsHelp(args []string) bool {
+	for _, a := range args {
+		switch a {
+		case "--":
+			return false
+		case "-h", "--help":
+			return true
+		}
+	}
+	return false
+}
+
+// errHelpOnly stops a command run by showHelp before it does anything.
+var errHelpOnly = errors.New("help only")
+
+// helpFlags is what parse returns for --help: the flags to show.
+type helpFlags struct{ usages string }
+
+func (helpFlags) Error() string { return "help" }
+
+// showHelp prints a command's usage line, what it does and its flags with
+// their defaults. The flags are declared where the command runs, so the
+// command is run with --help alone, its output discarded, and may not
+// reach a server or write the configuration (helpOnly): parse stops it
+// there, or client, connect or save do.
+func showHelp(e *env, c command) int {
+	probe := *e
+	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
+	err := c.run(&probe, []string{"--help"})
+	fmt.Fprintf(e.stdout, "usage: %s\n\n%s\n", strings.TrimSpace("paddock "+c.name+" "+c.args), c.short)
+	var hf helpFlags
+	if errors.As(err, &hf) && hf.usages != "" {
+		fmt.Fprintf(e.stdout, "\nflags:\n%s", hf.usages)
+	}
+	return 0
+}
+
+func cmdHelp(e *env, args []string) error {
+	if len(args) == 1 {
+		for _, c := range commands {
+			if c.name == args[0] {
+				showHelp(e, c)
+				return nil
+			}
+		}
+		return usagef("no command %q%s", args[0], suggest(args[0]))
+	}
 	fmt.Fprintln(e.stdout, "paddock: computers for coding agents\n\nCommands:")
 	for _, c := range commands {
 		fmt.Fprintf(e.stdout, "  %-10s %s\n", c.name, c.short)
@@ -209,7 +265,7 @@ func flags(name string) *pflag.FlagSet {
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return err
+			return helpFlags{fs.FlagUsages()}
 		}
 		return usagef("%v", err)
 	}
@@ -257,6 +313,9 @@ func (e *env) load() (settings, error) {
 
 // save writes the settings atomically with mode 0600.
 func (e *env) save(s settings) error {
+	if e.helpOnly {
+		return errHelpOnly
+	}
 	p, err := e.configPath()
 	if err != nil {
 		return err
@@ -293,6 +352,9 @@ func (e *env) save(s settings) error {
 
 // client returns an API client from the environment and stored settings.
 func (e *env) client() (*client.Client, error) {
+	if e.helpOnly {
+		return nil, errHelpOnly
+	}
 	s, err := e.load()
 	if err != nil {
 		return nil, err
