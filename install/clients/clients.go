@@ -113,7 +113,13 @@ func Sums(dir string) (map[string]string, error) {
 }
 
 var page = template.Must(template.New("cli").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Paddock CLI</title></head>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Paddock CLI</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}pre,code{background:#f3f3f3;padding:.1rem .3rem}
+pre{padding:.5rem;white-space:pre-wrap;overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
+</style></head>
 <body><h1>The paddock command line</h1>
 <p>macOS and Linux:</p><pre>curl -fsSL {{.URL}}/cli/install.sh | sh</pre>
 <p>Windows (PowerShell):</p><pre>irm {{.URL}}/cli/install.ps1 | iex</pre>
@@ -132,7 +138,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Content-Security-Policy", "default-src 'none'")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	page.Execute(w, struct {
 		URL   string
 		Files []file
