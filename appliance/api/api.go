@@ -40,12 +40,50 @@ type Box struct {
 	// Setup is the state of a Boxfile box's one-time push and setup:
 	// pending, done or failed.
 	Setup string `json:"setup,omitempty"`
+	// Owner is the name of the user the box belongs to.
+	Owner string `json:"owner,omitempty"`
 	// IP is the box's address on the box network.
 	IP string `json:"ip,omitempty"`
 	// Docker is how the box's own Docker engine is, on a running box asked
 	// for by name with ?detail=1: "up", "starting", "failed: WHY", or "off"
 	// (its runtime does not allow one).
 	Docker string `json:"docker,omitempty"`
+}
+
+// Dir is a directory in a box (GET /v1/boxes/NAME/dir?path=).
+type Dir struct {
+	Path    string     `json:"path"`
+	Entries []DirEntry `json:"entries"`
+	// Truncated says the directory has more entries than were listed.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// DirEntry is one entry of a Dir.
+type DirEntry struct {
+	Name string `json:"name"`
+	// Type is "dir", "file", "link" or "other".
+	Type     string    `json:"type"`
+	Size     int64     `json:"size"`
+	Modified time.Time `json:"modified"`
+	// Target is a link's target.
+	Target string `json:"target,omitempty"`
+}
+
+// SignInPost asks for a dashboard sign-in link.
+type SignInPost struct {
+	// Box lands the browser on that box's page instead of the list.
+	Box string `json:"box,omitempty"`
+}
+
+// SignInLink is a single-use link that signs a browser in as the caller.
+type SignInLink struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
+}
+
+// TTLPut gives a box a new TTL counted from now ("" or "0": none).
+type TTLPut struct {
+	TTL string `json:"ttl"`
 }
 
 // PolicyPut sets a box's policy.

@@ -550,6 +550,13 @@ func (c *Client) DesktopTicket(ctx context.Context, box string) (api.DesktopTick
 	return t, c.do(ctx, "POST", "/boxes/"+esc(box)+"/desktop", nil, &t)
 }
 
+// SignInLink asks for a single-use link that signs a browser in to the
+// dashboard as this client's user (on box's page, if one is named).
+func (c *Client) SignInLink(ctx context.Context, box string) (api.SignInLink, error) {
+	var l api.SignInLink
+	return l, c.do(ctx, "POST", "/signin-links", api.SignInPost{Box: box}, &l)
+}
+
 // Base is the server's base URL (http://host:port); for a unix socket,
 // http://paddock.
 func (c *Client) Base() string { return c.base }

@@ -82,7 +82,7 @@ func New(svc *service.Service, st *store.Store, log *slog.Logger, hostname strin
 
 // Routes adds the pages to mux.
 func (p *Pages) Routes(t *route.Table) {
-	t.Add("GET /{$}", route.Session, p.guard(p.home))
+	t.Add("GET /{$}", route.Session, p.guard(p.app("boxes")))
 	t.Add("GET /setup/{token}", route.Public, p.guard(p.linkPage))
 	t.Add("POST /setup/{token}", route.Public, p.guard(p.redeem))
 	t.Add("GET /invite/{token}", route.Public, p.guard(p.linkPage))
@@ -92,6 +92,7 @@ func (p *Pages) Routes(t *route.Table) {
 	t.Add("POST /logout", route.Session, p.guard(p.logout))
 	t.Add("GET /device", route.Session, p.guard(p.devicePage))
 	t.Add("POST /device", route.Session, p.guard(p.approve))
+	p.appRoutes(t)
 }
 
 type view struct {
@@ -229,20 +230,6 @@ func (p *Pages) setSession(w http.ResponseWriter, s api.Session) {
 		HttpOnly: true, Secure: p.Secure, SameSite: http.SameSiteLaxMode})
 }
 
-func (p *Pages) home(w http.ResponseWriter, r *http.Request) {
-	t, u, ok := p.Session(r)
-	if !ok {
-		http.Redirect(w, r, "/login", http.StatusSeeOther)
-		return
-	}
-	boxes, err := p.Svc.ListBoxes(service.WithUser(r.Context(), u))
-	if err != nil {
-		p.render(w, http.StatusInternalServerError, "error", view{Title: "Error", Error: err.Error()})
-		return
-	}
-	p.render(w, http.StatusOK, "home", view{Title: "Paddock", User: u.Name, Role: u.Role, CSRF: t.CSRF, Boxes: boxes})
-}
-
 func (p *Pages) linkPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
 	kind, err := p.Svc.LinkKind(tok)
@@ -353,7 +340,12 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 
 func (p *Pages) logout(w http.ResponseWriter, r *http.Request) {
 	t, _, ok := p.Session(r)
-	if ok && CSRFOK(t, r.PostFormValue("csrf")) {
+	if ok && !CSRFOK(t, r.PostFormValue("csrf")) {
+		// A forged logout neither ends the session nor drops the cookie.
+		p.render(w, http.StatusForbidden, "error", view{Title: "Refused", Error: "This form is stale; open the page again."})
+		return
+	}
+	if ok {
 		p.Store.DeleteTokenHash(t.Hash)
 	}
 	http.SetCookie(w, &http.Cookie{Name: p.cookie(), Value: "", Path: "/", MaxAge: -1, HttpOnly: true, Secure: p.Secure, SameSite: http.SameSiteLaxMode})

@@ -113,6 +113,7 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/apply", s.apply)
 	add("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
+	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
 	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
 	add("GET "+p+"/agents", s.agents)
@@ -131,6 +132,11 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/users/invites", s.invite)
 	add("DELETE "+p+"/users/{user}", s.removeUser)
 	add("POST "+p+"/logout", s.logout)
+	add("POST "+p+"/signin-links", s.signInLink)
+	add("GET "+p+"/events", s.events)
+	add("GET "+p+"/boxes/{name}/terminal", s.terminal)
+	add("GET "+p+"/boxes/{name}/dir", s.listDir)
+	add("GET "+p+"/boxes/{name}/download", s.download)
 	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
 	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
@@ -145,6 +151,7 @@ func (s *Server) Handler() http.Handler {
 	}
 	add("GET "+p+"/policies", s.listPolicies)
 	add("POST "+p+"/policies", s.createPolicy)
+	add("PUT "+p+"/policies/{name}", s.updatePolicy)
 	add("DELETE "+p+"/policies/{name}", s.removePolicy)
 	if s.Desktop != nil {
 		add("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)

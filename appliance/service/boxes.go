@@ -182,7 +182,9 @@ func (s *Service) GetBox(name string) (api.Box, error) {
 	if err != nil {
 		return api.Box{}, err
 	}
-	return toAPIBox(b, s.Cfg.Types), nil
+	out := toAPIBox(b, s.Cfg.Types)
+	out.Owner = s.ownerNames()[b.Owner]
+	return out, nil
 }
 
 // ListBoxes returns the boxes the user of ctx sees.
@@ -192,13 +194,30 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 		return nil, err
 	}
 	out := make([]api.Box, 0, len(bs))
+	names := s.ownerNames()
 	for _, b := range bs {
 		if !visible(ctx, b.Owner) {
 			continue
 		}
-		out = append(out, toAPIBox(b, s.Cfg.Types))
+		ab := toAPIBox(b, s.Cfg.Types)
+		ab.Owner = names[b.Owner]
+		out = append(out, ab)
 	}
 	return out, nil
+}
+
+// ownerNames maps user ids to names (empty when the store cannot say:
+// the owner's name is a courtesy, not a check).
+func (s *Service) ownerNames() map[int64]string {
+	us, err := s.Store.Users()
+	m := map[int64]string{}
+	if err != nil {
+		return m
+	}
+	for _, u := range us {
+		m[u.ID] = u.Name
+	}
+	return m
 }
 
 // update changes one declared box in a transaction.
@@ -569,4 +588,27 @@ func (s *Service) RemoveDrive(ctx context.Context, name string) error {
 		return err
 	}
 	return s.reconcileFor(ctx, "volume.drive."+name, "drive."+name)
+}
+
+// SetTTL gives a box a new TTL counted from now ("" or "0": none); a
+// running box then stops when it runs out. A Boxfile's next apply sets
+// its own TTL again.
+func (s *Service) SetTTL(ctx context.Context, name, ttl string) (api.Box, error) {
+	d, err := api.ParseTTL(ttl)
+	if err != nil {
+		return api.Box{}, err
+	}
+	err = s.update(name, func(_ *store.Tx, b *store.Box) error {
+		b.TTL = d
+		b.ExpiresAt = nil
+		if d > 0 && b.Desired == "running" {
+			exp := s.now().Add(d)
+			b.ExpiresAt = &exp
+		}
+		return nil
+	})
+	if err != nil {
+		return api.Box{}, err
+	}
+	return s.GetBox(name)
 }

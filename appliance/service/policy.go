@@ -164,3 +164,43 @@ func (s *Service) PolicyReport(name string) (api.PolicyReport, error) {
 	}
 	return out, nil
 }
+
+// UpdatePolicy replaces the allowlists of a named policy made outside any
+// Boxfile; the boxes that use it get the new rules before this returns.
+// A Boxfile's policy is changed in its Boxfile, so that the next apply
+// does not undo the change.
+func (s *Service) UpdatePolicy(ctx context.Context, p api.PolicySpec) (api.Policy, error) {
+	if err := api.ValidateProject(api.ProjectSpec{Policies: []api.PolicySpec{p}}); err != nil {
+		return api.Policy{}, err
+	}
+	err := s.Store.Declare(func(tx *store.Tx) error {
+		pols, err := tx.ListPolicies()
+		if err != nil {
+			return err
+		}
+		for _, old := range pols {
+			if old.Name != p.Name || !visible(ctx, old.Owner) {
+				continue
+			}
+			if old.Project != "" {
+				return conflict("policy %q is declared by project %q's Boxfile; change it there and apply", p.Name, old.Project)
+			}
+			old.AllowDomains, old.AllowCIDRs = p.AllowDomains, p.AllowCIDRs
+			return tx.PutPolicy(old)
+		}
+		return notFound("policy", p.Name)
+	})
+	if err != nil {
+		return api.Policy{}, err
+	}
+	if _, err := s.Rec.Run(ctx); err != nil {
+		return api.Policy{}, err
+	}
+	pols, err := s.ListPolicies(ctx)
+	for _, pol := range pols {
+		if pol.Name == p.Name {
+			return pol, err
+		}
+	}
+	return api.Policy{PolicySpec: p}, err
+}

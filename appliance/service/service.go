@@ -45,6 +45,8 @@ type Service struct {
 
 	// Devices holds device logins in progress.
 	Devices Devices
+	// SignIns holds the dashboard's sign-in links not yet used.
+	SignIns SignIns
 
 	jobsMu sync.Mutex
 	jobs   map[string]chan struct{} // running jobs: closed when done

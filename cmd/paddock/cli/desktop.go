@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
+	"time"
 )
 
 // boxOrCurrent is the box of a command that takes at most one: the current box
@@ -47,6 +48,44 @@ func cmdDesktop(e *env, args []string) error {
 	fmt.Fprintln(e.stdout, url)
 	if !*noOpen {
 		openBrowser(e, url)
+	}
+	return nil
+}
+
+// cmdDashboard prints a single-use link that signs a browser in to the
+// dashboard as this CLI's user (on BOX's page when one is named), and
+// opens it where there is a browser.
+func cmdDashboard(e *env, args []string) error {
+	fs := flags("dashboard")
+	noOpen := fs.Bool("no-open", false, "only print the URL")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	var box string
+	switch len(fs.Args()) {
+	case 0:
+	case 1:
+		box = fs.Arg(0)
+	default:
+		return usagef("give at most one box")
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	if box != "" {
+		if box, err = e.boxName(box); err != nil {
+			return err
+		}
+	}
+	l, err := c.SignInLink(e.ctx, box)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(e.stdout, l.URL)
+	fmt.Fprintf(e.stderr, "This link signs a browser in once, within %s.\n", time.Until(l.Expires).Round(time.Second))
+	if !*noOpen {
+		openBrowser(e, l.URL)
 	}
 	return nil
 }

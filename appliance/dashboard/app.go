@@ -1,0 +1,173 @@
+package dashboard
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"io/fs"
+	"net/http"
+	"net/url"
+	"runtime"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+	"github.com/paddock-dev/paddock/appliance/version"
+)
+
+//go:embed app.html ui
+var appFiles embed.FS
+
+var appPages = template.Must(template.New("app").Funcs(template.FuncMap{
+	"title": func(s string) string { return strings.ToUpper(s[:1]) + s[1:] },
+}).ParseFS(appFiles, "app.html"))
+
+// BoxTabs are the tabs of a box's page, in order.
+var BoxTabs = []string{"overview", "terminal", "desktop", "jobs", "prompt", "files", "snapshots", "network"}
+
+// appView is what an app page's template gets.
+type appView struct {
+	Title, User, Role, CSRF, Page, Box, Script, Message string
+	Styles                                              []string
+	Tabs                                                []string
+	Types, Images, Policies, Drives                     []string
+	DesktopDefault                                      bool
+	Facts                                               []fact
+}
+
+type fact struct{ Name, Value string }
+
+// appCSP is the pages' policy: scripts, styles, frames and connections
+// from this server only; no inline script. Inline styles are allowed
+// because xterm.js sizes its rows with them.
+const appCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' blob: data:; " +
+	"connect-src 'self'; frame-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+
+func (p *Pages) appRoutes(t *route.Table) {
+	t.Add("GET /signin/{token}", route.Public, p.guard(p.signIn))
+	t.Add("GET /boxes/{box}", route.Session, p.guard(p.app("box")))
+	t.Add("GET /drives", route.Session, p.guard(p.app("drives")))
+	t.Add("GET /policies", route.Session, p.guard(p.app("policies")))
+	t.Add("GET /projects", route.Session, p.guard(p.app("projects")))
+	t.Add("GET /access", route.Session, p.guard(p.app("access")))
+	t.Add("GET /server", route.Session, p.guard(p.app("server")))
+	sub, _ := fs.Sub(appFiles, "ui")
+	static := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
+	t.Add("GET /ui/", route.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Cache-Control", "no-cache")
+		static.ServeHTTP(w, r)
+	}))
+}
+
+// signIn redeems a link from 'paddock dashboard': a session cookie, then
+// the page it was made for.
+func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r, "") {
+		return
+	}
+	u, sess, next, err := p.Svc.RedeemSignIn(r.PathValue("token"))
+	if err != nil {
+		msg := err.Error()
+		var ae *api.Error
+		if errors.As(err, &ae) {
+			msg = ae.Message
+		}
+		p.render(w, http.StatusGone, "error", view{Title: "Link not valid", Error: msg})
+		return
+	}
+	p.Log.Info("dashboard sign-in", "user", u.Name, "addr", ClientAddr(r))
+	p.setSession(w, sess)
+	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
+}
+
+// app serves one of the app's pages to a signed-in browser.
+func (p *Pages) app(route string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		page := route // this request's page: "notfound" may replace it
+		t, u, ok := p.Session(r)
+		if !ok {
+			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+			return
+		}
+		ctx := service.WithUser(r.Context(), u)
+		v := appView{Title: titles[page], User: u.Name, Role: u.Role, CSRF: t.CSRF, Page: page, Script: page + ".js"}
+		status := http.StatusOK
+		switch page {
+		case "boxes", "box":
+			for name := range p.Svc.Cfg.Types {
+				v.Types = append(v.Types, name)
+			}
+			sort.Strings(v.Types)
+			v.Images = append([]string{p.Svc.Cfg.Image}, p.Svc.Cfg.Images...)
+			v.DesktopDefault = p.Svc.Cfg.DesktopDefault
+			if pols, err := p.Svc.ListPolicies(ctx); err == nil {
+				for _, pol := range pols {
+					v.Policies = append(v.Policies, pol.Name)
+				}
+			}
+			if ds, err := p.Svc.ListDrives(ctx); err == nil {
+				for _, d := range ds {
+					v.Drives = append(v.Drives, d.Name)
+				}
+			}
+		case "server":
+			if u.Role != store.RoleOwner {
+				page, status = "notfound", http.StatusNotFound
+				v.Message = "This page is for the server's owner."
+				break
+			}
+			v.Facts = p.serverFacts(ctx)
+		}
+		if page == "box" {
+			name := r.PathValue("box")
+			b, err := p.Store.GetBox(name)
+			if err != nil || !service.Sees(u, b.Owner) {
+				// Another user's box is as absent as a box that never was.
+				page, status = "notfound", http.StatusNotFound
+				v.Message = fmt.Sprintf("No box named %q.", name)
+			} else {
+				v.Box, v.Title, v.Tabs = name, name, BoxTabs
+				v.Styles = []string{"/ui/vendor/xterm/xterm.css"}
+			}
+		}
+		if page == "notfound" {
+			v.Title, v.Script = "Not found", "server.js"
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("Content-Security-Policy", appCSP)
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Referrer-Policy", "same-origin")
+		w.Header().Set("Cache-Control", "no-store")
+		w.WriteHeader(status)
+		if err := appPages.ExecuteTemplate(w, "page-"+page, v); err != nil {
+			p.Log.Error("rendering a page", "page", page, "err", err)
+		}
+	}
+}
+
+var titles = map[string]string{"boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "server": "Server"}
+
+// serverFacts is the owner's server page.
+func (p *Pages) serverFacts(ctx context.Context) []fact {
+	fs := []fact{{"Version", version.Version}, {"Runtime", p.Svc.Cfg.Runtime}, {"Default image", p.Svc.Cfg.Image},
+		{"State directory", p.Svc.Cfg.StateDir}, {"paddockd", runtime.Version() + " " + runtime.GOOS + "/" + runtime.GOARCH}}
+	if bs, err := p.Svc.ListBoxes(ctx); err == nil {
+		running := 0
+		for _, b := range bs {
+			if b.Status == "running" {
+				running++
+			}
+		}
+		fs = append(fs, fact{"Boxes", fmt.Sprintf("%d (%d running)", len(bs), running)})
+	}
+	if ds, err := p.Svc.ListDrives(ctx); err == nil {
+		fs = append(fs, fact{"Drives", fmt.Sprint(len(ds))})
+	}
+	return fs
+}

@@ -1,0 +1,88 @@
+// The access page: API tokens, SSH keys, secrets and (for the owner)
+// users and invitations.
+import { api, el, enc, when, busy, role } from "./common.js";
+
+function table(id, rows, cols, empty) {
+  const tbody = document.querySelector(`#${id} tbody`);
+  tbody.replaceChildren(...rows);
+  if (!rows.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: cols }, empty)));
+}
+const removeBtn = (label, fn, scope) => el("button", { type: "button", class: "small", "aria-label": label, onclick: (ev) => busy(ev.currentTarget, fn, scope) }, "Remove");
+
+async function tokens() {
+  const f = document.getElementById("token-form");
+  const list = await api("GET", "/tokens");
+  table("tokens", list.map((t) => el("tr", { "data-token": t.name }, el("td", {}, t.name), el("td", {}, when(t.created)),
+    el("td", { class: "acts" }, el("button", { type: "button", class: "small", "aria-label": "Revoke " + t.name, onclick: (ev) => busy(ev.currentTarget, async () => { await api("DELETE", "/tokens/" + enc(t.name)); tokens(); }, f) }, "Revoke")))), 3, "No API tokens.");
+}
+document.getElementById("token-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const f = ev.currentTarget;
+  busy(document.getElementById("t-create"), async () => {
+    const t = await api("POST", "/tokens", { name: document.getElementById("t-name").value.trim() });
+    document.getElementById("token-value").textContent = t.token;
+    document.getElementById("token-once").hidden = false;
+    f.reset();
+    tokens();
+  }, f);
+});
+
+async function keys() {
+  const f = document.getElementById("key-form");
+  const list = await api("GET", "/keys");
+  table("keys", list.map((k) => el("tr", { "data-key": k.name }, el("td", {}, k.name), el("td", {}, k.type), el("td", { class: "wrap" }, el("code", {}, k.fingerprint)),
+    el("td", { class: "acts" }, removeBtn("Remove key " + k.name, async () => { await api("DELETE", "/keys/" + enc(k.name)); keys(); }, f)))), 4, "No SSH keys. Add one to use 'ssh -p 2222 BOX@this-server'.");
+}
+document.getElementById("key-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const f = ev.currentTarget;
+  busy(document.getElementById("k-add"), async () => {
+    await api("POST", "/keys", { name: document.getElementById("k-name").value.trim(), key: document.getElementById("k-key").value.trim() });
+    f.reset();
+    keys();
+  }, f);
+});
+
+async function secrets() {
+  const f = document.getElementById("secret-form");
+  const list = await api("GET", "/secrets");
+  table("secrets", list.map((s) => el("tr", { "data-secret": s.name }, el("td", {}, el("code", {}, s.name)), el("td", {}, s.shared ? "yes" : "no"), el("td", {}, when(s.updated)),
+    el("td", { class: "acts" }, s.mine ? removeBtn("Remove secret " + s.name, async () => { await api("DELETE", "/secrets/" + enc(s.name)); secrets(); }, f) : el("span", { class: "muted" }, "the owner's")))), 4, "No secrets.");
+}
+document.getElementById("secret-form").addEventListener("submit", (ev) => {
+  ev.preventDefault();
+  const f = ev.currentTarget;
+  const shared = document.getElementById("s-shared")?.checked ? "?shared=true" : "";
+  busy(document.getElementById("s-set"), async () => {
+    await api("PUT", "/secrets/" + enc(document.getElementById("s-name").value.trim()) + shared, document.getElementById("s-value").value);
+    f.reset();
+    secrets();
+  }, f);
+});
+
+async function users() {
+  const f = document.getElementById("invite-form");
+  const me = document.body.dataset.user;
+  const list = await api("GET", "/users");
+  table("users", list.map((u) => el("tr", { "data-user": u.name }, el("td", {}, u.name), el("td", {}, u.role), el("td", {}, when(u.created)),
+    el("td", { class: "acts" }, u.name === me ? "" : removeBtn("Remove user " + u.name, async () => {
+      if (!confirm(`Remove ${u.name}? Their tokens and keys go; their boxes and drives stay, owned by nobody but you.`)) return;
+      await api("DELETE", "/users/" + enc(u.name)); users();
+    }, f)))), 4, "");
+}
+if (role === "owner") {
+  document.getElementById("invite-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    busy(document.getElementById("i-go"), async () => {
+      const inv = await api("POST", "/users/invites", { role: document.getElementById("i-role").value });
+      document.getElementById("invite-link").textContent = inv.url || inv.token;
+      document.getElementById("invite-once").hidden = false;
+    }, ev.currentTarget, document.getElementById("invite-error"));
+  });
+}
+
+const fail = (id) => (e) => { const p = document.getElementById(id); p.textContent = e.message; p.hidden = false; };
+tokens().catch(fail("token-error"));
+keys().catch(fail("key-error"));
+secrets().catch(fail("secret-error"));
+if (role === "owner") users().catch(fail("invite-error"));

@@ -1,0 +1,297 @@
+// A box's page: overview, terminal, desktop, jobs, prompt, files,
+// snapshots and network, each a tab; the box, its jobs and snapshots
+// follow the events stream.
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, size, saveBlob, followText } from "./common.js";
+import { Terminal } from "./vendor/xterm/xterm.mjs";
+import { FitAddon } from "./vendor/xterm/addon-fit.mjs";
+import { tarFiles } from "./tar.js";
+
+const name = document.body.dataset.box;
+const B = `/boxes/${enc(name)}`;
+let box = null;
+const jobs = new Map();
+const snaps = new Map();
+
+// Tabs: the address's fragment names the open one, so reload keeps it.
+const tabs = [...document.querySelectorAll('[role="tab"]')];
+const opened = new Set();
+function select(id, focus) {
+  for (const t of tabs) {
+    const on = t.id === "tab-" + id;
+    t.setAttribute("aria-selected", on);
+    t.tabIndex = on ? 0 : -1;
+    document.getElementById(t.getAttribute("aria-controls")).hidden = !on;
+    if (on && focus) t.focus();
+  }
+  if (location.hash !== "#" + id) history.replaceState(null, "", "#" + id);
+  if (!opened.has(id)) { opened.add(id); onOpen[id]?.(); }
+  if (id === "terminal") fitTerm();
+}
+for (const t of tabs) {
+  t.addEventListener("click", () => select(t.id.slice(4)));
+  t.addEventListener("keydown", (e) => {
+    const i = tabs.indexOf(t);
+    const j = e.key === "ArrowRight" ? (i + 1) % tabs.length : e.key === "ArrowLeft" ? (i - 1 + tabs.length) % tabs.length : e.key === "Home" ? 0 : e.key === "End" ? tabs.length - 1 : -1;
+    if (j >= 0) { e.preventDefault(); select(tabs[j].id.slice(4), true); }
+  });
+}
+
+// Overview and the header.
+const boxErr = document.getElementById("box-error");
+function report(e) { boxErr.textContent = e.message; boxErr.hidden = false; }
+function act(label, fn, cls) {
+  return el("button", { type: "button", class: cls || "", id: "act-" + label.toLowerCase(), onclick: (ev) => busy(ev.currentTarget, async () => { boxErr.hidden = true; try { await fn(); } catch (e) { report(e); } }) }, label);
+}
+function renderBox() {
+  if (!box) return;
+  const st = document.getElementById("box-state");
+  st.replaceWith(Object.assign(stateBadge(box.status), { id: "box-state" }));
+  const acts = document.getElementById("box-actions");
+  acts.replaceChildren(
+    box.desired === "running" ? act("Stop", () => api("POST", B + "/stop")) : act("Start", () => api("POST", B + "/start")),
+    act("Snapshot", () => api("POST", B + "/snapshots")),
+    act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
+  const facts = [["State", box.status + (box.error ? ": " + box.error : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
+    ["Image", box.image], ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
+    ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
+    ["Created", when(box.created)], ["From snapshot", box.from || "—"],
+    ["Previews", `http://PORT-${box.name}.<this host> serves the box's port PORT (see 'paddock preview')`]];
+  document.getElementById("facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  document.getElementById("policy-select").value = box.policy || "allow-all";
+  document.getElementById("net-policy").textContent = box.policy || "allow-all";
+  tickTTL();
+}
+function tickTTL() { if (box) document.getElementById("ttl-left").textContent = box.expires_at ? ttlLeft(box) + " left" : "no TTL"; }
+setInterval(tickTTL, 1000);
+
+const ttlForm = document.getElementById("ttl-form");
+ttlForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  busy(document.getElementById("ttl-extend"), async () => { box = await api("PUT", B + "/ttl", { ttl: document.getElementById("ttl-new").value.trim() }); renderBox(); }, ttlForm);
+});
+const polForm = document.getElementById("policy-form");
+polForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  busy(document.getElementById("policy-set"), async () => { box = await api("PUT", B + "/policy", { policy: document.getElementById("policy-select").value }); renderBox(); }, polForm);
+});
+
+// Terminal: a login shell over a websocket; "New shell" (or a reload)
+// opens a fresh one.
+let term, fit, sock;
+function fitTerm() {
+  if (!fit || document.getElementById("panel-terminal").hidden) return;
+  fit.fit();
+}
+function openShell() {
+  const state = document.getElementById("term-state");
+  if (!term) {
+    term = new Terminal({ cursorBlink: true, fontSize: 14, scrollback: 5000, convertEol: false });
+    fit = new FitAddon();
+    term.loadAddon(fit);
+    term.open(document.getElementById("term"));
+    window.paddockTerm = term; // for tests and the console
+    term.onData((d) => { if (sock?.readyState === 1) sock.send(new TextEncoder().encode(d)); });
+    term.onResize(({ rows, cols }) => { if (sock?.readyState === 1) sock.send(JSON.stringify({ rows, cols })); });
+    new ResizeObserver(fitTerm).observe(document.getElementById("term"));
+  }
+  fitTerm();
+  sock?.close();
+  term.reset();
+  const proto = location.protocol === "https:" ? "wss:" : "ws:";
+  const ws = new WebSocket(`${proto}//${location.host}/v1${B}/terminal?rows=${term.rows}&cols=${term.cols}`);
+  ws.binaryType = "arraybuffer";
+  sock = ws;
+  state.textContent = "Connecting…";
+  ws.onopen = () => { state.textContent = "Connected"; document.body.dataset.term = "open"; term.focus(); };
+  ws.onmessage = (ev) => {
+    if (typeof ev.data === "string") {
+      const m = JSON.parse(ev.data);
+      state.textContent = m.error ? "Error: " + m.error : `The shell exited (${m.exit}).`;
+      return;
+    }
+    term.write(new Uint8Array(ev.data));
+  };
+  ws.onclose = () => { if (sock === ws) { document.body.dataset.term = "closed"; if (state.textContent === "Connected" || state.textContent === "Connecting…") state.textContent = "Disconnected: is the box running?"; } };
+}
+document.getElementById("term-new").addEventListener("click", openShell);
+
+// Desktop: the noVNC page in a frame, with a ticket; screenshots kept in
+// this tab as a gallery.
+const deskErr = document.getElementById("desk-error");
+document.getElementById("desk-open").addEventListener("click", (e) => busy(e.currentTarget, async () => {
+  deskErr.hidden = true;
+  try {
+    const t = await api("POST", B + "/desktop");
+    const f = document.getElementById("desk-frame");
+    f.src = t.path;
+    f.hidden = false;
+  } catch (err) { deskErr.textContent = err.message; deskErr.hidden = false; }
+}));
+let shots = 0;
+document.getElementById("shot-take").addEventListener("click", (e) => busy(e.currentTarget, async () => {
+  deskErr.hidden = true;
+  const st = document.getElementById("desk-state");
+  st.textContent = "Taking a screenshot…";
+  try {
+    const r = await api("GET", B + "/screenshot");
+    const blob = await r.blob();
+    const url = URL.createObjectURL(blob);
+    const at = new Date();
+    const file = `${name}-${at.toISOString().replace(/[:.]/g, "-")}.png`;
+    shots++;
+    document.getElementById("shots-empty").hidden = true;
+    document.getElementById("shots").prepend(el("li", {}, el("figure", {}, el("img", { src: url, alt: `Screenshot of ${name} at ${at.toLocaleTimeString()}` }),
+      el("figcaption", {}, at.toLocaleTimeString(), " · ", el("a", { href: url, download: file }, "Download PNG")))));
+    st.textContent = `${shots} screenshot${shots > 1 ? "s" : ""}`;
+  } catch (err) { st.textContent = ""; deskErr.textContent = err.message; deskErr.hidden = false; }
+}));
+
+// Jobs and prompts.
+const jobBody = document.querySelector("#jobs tbody");
+let following = null;
+function renderJobs() {
+  const list = [...jobs.values()].sort((a, b) => b.started.localeCompare(a.started));
+  jobBody.replaceChildren(...list.map((j) => el("tr", { "data-job": j.id, class: following?.id === j.id ? "selected" : "" },
+    el("td", {}, el("button", { type: "button", class: "link", onclick: () => follow(j.id, document.getElementById("job-log")) }, j.id)),
+    el("td", { class: "wrap" }, el("code", {}, j.cmd.join(" "))),
+    el("td", {}, stateBadge(j.state)), el("td", { class: "num" }, j.exit_code ?? ""), el("td", {}, when(j.started)))));
+  if (!list.length) jobBody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No jobs yet.")));
+}
+async function follow(id, pre) {
+  following?.ctl.abort();
+  const ctl = new AbortController();
+  following = { id, ctl };
+  if (pre.id === "job-log") renderJobs();
+  pre.textContent = "";
+  try {
+    const r = await api("GET", `${B}/jobs/${enc(id)}/log?follow=1`, undefined, { signal: ctl.signal });
+    await followText(r, pre, ctl.signal);
+    const j = jobs.get(id) || await api("GET", `${B}/jobs/${enc(id)}`);
+    if (!ctl.signal.aborted) pre.dataset.done = "1";
+    return j;
+  } catch (e) {
+    if (e.name !== "AbortError") pre.append(`\n[${e.message}]`);
+  }
+}
+const jobForm = document.getElementById("job-form");
+jobForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  const cmd = document.getElementById("job-cmd").value.trim();
+  if (!cmd) return;
+  busy(document.getElementById("job-start"), async () => {
+    const j = await api("POST", B + "/jobs", { cmd: ["bash", "-lc", cmd] });
+    jobs.set(j.id, j);
+    renderJobs();
+    follow(j.id, document.getElementById("job-log"));
+  }, jobForm);
+});
+
+const promptForm = document.getElementById("prompt-form");
+async function loadAgents() {
+  const sel = document.getElementById("prompt-agent");
+  try {
+    const list = await api("GET", B + "/agents");
+    sel.replaceChildren(...list.map((a) => el("option", { value: a.name, disabled: !a.installed }, `${a.name}${a.installed ? "" : " (not installed)"} · credentials: ${a.credentials}`)));
+    const def = list.find((a) => a.installed && a.credentials !== "missing") || list.find((a) => a.installed);
+    if (def) sel.value = def.name;
+    const note = () => { const a = list.find((x) => x.name === sel.value); document.getElementById("agent-note").textContent = a?.missing?.length ? `Missing: ${a.missing.join(", ")} (set it under Access, Secrets, or log in inside the box).` : ""; };
+    sel.onchange = note;
+    note();
+  } catch (e) { showError(promptForm, e); }
+}
+promptForm.addEventListener("submit", (e) => {
+  e.preventDefault();
+  busy(document.getElementById("prompt-start"), async () => {
+    const j = await api("POST", B + "/prompt", { agent: document.getElementById("prompt-agent").value, task: document.getElementById("prompt-task").value });
+    jobs.set(j.id, j);
+    renderJobs();
+    const pre = document.getElementById("prompt-log");
+    delete pre.dataset.done;
+    follow(j.id, pre);
+  }, promptForm);
+});
+
+// Files.
+const dirPath = document.getElementById("dir-path");
+const filesErr = document.getElementById("files-error");
+async function openDir(p) {
+  filesErr.hidden = true;
+  try {
+    const d = await api("GET", `${B}/dir?path=${enc(p)}`);
+    dirPath.value = d.path;
+    const tar = document.getElementById("dir-tar");
+    tar.href = `/v1${B}/files?path=${enc(d.path)}`;
+    tar.download = (d.path === "/" ? "root" : d.path.split("/").pop()) + ".tar";
+    const tbody = document.querySelector("#files tbody");
+    tbody.replaceChildren(...d.entries.map((f) => {
+      const full = (d.path === "/" ? "" : d.path) + "/" + f.name;
+      const link = f.type === "dir" ? el("button", { type: "button", class: "link", onclick: () => openDir(full) }, f.name + "/")
+        : f.type === "file" ? el("a", { href: `/v1${B}/download?path=${enc(full)}`, download: f.name }, f.name)
+          : el("span", {}, f.name, f.target ? ` → ${f.target}` : "");
+      return el("tr", { "data-name": f.name }, el("td", { class: "wrap" }, link), el("td", { class: "num" }, f.type === "file" ? size(f.size) : ""), el("td", {}, when(f.modified)));
+    }));
+    if (!d.entries.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 3 }, "Empty folder.")));
+    if (d.truncated) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 3 }, "More entries than shown; use the terminal.")));
+  } catch (e) { filesErr.textContent = e.message; filesErr.hidden = false; }
+}
+document.getElementById("dir-form").addEventListener("submit", (e) => { e.preventDefault(); openDir(dirPath.value); });
+document.getElementById("dir-up").addEventListener("click", () => { const p = dirPath.value.replace(/\/+$/, ""); openDir(p.slice(0, p.lastIndexOf("/")) || "/"); });
+document.getElementById("upload-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  const files = [...document.getElementById("upload-input").files];
+  const st = document.getElementById("upload-state");
+  if (!files.length) { st.textContent = "Choose files first."; return; }
+  busy(document.getElementById("upload-go"), async () => {
+    filesErr.hidden = true;
+    try {
+      st.textContent = `Uploading ${files.length} file(s)…`;
+      const tar = await tarFiles(files);
+      await api("PUT", `${B}/files?path=${enc(dirPath.value)}`, tar, { headers: { "Content-Type": "application/x-tar" } });
+      st.textContent = `Uploaded ${files.map((f) => f.name).join(", ")}.`;
+      openDir(dirPath.value);
+    } catch (err) { st.textContent = ""; filesErr.textContent = err.message; filesErr.hidden = false; }
+  });
+});
+
+// Snapshots.
+const snapErr = document.getElementById("snap-error");
+function renderSnaps() {
+  const list = [...snaps.values()].sort((a, b) => b.created.localeCompare(a.created));
+  const tbody = document.querySelector("#snapshots tbody");
+  const run = (fn) => (ev) => busy(ev.currentTarget, async () => { snapErr.hidden = true; try { await fn(); } catch (e) { snapErr.textContent = e.message; snapErr.hidden = false; } });
+  tbody.replaceChildren(...list.map((s) => el("tr", { "data-snapshot": s.id }, el("td", {}, el("code", {}, s.id)), el("td", {}, s.reason), el("td", {}, stateBadge(s.state)), el("td", {}, when(s.created)),
+    el("td", { class: "acts" },
+      el("button", { type: "button", class: "small", disabled: s.state !== "ready", onclick: run(() => api("POST", B + "/restore", { snapshot: s.id })) }, "Restore"),
+      el("button", { type: "button", class: "small", disabled: s.state !== "ready", onclick: run(async () => { const f = await api("POST", B + "/fork", { snapshot: s.id }); location.href = "/boxes/" + enc(f.name); }) }, "Fork")))));
+  if (!list.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No snapshots yet. Stopping a box takes one.")));
+}
+document.getElementById("snap-take").addEventListener("click", run0(() => api("POST", B + "/snapshots")));
+function run0(fn) { return (ev) => busy(ev.currentTarget, async () => { snapErr.hidden = true; try { await fn(); } catch (e) { snapErr.textContent = e.message; snapErr.hidden = false; } }); }
+
+// Network: the firewall's counters and the resolver's decisions.
+async function pollNetwork() {
+  if (!document.getElementById("panel-network").hidden) {
+    try {
+      const r = await api("GET", B + "/policy");
+      document.getElementById("net-policy").textContent = r.policy;
+      document.querySelector("#drops tbody").replaceChildren(...Object.entries(r.drops || {}).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", { class: "num" }, v))));
+      const dns = (r.dns || []).slice().reverse();
+      document.querySelector("#dns tbody").replaceChildren(...dns.map((d) => el("tr", {}, el("td", {}, new Date(d.time).toLocaleTimeString()), el("td", { class: "wrap" }, d.name), el("td", {}, d.allowed ? "allowed" : "refused"), el("td", { class: "wrap" }, d.reason))));
+      if (!dns.length) document.querySelector("#dns tbody").append(el("tr", { class: "empty" }, el("td", { colspan: 4 }, "No lookups yet.")));
+    } catch (e) { report(e); }
+  }
+  setTimeout(pollNetwork, 2000);
+}
+
+const onOpen = { terminal: openShell, prompt: loadAgents, files: () => openDir(dirPath.value), network: pollNetwork };
+
+events({
+  box: (b) => { if (b.name === name) { box = b; renderBox(); } },
+  "box-removed": (k) => { if (k.name === name) { report(new Error(`Box ${name} was removed.`)); document.body.dataset.removed = "1"; } },
+  job: (j) => { if (j.box === name) { jobs.set(j.id, j); renderJobs(); } },
+  "job-removed": (k) => { jobs.delete(k.id); renderJobs(); },
+  snapshot: (s) => { if (s.box === name) { snaps.set(s.id, s); renderSnaps(); } },
+  "snapshot-removed": (k) => { snaps.delete(k.id); renderSnaps(); },
+  ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); },
+});
+select(tabs.some((t) => t.id === "tab-" + location.hash.slice(1)) ? location.hash.slice(1) : "overview");

@@ -1,0 +1,142 @@
+// The boxes page: the list, live from the events stream, with filters,
+// the "New box" form and each box's actions.
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role } from "./common.js";
+
+const boxes = new Map();
+const snapshots = new Map(); // id -> snapshot
+const tbody = document.querySelector("#boxes tbody");
+const owner = role === "owner";
+const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner") };
+let ready = false;
+
+function actions(b) {
+  const td = el("td", { class: "acts" });
+  const act = (label, fn, cls) => el("button", { type: "button", class: "small " + (cls || ""), "data-action": label.toLowerCase(), "aria-label": `${label} ${b.name}`, onclick: (e) => fn(e.currentTarget) }, label);
+  const err = (btn) => (e) => { const p = document.getElementById("list-error"); p.textContent = `${b.name}: ${e.message}`; p.hidden = false; };
+  const run = (btn, fn) => busy(btn, async () => { document.getElementById("list-error").hidden = true; try { await fn(); } catch (e) { err(btn)(e); } });
+  if (b.desired === "running") td.append(act("Stop", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/stop`))));
+  else td.append(act("Start", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/start`))));
+  td.append(act("Snapshot", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/snapshots`))));
+  td.append(act("Fork", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/fork`, {}))));
+  td.append(act("Restore", () => openRestore(b.name)));
+  td.append(act("Remove", () => openRemove(b.name), "danger-text"));
+  return td;
+}
+
+function row(b) {
+  const drives = (b.mounts || []).map((m) => m.drive).join(", ");
+  return el("tr", { "data-box": b.name },
+    el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name)),
+    owner ? el("td", {}, b.owner || "") : null,
+    el("td", {}, b.project || ""),
+    el("td", {}, b.type),
+    el("td", { class: "status" }, stateBadge(b.status), b.error ? el("div", { class: "error small" }, b.error) : null),
+    el("td", { class: "ttl num", "data-expires": b.expires_at || "" }, ttlLeft(b)),
+    el("td", {}, b.policy || "allow-all"),
+    el("td", {}, drives),
+    el("td", {}, when(b.created)),
+    actions(b));
+}
+
+function fillFilter(sel, values) {
+  if (!sel) return;
+  const cur = sel.value;
+  const have = new Set([...sel.options].map((o) => o.value));
+  for (const v of [...values].sort()) if (v && !have.has(v)) sel.append(el("option", {}, v));
+  sel.value = cur;
+}
+
+function render() {
+  const rows = [...boxes.values()].sort((a, b) => a.name.localeCompare(b.name));
+  fillFilter(filters.project, new Set(rows.map((b) => b.project)));
+  fillFilter(filters.owner, new Set(rows.map((b) => b.owner)));
+  const shown = rows.filter((b) => (!filters.state.value || b.status === filters.state.value) &&
+    (!filters.project.value || b.project === filters.project.value) &&
+    (!filters.owner || !filters.owner.value || b.owner === filters.owner.value));
+  tbody.replaceChildren(...shown.map(row));
+  if (shown.length === 0) {
+    const msg = !ready ? "Loading…" : rows.length ? "No box matches the filters." : "No boxes yet. Make one with New box, or 'paddock new'.";
+    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 10 }, msg)));
+  }
+}
+
+for (const f of Object.values(filters)) f?.addEventListener("change", render);
+setInterval(() => { for (const td of tbody.querySelectorAll("td.ttl")) { const b = boxes.get(td.closest("tr").dataset.box); if (b) td.textContent = ttlLeft(b); } }, 1000);
+
+events({
+  box: (b) => { boxes.set(b.name, b); if (ready) render(); },
+  "box-removed": (k) => { boxes.delete(k.name); if (ready) render(); },
+  snapshot: (s) => snapshots.set(s.id, s),
+  "snapshot-removed": (k) => snapshots.delete(k.id),
+  ready: () => { ready = true; render(); },
+});
+
+// New box.
+const dlg = document.getElementById("new-box");
+const form = document.getElementById("new-form");
+document.getElementById("new-open").addEventListener("click", () => { clearErrors(form); dlg.showModal(); document.getElementById("n-name").focus(); });
+form.addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const f = form.elements;
+  const body = { type: f.type.value, image: f.image.value, policy: f.policy.value, desktop: f.desktop.checked };
+  if (f.name.value.trim()) body.name = f.name.value.trim();
+  if (f.ttl.value.trim()) body.ttl = f.ttl.value.trim();
+  const mounts = [...form.querySelectorAll('input[name="drive"]:checked')].map((c) => ({ drive: c.value, path: form.querySelector(`input[name="mount-${CSS.escape(c.value)}"]`).value }));
+  if (mounts.length) body.mounts = mounts;
+  const env = {};
+  for (const line of f.env.value.split("\n")) {
+    if (!line.trim()) continue;
+    const i = line.indexOf("=");
+    if (i <= 0) { showError(form, { field: "env", message: `env: "${line}" is not NAME=value` }); return; }
+    env[line.slice(0, i).trim()] = line.slice(i + 1);
+  }
+  if (Object.keys(env).length) body.env = env;
+  await busy(document.getElementById("new-create"), async () => {
+    const b = await api("POST", "/boxes", body);
+    boxes.set(b.name, b);
+    render();
+    dlg.close();
+    form.reset();
+  }, form);
+});
+
+// Remove, confirmed by typing the name.
+const rm = document.getElementById("rm-box");
+function openRemove(name) {
+  rm.querySelector(".rm-name").textContent = name;
+  clearErrors(rm);
+  confirmByName(document.getElementById("rm-confirm"), document.getElementById("rm-go"), name);
+  rm.dataset.box = name;
+  rm.showModal();
+}
+document.getElementById("rm-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const name = rm.dataset.box;
+  await busy(document.getElementById("rm-go"), async () => {
+    await api("DELETE", `/boxes/${enc(name)}`);
+    boxes.delete(name);
+    render();
+    rm.close();
+  }, rm);
+});
+
+// Restore from a chosen snapshot.
+const rs = document.getElementById("restore-box");
+function openRestore(name) {
+  rs.querySelector(".restore-name").textContent = name;
+  clearErrors(rs);
+  const sel = document.getElementById("restore-snap");
+  const mine = [...snapshots.values()].filter((s) => s.box === name && s.state === "ready").sort((a, b) => b.created.localeCompare(a.created));
+  sel.replaceChildren(...mine.map((s) => el("option", { value: s.id }, `${when(s.created)} · ${s.reason} · ${s.id}`)));
+  document.getElementById("restore-go").disabled = mine.length === 0;
+  if (!mine.length) sel.append(el("option", {}, "no snapshots yet"));
+  rs.dataset.box = name;
+  rs.showModal();
+}
+document.getElementById("restore-form").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  await busy(document.getElementById("restore-go"), async () => {
+    await api("POST", `/boxes/${enc(rs.dataset.box)}/restore`, { snapshot: document.getElementById("restore-snap").value });
+    rs.close();
+  }, rs);
+});

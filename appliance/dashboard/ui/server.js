@@ -1,0 +1,3 @@
+// The owner's server page is rendered by the server; this module only
+// brings the shared behaviour.
+import "./common.js";

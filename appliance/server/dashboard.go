@@ -1,0 +1,270 @@
+package server
+
+import (
+	"archive/tar"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"path"
+	"strconv"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/service"
+)
+
+// signInLink hands out a single-use link that signs a browser in as the
+// caller (paddock dashboard).
+func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
+	var p api.SignInPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	next := "/"
+	if p.Box != "" {
+		if _, err := s.visibleBox(r, p.Box); err != nil {
+			return err
+		}
+		next = "/boxes/" + url.PathEscape(p.Box)
+	}
+	tok, exp, err := s.Svc.SignInLink(r.Context(), next)
+	if err != nil {
+		return err
+	}
+	base := s.URL
+	if base == "" {
+		base = "http://" + r.Host
+	}
+	return writeJSON(w, http.StatusCreated, api.SignInLink{URL: base + "/signin/" + tok, Expires: exp})
+}
+
+// visibleBox is the box of that name if the caller may see it.
+func (s *Server) visibleBox(r *http.Request, name string) (api.Box, error) {
+	b, err := s.Svc.GetBox(name)
+	u, _ := service.UserFrom(r.Context())
+	if err == nil && !service.Sees(u, s.ownerID(name)) {
+		return api.Box{}, &api.Error{Code: api.CodeNotFound, Field: "box", Message: fmt.Sprintf("no box named %q", name)}
+	}
+	return b, err
+}
+
+func (s *Server) ownerID(box string) int64 {
+	b, err := s.Store.GetBox(box)
+	if err != nil {
+		return -1
+	}
+	return b.Owner
+}
+
+// events streams the caller's boxes, drives, jobs and snapshots as
+// server-sent events: everything first, then "ready", then each change.
+// A comment line every 15 s keeps proxies from closing a quiet stream.
+func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	rc := http.NewResponseController(w)
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	errc := make(chan error, 1)
+	msgs := make(chan service.Event, 64)
+	go func() {
+		errc <- s.Svc.Watch(ctx, 0, func(e service.Event) error {
+			select {
+			case msgs <- e:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		close(msgs)
+	}()
+	keep := time.NewTicker(15 * time.Second)
+	defer keep.Stop()
+	for {
+		select {
+		case e, ok := <-msgs:
+			if !ok {
+				if err := <-errc; err != nil && ctx.Err() == nil {
+					fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
+					rc.Flush()
+				}
+				return nil
+			}
+			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, mustJSON(e.Data)); err != nil {
+				return nil
+			}
+			if len(msgs) == 0 {
+				if rc.Flush() != nil {
+					return nil
+				}
+			}
+		case <-keep.C:
+			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
+				return nil
+			}
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+func mustJSON(v any) []byte {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(`{}`)
+	}
+	return b
+}
+
+// terminal is a login shell in a box over a websocket, for the browser:
+// binary messages carry the terminal's bytes both ways; a text message
+// from the browser is a size, {"rows":R,"cols":C}; the last text message
+// from the server is {"exit":CODE} or {"error":MESSAGE}. The websocket
+// is refused from another origin (a page elsewhere cannot use the
+// browser's session cookie to open it).
+func (s *Server) terminal(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	rows, _ := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16)
+	cols, _ := strconv.ParseUint(r.URL.Query().Get("cols"), 10, 16)
+	spec, err := s.Svc.CheckExec(name, api.ExecPost{Cmd: []string{"bash", "-l"}, TTY: true, Rows: uint16(rows), Cols: uint16(cols),
+		Env: map[string]string{"TERM": "xterm-256color"}})
+	if err != nil {
+		return err
+	}
+	c, err := websocket.Accept(w, r, nil) // nil options: the Origin must be this host
+	if err != nil {
+		return nil // Accept has answered
+	}
+	defer c.CloseNow()
+	c.SetReadLimit(1 << 20)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stdinR, stdinW := io.Pipe()
+	resize := make(chan [2]uint16, 4)
+	go func() {
+		defer close(resize)
+		defer stdinW.Close()
+		for {
+			t, p, err := c.Read(ctx)
+			if err != nil {
+				cancel()
+				return
+			}
+			if t == websocket.MessageBinary {
+				if _, err := stdinW.Write(p); err != nil {
+					return
+				}
+				continue
+			}
+			var sz struct{ Rows, Cols uint16 }
+			if json.Unmarshal(p, &sz) == nil && sz.Rows > 0 && sz.Cols > 0 {
+				select {
+				case resize <- [2]uint16{sz.Rows, sz.Cols}:
+				default:
+				}
+			}
+		}
+	}()
+	out := &wsWriter{ctx: ctx, c: c}
+	code, err := s.Svc.Exec(ctx, name, spec, service.ExecIO{Stdin: stdinR, Stdout: out, Stderr: out, Resize: resize})
+	stdinR.Close()
+	if ctx.Err() != nil {
+		return nil
+	}
+	if err != nil {
+		c.Write(ctx, websocket.MessageText, mustJSON(map[string]string{"error": err.Error()}))
+	} else {
+		c.Write(ctx, websocket.MessageText, mustJSON(map[string]int{"exit": code}))
+	}
+	c.Close(websocket.StatusNormalClosure, "")
+	return nil
+}
+
+type wsWriter struct {
+	ctx context.Context
+	c   *websocket.Conn
+}
+
+func (w *wsWriter) Write(p []byte) (int, error) {
+	if err := w.c.Write(w.ctx, websocket.MessageBinary, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// listDir lists a directory of a box.
+func (s *Server) listDir(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.Svc.ListDir(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, d)
+}
+
+// download sends one regular file of a box as itself, for a browser's
+// download (a directory comes as a tar from GET .../files).
+func (s *Server) download(w http.ResponseWriter, r *http.Request) error {
+	name, p := r.PathValue("name"), r.URL.Query().Get("path")
+	rc, err := s.Svc.Pull(r.Context(), name, p)
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	h, err := tr.Next()
+	if err != nil {
+		return fmt.Errorf("reading %s from box %q: %w", p, name, err)
+	}
+	if h.Typeflag != tar.TypeReg {
+		return &api.Error{Code: api.CodeInvalid, Field: "path", Message: fmt.Sprintf("%s in box %q is not a regular file; download a folder as a tar", p, name)}
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Length", strconv.FormatInt(h.Size, 10))
+	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, tr); err != nil && !errors.Is(err, context.Canceled) {
+		s.Log.Warn("download interrupted", "box", name, "path", p, "err", err)
+	}
+	return nil
+}
+
+func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
+	var p api.TTLPut
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	b, err := s.Svc.SetTTL(r.Context(), r.PathValue("name"), p.TTL)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
+	var p api.PolicySpec
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if p.Name == "" {
+		p.Name = r.PathValue("name")
+	}
+	if p.Name != r.PathValue("name") {
+		return &api.Error{Code: api.CodeInvalid, Field: "name", Message: "a policy cannot be renamed; make a new one"}
+	}
+	out, err := s.Svc.UpdatePolicy(r.Context(), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, out)
+}

@@ -1,0 +1,74 @@
+package service
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// SignInTTL is how long a dashboard sign-in link stays good.
+const SignInTTL = 2 * time.Minute
+
+// SignIns holds dashboard sign-in links that were handed out and not yet
+// used (in memory, by token hash: a restart only makes people ask again).
+type SignIns struct {
+	mu     sync.Mutex
+	byHash map[string]signIn
+}
+
+type signIn struct {
+	user    int64
+	next    string
+	expires time.Time
+}
+
+// SignInLink makes a single-use link token that gives a browser a session
+// as the user of ctx and then sends it to next (a path on this server).
+func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Time, error) {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return "", time.Time{}, &api.Error{Code: api.CodeUnauthorized, Message: "a sign-in link is for a user"}
+	}
+	tok, hash := auth.NewToken()
+	exp := s.now().Add(SignInTTL)
+	s.SignIns.mu.Lock()
+	defer s.SignIns.mu.Unlock()
+	if s.SignIns.byHash == nil {
+		s.SignIns.byHash = map[string]signIn{}
+	}
+	now := s.now()
+	for k, v := range s.SignIns.byHash {
+		if now.After(v.expires) {
+			delete(s.SignIns.byHash, k)
+		}
+	}
+	if len(s.SignIns.byHash) > 1000 {
+		return "", time.Time{}, &api.Error{Code: api.CodeTooMany, Message: "too many sign-in links waiting; try again in two minutes"}
+	}
+	s.SignIns.byHash[hash] = signIn{user: u.ID, next: next, expires: exp}
+	return tok, exp, nil
+}
+
+// RedeemSignIn uses a sign-in link once: it starts a browser session for
+// the link's user and returns where the browser goes next.
+func (s *Service) RedeemSignIn(token string) (store.User, api.Session, string, error) {
+	hash := auth.Hash(token)
+	s.SignIns.mu.Lock()
+	l, ok := s.SignIns.byHash[hash]
+	delete(s.SignIns.byHash, hash)
+	s.SignIns.mu.Unlock()
+	gone := &api.Error{Code: api.CodeGone, Message: "this sign-in link has been used or has expired; run 'paddock dashboard' again"}
+	if !ok || s.now().After(l.expires) {
+		return store.User{}, api.Session{}, "", gone
+	}
+	u, err := s.Store.GetUser(l.user)
+	if err != nil {
+		return store.User{}, api.Session{}, "", gone // the user was removed meanwhile
+	}
+	sess, err := s.NewSession(u)
+	return u, sess, l.next, err
+}

@@ -1,0 +1,408 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
+	"github.com/coder/websocket"
+
+	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// browserSession is one headless Chromium with its own profile.
+type browserSession struct {
+	t    *testing.T
+	ctx  context.Context
+	base string
+
+	mu      sync.Mutex
+	console []string
+}
+
+func newBrowser(t *testing.T, base string, timeout time.Duration) *browserSession {
+	t.Helper()
+	exe := chromium(t)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
+		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
+	t.Cleanup(cancel)
+	// A bound for the whole browser session, not a measurement.
+	bctx, cancel = context.WithTimeout(bctx, timeout)
+	t.Cleanup(cancel)
+	b := &browserSession{t: t, ctx: bctx, base: base}
+	chromedp.Listen(bctx, func(ev any) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		switch e := ev.(type) {
+		case *runtime.EventConsoleAPICalled:
+			for _, a := range e.Args {
+				b.console = append(b.console, string(e.Type)+": "+string(a.Value)+" "+a.Description)
+			}
+		case *runtime.EventExceptionThrown:
+			b.console = append(b.console, "exception: "+e.ExceptionDetails.Text+" "+fmt.Sprint(e.ExceptionDetails.Exception.Description))
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			b.mu.Lock()
+			t.Logf("browser console:\n%s", strings.Join(b.console, "\n"))
+			b.mu.Unlock()
+			if png, err := chromedp.Run(bctx, chromedp.FullScreenshot(100)); err == nil {
+				p := filepath.Join(os.TempDir(), "paddock-dashboard-failure.png")
+				os.WriteFile(p, png, 0o644)
+				t.Logf("the page at the failure: %s", p)
+			}
+		}
+	})
+	return b
+}
+
+func (b *browserSession) do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	if err := chromedp.Do(b.ctx, actions...); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+// poll waits until a JavaScript expression is truthy and returns it.
+func poll[T any](b *browserSession, what, js string, timeout time.Duration) T {
+	b.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		v, err := chromedp.Run(b.ctx, chromedp.Poll[T](js, chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(100*time.Millisecond)))
+		// A navigation under way destroys the page's context: poll the next page.
+		if err != nil && time.Now().Before(deadline) && (strings.Contains(err.Error(), "context with specified id") || strings.Contains(err.Error(), "context was destroyed")) {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			b.t.Fatalf("waiting for %s: %v", what, err)
+		}
+		return v
+	}
+}
+
+func eval[T any](b *browserSession, js string) T {
+	b.t.Helper()
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[T](js, chromedp.EvalAsValue, chromedp.EvalAwaitPromise))
+	if err != nil {
+		b.t.Fatalf("evaluating %s: %v", js, err)
+	}
+	return v
+}
+
+// typeKeys types into the focused element as a keyboard does, the way
+// Puppeteer's keyboard does: one keyDown with the key's text (which makes
+// the browser's keydown, keypress and input events) and one keyUp per key.
+// (chromedp's SendKeys adds a separate char event, which a terminal reads
+// as a second key press.)
+func (b *browserSession) typeKeys(text string) {
+	b.t.Helper()
+	for _, r := range text {
+		down := input.DispatchKeyEventParams{Type: input.DispatchKeyEventTypeKeyDown, Key: string(r), Text: string(r), UnmodifiedText: string(r)}
+		if k, ok := kb.Keys[r]; ok {
+			down.Code, down.WindowsVirtualKeyCode, down.NativeVirtualKeyCode = k.Code, k.Windows, k.Native
+			down.Key = k.Key
+		}
+		up := down
+		up.Type, up.Text, up.UnmodifiedText = input.DispatchKeyEventTypeKeyUp, "", ""
+		for _, ev := range []input.DispatchKeyEventParams{down, up} {
+			if _, err := chromedp.Call(b.ctx, input.DispatchKeyEvent, ev); err != nil {
+				b.t.Fatal(err)
+			}
+		}
+	}
+}
+
+// shots saves the page at the two sizes the dashboard is made for.
+func (b *browserSession) shots(dir, name string) {
+	b.t.Helper()
+	for _, sz := range [][2]int64{{1280, 800}, {390, 844}} {
+		b.do(chromedp.EmulateViewport(sz[0], sz[1]), chromedp.Sleep(300*time.Millisecond))
+		png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%dx%d.png", name, sz[0], sz[1])), png, 0o644)
+	}
+	b.do(chromedp.EmulateViewport(1280, 800))
+}
+
+// signInURL runs the real CLI's 'paddock dashboard' with a token.
+func signInURL(t *testing.T, d *harness.Daemon, token string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(bins.Paddock, append([]string{"dashboard", "--no-open"}, args...)...)
+	cmd.Env = append(os.Environ(), "PADDOCK_HOST=http://"+d.Listen, "PADDOCK_TOKEN="+token, "PADDOCK_CONFIG_DIR="+t.TempDir())
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("paddock dashboard: %v\n%s", err, stderr.String())
+	}
+	u := strings.TrimSpace(string(out))
+	if !strings.HasPrefix(u, "http://"+d.Listen+"/signin/") {
+		t.Fatalf("paddock dashboard printed %q", u)
+	}
+	return u
+}
+
+// The dashboard in a real browser against a real paddockd and real boxes:
+// every step clicks and types as a person does.
+func TestDashboard(t *testing.T) {
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(d.LogPath())
+			t.Logf("paddockd log:\n%s", b)
+		}
+	})
+	base := "http://" + d.Listen
+	ctx := context.Background()
+	shotDir, err := os.MkdirTemp("", "paddock-dashboard-shots-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page screenshots: %s", shotDir)
+	b := newBrowser(t, base, 6*time.Minute)
+
+	// Sign in with the link 'paddock dashboard' prints; it works once.
+	link := signInURL(t, d, d.Token)
+	b.do(chromedp.Navigate(link))
+	poll[bool](b, "the boxes page", `document.body.dataset.page === "boxes" && location.pathname === "/"`, 10*time.Second)
+	b.do(chromedp.Navigate(link))
+	if msg := eval[string](b, `document.querySelector("#error")?.textContent || ""`); !strings.Contains(msg, "used or has expired") {
+		t.Fatalf("a used sign-in link: %q", msg)
+	}
+	b.do(chromedp.Navigate(base + "/"))
+	poll[bool](b, "the empty list", `!!document.querySelector("#boxes tr.empty") && !document.querySelector("#boxes tr.empty").textContent.includes("Loading")`, 10*time.Second)
+	b.shots(shotDir, "boxes-empty")
+
+	// The CLI's 'paddock new' in the same run, for the figure.
+	t0 := time.Now()
+	cli := exec.Command(bins.Paddock, "new", "--name", "fromcli")
+	cli.Env = append(os.Environ(), d.CLIEnv()...)
+	cli.Env = append(cli.Env, "PADDOCK_CONFIG_DIR="+t.TempDir())
+	if out, err := cli.CombinedOutput(); err != nil {
+		t.Fatalf("paddock new: %v\n%s", err, out)
+	}
+	cliNew := time.Since(t0)
+	poll[bool](b, "the CLI's box in the list, without a reload", `!!document.querySelector('#boxes tr[data-box="fromcli"]')`, 10*time.Second)
+
+	// Create a box with the form and watch it turn running without a reload.
+	b.do(chromedp.Click(chromedp.CSS("#new-open")),
+		chromedp.SendKeys(chromedp.CSS("#n-name"), "dash"),
+		chromedp.Click(chromedp.CSS("#n-desktop")))
+	b.shots(shotDir, "boxes-new-form")
+	t0 = time.Now()
+	b.do(chromedp.Click(chromedp.CSS("#new-create")))
+	poll[bool](b, "the new box running", `document.querySelector('#boxes tr[data-box="dash"] .state')?.textContent === "running"`, 60*time.Second)
+	formNew := time.Since(t0)
+	t.Logf("figure: Create in the form to running in the list %v; 'paddock new' in the same run %v", formNew.Round(time.Millisecond), cliNew.Round(time.Millisecond))
+	b.shots(shotDir, "boxes")
+
+	// The box's page: a shell in the terminal tab.
+	b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] a`)))
+	poll[bool](b, "the box's page", `document.body.dataset.box === "dash" && document.body.dataset.ready === "1"`, 10*time.Second)
+	b.shots(shotDir, "box-overview")
+	assets := eval[string](b, `(() => { let n = 0, bytes = 0; for (const e of performance.getEntriesByType("resource")) if (e.name.includes("/ui/")) { n++; bytes += e.decodedBodySize; } return n + " files, " + bytes + " bytes"; })()`)
+	t.Logf("figure: the box page's assets: %s", assets)
+	b.do(chromedp.Click(chromedp.CSS("#tab-terminal")))
+	poll[bool](b, "the shell", `document.body.dataset.term === "open"`, 20*time.Second)
+	// The shell's prompt first, then type as a person does.
+	poll[bool](b, "the prompt", `(() => { const buf = window.paddockTerm.buffer.active; for (let i = 0; i < buf.length; i++) if (/[$#] *$/.test(buf.getLine(i).translateToString(true))) return true; return false; })()`, 20*time.Second)
+	b.typeKeys("echo dash-$((6*7))\r")
+	poll[bool](b, "dash-42 in the terminal's buffer", `(() => { const buf = window.paddockTerm.buffer.active; for (let i = 0; i < buf.length; i++) if (buf.getLine(i).translateToString(true).trim() === "dash-42") return true; return false; })()`, 20*time.Second)
+	b.shots(shotDir, "box-terminal")
+	// The terminal's websocket refuses another origin: a page elsewhere
+	// cannot use the browser's cookie to open a shell.
+	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{base}})
+	if err != nil || len(res.Cookies) == 0 {
+		t.Fatalf("the session cookie: %v %v", res, err)
+	}
+	cookies := res.Cookies
+	hdr := http.Header{"Cookie": {cookies[0].Name + "=" + cookies[0].Value}, "Origin": {"http://evil.example"}}
+	if c, resp, err := websocket.Dial(ctx, "ws://"+d.Listen+"/v1/boxes/dash/terminal", &websocket.DialOptions{HTTPHeader: hdr}); err == nil {
+		c.CloseNow()
+		t.Fatal("a terminal websocket from another origin was accepted")
+	} else if resp == nil || resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("a terminal websocket from another origin: %v %v", resp, err)
+	}
+	hdr.Set("Origin", base)
+	c, _, err := websocket.Dial(ctx, "ws://"+d.Listen+"/v1/boxes/dash/terminal", &websocket.DialOptions{HTTPHeader: hdr})
+	if err != nil {
+		t.Fatalf("the same origin's terminal websocket (positive control): %v", err)
+	}
+	c.CloseNow()
+
+	// Desktop: the noVNC view draws, and a screenshot lands in the gallery.
+	b.do(chromedp.Click(chromedp.CSS("#tab-desktop")), chromedp.Click(chromedp.CSS("#shot-take")))
+	poll[bool](b, "a screenshot in the gallery", `(() => { const i = document.querySelector("#shots img"); return !!i && i.complete && i.naturalWidth > 100; })()`, 90*time.Second)
+	b.do(chromedp.Click(chromedp.CSS("#desk-open")))
+	colours := poll[int](b, "the desktop's canvas to draw", `(() => {
+		const c = document.querySelector("#desk-frame")?.contentDocument?.querySelector("#screen canvas");
+		if (!c || !c.width) return 0;
+		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+		const seen = new Set();
+		for (let i = 0; i < d.length; i += 4 * 97) seen.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
+		return seen.size >= 4 ? seen.size : 0;
+	})()`, 40*time.Second)
+	t.Logf("%d colours sampled on the desktop's canvas", colours)
+	b.shots(shotDir, "box-desktop")
+
+	// Prompt: a test agent prints its task, live.
+	b.do(chromedp.Click(chromedp.CSS("#tab-prompt")))
+	poll[bool](b, "the agent list", `[...document.querySelectorAll("#prompt-agent option")].some(o => o.value === "say")`, 20*time.Second)
+	b.do(chromedp.SetValue(chromedp.CSS("#prompt-agent"), "say"),
+		chromedp.SendKeys(chromedp.CSS("#prompt-task"), "hello from the dashboard"),
+		chromedp.Click(chromedp.CSS("#prompt-start")))
+	poll[bool](b, "the agent's output", `document.querySelector("#prompt-log").textContent.includes("said=hello from the dashboard")`, 30*time.Second)
+	b.shots(shotDir, "box-prompt")
+
+	// Jobs: a command in the background; its log follows.
+	b.do(chromedp.Click(chromedp.CSS("#tab-jobs")),
+		chromedp.SendKeys(chromedp.CSS("#job-cmd"), "echo job-$((2+3)); sleep 1; echo done"),
+		chromedp.Click(chromedp.CSS("#job-start")))
+	poll[bool](b, "the job's log", `document.querySelector("#job-log").textContent.includes("job-5\ndone")`, 30*time.Second)
+	poll[bool](b, "the job exited in the list", `[...document.querySelectorAll("#jobs tbody tr")].some(r => r.textContent.includes("job-$((2+3))") && r.textContent.includes("exited"))`, 20*time.Second)
+	b.shots(shotDir, "box-jobs")
+
+	// Files: upload a file into a folder and download it back.
+	payload := make([]byte, 300<<10)
+	rand.Read(payload)
+	up := filepath.Join(t.TempDir(), "up.bin")
+	if err := os.WriteFile(up, payload, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	dl := t.TempDir()
+	if _, err := chromedp.CallBrowser(b.ctx, browser.SetDownloadBehavior, browser.SetDownloadBehaviorParams{Behavior: browser.SetDownloadBehaviorBehaviorAllow, DownloadPath: dl}); err != nil {
+		t.Fatal(err)
+	}
+	b.do(chromedp.Click(chromedp.CSS("#tab-files")))
+	poll[bool](b, "the folder listing", `document.querySelector("#dir-path").value === "/config" && document.querySelectorAll("#files tbody tr").length > 0`, 20*time.Second)
+	b.do(chromedp.SetUploadFiles(chromedp.CSS("#upload-input"), []string{up}), chromedp.Click(chromedp.CSS("#upload-go")))
+	poll[bool](b, "the uploaded file listed", `!!document.querySelector('#files tr[data-name="up.bin"] a')`, 20*time.Second)
+	b.do(chromedp.Click(chromedp.CSS(`#files tr[data-name="up.bin"] a`)))
+	var got []byte
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if got, err = os.ReadFile(filepath.Join(dl, "up.bin")); err == nil && len(got) == len(payload) {
+			break
+		}
+	}
+	if !bytes.Equal(got, payload) {
+		t.Fatalf("the downloaded file differs: %d bytes, want %d", len(got), len(payload))
+	}
+	b.shots(shotDir, "box-files")
+
+	// Snapshots and network tabs, for the screenshots.
+	b.do(chromedp.Click(chromedp.CSS("#tab-snapshots")), chromedp.Click(chromedp.CSS("#snap-take")))
+	poll[bool](b, "a snapshot listed", `document.querySelectorAll("#snapshots tr[data-snapshot]").length > 0`, 60*time.Second)
+	b.shots(shotDir, "box-snapshots")
+	b.do(chromedp.Click(chromedp.CSS("#tab-network")))
+	poll[bool](b, "the network report", `document.querySelector("#dns tbody").children.length > 0`, 10*time.Second)
+	b.shots(shotDir, "box-network")
+
+	// Stop and start from the box's header.
+	b.do(chromedp.Click(chromedp.CSS("#tab-overview")), chromedp.Click(chromedp.CSS("#act-stop")))
+	poll[bool](b, "the box stopped", `document.querySelector("#box-state").textContent === "stopped"`, 60*time.Second)
+	b.do(chromedp.Click(chromedp.CSS("#act-start")))
+	poll[bool](b, "the box running again", `document.querySelector("#box-state").textContent === "running"`, 60*time.Second)
+
+	// A write without the session's CSRF value is refused, and changes nothing.
+	status := eval[float64](b, `fetch("/v1/boxes", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify({name: "forged"})}).then(r => r.status)`)
+	if status != 401 {
+		t.Fatalf("a POST without the CSRF header: %v", status)
+	}
+	formStatus := eval[float64](b, `fetch("/logout", {method: "POST", body: new URLSearchParams({csrf: "wrong"})}).then(r => fetch("/v1/whoami")).then(r => r.status)`)
+	if formStatus != 200 {
+		t.Fatalf("a logout form with a wrong CSRF value ended the session: whoami %v", formStatus)
+	}
+	if _, err := d.Client().Box(ctx, "forged"); err == nil {
+		t.Fatal("the forged request made a box")
+	}
+
+	// Every other page, for the screenshots; each renders without errors.
+	for _, p := range []string{"drives", "policies", "projects", "access", "server"} {
+		b.do(chromedp.Navigate(base + "/" + p))
+		poll[bool](b, "the "+p+" page", `document.body.dataset.page === "`+p+`" && !document.querySelector("tbody tr.empty")?.textContent.includes("Loading")`, 10*time.Second)
+		b.shots(shotDir, p)
+	}
+
+	// Remove, confirmed by typing the name.
+	b.do(chromedp.Navigate(base + "/"))
+	poll[bool](b, "the list", `!!document.querySelector('#boxes tr[data-box="dash"]')`, 10*time.Second)
+	b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] button[data-action="remove"]`)))
+	if !eval[bool](b, `document.querySelector("#rm-go").disabled`) {
+		t.Fatal("Remove is enabled before the name is typed")
+	}
+	b.do(chromedp.SendKeys(chromedp.CSS("#rm-confirm"), "dash"))
+	b.shots(shotDir, "boxes-remove")
+	b.do(chromedp.Click(chromedp.CSS("#rm-go")))
+	poll[bool](b, "the row gone", `!document.querySelector('#boxes tr[data-box="dash"]')`, 60*time.Second)
+	if _, err := d.Client().Box(ctx, "dash"); err == nil {
+		t.Fatal("the box is still there")
+	}
+
+	// A member signed in sees only their own boxes, and another's box's
+	// page is "not found".
+	mtok := memberToken(t, d, "mo")
+	mc, _ := client.New(base, mtok)
+	if _, err := mc.CreateBox(ctx, api.BoxPost{Name: "mine"}); err != nil {
+		t.Fatal(err)
+	}
+	m := newBrowser(t, base, 2*time.Minute)
+	m.do(chromedp.Navigate(signInURL(t, d, mtok)))
+	poll[bool](m, "the member's list", `!!document.querySelector('#boxes tr[data-box="mine"]')`, 20*time.Second)
+	if eval[bool](m, `!!document.querySelector('#boxes tr[data-box="fromcli"]')`) {
+		t.Fatal("a member's list shows the owner's box")
+	}
+	m.do(chromedp.Navigate(base + "/boxes/fromcli"))
+	if msg := eval[string](m, `document.querySelector("#notfound")?.textContent || ""`); msg != `No box named "fromcli".` {
+		t.Fatalf("a member at another's box: %q", msg)
+	}
+	nf := eval[string](m, `fetch("/boxes/fromcli").then(r => r.status + " " + r.headers.get("Content-Type"))`)
+	never := eval[string](m, `fetch("/boxes/neverwas").then(r => r.status + " " + r.headers.get("Content-Type"))`)
+	if nf != never || !strings.HasPrefix(nf, "404") {
+		t.Fatalf("another's box %q, a box that never was %q", nf, never)
+	}
+	events := eval[string](m, `new Promise(res => { const seen = []; const es = new EventSource("/v1/events");
+		es.addEventListener("box", e => seen.push(JSON.parse(e.data).name));
+		es.addEventListener("ready", () => { es.close(); res(seen.sort().join(",")); }); })`)
+	if events != "mine" {
+		t.Fatalf("the member's events stream shows boxes %q", events)
+	}
+	m.shots(shotDir, "member-boxes")
+	t.Logf("looked at: %s", strings.Join(listPNG(shotDir), " "))
+}
+
+func listPNG(dir string) []string {
+	ms, _ := filepath.Glob(filepath.Join(dir, "*.png"))
+	for i := range ms {
+		ms[i] = filepath.Base(ms[i])
+	}
+	return ms
+}
+
