@@ -22,8 +22,8 @@ import (
 	"github.com/chromedp/chromedp/kb"
 	"github.com/coder/websocket"
 
-	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -405,4 +405,3 @@ func listPNG(dir string) []string {
 	}
 	return ms
 }
-
