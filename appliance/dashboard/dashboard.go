@@ -108,7 +108,6 @@ type view struct {
 	Device  *service.DeviceRequest
 	Next    string
 	Min     int
-	Boxes   []api.Box
 }
 
 func (p *Pages) render(w http.ResponseWriter, status int, name string, v view) {

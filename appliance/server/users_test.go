@@ -317,7 +317,7 @@ func TestSetupLink(t *testing.T) {
 	}
 	// Password login works and logout ends the session.
 	lb := forms.Browser()
-	if code, body := forms.Post(t, lb, ts.URL, "/login", url.Values{"name": {"olga"}, "password": {"a long password"}}); code != 200 || !strings.Contains(body, "Signed in as") {
+	if code, body := forms.Post(t, lb, ts.URL, "/login", url.Values{"name": {"olga"}, "password": {"a long password"}}); code != 200 || !strings.Contains(body, `data-user="olga"`) {
 		t.Fatalf("login: %d %s", code, body)
 	}
 	_, page := forms.Get(t, lb, ts.URL+"/")

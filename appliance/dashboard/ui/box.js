@@ -180,6 +180,7 @@ jobForm.addEventListener("submit", (e) => {
   if (!cmd) return;
   busy(document.getElementById("job-start"), async () => {
     const j = await api("POST", B + "/jobs", { cmd: ["bash", "-lc", cmd] });
+    jobForm.reset();
     jobs.set(j.id, j);
     renderJobs();
     follow(j.id, document.getElementById("job-log"));
@@ -268,13 +269,18 @@ function renderSnaps() {
 document.getElementById("snap-take").addEventListener("click", run0(() => api("POST", B + "/snapshots")));
 function run0(fn) { return (ev) => busy(ev.currentTarget, async () => { snapErr.hidden = true; try { await fn(); } catch (e) { snapErr.textContent = e.message; snapErr.hidden = false; } }); }
 
+const dropWhy = {
+  boxes: "to another box", host: "to this server's own services", metadata: "to cloud metadata addresses",
+  policy: "outside the box's policy", spoof: "with a forged source address", frame: "forged or foreign frames at the box's port",
+};
+
 // Network: the firewall's counters and the resolver's decisions.
 async function pollNetwork() {
   if (!document.getElementById("panel-network").hidden) {
     try {
       const r = await api("GET", B + "/policy");
       document.getElementById("net-policy").textContent = r.policy;
-      document.querySelector("#drops tbody").replaceChildren(...Object.entries(r.drops || {}).map(([k, v]) => el("tr", {}, el("td", {}, k), el("td", { class: "num" }, v))));
+      document.querySelector("#drops tbody").replaceChildren(...Object.entries(r.drops || {}).map(([k, v]) => el("tr", {}, el("td", {}, k, el("span", { class: "muted" }, dropWhy[k] ? " · " + dropWhy[k] : "")), el("td", { class: "num" }, v))));
       const dns = (r.dns || []).slice().reverse();
       document.querySelector("#dns tbody").replaceChildren(...dns.map((d) => el("tr", {}, el("td", {}, new Date(d.time).toLocaleTimeString()), el("td", { class: "wrap" }, d.name), el("td", {}, d.allowed ? "allowed" : "refused"), el("td", { class: "wrap" }, d.reason))));
       if (!dns.length) document.querySelector("#dns tbody").append(el("tr", { class: "empty" }, el("td", { colspan: 4 }, "No lookups yet.")));
