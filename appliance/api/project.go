@@ -1,5 +1,7 @@
 package api
 
+import "time"
+
 // ProjectSpec is the desired state a Boxfile declares: everything one
 // project has. Package boxfiles produces it; paddockd plans and applies it.
 type ProjectSpec struct {
@@ -142,4 +144,24 @@ type ApplyResult struct {
 type SetupPost struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+}
+
+// Project is a Boxfile project as the dashboard shows it (GET
+// /v1/projects): its objects, its last apply, and its drift.
+type Project struct {
+	Name     string   `json:"name"`
+	Owner    string   `json:"owner,omitempty"`
+	Boxes    []string `json:"boxes"`
+	Drives   []string `json:"drives"`
+	Policies []string `json:"policies"`
+	// AppliedAt, AppliedBy and Serial tell the last apply (none for a
+	// project applied before Paddock kept them).
+	AppliedAt *time.Time `json:"applied_at,omitempty"`
+	AppliedBy string     `json:"applied_by,omitempty"`
+	// Serial is the declared-state serial the last apply left.
+	Serial int64 `json:"serial,omitempty"`
+	// Drift is what 'paddock plan' of the last applied Boxfile would
+	// change now; empty when the machine matches it.
+	Drift      []Change `json:"drift,omitempty"`
+	DriftError string   `json:"drift_error,omitempty"`
 }

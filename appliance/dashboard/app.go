@@ -9,9 +9,13 @@ import (
 	"io/fs"
 	"net/http"
 	"net/url"
+	"os"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/route"
@@ -169,5 +173,35 @@ func (p *Pages) serverFacts(ctx context.Context) []fact {
 	if ds, err := p.Svc.ListDrives(ctx); err == nil {
 		fs = append(fs, fact{"Drives", fmt.Sprint(len(ds))})
 	}
+	if h := p.Svc.Rec.Health(); !h.LastRun.IsZero() {
+		v := fmt.Sprintf("last run %s ago, took %s, %d change(s), %d failed; %d runs since start",
+			time.Since(h.LastRun).Round(time.Second), h.Took.Round(time.Millisecond), h.Changes, h.Failed, h.Runs)
+		if h.Err != "" {
+			v += "; error: " + h.Err
+		}
+		fs = append(fs, fact{"Reconcile loop", v})
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(p.Svc.Cfg.StateDir, &st); err == nil {
+		total, free := st.Blocks*uint64(st.Bsize), st.Bavail*uint64(st.Bsize)
+		fs = append(fs, fact{"Disk (state directory)", fmt.Sprintf("%s free of %s", gib(free), gib(total))})
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var total, avail uint64
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			if len(f) >= 2 && f[0] == "MemTotal:" {
+				total, _ = strconv.ParseUint(f[1], 10, 64)
+			}
+			if len(f) >= 2 && f[0] == "MemAvailable:" {
+				avail, _ = strconv.ParseUint(f[1], 10, 64)
+			}
+		}
+		if total > 0 {
+			fs = append(fs, fact{"Memory", fmt.Sprintf("%s available of %s", gib(avail<<10), gib(total<<10))})
+		}
+	}
 	return fs
 }
+
+func gib(n uint64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }

@@ -42,6 +42,9 @@ type Reconciler struct {
 	// front gets the declared boxes on every run (the front door's preview
 	// routes); its failure is logged, not fatal: the old routes stay.
 	front func([]store.Box) error
+
+	healthMu sync.Mutex
+	health   Health
 }
 
 // SetFront sets the function that gets the declared boxes on every run.
@@ -186,6 +189,38 @@ func Observe(ctx context.Context, drv driver.Driver) (Observed, error) {
 func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	start := time.Now()
+	res, err := r.run(ctx)
+	h := Health{LastRun: start, Took: time.Since(start), Changes: len(res.Changes), Failed: len(res.Errors)}
+	if err != nil {
+		h.Err = err.Error()
+	}
+	r.healthMu.Lock()
+	h.Runs = r.health.Runs + 1
+	r.health = h
+	r.healthMu.Unlock()
+	return res, err
+}
+
+// Health is how the reconciler's last run went.
+type Health struct {
+	LastRun time.Time
+	Took    time.Duration
+	Runs    int64
+	// Changes and Failed count the last run's changes and failed ones;
+	// Err is its error, if it could not run at all.
+	Changes, Failed int
+	Err             string
+}
+
+// Health reports the last run (without waiting for one under way).
+func (r *Reconciler) Health() Health {
+	r.healthMu.Lock()
+	defer r.healthMu.Unlock()
+	return r.health
+}
+
+func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	if err := r.Driver.Prepare(ctx); err != nil {
 		return Result{}, fmt.Errorf("preparing the engine: %w", err)
 	}

@@ -268,3 +268,11 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
+
+func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
+	ps, err := s.Svc.Projects(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ps)
+}

@@ -111,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/reconcile", s.reconcile)
 	add("POST "+p+"/plan", s.plan)
 	add("POST "+p+"/apply", s.apply)
+	add("GET "+p+"/projects", s.projects)
 	add("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)

@@ -155,7 +155,10 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if err := s.checkImages(ctx, spec, plan); err != nil {
 			return err
 		}
-		return s.writePlan(tx, spec, plan, ownerID(ctx))
+		if err := s.writePlan(tx, spec, plan, ownerID(ctx)); err != nil {
+			return err
+		}
+		return s.recordApply(ctx, tx, req.PlanRequest, st.Serial+1)
 	})
 	if err != nil {
 		return res, err

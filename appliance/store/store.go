@@ -171,6 +171,15 @@ var migrations = []string{
 	 INSERT INTO user_ssh_keys (owner, fingerprint, name, key, created)
 		SELECT owner, fingerprint, name, key, created FROM ssh_keys;
 	 DROP TABLE ssh_keys;`,
+	// The last applied request of each Boxfile project, to tell its drift.
+	`CREATE TABLE projects (
+		name TEXT PRIMARY KEY,
+		owner INTEGER NOT NULL,
+		request TEXT NOT NULL,
+		applied INTEGER NOT NULL,
+		applied_by TEXT NOT NULL,
+		serial INTEGER NOT NULL
+	 );`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

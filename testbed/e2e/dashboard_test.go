@@ -344,6 +344,26 @@ func TestDashboard(t *testing.T) {
 		t.Fatal("the forged request made a box")
 	}
 
+	// A Boxfile project applied with the CLI shows on the projects page
+	// with who applied it and no drift; a policy changed outside the
+	// Boxfile shows as drift, without a reload.
+	proj := t.TempDir()
+	if err := os.WriteFile(filepath.Join(proj, "Boxfile"), []byte("project = \"shop\"\nbox \"shopweb\" {\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	apply := exec.Command(bins.Paddock, "apply", "--auto-approve")
+	apply.Dir = proj
+	apply.Env = append(append(os.Environ(), d.CLIEnv()...), "PADDOCK_CONFIG_DIR="+t.TempDir())
+	if out, err := apply.CombinedOutput(); err != nil {
+		t.Fatalf("paddock apply: %v\n%s", err, out)
+	}
+	b.do(chromedp.Navigate(base + "/projects"))
+	poll[bool](b, "the project without drift", `(document.querySelector('[data-project="shop"]')?.textContent || "").includes("No drift") && document.querySelector('[data-project="shop"]').textContent.includes("by local")`, 20*time.Second)
+	if _, err := d.Client().SetPolicy(ctx, "shopweb", "deny-all"); err != nil {
+		t.Fatal(err)
+	}
+	poll[bool](b, "the drift shown", `(document.querySelector('[data-project="shop"] .drift')?.textContent || "").includes("box.shopweb")`, 20*time.Second)
+
 	// Every other page, for the screenshots; each renders without errors.
 	for _, p := range []string{"drives", "policies", "projects", "access", "server"} {
 		b.do(chromedp.Navigate(base + "/" + p))

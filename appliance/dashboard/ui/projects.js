@@ -1,34 +1,40 @@
 // The projects page: each Boxfile project with its boxes, drives and
-// policies, live; a box whose observed state is not its declared one is
-// shown as drifting until the reconciler catches up.
-import { api, el, enc, events, stateBadge } from "./common.js";
+// policies, its last apply, and its drift (what 'paddock plan' of its
+// last applied Boxfile would change now), refreshed when a box changes.
+import { api, el, enc, events, when } from "./common.js";
 
-const boxes = new Map();
-const drives = new Map();
-let policies = [];
-let ready = false;
 const root = document.getElementById("projects");
+let ready = false;
+let timer = 0;
 
-function render() {
-  const names = new Set([...boxes.values(), ...drives.values(), ...policies].map((o) => o.project).filter(Boolean));
-  const out = [...names].sort().map((p) => {
-    const bs = [...boxes.values()].filter((b) => b.project === p).sort((a, b) => a.name.localeCompare(b.name));
-    const drift = bs.filter((b) => b.status !== b.desired);
-    return el("section", { class: "card project", "data-project": p }, el("h2", {}, p),
-      el("p", { class: drift.length ? "error" : "ok" }, drift.length ? `Not yet as declared: ${drift.map((b) => `${b.name} is ${b.status}, declared ${b.desired}`).join("; ")}` : "Matches its declaration."),
+const links = (names, kind) => names.length ? names.flatMap((n, i) => [i ? ", " : "", kind === "box" ? el("a", { href: "/boxes/" + enc(n) }, n) : n]) : "—";
+
+async function load() {
+  try {
+    const list = await api("GET", "/projects");
+    const out = list.map((p) => el("section", { class: "card project", "data-project": p.name }, el("h2", {}, p.name),
+      p.drift_error ? el("p", { class: "error" }, p.drift_error)
+        : p.applied_at ? (p.drift?.length
+          ? el("div", { class: "drift" }, el("p", { class: "error" }, "Drift: 'paddock plan' would change"),
+            el("ul", {}, p.drift.map((c) => el("li", {}, el("code", {}, `${c.action} ${c.address}`),
+              (c.attrs || []).map((a) => ` · ${a.name}: ${a.before || "—"} → ${a.after || "—"}`).join(""),
+              c.reasons?.length ? ` (${c.reasons.join("; ")})` : ""))))
+          : el("p", { class: "ok" }, "No drift: the machine matches the last applied Boxfile."))
+          : el("p", { class: "muted" }, "Applied before Paddock kept a record; apply it again to follow its drift."),
       el("dl", { class: "facts" },
-        el("dt", {}, "Boxes"), el("dd", {}, bs.length ? bs.flatMap((b, i) => [i ? ", " : "", el("a", { href: "/boxes/" + enc(b.name) }, b.name), " ", stateBadge(b.status)]) : "—"),
-        el("dt", {}, "Drives"), el("dd", {}, [...drives.values()].filter((d) => d.project === p).map((d) => d.name).join(", ") || "—"),
-        el("dt", {}, "Policies"), el("dd", {}, policies.filter((x) => x.project === p).map((x) => x.name).join(", ") || "—")));
-  });
-  root.replaceChildren(...out);
-  if (!out.length) root.append(el("p", { class: "muted" }, "No projects yet: 'paddock apply' in a folder with a Boxfile makes one."));
+        el("dt", {}, "Boxes"), el("dd", {}, links(p.boxes, "box")),
+        el("dt", {}, "Drives"), el("dd", {}, links(p.drives)),
+        el("dt", {}, "Policies"), el("dd", {}, links(p.policies)),
+        p.owner ? [el("dt", {}, "Owner"), el("dd", {}, p.owner)] : null,
+        p.applied_at ? [el("dt", {}, "Last applied"), el("dd", {}, `${when(p.applied_at)} by ${p.applied_by}`), el("dt", {}, "State serial"), el("dd", {}, String(p.serial))] : null)));
+    root.replaceChildren(...out);
+    if (!out.length) root.append(el("p", { class: "muted" }, "No projects yet: 'paddock apply' in a folder with a Boxfile makes one."));
+  } catch (e) {
+    root.replaceChildren(el("p", { class: "error" }, e.message));
+  }
+  document.body.dataset.loaded = "1";
 }
 
-events({
-  box: (b) => { boxes.set(b.name, b); if (ready) render(); },
-  "box-removed": (k) => { boxes.delete(k.name); if (ready) render(); },
-  drive: (d) => { drives.set(d.name, d); if (ready) render(); },
-  "drive-removed": (k) => { drives.delete(k.name); if (ready) render(); },
-  ready: async () => { policies = await api("GET", "/policies").catch(() => []); ready = true; render(); },
-});
+// Many changes at once (an apply) make one reload.
+function soon() { if (!ready) return; clearTimeout(timer); timer = setTimeout(load, 300); }
+events({ box: soon, "box-removed": soon, drive: soon, "drive-removed": soon, ready: () => { ready = true; load(); } });

@@ -1,0 +1,54 @@
+package service
+
+import (
+	"context"
+	"testing"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// A project's last apply is recorded (by whom, the serial it left), and
+// its drift is the plan its Boxfile would make now: nothing right after
+// the apply; the changed box once someone sets its policy outside the Boxfile;
+// nothing after a destroy, which forgets the project.
+func TestProjectsDrift(t *testing.T) {
+	s, _ := newService(t)
+	ctx := WithUser(context.Background(), store.User{ID: 1, Name: "olga", Role: store.RoleOwner})
+	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "shop", Boxes: []api.BoxSpec{{Name: "web"}}}}
+	p, err := s.PlanProject(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+		t.Fatal(err)
+	}
+	serial, _ := s.Store.Serial()
+	ps, err := s.Projects(ctx)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("projects: %+v %v", ps, err)
+	}
+	got := ps[0]
+	if got.Name != "shop" || got.AppliedBy != "olga" || got.AppliedAt == nil || got.Serial != p.Serial+1 || got.Serial > serial || len(got.Boxes) != 1 || len(got.Drift) != 0 {
+		t.Fatalf("after the apply: %+v (serial now %d)", got, serial)
+	}
+	if _, err := s.SetPolicy(ctx, "web", api.PolicyDenyAll); err != nil {
+		t.Fatal(err)
+	}
+	ps, _ = s.Projects(ctx)
+	if len(ps) != 1 || len(ps[0].Drift) != 1 || ps[0].Drift[0].Address != "box.web" {
+		t.Fatalf("after a policy change outside the Boxfile, drift %+v", ps)
+	}
+	// A member sees nothing of it.
+	if mine, err := s.Projects(WithUser(context.Background(), store.User{ID: 2, Name: "mia", Role: store.RoleMember})); err != nil || len(mine) != 0 {
+		t.Fatalf("a member sees %+v %v", mine, err)
+	}
+	req.Destroy = true
+	p, _ = s.PlanProject(ctx, req)
+	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+		t.Fatal(err)
+	}
+	if ps, _ = s.Projects(ctx); len(ps) != 0 {
+		t.Fatalf("after a destroy: %+v", ps)
+	}
+}
