@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/browser"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -189,6 +190,9 @@ func TestDashboard(t *testing.T) {
 	t.Logf("page screenshots: %s", shotDir)
 	b := newBrowser(t, base, 6*time.Minute)
 
+	b.do(chromedp.Navigate(base + "/login"))
+	b.shots(shotDir, "login")
+
 	// Sign in with the link 'paddock dashboard' prints; it works once.
 	link := signInURL(t, d, d.Token)
 	b.do(chromedp.Navigate(link))
@@ -348,7 +352,7 @@ func TestDashboard(t *testing.T) {
 	// with who applied it and no drift; a policy changed outside the
 	// Boxfile shows as drift, without a reload.
 	proj := t.TempDir()
-	if err := os.WriteFile(filepath.Join(proj, "Boxfile"), []byte("project = \"shop\"\nbox \"shopweb\" {\n}\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(proj, "Boxfile.hcl"), []byte("project = \"shop\"\nbox \"shopweb\" {\n}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	apply := exec.Command(bins.Paddock, "apply", "--auto-approve")
@@ -415,6 +419,16 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("the member's events stream shows boxes %q", events)
 	}
 	m.shots(shotDir, "member-boxes")
+	// The system's dark setting gives the dark colours.
+	if _, err := chromedp.Call(m.ctx, emulation.SetEmulatedMedia, emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if bg := eval[string](m, `getComputedStyle(document.body).backgroundColor`); bg != "rgb(21, 23, 26)" {
+		t.Fatalf("dark mode background %q", bg)
+	}
+	m.do(chromedp.Navigate(base + "/boxes/mine"))
+	poll[bool](m, "the member's box page", `document.body.dataset.ready === "1"`, 10*time.Second)
+	m.shots(shotDir, "member-box-dark")
 	t.Logf("looked at: %s", strings.Join(listPNG(shotDir), " "))
 }
 
