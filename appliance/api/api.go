@@ -69,6 +69,14 @@ type DirEntry struct {
 	Target string `json:"target,omitempty"`
 }
 
+// Screenshot is one kept screenshot of a box's desktop (its PNG is at
+// GET /v1/boxes/NAME/screenshots/ID).
+type Screenshot struct {
+	ID    string    `json:"id"`
+	Taken time.Time `json:"taken"`
+	Size  int64     `json:"size"`
+}
+
 // SignInPost asks for a dashboard sign-in link.
 type SignInPost struct {
 	// Box lands the browser on that box's page instead of the list.

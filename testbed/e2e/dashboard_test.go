@@ -265,6 +265,12 @@ func TestDashboard(t *testing.T) {
 	// Desktop: the noVNC view draws, and a screenshot lands in the gallery.
 	b.do(chromedp.Click(chromedp.CSS("#tab-desktop")), chromedp.Click(chromedp.CSS("#shot-take")))
 	poll[bool](b, "a screenshot in the gallery", `(() => { const i = document.querySelector("#shots img"); return !!i && i.complete && i.naturalWidth > 100; })()`, 90*time.Second)
+	// The server keeps it: a reload shows it again, and it is a PNG.
+	b.do(chromedp.Reload())
+	poll[bool](b, "the screenshot after a reload", `(() => { const i = document.querySelector("#shots img"); return !!i && i.complete && i.naturalWidth > 100; })()`, 20*time.Second)
+	if magic := eval[string](b, `fetch(document.querySelector("#shots a[download]").href).then(r => r.arrayBuffer()).then(b => String.fromCharCode(...new Uint8Array(b).slice(1, 4)))`); magic != "PNG" {
+		t.Fatalf("the gallery's download: %q", magic)
+	}
 	b.do(chromedp.Click(chromedp.CSS("#desk-open")))
 	colours := poll[int](b, "the desktop's canvas to draw", `(() => {
 		const c = document.querySelector("#desk-frame")?.contentDocument?.querySelector("#screen canvas");

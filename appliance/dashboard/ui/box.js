@@ -115,8 +115,7 @@ function openShell() {
 }
 document.getElementById("term-new").addEventListener("click", openShell);
 
-// Desktop: the noVNC page in a frame, with a ticket; screenshots kept in
-// this tab as a gallery.
+// Desktop: the noVNC page in a frame, with a ticket.
 const deskErr = document.getElementById("desk-error");
 document.getElementById("desk-open").addEventListener("click", (e) => busy(e.currentTarget, async () => {
   deskErr.hidden = true;
@@ -127,22 +126,28 @@ document.getElementById("desk-open").addEventListener("click", (e) => busy(e.cur
     f.hidden = false;
   } catch (err) { deskErr.textContent = err.message; deskErr.hidden = false; }
 }));
-let shots = 0;
+// The gallery: the box's recent screenshots, kept by the server.
+async function loadShots() {
+  try {
+    const list = await api("GET", B + "/screenshots");
+    document.getElementById("shots-empty").hidden = list.length > 0;
+    document.getElementById("shots").replaceChildren(...list.map((sh) => {
+      const url = `/v1${B}/screenshots/${enc(sh.id)}`;
+      const at = new Date(sh.taken);
+      const file = `${name}-${sh.taken.replace(/[:.]/g, "-")}.png`;
+      return el("li", { "data-shot": sh.id }, el("figure", {}, el("a", { href: url, target: "_blank", rel: "noopener" }, el("img", { src: url, alt: `Screenshot of ${name} at ${at.toLocaleString()}`, loading: "lazy" })),
+        el("figcaption", {}, at.toLocaleString(), " · ", size(sh.size), " · ", el("a", { href: url, download: file }, "Download PNG"))));
+    }));
+  } catch (err) { deskErr.textContent = err.message; deskErr.hidden = false; }
+}
 document.getElementById("shot-take").addEventListener("click", (e) => busy(e.currentTarget, async () => {
   deskErr.hidden = true;
   const st = document.getElementById("desk-state");
   st.textContent = "Taking a screenshot…";
   try {
-    const r = await api("GET", B + "/screenshot");
-    const blob = await r.blob();
-    const url = URL.createObjectURL(blob);
-    const at = new Date();
-    const file = `${name}-${at.toISOString().replace(/[:.]/g, "-")}.png`;
-    shots++;
-    document.getElementById("shots-empty").hidden = true;
-    document.getElementById("shots").prepend(el("li", {}, el("figure", {}, el("img", { src: url, alt: `Screenshot of ${name} at ${at.toLocaleTimeString()}` }),
-      el("figcaption", {}, at.toLocaleTimeString(), " · ", el("a", { href: url, download: file }, "Download PNG")))));
-    st.textContent = `${shots} screenshot${shots > 1 ? "s" : ""}`;
+    await api("POST", B + "/screenshots");
+    st.textContent = "";
+    await loadShots();
   } catch (err) { st.textContent = ""; deskErr.textContent = err.message; deskErr.hidden = false; }
 }));
 
@@ -289,7 +294,7 @@ async function pollNetwork() {
   setTimeout(pollNetwork, 2000);
 }
 
-const onOpen = { terminal: openShell, prompt: loadAgents, files: () => openDir(dirPath.value), network: pollNetwork };
+const onOpen = { terminal: openShell, desktop: loadShots, prompt: loadAgents, files: () => openDir(dirPath.value), network: pollNetwork };
 
 events({
   box: (b) => { if (b.name === name) { box = b; renderBox(); } },
