@@ -93,6 +93,7 @@ func init() {
 		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
 		{"policy", "set BOX MODE|NAME | ls | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
 		{"version", "[--json]", "show the client's version and the server's", cmdVersion},
+		{"completion", "bash|zsh|fish|powershell", "print a shell completion script (see 'paddock help completion')", cmdCompletion},
 		{"help", "", "show this help", cmdHelp},
 	}
 }
@@ -119,6 +120,10 @@ func Run(args []string) int {
 func run(e *env, args []string) int {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		cmdHelp(e, nil)
+		return 0
+	}
+	if args[0] == "__complete" {
+		complete(e, args[1:])
 		return 0
 	}
 	if args[0] == "--version" {
@@ -217,7 +222,10 @@ func wantsHelp(args []string) bool {
 var errHelpOnly = errors.New("help only")
 
 // helpFlags is what parse returns for --help: the flags to show.
-type helpFlags struct{ usages string }
+type helpFlags struct {
+	usages string
+	names  []string // --name and -n of every flag
+}
 
 func (helpFlags) Error() string { return "help" }
 
@@ -266,7 +274,17 @@ func flags(name string) *pflag.FlagSet {
 func parse(fs *pflag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
-			return helpFlags{fs.FlagUsages()}
+			hf := helpFlags{usages: fs.FlagUsages()}
+			fs.VisitAll(func(f *pflag.Flag) {
+				if f.Hidden {
+					return
+				}
+				hf.names = append(hf.names, "--"+f.Name)
+				if f.Shorthand != "" {
+					hf.names = append(hf.names, "-"+f.Shorthand)
+				}
+			})
+			return hf
 		}
 		return usagef("%v", err)
 	}

@@ -1,0 +1,206 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Shell completion. The scripts that 'paddock completion SHELL' prints
+// ask the binary itself for candidates: 'paddock __complete WORDS... CUR'
+// prints one candidate per line for the word CUR being typed after WORDS.
+// Commands and their flags come from the command table (the flags by the
+// same probe that --help uses), subcommands from a command's usage line,
+// and box and drive names from the server when it answers within a
+// second. No candidates means the shell's own file-name completion.
+
+var completionScripts = map[string]string{
+	"bash": `# paddock completion for bash: source it, or put it in
+# /etc/bash_completion.d/paddock (or ~/.local/share/bash-completion/completions/paddock).
+_paddock() {
+  local IFS=$'\n'
+  local cur="${COMP_WORDS[COMP_CWORD]}"
+  COMPREPLY=($(compgen -W "$(paddock __complete "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" 2>/dev/null)" -- "$cur"))
+}
+complete -o default -F _paddock paddock
+`,
+	"zsh": `# paddock completion for zsh: source it from ~/.zshrc.
+autoload -U +X compinit && compinit
+autoload -U +X bashcompinit && bashcompinit
+_paddock() {
+  local IFS=$'\n'
+  local cur="${COMP_WORDS[COMP_CWORD]}"
+  COMPREPLY=($(compgen -W "$(paddock __complete "${COMP_WORDS[@]:1:COMP_CWORD-1}" "$cur" 2>/dev/null)" -- "$cur"))
+}
+complete -o default -F _paddock paddock
+`,
+	"fish": `# paddock completion for fish: save as ~/.config/fish/completions/paddock.fish
+complete -c paddock -a '(paddock __complete (commandline -opc)[2..-1] (commandline -ct) 2>/dev/null)'
+`,
+	"powershell": `# paddock completion for PowerShell: add it to your $PROFILE.
+Register-ArgumentCompleter -Native -CommandName paddock -ScriptBlock {
+  param($wordToComplete, $commandAst, $cursorPosition)
+  $words = @($commandAst.CommandElements | Select-Object -Skip 1 | ForEach-Object { $_.ToString() })
+  if ($wordToComplete -ne '') { $words = @($words | Select-Object -SkipLast 1) }
+  & paddock __complete @words $wordToComplete 2>$null | Where-Object { $_ -like "$wordToComplete*" } |
+    ForEach-Object { [System.Management.Automation.CompletionResult]::new($_, $_, 'ParameterValue', $_) }
+}
+`,
+}
+
+func cmdCompletion(e *env, args []string) error {
+	fs := flags("completion")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	shells := make([]string, 0, len(completionScripts))
+	for k := range completionScripts {
+		shells = append(shells, k)
+	}
+	sort.Strings(shells)
+	if fs.NArg() != 1 {
+		return usagef("name a shell: %s", strings.Join(shells, ", "))
+	}
+	script, ok := completionScripts[fs.Arg(0)]
+	if !ok {
+		return usagef("no completion for %q: the shells are %s", fs.Arg(0), strings.Join(shells, ", "))
+	}
+	_, err := io.WriteString(e.stdout, script)
+	return err
+}
+
+// complete prints the candidates for the last of words after the others.
+func complete(e *env, words []string) {
+	if len(words) == 0 {
+		words = []string{""}
+	}
+	cur, before := words[len(words)-1], words[:len(words)-1]
+	cs := candidates(e, before, cur)
+	sort.Strings(cs)
+	for _, c := range cs {
+		if strings.HasPrefix(c, cur) {
+			fmt.Fprintln(e.stdout, c)
+		}
+	}
+}
+
+func candidates(e *env, before []string, cur string) []string {
+	if len(before) == 0 {
+		var out []string
+		for _, c := range commands {
+			out = append(out, c.name)
+		}
+		return out
+	}
+	var cmd *command
+	for i := range commands {
+		if commands[i].name == before[0] {
+			cmd = &commands[i]
+		}
+	}
+	if cmd == nil {
+		return nil
+	}
+	if cmd.name == "help" {
+		return candidates(e, nil, cur)
+	}
+	if strings.HasPrefix(cur, "-") {
+		return commandFlags(e, *cmd)
+	}
+	if cmd.name == "completion" {
+		return []string{"bash", "fish", "powershell", "zsh"}
+	}
+	// After "--" comes a command for the box: the shell's own completion.
+	for _, w := range before[1:] {
+		if w == "--" {
+			return nil
+		}
+	}
+	positional := 0
+	for _, w := range before[1:] {
+		if !strings.HasPrefix(w, "-") {
+			positional++
+		}
+	}
+	if subs := subcommands(*cmd); len(subs) > 0 {
+		if positional == 0 {
+			return subs
+		}
+		if strings.Contains(cmd.name, "drive") && positional == 1 {
+			return names(e, "drives")
+		}
+		if cmd.name == "policy" && positional == 1 && (before[len(before)-1] == "set" || before[len(before)-1] == "log") {
+			return names(e, "boxes")
+		}
+		return nil
+	}
+	if positional == 0 && (strings.HasPrefix(cmd.args, "BOX") || strings.HasPrefix(cmd.args, "[BOX]")) {
+		return names(e, "boxes")
+	}
+	if cmd.name == "rm" {
+		return names(e, "boxes")
+	}
+	return nil
+}
+
+// subcommands reads "ls | invite [--role R] | rm NAME" or
+// "new|ls|rm NAME" from a command's usage line.
+func subcommands(c command) []string {
+	if !strings.Contains(c.args, "|") || strings.HasPrefix(c.args, "[") || strings.HasPrefix(c.args, "BOX") || strings.HasPrefix(c.args, "-") {
+		return nil
+	}
+	var out []string
+	for _, alt := range strings.Split(c.args, "|") {
+		f := strings.Fields(alt)
+		if len(f) > 0 && strings.ToLower(f[0]) == f[0] && !strings.HasPrefix(f[0], "-") && !strings.HasPrefix(f[0], "[") {
+			out = append(out, f[0])
+		}
+	}
+	return out
+}
+
+// commandFlags are a command's flags, learnt as --help learns them.
+func commandFlags(e *env, c command) []string {
+	probe := *e
+	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
+	var hf helpFlags
+	if errors.As(c.run(&probe, []string{"--help"}), &hf) {
+		return append(hf.names, "--help")
+	}
+	return []string{"--help"}
+}
+
+// names asks the server for box or drive names, briefly: a shell waits
+// for the answer.
+func names(e *env, what string) []string {
+	c, err := e.client()
+	if err != nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
+	defer cancel()
+	var out []string
+	switch what {
+	case "boxes":
+		bs, err := c.Boxes(ctx)
+		if err != nil {
+			return nil
+		}
+		for _, b := range bs {
+			out = append(out, b.Name)
+		}
+	case "drives":
+		ds, err := c.Drives(ctx)
+		if err != nil {
+			return nil
+		}
+		for _, d := range ds {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
