@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/paddock-dev/paddock/appliance/api"
 	"strings"
 	"time"
 
@@ -45,11 +46,23 @@ func (s *Service) DesktopBox(name string) error {
 	return nil
 }
 
+// MaxScreenshots bounds the screenshots taken at once, server-wide.
+const MaxScreenshots = 2
+
 // Screenshot returns a PNG of a box's whole display. It waits a few seconds
 // for a desktop that is still starting.
 func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 	if err := s.DesktopBox(name); err != nil {
 		return nil, err
+	}
+	// Each screenshot is an X client and an encoder in a box: a few at a
+	// time, server-wide, and more are refused rather than queued.
+	s.shotOnce.Do(func() { s.shotSlots = make(chan struct{}, MaxScreenshots) })
+	select {
+	case s.shotSlots <- struct{}{}:
+		defer func() { <-s.shotSlots }()
+	default:
+		return nil, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("%d screenshots are being taken; try again in a moment", MaxScreenshots)}
 	}
 	env := []string{"DISPLAY=" + Display}
 	deadline := time.Now().Add(15 * time.Second)

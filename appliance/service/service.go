@@ -48,6 +48,9 @@ type Service struct {
 	// SignIns holds the dashboard's sign-in links not yet used.
 	SignIns SignIns
 
+	shotOnce  sync.Once
+	shotSlots chan struct{} // screenshots under way
+
 	jobsMu sync.Mutex
 	jobs   map[string]chan struct{} // running jobs: closed when done
 }
