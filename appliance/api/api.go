@@ -168,6 +168,9 @@ type Snapshot struct {
 	State   string    `json:"state"` // pending, ready, failed, deleting
 	Error   string    `json:"error,omitempty"`
 	Created time.Time `json:"created"`
+	// Size is the bytes the snapshot adds to what its box was made from
+	// (absent: not known).
+	Size int64 `json:"size,omitempty"`
 }
 
 // Drive is a named volume that outlives the boxes that mount it.

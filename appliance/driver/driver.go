@@ -107,6 +107,12 @@ type SnapshotState struct {
 	Box string
 }
 
+// SnapshotSizer is a driver that can tell the bytes a snapshot adds to
+// what its box was made from.
+type SnapshotSizer interface {
+	SnapshotSize(ctx context.Context, id string) (int64, error)
+}
+
 // ExecSpec is a command to run in a box.
 type ExecSpec struct {
 	Cmd     []string

@@ -286,6 +286,12 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 			r.Store.SetSnapshotState(c.Snapshot, "failed", err.Error())
 			return err
 		}
+		if sz, ok := d.(driver.SnapshotSizer); ok {
+			// The size is for people to read: not knowing it fails nothing.
+			if n, err := sz.SnapshotSize(ctx, c.Snapshot); err == nil {
+				r.Store.SetSnapshotSize(c.Snapshot, n)
+			}
+		}
 		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")
 	case MarkSnapshot:
 		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")

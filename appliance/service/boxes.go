@@ -342,7 +342,7 @@ func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, erro
 }
 
 func toAPISnapshot(sn store.Snapshot) api.Snapshot {
-	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created}
+	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created, Size: sn.Size}
 }
 
 func (s *Service) getSnapshot(id string) (api.Snapshot, error) {

@@ -92,6 +92,9 @@ type Snapshot struct {
 	State   string
 	Error   string
 	Created time.Time
+	// Size is the bytes the snapshot adds to what it was made from (0:
+	// not known).
+	Size int64
 }
 
 // AddSnapshot declares a snapshot.
@@ -103,7 +106,7 @@ func (t *Tx) AddSnapshot(s Snapshot) error {
 
 // GetSnapshot reads one snapshot in the transaction.
 func (t *Tx) GetSnapshot(id string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created FROM snapshots WHERE id=?`, id))
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size FROM snapshots WHERE id=?`, id))
 }
 
 // MarkSnapshotsDeleting turns every snapshot of a box into a tombstone.
@@ -126,14 +129,14 @@ func (t *Tx) PruneSnapshots(box string, keep int) error {
 
 // NewestSnapshot returns a box's newest ready or pending snapshot.
 func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created FROM snapshots
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size FROM snapshots
 		WHERE box=? AND state IN ('ready','pending') ORDER BY created DESC, id DESC LIMIT 1`, box))
 }
 
 func scanSnapshot(r scanner) (Snapshot, error) {
 	var s Snapshot
 	var c int64
-	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c)
+	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c, &s.Size)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -144,7 +147,7 @@ func scanSnapshot(r scanner) (Snapshot, error) {
 // ListSnapshots lists snapshots, of one box when box is not empty, oldest
 // first.
 func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
-	q := `SELECT id, box, reason, state, error, created FROM snapshots`
+	q := `SELECT id, box, reason, state, error, created, size FROM snapshots`
 	var args []any
 	if box != "" {
 		q += ` WHERE box=?`
@@ -156,6 +159,13 @@ func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
 // SetSnapshotState records the outcome of taking a snapshot.
 func (s *Store) SetSnapshotState(id, state, errMsg string) error {
 	_, err := s.db.Exec(`UPDATE snapshots SET state=?, error=? WHERE id=?`, state, errMsg, id)
+	return err
+}
+
+// SetSnapshotSize records the bytes a snapshot adds (observed state: the
+// serial does not move).
+func (s *Store) SetSnapshotSize(id string, size int64) error {
+	_, err := s.db.Exec(`UPDATE snapshots SET size=? WHERE id=?`, size, id)
 	return err
 }
 

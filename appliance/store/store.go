@@ -180,6 +180,7 @@ var migrations = []string{
 		applied_by TEXT NOT NULL,
 		serial INTEGER NOT NULL
 	 );`,
+	`ALTER TABLE snapshots ADD COLUMN size INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

@@ -329,7 +329,9 @@ func TestDashboard(t *testing.T) {
 
 	// Snapshots and network tabs, for the screenshots.
 	b.do(chromedp.Click(chromedp.CSS("#tab-snapshots")), chromedp.Click(chromedp.CSS("#snap-take")))
-	poll[bool](b, "a snapshot listed", `document.querySelectorAll("#snapshots tr[data-snapshot]").length > 0`, 60*time.Second)
+	// Its size is what the commit added: the 300 KB uploaded above, at least.
+	snapSize := poll[string](b, "a snapshot listed with its size", `(() => { const c = document.querySelector("#snapshots tr[data-snapshot] td.size"); return c && /[KMG]B$/.test(c.textContent) ? c.textContent : ""; })()`, 60*time.Second)
+	t.Logf("snapshot size shown: %s", snapSize)
 	b.shots(shotDir, "box-snapshots")
 	b.do(chromedp.Click(chromedp.CSS("#tab-network")))
 	poll[bool](b, "the network report", `document.querySelector("#dns tbody").children.length > 0`, 10*time.Second)

@@ -265,11 +265,11 @@ function renderSnaps() {
   const list = [...snaps.values()].sort((a, b) => b.created.localeCompare(a.created));
   const tbody = document.querySelector("#snapshots tbody");
   const run = (fn) => (ev) => busy(ev.currentTarget, async () => { snapErr.hidden = true; try { await fn(); } catch (e) { snapErr.textContent = e.message; snapErr.hidden = false; } });
-  tbody.replaceChildren(...list.map((s) => el("tr", { "data-snapshot": s.id }, el("td", {}, el("code", {}, s.id)), el("td", {}, s.reason), el("td", {}, stateBadge(s.state)), el("td", {}, when(s.created)),
+  tbody.replaceChildren(...list.map((s) => el("tr", { "data-snapshot": s.id }, el("td", {}, el("code", {}, s.id)), el("td", {}, s.reason), el("td", {}, stateBadge(s.state)), el("td", {}, when(s.created)), el("td", { class: "num size" }, s.size ? size(s.size) : "—"),
     el("td", { class: "acts" },
       el("button", { type: "button", class: "small", disabled: s.state !== "ready", onclick: run(() => api("POST", B + "/restore", { snapshot: s.id })) }, "Restore"),
       el("button", { type: "button", class: "small", disabled: s.state !== "ready", onclick: run(async () => { const f = await api("POST", B + "/fork", { snapshot: s.id }); location.href = "/boxes/" + enc(f.name); }) }, "Fork")))));
-  if (!list.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No snapshots yet. Stopping a box takes one.")));
+  if (!list.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "No snapshots yet. Stopping a box takes one.")));
 }
 document.getElementById("snap-take").addEventListener("click", run0(() => api("POST", B + "/snapshots")));
 function run0(fn) { return (ev) => busy(ev.currentTarget, async () => { snapErr.hidden = true; try { await fn(); } catch (e) { snapErr.textContent = e.message; snapErr.hidden = false; } }); }

@@ -1,6 +1,6 @@
 // The boxes page: the list, live from the events stream, with filters,
 // the "New box" form and each box's actions.
-import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role } from "./common.js";
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role, size } from "./common.js";
 
 const boxes = new Map();
 const snapshots = new Map(); // id -> snapshot
@@ -127,7 +127,7 @@ function openRestore(name) {
   clearErrors(rs);
   const sel = document.getElementById("restore-snap");
   const mine = [...snapshots.values()].filter((s) => s.box === name && s.state === "ready").sort((a, b) => b.created.localeCompare(a.created));
-  sel.replaceChildren(...mine.map((s) => el("option", { value: s.id }, `${when(s.created)} · ${s.reason} · ${s.id}`)));
+  sel.replaceChildren(...mine.map((s) => el("option", { value: s.id }, `${when(s.created)} · ${s.reason}${s.size ? " · " + size(s.size) : ""} · ${s.id}`)));
   document.getElementById("restore-go").disabled = mine.length === 0;
   if (!mine.length) sel.append(el("option", {}, "no snapshots yet"));
   rs.dataset.box = name;

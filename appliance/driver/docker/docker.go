@@ -383,6 +383,19 @@ func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 	return out, nil
 }
 
+// SnapshotSize is the size of the layer a snapshot's commit made: the
+// newest entry of the image's history.
+func (d *Driver) SnapshotSize(ctx context.Context, id string) (int64, error) {
+	h, err := d.c.ImageHistory(ctx, d.snapshotRef(id))
+	if err != nil {
+		return 0, wrap(err)
+	}
+	if len(h.Items) == 0 {
+		return 0, fmt.Errorf("snapshot %s has no history", id)
+	}
+	return h.Items[0].Size, nil
+}
+
 // Snapshot commits a box's container filesystem. Volumes (drives and
 // /var/lib/docker) are not part of a commit.
 func (d *Driver) Snapshot(ctx context.Context, box, id string) error {

@@ -287,9 +287,13 @@ func cmdSnapshots(e *env, args []string) error {
 		return printJSON(e.stdout, ss)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tREASON\tSTATE\tCREATED")
+	fmt.Fprintln(tw, "ID\tREASON\tSTATE\tCREATED\tSIZE")
 	for _, s := range ss {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339))
+		size := "-"
+		if s.Size > 0 {
+			size = fmt.Sprintf("%.1f MiB", float64(s.Size)/(1<<20))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339), size)
 	}
 	return tw.Flush()
 }
