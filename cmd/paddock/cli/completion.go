@@ -15,7 +15,7 @@ import (
 // prints one candidate per line for the word CUR being typed after WORDS.
 // Commands and their flags come from the command table (the flags by the
 // same probe that --help uses), subcommands from a command's usage line,
-// and box and drive names from the server when it answers within a
+// and box, drive and policy names from the server when it answers within a
 // second. No candidates means the shell's own file-name completion.
 
 var completionScripts = map[string]string{
@@ -111,6 +111,12 @@ func candidates(e *env, before []string, cur string) []string {
 	if strings.HasPrefix(cur, "-") {
 		return commandFlags(e, *cmd)
 	}
+	switch before[len(before)-1] {
+	case "--policy":
+		return append([]string{"allow-all", "deny-all"}, names(e, "policies")...)
+	case "--drive":
+		return names(e, "drives")
+	}
 	if cmd.name == "completion" {
 		return []string{"bash", "fish", "powershell", "zsh"}
 	}
@@ -135,6 +141,12 @@ func candidates(e *env, before []string, cur string) []string {
 		}
 		if cmd.name == "policy" && positional == 1 && (before[len(before)-1] == "set" || before[len(before)-1] == "log") {
 			return names(e, "boxes")
+		}
+		if cmd.name == "policy" && ((positional == 2 && before[1] == "set") || (positional == 1 && before[len(before)-1] == "rm")) {
+			if before[1] == "set" {
+				return append([]string{"allow-all", "deny-all"}, names(e, "policies")...)
+			}
+			return names(e, "policies")
 		}
 		return nil
 	}
@@ -200,6 +212,14 @@ func names(e *env, what string) []string {
 		}
 		for _, d := range ds {
 			out = append(out, d.Name)
+		}
+	case "policies":
+		ps, err := c.Policies(ctx)
+		if err != nil {
+			return nil
+		}
+		for _, p := range ps {
+			out = append(out, p.Name)
 		}
 	}
 	return out

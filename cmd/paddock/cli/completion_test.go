@@ -22,6 +22,8 @@ func TestCompletion(t *testing.T) {
 		switch r.URL.Path {
 		case "/v1/boxes":
 			json.NewEncoder(w).Encode([]api.Box{{Name: "web"}, {Name: "worker"}, {Name: "api"}})
+		case "/v1/policies":
+			json.NewEncoder(w).Encode([]api.Policy{{PolicySpec: api.PolicySpec{Name: "registries"}}})
 		case "/v1/drives":
 			json.NewEncoder(w).Encode([]api.Drive{{Name: "cache"}})
 		default:
@@ -76,6 +78,10 @@ func TestCompletion(t *testing.T) {
 		{[]string{"user", ""}, "invite ls rm"},
 		{[]string{"drive", "backup", ""}, "cache"},
 		{[]string{"policy", "set", ""}, "api web worker"},
+		{[]string{"policy", "set", "web", ""}, "allow-all deny-all registries"},
+		{[]string{"policy", "rm", ""}, "registries"},
+		{[]string{"new", "--policy", "r"}, "registries"},
+		{[]string{"new", "--drive", ""}, "cache"},
 		{[]string{"completion", ""}, "bash fish powershell zsh"},
 		{[]string{"help", "da"}, "dashboard"},
 		{[]string{"exec", "web", "--", "l"}, ""},
