@@ -89,6 +89,13 @@ type SignInLink struct {
 	Expires time.Time `json:"expires"`
 }
 
+// ReconcileResult is what one reconcile did: its changes, and the
+// errors of those that failed, by address.
+type ReconcileResult struct {
+	Changes []string          `json:"changes"`
+	Errors  map[string]string `json:"errors,omitempty"`
+}
+
 // TTLPut gives a box a new TTL counted from now ("" or "0": none).
 type TTLPut struct {
 	TTL string `json:"ttl"`

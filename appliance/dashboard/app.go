@@ -42,6 +42,7 @@ type appView struct {
 	Types, Images, Policies, Drives                     []string
 	DesktopDefault                                      bool
 	Facts                                               []fact
+	API                                                 apiRef
 }
 
 type fact struct{ Name, Value string }
@@ -60,6 +61,7 @@ func (p *Pages) appRoutes(t *route.Table) {
 	t.Add("GET /projects", route.Session, p.guard(p.app("projects")))
 	t.Add("GET /access", route.Session, p.guard(p.app("access")))
 	t.Add("GET /server", route.Session, p.guard(p.app("server")))
+	t.Add("GET /api", route.Session, p.guard(p.app("api")))
 	sub, _ := fs.Sub(appFiles, "ui")
 	static := http.StripPrefix("/ui/", http.FileServer(http.FS(sub)))
 	t.Add("GET /ui/", route.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -120,6 +122,13 @@ func (p *Pages) app(route string) http.HandlerFunc {
 					v.Drives = append(v.Drives, d.Name)
 				}
 			}
+		case "api":
+			ref, err := p.apiRef()
+			if err != nil {
+				p.render(w, http.StatusInternalServerError, "error", view{Title: "Error", Error: err.Error()})
+				return
+			}
+			v.API, v.Script = ref, "server.js"
 		case "server":
 			if u.Role != store.RoleOwner {
 				page, status = "notfound", http.StatusNotFound
@@ -155,7 +164,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 	}
 }
 
-var titles = map[string]string{"boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "server": "Server"}
+var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "server": "Server"}
 
 // serverFacts is the owner's server page.
 func (p *Pages) serverFacts(ctx context.Context) []fact {

@@ -67,6 +67,8 @@ type Pages struct {
 	Hostname string
 	// Secure marks cookies Secure (the pages are served over HTTPS).
 	Secure bool
+	// APIDoc gives the API's OpenAPI document (for the reference page).
+	APIDoc func() ([]byte, error)
 
 	perAddr auth.Limiter
 	perName auth.Limiter

@@ -61,6 +61,7 @@ type Server struct {
 
 	deviceLimit auth.Limiter
 	table       *route.Table
+	doc         openapiState
 }
 
 // Routes is the table of every route Handler serves (API, pages,
@@ -137,6 +138,7 @@ func (s *Server) Handler() http.Handler {
 	add("DELETE "+p+"/users/{user}", s.removeUser)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
+	add("GET "+p+"/openapi.json", s.openapiDoc)
 	add("GET "+p+"/events", s.events)
 	add("GET "+p+"/boxes/{name}/terminal", s.terminal)
 	add("GET "+p+"/boxes/{name}/dir", s.listDir)
@@ -145,6 +147,7 @@ func (s *Server) Handler() http.Handler {
 	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
 	if s.Pages != nil {
+		s.Pages.APIDoc = s.OpenAPI
 		s.Pages.Routes(mux)
 	}
 	if s.Preview != nil {
@@ -528,10 +531,7 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	out := struct {
-		Changes []string          `json:"changes"`
-		Errors  map[string]string `json:"errors,omitempty"`
-	}{Changes: []string{}, Errors: map[string]string{}}
+	out := api.ReconcileResult{Changes: []string{}, Errors: map[string]string{}}
 	for _, c := range res.Changes {
 		out.Changes = append(out.Changes, c.String())
 	}

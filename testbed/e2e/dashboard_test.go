@@ -400,7 +400,7 @@ func TestDashboard(t *testing.T) {
 	}
 
 	// Every other page, for the screenshots; each renders without errors.
-	for _, p := range []string{"drives", "policies", "projects", "access", "server"} {
+	for _, p := range []string{"drives", "policies", "projects", "access", "server", "api"} {
 		b.do(chromedp.Navigate(base + "/" + p))
 		poll[bool](b, "the "+p+" page", `document.body.dataset.page === "`+p+`" && !document.querySelector("tbody tr.empty")?.textContent.includes("Loading")`, 10*time.Second)
 		b.shots(shotDir, p)

@@ -1,0 +1,112 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/openapi"
+	"github.com/paddock-dev/paddock/appliance/version"
+)
+
+// ops documents every /v1 route; package openapi checks it against the
+// route table, both ways, whenever the document is built.
+var ops = map[string]openapi.Op{
+	"GET /v1/whoami":                        {Tag: "account", Summary: "Who the token or session belongs to, and the server's version", Response: api.Whoami{}},
+	"POST /v1/logout":                       {Tag: "account", Summary: "Revoke the token this request was made with", Status: 204},
+	"POST /v1/login/device":                 {Tag: "account", Summary: "Start a device login: a code for a person to approve at /device", Request: api.DevicePost{}, Response: api.DeviceCode{}},
+	"POST /v1/login/device/token":           {Tag: "account", Summary: "Poll a device login; the token once approved", Request: api.DeviceTokenPost{}, Response: api.DeviceToken{}},
+	"POST /v1/signin-links":                 {Tag: "account", Summary: "A single-use link, good for two minutes, that signs a browser in to the dashboard as the caller", Request: api.SignInPost{}, Response: api.SignInLink{}, Status: 201},
+	"GET /v1/users":                         {Tag: "account", Summary: "Users (the owner sees all; a member, themselves)", Response: []api.User{}},
+	"POST /v1/users/invites":                {Tag: "account", Summary: "A one-time invitation link (owner only)", Request: api.InvitePost{}, Response: api.InviteCreated{}, Status: 201},
+	"DELETE /v1/users/{user}":               {Tag: "account", Summary: "Remove a user: their tokens, sessions and keys go; boxes and drives stay (owner only)", Status: 204},
+	"GET /v1/tokens":                        {Tag: "account", Summary: "The caller's API tokens (names only)", Response: []api.TokenInfo{}},
+	"POST /v1/tokens":                       {Tag: "account", Summary: "Make an API token; its value is in this answer only", Request: api.TokenPost{}, Response: api.TokenCreated{}, Status: 201},
+	"DELETE /v1/tokens/{name}":              {Tag: "account", Summary: "Revoke an API token", Status: 204},
+	"GET /v1/keys":                          {Tag: "account", Summary: "The caller's SSH public keys", Response: []api.Key{}},
+	"POST /v1/keys":                         {Tag: "account", Summary: "Add an SSH public key", Request: api.KeyPost{}, Response: api.Key{}, Status: 201},
+	"DELETE /v1/keys/{name}":                {Tag: "account", Summary: "Remove an SSH key", Status: 204},
+	"GET /v1/secrets":                       {Tag: "account", Summary: "Secrets the caller's boxes get (names, never values)", Response: []api.Secret{}},
+	"PUT /v1/secrets/{name}":                {Tag: "account", Summary: "Set a secret; the body is its value", RequestType: "text/plain", Status: 204, Query: [][2]string{{"shared", "true: an owner's secret for every user's boxes"}}},
+	"DELETE /v1/secrets/{name}":             {Tag: "account", Summary: "Remove a secret", Status: 204},
+	"GET /v1/boxes":                         {Tag: "boxes", Summary: "The boxes the caller sees", Response: []api.Box{}},
+	"POST /v1/boxes":                        {Tag: "boxes", Summary: "Create a box (declared, then reconciled; answers once it runs or failed)", Request: api.BoxPost{}, Response: api.Box{}, Status: 201},
+	"GET /v1/boxes/{name}":                  {Tag: "boxes", Summary: "One box", Response: api.Box{}, Query: [][2]string{{"detail", "1: also ask the box whether its Docker engine is up"}}},
+	"DELETE /v1/boxes/{name}":               {Tag: "boxes", Summary: "Remove a box, its /var/lib/docker and snapshots; drives stay", Status: 204},
+	"POST /v1/boxes/{name}/stop":            {Tag: "boxes", Summary: "Snapshot the box's filesystem, then stop it", Response: api.Box{}},
+	"POST /v1/boxes/{name}/start":           {Tag: "boxes", Summary: "Start a stopped box; its TTL starts again", Response: api.Box{}},
+	"PUT /v1/boxes/{name}/ttl":              {Tag: "boxes", Summary: "A new TTL from now (empty: none)", Request: api.TTLPut{}, Response: api.Box{}},
+	"GET /v1/boxes/{name}/snapshots":        {Tag: "snapshots", Summary: "A box's snapshots", Response: []api.Snapshot{}},
+	"POST /v1/boxes/{name}/snapshots":       {Tag: "snapshots", Summary: "Snapshot a box's filesystem now", Response: api.Snapshot{}, Status: 201},
+	"POST /v1/boxes/{name}/restore":         {Tag: "snapshots", Summary: "Bring a box's filesystem back to a snapshot (default: the newest)", Request: api.RestorePost{}, Response: api.Box{}},
+	"POST /v1/boxes/{name}/fork":            {Tag: "snapshots", Summary: "A new box from a snapshot of this one (default: one taken now)", Request: api.ForkPost{}, Response: api.Box{}, Status: 201},
+	"POST /v1/boxes/{name}/exec":            {Tag: "exec", Summary: "Run a command attached: an HTTP upgrade to the exec stream", Request: api.ExecPost{}, Upgrade: api.UpgradeExec, Notes: "Send 'Upgrade: paddock-exec/1'. After 101 both sides send frames: a type byte, a big-endian uint32 length and the payload. Client: 0 stdin, 3 resize (rows, cols as two uint16), 4 end of stdin. Server: 1 stdout, 2 stderr, then 5 exit (int32) or 6 error (text)."},
+	"GET /v1/boxes/{name}/terminal":         {Tag: "exec", Summary: "A login shell over a websocket (for browsers)", Upgrade: "websocket", Query: [][2]string{{"rows", "terminal rows"}, {"cols", "terminal columns"}}, Notes: "Binary messages carry the terminal's bytes both ways; a text message from the client is a size, {\"rows\":R,\"cols\":C}; the server's last text message is {\"exit\":CODE} or {\"error\":MESSAGE}. Refused from another origin."},
+	"GET /v1/boxes/{name}/jobs":             {Tag: "exec", Summary: "A box's background jobs and prompts", Response: []api.Job{}},
+	"POST /v1/boxes/{name}/jobs":            {Tag: "exec", Summary: "Run a command in the background; the server keeps its output", Request: api.ExecPost{}, Response: api.Job{}, Status: 201},
+	"GET /v1/boxes/{name}/jobs/{id}":        {Tag: "exec", Summary: "One job", Response: api.Job{}},
+	"GET /v1/boxes/{name}/jobs/{id}/log":    {Tag: "exec", Summary: "A job's output; with follow=1 it streams until the job ends", ResponseType: "text/plain", Query: [][2]string{{"follow", "1: keep streaming until the job ends"}}},
+	"POST /v1/boxes/{name}/prompt":          {Tag: "exec", Summary: "Hand an agent a task; it runs as a job", Request: api.PromptPost{}, Response: api.Job{}, Status: 201},
+	"GET /v1/agents":                        {Tag: "exec", Summary: "The agents the server knows", Response: []api.Agent{}},
+	"GET /v1/boxes/{name}/agents":           {Tag: "exec", Summary: "The agents in a box and whether each has credentials", Response: []api.BoxAgent{}},
+	"PUT /v1/boxes/{name}/files":            {Tag: "files", Summary: "Extract a tar into a folder of the box; refused whole if any entry would leave it", RequestType: "application/x-tar", Status: 204, Query: [][2]string{{"path", "the absolute folder in the box"}}},
+	"GET /v1/boxes/{name}/files":            {Tag: "files", Summary: "A file or folder of the box as a tar", ResponseType: "application/x-tar", Query: [][2]string{{"path", "an absolute path in the box"}}},
+	"GET /v1/boxes/{name}/download":         {Tag: "files", Summary: "One regular file of the box, as itself", ResponseType: "application/octet-stream", Query: [][2]string{{"path", "an absolute path in the box"}}},
+	"GET /v1/boxes/{name}/dir":              {Tag: "files", Summary: "A folder's entries, as the box user sees them", Response: api.Dir{}, Query: [][2]string{{"path", "an absolute path in the box"}}},
+	"GET /v1/boxes/{name}/screenshot":       {Tag: "desktop", Summary: "A PNG of the box's desktop now", ResponseType: "image/png"},
+	"POST /v1/boxes/{name}/screenshots":     {Tag: "desktop", Summary: "Take a screenshot and keep it in the box's gallery (the 12 newest)", Response: api.Screenshot{}, Status: 201},
+	"GET /v1/boxes/{name}/screenshots":      {Tag: "desktop", Summary: "The box's kept screenshots, newest first", Response: []api.Screenshot{}},
+	"GET /v1/boxes/{name}/screenshots/{id}": {Tag: "desktop", Summary: "One kept screenshot", ResponseType: "image/png"},
+	"POST /v1/boxes/{name}/desktop":         {Tag: "desktop", Summary: "A single-use ticket for the desktop page and its websocket", Response: api.DesktopTicket{}, Status: 201},
+	"PUT /v1/boxes/{name}/policy":           {Tag: "policies", Summary: "Change a box's policy; the rules change before this answers", Request: api.PolicyPut{}, Response: api.Box{}},
+	"GET /v1/boxes/{name}/policy":           {Tag: "policies", Summary: "What a box's firewall dropped and its resolver decided", Response: api.PolicyReport{}},
+	"GET /v1/policies":                      {Tag: "policies", Summary: "Named policies and the boxes that use each", Response: []api.Policy{}},
+	"POST /v1/policies":                     {Tag: "policies", Summary: "Make a named policy outside any Boxfile", Request: api.PolicyPost{}, Response: api.Policy{}, Status: 201},
+	"PUT /v1/policies/{name}":               {Tag: "policies", Summary: "Replace a policy's allowlists; its boxes get the new rules", Request: api.PolicySpec{}, Response: api.Policy{}},
+	"DELETE /v1/policies/{name}":            {Tag: "policies", Summary: "Remove a policy no box uses", Status: 204},
+	"GET /v1/drives":                        {Tag: "drives", Summary: "Drives and the boxes that mount each", Response: []api.Drive{}},
+	"POST /v1/drives":                       {Tag: "drives", Summary: "Make a drive", Request: api.DrivePost{}, Response: api.Drive{}, Status: 201},
+	"DELETE /v1/drives/{name}":              {Tag: "drives", Summary: "Remove a drive and its data (refused while mounted)", Status: 204},
+	"GET /v1/drives/{name}/archive":         {Tag: "drives", Summary: "A drive's contents as a tar", ResponseType: "application/x-tar"},
+	"PUT /v1/drives/{name}/archive":         {Tag: "drives", Summary: "Replace a drive's contents with a tar's (refused while mounted)", RequestType: "application/x-tar", Status: 204},
+	"POST /v1/reconcile":                    {Tag: "projects", Summary: "Run the reconciler once", Response: api.ReconcileResult{}},
+	"POST /v1/plan":                         {Tag: "projects", Summary: "What applying a Boxfile project would change", Request: api.PlanRequest{}, Response: api.Plan{}},
+	"POST /v1/apply":                        {Tag: "projects", Summary: "Apply a plan made at a serial (refused if the state moved)", Request: api.ApplyRequest{}, Response: api.ApplyResult{}},
+	"GET /v1/projects":                      {Tag: "projects", Summary: "Boxfile projects, their last apply and their drift", Response: []api.Project{}},
+	"POST /v1/boxes/{name}/setup":           {Tag: "projects", Summary: "Record the outcome of a Boxfile box's one-time setup", Request: api.SetupPost{}, Status: 204},
+	"GET /v1/events":                        {Tag: "events", Summary: "Server-sent events: every object the caller sees, then 'ready', then each change", ResponseType: "text/event-stream", Notes: "Events: box, drive, job, snapshot (data: the object as the API shows it) and box-removed, drive-removed, job-removed, snapshot-removed (data: its key). A comment line every 15 s keeps proxies from closing it."},
+	"GET /v1/openapi.json":                  {Tag: "meta", Summary: "This document", Response: map[string]any{}},
+}
+
+// openapiState is the document, built once per server.
+type openapiState struct {
+	once sync.Once
+	json []byte
+	err  error
+}
+
+// Ops documents the /v1 routes (for tests of the document).
+func Ops() map[string]openapi.Op { return ops }
+
+// OpenAPI is the document of the API, built from the route table.
+func (s *Server) OpenAPI() ([]byte, error) {
+	s.doc.once.Do(func() {
+		doc, err := openapi.Build("Paddock API", version.Version, "/"+api.Version, s.Routes(), ops, api.Error{})
+		if err == nil {
+			s.doc.json, err = json.MarshalIndent(doc, "", "  ")
+		}
+		s.doc.err = err
+	})
+	return s.doc.json, s.doc.err
+}
+
+func (s *Server) openapiDoc(w http.ResponseWriter, r *http.Request) error {
+	b, err := s.OpenAPI()
+	if err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, err = w.Write(b)
+	return err
+}
