@@ -101,16 +101,33 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 				env.T().Fatal(err)
 			}
 			env.Values["daemon"] = d
+			// The CLI talks to paddockd through a proxy that checks every
+			// exchange against the OpenAPI document.
+			proxyURL, checker, stopProxy, err := harness.ContractProxy(d)
+			if err != nil {
+				d.Cleanup()
+				env.T().Fatal(err)
+			}
 			env.Defer(func() {
-				if t, ok := env.T().(interface{ Failed() bool }); ok && t.Failed() {
+				stopProxy()
+				defer d.Cleanup()
+				fails := checker.Failures()
+				for _, f := range fails {
+					env.T().Log("OpenAPI contract: " + f)
+				}
+				env.T().Log(checker.Summary())
+				if t, ok := env.T().(interface{ Failed() bool }); (ok && t.Failed()) || len(fails) > 0 {
 					b, _ := os.ReadFile(d.LogPath())
 					env.T().Log("paddockd log:\n" + string(b))
 				}
-				d.Cleanup()
+				if len(fails) > 0 {
+					env.T().Fatal(fmt.Sprintf("%d exchange(s) differ from the OpenAPI document", len(fails)))
+				}
 			})
 			env.Setenv("PATH", filepath.Dir(bins.Paddock)+string(os.PathListSeparator)+os.Getenv("PATH"))
 			env.Setenv("PADDOCK_CONFIG_DIR", filepath.Join(env.WorkDir, ".paddock"))
-			env.Setenv("PADDOCK_HOST", "http://"+d.Listen)
+			env.Setenv("PADDOCK_HOST", proxyURL)
+			env.Setenv("PADDOCKD", "http://"+d.Listen)
 			env.Setenv("PADDOCK_TOKEN", d.Token)
 			env.Setenv("OWNER_TOKEN", d.Token)
 			env.Setenv("INSTANCE", d.Instance)

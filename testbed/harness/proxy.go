@@ -1,9 +1,12 @@
 package harness
 
 import (
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+
+	"github.com/paddock-dev/paddock/testbed/contract"
 )
 
 // ConnectProxy starts an HTTP CONNECT proxy on loopback that sends every
@@ -38,4 +41,36 @@ func ConnectProxy(ip string) (string, func(), error) {
 		c.Close()
 	}))
 	return "http://" + l.Addr().String(), func() { l.Close() }, nil
+}
+
+// ContractProxy starts, on loopback, a reverse proxy to the daemon that
+// checks every exchange against the daemon's own OpenAPI document. It
+// returns the proxy's URL, the checker, and a function that stops it.
+func ContractProxy(d *Daemon) (string, *contract.Checker, func(), error) {
+	req, _ := http.NewRequest("GET", "http://"+d.Listen+"/v1/openapi.json", nil)
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	defer resp.Body.Close()
+	doc, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return "", nil, nil, fmt.Errorf("the OpenAPI document: %d %v %.200s", resp.StatusCode, err, doc)
+	}
+	c, err := contract.New(doc)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	h, err := c.Proxy("http://" + d.Listen)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	return "http://" + l.Addr().String(), c, func() { srv.Close() }, nil
 }
