@@ -113,9 +113,16 @@ func cmdSecret(e *env, args []string) error {
 		}
 		return c.SetSecret(e.ctx, args[1], v, shared)
 	case "ls":
+		asJSON, err := jsonFlag("secret ls", args[1:])
+		if err != nil {
+			return err
+		}
 		ss, err := c.Secrets(e.ctx)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, ss)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tSET\tWHOSE")

@@ -56,9 +56,9 @@ func init() {
 	commands = []command{
 		{"login", "URL [--token TOKEN] [--ca-cert FILE]", "log in to a paddockd (in the browser, or with a token) and remember it", cmdLogin},
 		{"logout", "", "revoke the token and forget the server", cmdLogout},
-		{"whoami", "", "show the user, server and token in use", cmdWhoami},
-		{"user", "ls | invite [--role R] | rm NAME", "users of the server (the owner invites and removes them)", cmdUser},
-		{"token", "create NAME | ls | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
+		{"whoami", "[--json]", "show the user, server and token in use", cmdWhoami},
+		{"user", "ls [--json] | invite [--role R] | rm NAME", "users of the server (the owner invites and removes them)", cmdUser},
+		{"token", "create NAME | ls [--json] | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
 		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--json]", "list boxes", cmdLs},
 		{"show", "BOX [--json]", "show one box", cmdShow},
@@ -79,19 +79,19 @@ func init() {
 		{"dashboard", "[BOX] [--no-open]", "sign a browser in to the web dashboard (prints a single-use URL, good for two minutes)", cmdDashboard},
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
 		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},
-		{"secret", "set NAME | ls | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},
-		{"key", "add [--name N] FILE | ls | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
+		{"secret", "set NAME | ls [--json] | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},
+		{"key", "add [--name N] FILE | ls [--json] | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"logs", "BOX JOB [-f]", "print a job's output", cmdLogs},
 		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},
-		{"drive", "new|ls|rm|backup|restore NAME", "manage drives (volumes that outlive boxes)", cmdDrive},
+		{"drive", "new NAME | ls [--json] | rm NAME | backup NAME | restore NAME FILE", "manage drives (volumes that outlive boxes)", cmdDrive},
 		{"plan", "[-f PATH] [--var K=V] [--var-file F] [--out FILE] [--destroy] [--drives] [--json]", "show what applying the Boxfile would change (exit 0: none, 2: changes, 1: error)", cmdPlan},
 		{"apply", "[FILE | -f PATH ...] [--auto-approve] [--drives] [--json]", "make the project match its Boxfile (or a saved plan)", cmdApply},
 		{"destroy", "[-f PATH] [--drives] [--auto-approve]", "remove the project's boxes (drives only with --drives)", cmdDestroy},
 		{"validate", "[-f PATH] [--var K=V] [--json]", "check a Boxfile without contacting the server", cmdValidate},
 		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
-		{"policy", "set BOX MODE|NAME | ls | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
+		{"policy", "set BOX MODE|NAME | ls [--json] | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX [--json]", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
 		{"version", "[--json]", "show the client's version and the server's", cmdVersion},
 		{"completion", "bash|zsh|fish|powershell", "print a shell completion script (see 'paddock help completion')", cmdCompletion},
 		{"help", "", "show this help", cmdHelp},
@@ -426,6 +426,19 @@ func (e *env) connect(box string) (string, *client.Client, error) {
 	}
 	c, err := e.client()
 	return name, c, err
+}
+
+// jsonFlag parses a listing's arguments: --json and nothing else.
+func jsonFlag(name string, args []string) (bool, error) {
+	fs := flags(name)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return false, err
+	}
+	if fs.NArg() != 0 {
+		return false, usagef("%s takes no arguments but --json", name)
+	}
+	return *asJSON, nil
 }
 
 func printJSON(w io.Writer, v any) error {

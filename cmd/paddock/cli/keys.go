@@ -47,9 +47,16 @@ func cmdKey(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "added %s %s (%s)\n", k.Name, k.Fingerprint, k.Type)
 		return nil
 	case "ls":
+		asJSON, err := jsonFlag("key ls", args[1:])
+		if err != nil {
+			return err
+		}
 		ks, err := c.Keys(e.ctx)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, ks)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tTYPE\tFINGERPRINT\tADDED")

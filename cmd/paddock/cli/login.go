@@ -130,8 +130,9 @@ func cmdLogout(e *env, args []string) error {
 }
 
 func cmdWhoami(e *env, args []string) error {
-	if len(args) != 0 {
-		return usagef("whoami takes no arguments")
+	asJSON, err := jsonFlag("whoami", args)
+	if err != nil {
+		return err
 	}
 	c, err := e.client()
 	if err != nil {
@@ -140,6 +141,9 @@ func cmdWhoami(e *env, args []string) error {
 	who, err := c.Whoami(e.ctx)
 	if err != nil {
 		return err
+	}
+	if asJSON {
+		return printJSON(e.stdout, who)
 	}
 	fmt.Fprintf(e.stdout, "%s (%s) on %s, token %s\n", who.User, who.Role, who.Server, who.Token)
 	return nil
@@ -155,12 +159,16 @@ func cmdUser(e *env, args []string) error {
 	}
 	switch args[0] {
 	case "ls":
-		if len(args) != 1 {
-			break
+		asJSON, err := jsonFlag("user ls", args[1:])
+		if err != nil {
+			return err
 		}
 		us, err := c.Users(e.ctx)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, us)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tROLE\tCREATED")

@@ -30,6 +30,10 @@ func cmdPolicy(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s: policy %s\n", b.Name, b.Policy)
 		return nil
 	case "ls":
+		asJSON, err := jsonFlag("policy ls", args[1:])
+		if err != nil {
+			return err
+		}
 		c, err := e.client()
 		if err != nil {
 			return err
@@ -37,6 +41,9 @@ func cmdPolicy(e *env, args []string) error {
 		ps, err := c.Policies(e.ctx)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, ps)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tPROJECT\tDOMAINS\tCIDRS\tUSED BY")

@@ -22,10 +22,17 @@ func cmdToken(e *env, args []string) error {
 		}
 		fmt.Fprintln(e.stdout, t.Token)
 		return nil
-	case args[0] == "ls" && len(args) == 1:
+	case args[0] == "ls":
+		asJSON, err := jsonFlag("token ls", args[1:])
+		if err != nil {
+			return err
+		}
 		ts, err := c.Tokens(e.ctx)
 		if err != nil {
 			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, ts)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tCREATED")
