@@ -1,0 +1,311 @@
+// Package mcpserver serves Paddock to coding agents over the Model Context
+// Protocol (the official Go SDK): tools to list, create, stop, start and
+// remove boxes, run a command, read and write a file, push and pull a
+// folder, take a screenshot and start a prompt. Each tool does what the
+// matching CLI command does, through the API as the CLI's logged-in user,
+// so a member's agent meets the same "not found" for another user's box.
+//
+// A refused or failed action is a tool error (the result says why), never
+// a protocol error: the agent reads the server's own words. A command that
+// exits non-zero is not an error: its exit code is in the result.
+package mcpserver
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/client"
+)
+
+// MaxOutput bounds each of a command's stdout and stderr, and a file read,
+// in a tool's result.
+const MaxOutput = 1 << 20
+
+// Server is an MCP server over one API client.
+type Server struct {
+	c *client.Client
+	s *mcp.Server
+}
+
+// New makes the server and its tools.
+func New(c *client.Client, version string) *Server {
+	srv := &Server{c: c, s: mcp.NewServer(&mcp.Implementation{Name: "paddock", Version: version}, nil)}
+	srv.tools()
+	return srv
+}
+
+// Run serves on t (stdio for 'paddock mcp') until the client goes.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.s.Run(ctx, t) }
+
+// MCP is the SDK's server (for in-process transports).
+func (s *Server) MCP() *mcp.Server { return s.s }
+
+// Box names a box.
+type Box struct {
+	Box string `json:"box" jsonschema:"the box's name"`
+}
+
+// CreateIn creates a box.
+type CreateIn struct {
+	Name    string `json:"name,omitempty" jsonschema:"the box's name (empty: a generated one)"`
+	Type    string `json:"type,omitempty" jsonschema:"small, medium or large (default small)"`
+	TTL     string `json:"ttl,omitempty" jsonschema:"stop it (with a snapshot) after this long: 1h, 30m"`
+	Policy  string `json:"policy,omitempty" jsonschema:"egress policy: allow-all, deny-all or a policy's name"`
+	Desktop bool   `json:"desktop,omitempty" jsonschema:"give the box a desktop that can be screenshotted"`
+}
+
+// ExecIn runs a command.
+type ExecIn struct {
+	Box            string `json:"box" jsonschema:"the box's name"`
+	Command        string `json:"command" jsonschema:"a bash command line, run with bash -lc as the box user"`
+	Workdir        string `json:"workdir,omitempty" jsonschema:"absolute folder to run it in"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"give up after this long (default 600)"`
+}
+
+// ExecOut is a command's outcome.
+type ExecOut struct {
+	ExitCode  int    `json:"exit_code"`
+	Stdout    string `json:"stdout"`
+	Stderr    string `json:"stderr"`
+	Truncated bool   `json:"truncated,omitempty"`
+}
+
+// FileIn names a file in a box.
+type FileIn struct {
+	Box  string `json:"box" jsonschema:"the box's name"`
+	Path string `json:"path" jsonschema:"an absolute path in the box"`
+}
+
+// WriteIn writes a file.
+type WriteIn struct {
+	Box     string `json:"box" jsonschema:"the box's name"`
+	Path    string `json:"path" jsonschema:"an absolute path in the box; its folder is made if missing"`
+	Content string `json:"content" jsonschema:"the file's text"`
+}
+
+// PushIn copies a local folder or file into a box.
+type PushIn struct {
+	Box   string `json:"box" jsonschema:"the box's name"`
+	Local string `json:"local" jsonschema:"a file or folder on this computer"`
+	To    string `json:"to" jsonschema:"the absolute folder in the box that the file, or the folder's contents, go into"`
+}
+
+// PullIn copies a folder or file out of a box.
+type PullIn struct {
+	Box   string `json:"box" jsonschema:"the box's name"`
+	Path  string `json:"path" jsonschema:"an absolute path in the box"`
+	Local string `json:"local" jsonschema:"the folder on this computer it goes into (made if missing)"`
+}
+
+// PromptIn hands an agent a task.
+type PromptIn struct {
+	Box   string `json:"box" jsonschema:"the box's name"`
+	Task  string `json:"task" jsonschema:"what the agent is to do"`
+	Agent string `json:"agent,omitempty" jsonschema:"which agent (default: the server's)"`
+}
+
+// JobIn names a job.
+type JobIn struct {
+	Box string `json:"box" jsonschema:"the box's name"`
+	Job string `json:"job" jsonschema:"the job's id"`
+}
+
+func asText(v any) *mcp.CallToolResult {
+	b, _ := json.MarshalIndent(v, "", "  ")
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+}
+
+func tool[In any](s *Server, name, desc string, destructive bool, fn func(context.Context, In) (*mcp.CallToolResult, error)) {
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}
+	mcp.AddTool(s.s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
+		r, err := fn(ctx, in)
+		return r, nil, err
+	})
+}
+
+func (s *Server) tools() {
+	c := s.c
+	tool(s, "list_boxes", "List the boxes you can use: name, state, type, policy, TTL.", false, func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, error) {
+		bs, err := c.Boxes(ctx)
+		return asText(bs), err
+	})
+	tool(s, "create_box", "Create a box (a Linux computer of your own) and wait until it runs. Remember its name.", false, func(ctx context.Context, in CreateIn) (*mcp.CallToolResult, error) {
+		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, Policy: in.Policy}
+		if in.Desktop {
+			p.Desktop = &in.Desktop
+		}
+		b, err := c.CreateBox(ctx, p)
+		return asText(b), err
+	})
+	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", true, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+		b, err := c.StopBox(ctx, in.Box)
+		return asText(b), err
+	})
+	tool(s, "start_box", "Start a stopped box.", false, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+		b, err := c.StartBox(ctx, in.Box)
+		return asText(b), err
+	})
+	tool(s, "remove_box", "Remove a box and its files for good (drives stay). Only when the user asked; pull results first.", true, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+		if err := c.RemoveBox(ctx, in.Box); err != nil {
+			return nil, err
+		}
+		return asText(map[string]string{"removed": in.Box}), nil
+	})
+	tool(s, "exec", "Run a bash command line in a box and return its exit code, stdout and stderr (each cut at 1 MiB).", false, func(ctx context.Context, in ExecIn) (*mcp.CallToolResult, error) {
+		timeout := 600 * time.Second
+		if in.TimeoutSeconds > 0 {
+			timeout = time.Duration(in.TimeoutSeconds) * time.Second
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		stdout, stderr := &capped{max: MaxOutput}, &capped{max: MaxOutput}
+		code, err := c.Exec(ctx, in.Box, api.ExecPost{Cmd: []string{"bash", "-lc", in.Command}, WorkDir: in.Workdir}, client.ExecIO{Stdout: stdout, Stderr: stderr})
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, fmt.Errorf("the command ran longer than %s and was stopped", timeout)
+			}
+			return nil, err
+		}
+		return asText(ExecOut{ExitCode: code, Stdout: stdout.b.String(), Stderr: stderr.b.String(), Truncated: stdout.over || stderr.over}), nil
+	})
+	tool(s, "read_file", "Read a file of a box (at most 1 MiB); text as is, anything else as base64.", false, func(ctx context.Context, in FileIn) (*mcp.CallToolResult, error) {
+		rc, err := c.Pull(ctx, in.Box, in.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		tr := tar.NewReader(rc)
+		h, err := tr.Next()
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", in.Path, err)
+		}
+		if h.Typeflag != tar.TypeReg {
+			return nil, fmt.Errorf("%s is not a regular file", in.Path)
+		}
+		if h.Size > MaxOutput {
+			return nil, fmt.Errorf("%s is %d bytes, more than the %d a read returns: pull it instead", in.Path, h.Size, MaxOutput)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return nil, err
+		}
+		if utf8.Valid(b) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
+		}
+		return asText(map[string]any{"base64": base64.StdEncoding.EncodeToString(b), "size": len(b)}), nil
+	})
+	tool(s, "write_file", "Write a text file in a box (replacing it); its folder is made if missing.", false, func(ctx context.Context, in WriteIn) (*mcp.CallToolResult, error) {
+		if !path.IsAbs(in.Path) {
+			return nil, fmt.Errorf("path %q must be absolute", in.Path)
+		}
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		tw.WriteHeader(&tar.Header{Name: path.Base(in.Path), Mode: 0o644, Size: int64(len(in.Content)), Typeflag: tar.TypeReg, ModTime: time.Now()})
+		tw.Write([]byte(in.Content))
+		tw.Close()
+		if err := c.Push(ctx, in.Box, path.Dir(in.Path), &buf); err != nil {
+			return nil, err
+		}
+		return asText(map[string]any{"written": in.Path, "bytes": len(in.Content)}), nil
+	})
+	tool(s, "push", "Copy a file, or the contents of a folder, from this computer into a folder of a box (as paddock push does).", false, func(ctx context.Context, in PushIn) (*mcp.CallToolResult, error) {
+		if _, err := os.Stat(in.Local); err != nil {
+			return nil, err
+		}
+		pr, pw := io.Pipe()
+		go func() { pw.CloseWithError(archive.Pack(pw, in.Local)) }()
+		if err := c.Push(ctx, in.Box, in.To, pr); err != nil {
+			pr.CloseWithError(err)
+			return nil, err
+		}
+		return asText(map[string]string{"pushed": in.Local, "to": in.To}), nil
+	})
+	tool(s, "pull", "Copy a file or folder of a box into a folder on this computer; checked whole before anything is written.", false, func(ctx context.Context, in PullIn) (*mcp.CallToolResult, error) {
+		rc, err := c.Pull(ctx, in.Box, in.Path)
+		if err != nil {
+			return nil, err
+		}
+		defer rc.Close()
+		sp, err := archive.Spool(rc, "", 0, nil)
+		if err != nil {
+			return nil, fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
+		}
+		defer sp.Close()
+		if err := os.MkdirAll(in.Local, 0o755); err != nil {
+			return nil, err
+		}
+		if err := archive.Unpack(sp, in.Local, 0); err != nil {
+			return nil, err
+		}
+		return asText(map[string]string{"pulled": in.Path, "into": filepath.Join(in.Local, path.Base(path.Clean(in.Path)))}), nil
+	})
+	tool(s, "screenshot", "A PNG of a box's desktop now (the box needs a desktop).", false, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+		png, err := c.Screenshot(ctx, in.Box)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"}}}, nil
+	})
+	tool(s, "prompt", "Hand a coding agent in a box a task; it runs in the background as a job (read it with job_log).", false, func(ctx context.Context, in PromptIn) (*mcp.CallToolResult, error) {
+		j, err := c.Prompt(ctx, in.Box, api.PromptPost{Agent: in.Agent, Task: in.Task})
+		return asText(j), err
+	})
+	tool(s, "job_log", "A background job's state and output so far (the last 1 MiB).", false, func(ctx context.Context, in JobIn) (*mcp.CallToolResult, error) {
+		j, err := c.Job(ctx, in.Box, in.Job)
+		if err != nil {
+			return nil, err
+		}
+		out := &tail{max: MaxOutput}
+		if err := c.JobLog(ctx, in.Box, in.Job, false, out); err != nil {
+			return nil, err
+		}
+		return asText(map[string]any{"job": j, "log": string(out.b)}), nil
+	})
+}
+
+// capped keeps the first max bytes written.
+type capped struct {
+	b    bytes.Buffer
+	max  int
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := c.max - c.b.Len(); room < len(p) {
+		c.over = true
+		if room > 0 {
+			c.b.Write(p[:room])
+		}
+		return len(p), nil
+	}
+	return c.b.Write(p)
+}
+
+// tail keeps the last max bytes written.
+type tail struct {
+	b   []byte
+	max int
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+

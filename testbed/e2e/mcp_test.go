@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// mcpSession runs the real 'paddock mcp' as the holder of token and
+// connects the MCP SDK's own client to it.
+func mcpSession(t *testing.T, ctx context.Context, listen, token string) *mcp.ClientSession {
+	t.Helper()
+	cmd := exec.Command(bins.Paddock, "mcp")
+	cmd.Env = append(os.Environ(), "PADDOCK_HOST=http://"+listen, "PADDOCK_TOKEN="+token, "PADDOCK_CONFIG_DIR="+t.TempDir())
+	cmd.Stderr = os.Stderr
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callTool calls a tool and returns its text (or the image's bytes) and
+// whether it is an error result.
+func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string, args map[string]any) (string, []byte, bool) {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		t.Fatalf("%s: a protocol error: %v", name, err)
+	}
+	var text strings.Builder
+	var img []byte
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			text.WriteString(c.Text)
+		case *mcp.ImageContent:
+			img = c.Data
+		}
+	}
+	return text.String(), img, res.IsError
+}
+
+// The MCP server, called by the SDK's own client against a real paddockd:
+// every tool does what its CLI command does; another user's box is a tool
+// error that says "not found", not a crash.
+func TestMCP(t *testing.T) {
+	d := startDaemon(t, t.TempDir())
+	t.Cleanup(d.Cleanup)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cs := mcpSession(t, ctx, d.Listen, d.Token)
+
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range tools.Tools {
+		names = append(names, tl.Name)
+	}
+	sort.Strings(names)
+	want := "create_box exec job_log list_boxes prompt pull push read_file remove_box screenshot start_box stop_box write_file"
+	if got := strings.Join(names, " "); got != want {
+		t.Fatalf("tools %q, want %q", got, want)
+	}
+	ok := func(name string, args map[string]any) string {
+		t.Helper()
+		text, _, isErr := callTool(t, ctx, cs, name, args)
+		if isErr {
+			t.Fatalf("%s %v: %s", name, args, text)
+		}
+		return text
+	}
+
+	var box struct{ Name, Status string }
+	json.Unmarshal([]byte(ok("create_box", map[string]any{"name": "agentbox", "desktop": true})), &box)
+	if box.Name != "agentbox" || box.Status != "running" {
+		t.Fatalf("create_box: %+v", box)
+	}
+	if !strings.Contains(ok("list_boxes", map[string]any{}), `"name": "agentbox"`) {
+		t.Fatal("list_boxes lacks the box")
+	}
+	ok("write_file", map[string]any{"box": "agentbox", "path": "/config/w/hello.txt", "content": "hi from mcp\n"})
+	var out struct {
+		ExitCode       int `json:"exit_code"`
+		Stdout, Stderr string
+	}
+	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "cat /config/w/hello.txt; echo oops >&2; exit 3"})), &out)
+	if out.ExitCode != 3 || out.Stdout != "hi from mcp\n" || out.Stderr != "oops\n" {
+		t.Fatalf("exec: %+v", out)
+	}
+	if got := ok("read_file", map[string]any{"box": "agentbox", "path": "/config/w/hello.txt"}); got != "hi from mcp\n" {
+		t.Fatalf("read_file: %q", got)
+	}
+
+	local := t.TempDir()
+	os.MkdirAll(filepath.Join(local, "proj", "src"), 0o755)
+	os.WriteFile(filepath.Join(local, "proj", "src", "main.txt"), []byte("pushed"), 0o644)
+	ok("push", map[string]any{"box": "agentbox", "local": filepath.Join(local, "proj"), "to": "/config/in"})
+	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "cat /config/in/src/main.txt"})), &out)
+	if out.Stdout != "pushed" {
+		t.Fatalf("after push: %+v", out)
+	}
+	back := t.TempDir()
+	ok("pull", map[string]any{"box": "agentbox", "path": "/config/w", "local": back})
+	if b, err := os.ReadFile(filepath.Join(back, "w", "hello.txt")); err != nil || string(b) != "hi from mcp\n" {
+		t.Fatalf("after pull: %q %v", b, err)
+	}
+
+	_, png, isErr := callTool(t, ctx, cs, "screenshot", map[string]any{"box": "agentbox"})
+	if isErr || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("screenshot: error %v, %d bytes", isErr, len(png))
+	}
+
+	var job struct{ ID string }
+	json.Unmarshal([]byte(ok("prompt", map[string]any{"box": "agentbox", "agent": "say", "task": "hello agent"})), &job)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		if strings.Contains(ok("job_log", map[string]any{"box": "agentbox", "job": job.ID}), "said=hello agent") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the prompt's output never came")
+		}
+	}
+
+	// A member's agent: the owner's box is not found, as a tool error.
+	member := mcpSession(t, ctx, d.Listen, memberToken(t, d, "agentmember"))
+	text, _, isErr := callTool(t, ctx, member, "stop_box", map[string]any{"box": "agentbox"})
+	if !isErr || !strings.Contains(text, `no box named "agentbox"`) {
+		t.Fatalf("a member stopping the owner's box: error %v, %q", isErr, text)
+	}
+	if strings.Contains(ok2(t, ctx, member, "list_boxes"), "agentbox") {
+		t.Fatal("a member's list_boxes shows the owner's box")
+	}
+
+	json.Unmarshal([]byte(ok("stop_box", map[string]any{"box": "agentbox"})), &box)
+	if box.Status != "stopped" {
+		t.Fatalf("stop_box: %+v", box)
+	}
+	json.Unmarshal([]byte(ok("start_box", map[string]any{"box": "agentbox"})), &box)
+	if box.Status != "running" {
+		t.Fatalf("start_box: %+v", box)
+	}
+	ok("remove_box", map[string]any{"box": "agentbox"})
+	if _, err := d.Client().Box(ctx, "agentbox"); err == nil {
+		t.Fatal("remove_box left the box")
+	}
+	// Bad input is a tool error too.
+	if _, _, isErr := callTool(t, ctx, cs, "read_file", map[string]any{"box": "nosuch", "path": "/x"}); !isErr {
+		t.Fatal("read_file of a missing box succeeded")
+	}
+}
+
+func ok2(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name string) string {
+	t.Helper()
+	text, _, isErr := callTool(t, ctx, cs, name, map[string]any{})
+	if isErr {
+		t.Fatalf("%s: %s", name, text)
+	}
+	return text
+}
