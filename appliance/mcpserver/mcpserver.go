@@ -308,4 +308,3 @@ func (t *tail) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
