@@ -18,7 +18,7 @@ func TestPythonSDK(t *testing.T) {
 	dir, _ := filepath.Abs("../../sdk/python")
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", "tests")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), d.CLIEnv()...)
+	cmd.Env = append(os.Environ(), sdkEnv(t, d)...)
 	cmd.Env = append(cmd.Env, "PYTHONPATH="+dir, "PYTHONDONTWRITEBYTECODE=1")
 	out, err := cmd.CombinedOutput()
 	t.Logf("python3 -m unittest:\n%s", out)
@@ -26,6 +26,24 @@ func TestPythonSDK(t *testing.T) {
 		b, _ := os.ReadFile(d.LogPath())
 		t.Fatalf("the Python SDK's tests failed: %v\npaddockd log:\n%s", err, b)
 	}
+}
+
+// sdkEnv points an SDK at the daemon through a proxy that checks every
+// exchange against the OpenAPI document; a difference fails the test.
+func sdkEnv(t *testing.T, d *harness.Daemon) []string {
+	t.Helper()
+	url, checker, stop, err := harness.ContractProxy(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stop()
+		for _, f := range checker.Failures() {
+			t.Errorf("OpenAPI contract: %s", f)
+		}
+		t.Log(checker.Summary())
+	})
+	return []string{"PADDOCK_HOST=" + url, "PADDOCK_TOKEN=" + d.Token}
 }
 
 func TestTypeScriptSDK(t *testing.T) {
@@ -50,5 +68,5 @@ func TestTypeScriptSDK(t *testing.T) {
 	run(nil, npm, "run", "build")
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
-	run(d.CLIEnv(), "node", "--test", "test/")
+	run(sdkEnv(t, d), "node", "--test", "test/")
 }

@@ -11,8 +11,12 @@ reconciler makes it.
     r = c.exec(box["name"], ["bash", "-lc", "cd /config/project && npm test"])
     print(r.exit_code, r.stdout.decode())
     c.stop_box(box["name"])
+
+    # A box that goes when the block ends (unless box.keep() is called):
+    with Box.create(c, type="small") as box:
+        print(box.exec(["uname", "-a"]).stdout.decode())
 """
 
-from .client import Client, ExecResult, PaddockError
+from .client import AsyncClient, Box, Client, ExecResult, PaddockError
 
-__all__ = ["Client", "ExecResult", "PaddockError"]
+__all__ = ["AsyncClient", "Box", "Client", "ExecResult", "PaddockError"]

@@ -1,5 +1,6 @@
 """The client: JSON calls, tar streams and attached exec over the API."""
 
+import asyncio
 import io
 import json
 import os
@@ -249,6 +250,153 @@ class Client:
         finally:
             sock.close()
 
+    # --- the rest of the API ---
+
+    def whoami(self):
+        """The user, role and server this token belongs to."""
+        return self._json("GET", "/whoami")
+
+    def set_ttl(self, name, ttl):
+        """A new TTL from now (seconds or a duration; None or "" for none)."""
+        return self._json("PUT", f"/boxes/{_q(name)}/ttl", {"ttl": "" if ttl is None else str(ttl)})
+
+    def box_handle(self, name):
+        """A Box for an existing box (removed when a with block ends,
+        unless kept)."""
+        return Box(self, self.box(name))
+
+    def list_dir(self, box, path):
+        """A folder's entries as the box user sees them."""
+        return self._json("GET", f"/boxes/{_q(box)}/dir?path=" + urllib.parse.quote(path, safe=""))
+
+    def read_file(self, box, path):
+        """One regular file's bytes."""
+        with self._request("GET", f"/boxes/{_q(box)}/download?path=" + urllib.parse.quote(path, safe="")) as resp:
+            return resp.read()
+
+    def write_file(self, box, path, data):
+        """Write bytes (or text) as a file in the box; its folder is made."""
+        if isinstance(data, str):
+            data = data.encode()
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            info = tarfile.TarInfo(os.path.basename(path))
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+        folder = os.path.dirname(path) or "/"
+        with self._request("PUT", f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(folder, safe=""),
+                           buf.getvalue(), "application/x-tar"):
+            pass
+
+    def screenshot(self, box):
+        """A PNG of the box's desktop now (bytes)."""
+        with self._request("GET", f"/boxes/{_q(box)}/screenshot") as resp:
+            return resp.read()
+
+    def take_screenshot(self, box):
+        """Take a screenshot and keep it in the box's gallery."""
+        return self._json("POST", f"/boxes/{_q(box)}/screenshots")
+
+    def screenshots(self, box):
+        return self._json("GET", f"/boxes/{_q(box)}/screenshots")
+
+    def desktop_url(self, box):
+        """A single-use URL of the box's desktop page (two minutes)."""
+        t = self._json("POST", f"/boxes/{_q(box)}/desktop")
+        return self._base + t["path"]
+
+    def agents(self, box=None):
+        """The server's agents, or a box's with whether each has credentials."""
+        return self._json("GET", f"/boxes/{_q(box)}/agents" if box else "/agents")
+
+    def prompt(self, box, task, agent=None, workdir=None):
+        """Hand an agent a task; it runs as a job (see job_log)."""
+        post = {k: v for k, v in {"task": task, "agent": agent, "workdir": workdir}.items() if v}
+        return self._json("POST", f"/boxes/{_q(box)}/prompt", post)
+
+    def policies(self):
+        return self._json("GET", "/policies")
+
+    def create_policy(self, name, allow_domains=(), allow_cidrs=()):
+        return self._json("POST", "/policies", {"name": name, "allow_domains": list(allow_domains), "allow_cidrs": list(allow_cidrs)})
+
+    def update_policy(self, name, allow_domains=(), allow_cidrs=()):
+        return self._json("PUT", "/policies/" + _q(name), {"name": name, "allow_domains": list(allow_domains), "allow_cidrs": list(allow_cidrs)})
+
+    def remove_policy(self, name):
+        self._json("DELETE", "/policies/" + _q(name))
+
+    def backup_drive(self, name):
+        """A drive's contents as tar bytes."""
+        with self._request("GET", f"/drives/{_q(name)}/archive") as resp:
+            return resp.read()
+
+    def restore_drive(self, name, tar_bytes):
+        """Replace a drive's contents with a tar's (refused while mounted)."""
+        with self._request("PUT", f"/drives/{_q(name)}/archive", tar_bytes, "application/x-tar"):
+            pass
+
+    def secrets(self):
+        return self._json("GET", "/secrets")
+
+    def set_secret(self, name, value, shared=False):
+        body = value.encode() if isinstance(value, str) else value
+        with self._request("PUT", "/secrets/" + _q(name) + ("?shared=true" if shared else ""), body, "text/plain"):
+            pass
+
+    def remove_secret(self, name):
+        self._json("DELETE", "/secrets/" + _q(name))
+
+    def tokens(self):
+        return self._json("GET", "/tokens")
+
+    def create_token(self, name):
+        """A new API token; its value is in this answer only."""
+        return self._json("POST", "/tokens", {"name": name})
+
+    def revoke_token(self, name):
+        self._json("DELETE", "/tokens/" + _q(name))
+
+    def keys(self):
+        return self._json("GET", "/keys")
+
+    def add_key(self, key, name=None):
+        return self._json("POST", "/keys", {k: v for k, v in {"key": key, "name": name}.items() if v})
+
+    def remove_key(self, name):
+        self._json("DELETE", "/keys/" + _q(name))
+
+    def users(self):
+        return self._json("GET", "/users")
+
+    def invite(self, role="member"):
+        return self._json("POST", "/users/invites", {"role": role})
+
+    def remove_user(self, name):
+        self._json("DELETE", "/users/" + _q(name))
+
+    def projects(self):
+        """Boxfile projects, their last apply and their drift."""
+        return self._json("GET", "/projects")
+
+    def events(self):
+        """Yield (kind, data) from the events stream: every object first,
+        then ("ready", {}), then each change, until the caller stops."""
+        resp = self._request("GET", "/events", timeout=None)
+        try:
+            kind, data = None, []
+            for raw in resp:
+                line = raw.decode().rstrip("\r\n")
+                if line.startswith("event: "):
+                    kind = line[7:]
+                elif line.startswith("data: "):
+                    data.append(line[6:])
+                elif line == "" and kind:
+                    yield kind, json.loads("\n".join(data) or "null")
+                    kind, data = None, []
+        finally:
+            resp.close()
+
     def _dial(self):
         port = self._url.port or (443 if self._url.scheme == "https" else 80)
         sock = socket.create_connection((self._url.hostname, port), timeout=self._timeout)
@@ -292,3 +440,91 @@ def _error(status, body):
 
 def _q(name):
     return urllib.parse.quote(name, safe="")
+
+
+class Box:
+    """A box, as a handle: Box.create(...) makes one; in a with block it is
+    removed at the end unless keep() was called (or keep=True given)."""
+
+    def __init__(self, client, data, keep=False):
+        self.client, self.data, self.kept = client, data, keep
+
+    @classmethod
+    def create(cls, client=None, keep=False, **kwargs):
+        c = client or Client()
+        return cls(c, c.create_box(**kwargs), keep)
+
+    @property
+    def name(self):
+        return self.data["name"]
+
+    def keep(self):
+        self.kept = True
+        return self
+
+    def refresh(self):
+        self.data = self.client.box(self.name)
+        return self.data
+
+    def exec(self, cmd, **kwargs):
+        return self.client.exec(self.name, cmd, **kwargs)
+
+    def push(self, local, to):
+        return self.client.push(self.name, local, to)
+
+    def pull(self, path):
+        return self.client.pull(self.name, path)
+
+    def read_file(self, path):
+        return self.client.read_file(self.name, path)
+
+    def write_file(self, path, data):
+        return self.client.write_file(self.name, path, data)
+
+    def stop(self):
+        self.data = self.client.stop_box(self.name)
+        return self.data
+
+    def start(self):
+        self.data = self.client.start_box(self.name)
+        return self.data
+
+    def remove(self):
+        self.client.remove_box(self.name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if not self.kept:
+            try:
+                self.remove()
+            except PaddockError as e:
+                if e.status != 404:
+                    raise
+        return False
+
+
+class AsyncClient:
+    """The Client for asyncio: every method of Client, awaitable (each call
+    runs in a worker thread, so the event loop never blocks)."""
+
+    def __init__(self, *args, **kwargs):
+        self._c = Client(*args, **kwargs)
+
+    def __getattr__(self, name):
+        fn = getattr(self._c, name)
+        if not callable(fn):
+            return fn
+        if name == "events":
+            raise AttributeError("use Client.events in a thread: AsyncClient has no events stream yet")
+
+        async def call(*args, **kwargs):
+            return await asyncio.to_thread(fn, *args, **kwargs)
+        return call
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        return False

@@ -7,7 +7,9 @@ import tarfile
 import tempfile
 import unittest
 
-from paddock import Client, PaddockError
+import asyncio
+
+from paddock import AsyncClient, Box, Client, PaddockError
 
 
 class ClientTest(unittest.TestCase):
@@ -109,6 +111,100 @@ class ClientTest(unittest.TestCase):
         self.c.apply(spec, gone["serial"], destroy=True, drives=True)
         self.assertNotIn("py-proj", [b["name"] for b in self.c.boxes()])
         self.assertNotIn("py-cache", [d["name"] for d in self.c.drives()])
+
+    def test_whoami_and_ttl(self):
+        me = self.c.whoami()
+        self.assertEqual(me["role"], "owner")
+        self.assertEqual(self.c.set_ttl("py-box", "2h")["ttl_seconds"], 7200)
+        self.assertNotIn("ttl_seconds", self.c.set_ttl("py-box", None))
+        self.c.set_ttl("py-box", "1h")
+
+    def test_files_one_by_one(self):
+        self.c.write_file("py-box", "/config/one/note.txt", "written\n")
+        self.assertEqual(self.c.read_file("py-box", "/config/one/note.txt"), b"written\n")
+        names = [e["name"] for e in self.c.list_dir("py-box", "/config/one")["entries"]]
+        self.assertEqual(names, ["note.txt"])
+        with self.assertRaises(PaddockError) as e:
+            self.c.read_file("py-box", "/config/one/none")
+        self.assertEqual(e.exception.status, 404)
+
+    def test_box_handle_goes_at_the_end_of_a_with_block(self):
+        with Box.create(self.c, name="py-ctx") as b:
+            self.assertEqual(b.exec(["echo", "in"]).stdout, b"in\n")
+            b.write_file("/config/x", b"x")
+            self.assertEqual(b.read_file("/config/x"), b"x")
+        self.assertNotIn("py-ctx", [x["name"] for x in self.c.boxes()])
+        with Box.create(self.c, name="py-kept") as b:
+            b.keep()
+        self.assertIn("py-kept", [x["name"] for x in self.c.boxes()])
+
+    def test_async_client(self):
+        async def main():
+            async with AsyncClient() as ac:
+                boxes, r = await asyncio.gather(ac.boxes(), ac.exec("py-box", ["echo", "async"]))
+                return [b["name"] for b in boxes], r
+        names, r = asyncio.run(main())
+        self.assertIn("py-box", names)
+        self.assertEqual(r.stdout, b"async\n")
+
+    def test_account(self):
+        t = self.c.create_token("py-token")
+        self.assertTrue(t["token"].startswith("pdk_"))
+        self.assertEqual(Client(token=t["token"]).whoami()["token"], "py-token")
+        self.assertIn("py-token", [x["name"] for x in self.c.tokens()])
+        self.c.revoke_token("py-token")
+        self.assertNotIn("py-token", [x["name"] for x in self.c.tokens()])
+        self.c.set_secret("PY_SECRET", "s3cret")
+        secrets = self.c.secrets()
+        self.assertIn("PY_SECRET", [x["name"] for x in secrets])
+        self.assertNotIn("s3cret", repr(secrets))
+        self.c.remove_secret("PY_SECRET")
+        self.assertIsInstance(self.c.keys(), list)
+        self.assertIn("owner", [u["role"] for u in self.c.users()])
+        self.assertIn("/invite/", self.c.invite()["url"])
+
+    def test_named_policies(self):
+        self.c.create_policy("py-pol", allow_domains=["example.test"])
+        self.c.update_policy("py-pol", allow_cidrs=["10.9.0.0/16"])
+        pol = [p for p in self.c.policies() if p["name"] == "py-pol"][0]
+        self.assertEqual((pol.get("allow_domains"), pol["allow_cidrs"]), (None, ["10.9.0.0/16"]))
+        self.c.remove_policy("py-pol")
+
+    def test_drive_backup_and_restore(self):
+        self.c.create_drive("py-drive")
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as t:
+            info = tarfile.TarInfo("data.txt")
+            info.size = 5
+            t.addfile(info, io.BytesIO(b"drive"))
+        self.c.restore_drive("py-drive", buf.getvalue())
+        with tarfile.open(fileobj=io.BytesIO(self.c.backup_drive("py-drive"))) as t:
+            self.assertEqual(t.extractfile("data.txt").read(), b"drive")
+        self.c.remove_drive("py-drive")
+
+    def test_agents_and_prompt(self):
+        self.assertIn("say", [a["name"] for a in self.c.agents()])
+        self.assertIn("say", [a["name"] for a in self.c.agents("py-box")])
+        j = self.c.prompt("py-box", "hello python", agent="say")
+        self.assertIn(b"said=hello python", self.c.job_log("py-box", j["id"], follow=True))
+
+    def test_desktop(self):
+        self.c.create_box(name="py-desk", desktop=True)
+        png = self.c.screenshot("py-desk")
+        self.assertTrue(png.startswith(b"\x89PNG"))
+        kept = self.c.take_screenshot("py-desk")
+        self.assertEqual([x["id"] for x in self.c.screenshots("py-desk")], [kept["id"]])
+        self.assertIn("/desktop/py-desk/#ticket=", self.c.desktop_url("py-desk"))
+
+    def test_events_and_projects(self):
+        seen = set()
+        for kind, data in self.c.events():
+            if kind == "box":
+                seen.add(data["name"])
+            if kind == "ready":
+                break
+        self.assertIn("py-box", seen)
+        self.assertIsInstance(self.c.projects(), list)
 
 
 if __name__ == "__main__":

@@ -98,6 +98,34 @@ export interface Job {
   ended?: string;
 }
 
+export interface Whoami { token: string; user: string; role: string; server: string; version: string; ssh_port?: number }
+export interface Dir { path: string; entries: { name: string; type: string; size: number; modified: string; target?: string }[]; truncated?: boolean }
+export interface Screenshot { id: string; taken: string; size: number }
+export interface Policy { name: string; allow_domains?: string[]; allow_cidrs?: string[]; project?: string; used_by?: string[] }
+
+/** A box as a handle. `await using box = await client.createHandle({...})`
+ * removes the box when the scope ends, unless keep() was called. */
+export class BoxHandle {
+  private kept = false;
+  constructor(readonly client: Client, public data: Box) {}
+  get name(): string { return this.data.name; }
+  keep(): this { this.kept = true; return this; }
+  exec(cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> { return this.client.exec(this.name, cmd, opts); }
+  readFile(path: string): Promise<Buffer> { return this.client.readFile(this.name, path); }
+  writeFile(path: string, data: string | Uint8Array): Promise<void> { return this.client.writeFile(this.name, path, data); }
+  async stop(): Promise<Box> { return (this.data = await this.client.stopBox(this.name)); }
+  async start(): Promise<Box> { return (this.data = await this.client.startBox(this.name)); }
+  remove(): Promise<void> { return this.client.removeBox(this.name); }
+  async [Symbol.asyncDispose](): Promise<void> {
+    if (this.kept) return;
+    try {
+      await this.remove();
+    } catch (e) {
+      if (!(e instanceof PaddockError && e.status === 404)) throw e;
+    }
+  }
+}
+
 export interface ExecResult { exitCode: number; stdout: Buffer; stderr: Buffer }
 export interface ExecOptions { stdin?: Uint8Array | string; env?: Record<string, string>; workdir?: string }
 
@@ -257,6 +285,111 @@ export class Client {
       });
       req.end(body);
     });
+  }
+
+  // --- the rest of the API ---
+
+  whoami(): Promise<Whoami> { return this.json("GET", "/whoami"); }
+  /** A new TTL from now ("" or undefined: none). */
+  setTTL(box: string, ttl?: string | number): Promise<Box> {
+    return this.json("PUT", `/boxes/${q(box)}/ttl`, { ttl: ttl === undefined ? "" : String(ttl) });
+  }
+  /** Creates a box and returns a handle that `await using` removes at the
+   * end of its scope (unless keep() is called). */
+  async createHandle(post: BoxPost = {}): Promise<BoxHandle> {
+    return new BoxHandle(this, await this.createBox(post));
+  }
+  listDir(box: string, path: string): Promise<Dir> {
+    return this.json("GET", `/boxes/${q(box)}/dir?path=${encodeURIComponent(path)}`);
+  }
+  /** One regular file's bytes. */
+  async readFile(box: string, path: string): Promise<Buffer> {
+    return (await this.request("GET", `/boxes/${q(box)}/download?path=${encodeURIComponent(path)}`)).body;
+  }
+  /** Writes a file in the box (its folder is made). */
+  writeFile(box: string, path: string, data: string | Uint8Array): Promise<void> {
+    const i = path.lastIndexOf("/");
+    return this.push(box, path.slice(0, i) || "/", makeTar({ [path.slice(i + 1)]: data }));
+  }
+  /** A PNG of the box's desktop now. */
+  async screenshot(box: string): Promise<Buffer> {
+    return (await this.request("GET", `/boxes/${q(box)}/screenshot`)).body;
+  }
+  /** Takes a screenshot and keeps it in the box's gallery. */
+  takeScreenshot(box: string): Promise<Screenshot> { return this.json("POST", `/boxes/${q(box)}/screenshots`); }
+  screenshots(box: string): Promise<Screenshot[]> { return this.json("GET", `/boxes/${q(box)}/screenshots`); }
+  /** A single-use URL of the box's desktop page (two minutes). */
+  async desktopURL(box: string): Promise<string> {
+    const t = await this.json<{ path: string }>("POST", `/boxes/${q(box)}/desktop`);
+    return this.url.origin + t.path;
+  }
+  /** The server's agents, or a box's with whether each has credentials. */
+  agents(box?: string): Promise<Record<string, unknown>[]> {
+    return this.json("GET", box ? `/boxes/${q(box)}/agents` : "/agents");
+  }
+  /** Hands an agent a task; it runs as a job (see jobLog). */
+  prompt(box: string, task: string, opts: { agent?: string; workdir?: string } = {}): Promise<Job> {
+    return this.json("POST", `/boxes/${q(box)}/prompt`, { task, ...opts });
+  }
+  policies(): Promise<Policy[]> { return this.json("GET", "/policies"); }
+  createPolicy(p: Policy): Promise<Policy> { return this.json("POST", "/policies", p); }
+  updatePolicy(p: Policy): Promise<Policy> { return this.json("PUT", `/policies/${q(p.name)}`, p); }
+  async removePolicy(name: string): Promise<void> { await this.json("DELETE", `/policies/${q(name)}`); }
+  /** A drive's contents as tar bytes. */
+  async backupDrive(name: string): Promise<Buffer> { return (await this.request("GET", `/drives/${q(name)}/archive`)).body; }
+  /** Replaces a drive's contents with a tar's (refused while mounted). */
+  async restoreDrive(name: string, tar: Uint8Array): Promise<void> {
+    await this.request("PUT", `/drives/${q(name)}/archive`, Buffer.from(tar), "application/x-tar");
+  }
+  secrets(): Promise<{ name: string; updated: string; shared: boolean; mine: boolean }[]> { return this.json("GET", "/secrets"); }
+  async setSecret(name: string, value: string, opts: { shared?: boolean } = {}): Promise<void> {
+    await this.request("PUT", `/secrets/${q(name)}${opts.shared ? "?shared=true" : ""}`, Buffer.from(value), "text/plain");
+  }
+  async removeSecret(name: string): Promise<void> { await this.json("DELETE", `/secrets/${q(name)}`); }
+  tokens(): Promise<{ name: string; created: string }[]> { return this.json("GET", "/tokens"); }
+  /** A new API token; its value is in this answer only. */
+  createToken(name: string): Promise<{ name: string; token: string }> { return this.json("POST", "/tokens", { name }); }
+  async revokeToken(name: string): Promise<void> { await this.json("DELETE", `/tokens/${q(name)}`); }
+  keys(): Promise<Record<string, unknown>[]> { return this.json("GET", "/keys"); }
+  addKey(key: string, name?: string): Promise<Record<string, unknown>> { return this.json("POST", "/keys", { key, name }); }
+  async removeKey(name: string): Promise<void> { await this.json("DELETE", `/keys/${q(name)}`); }
+  users(): Promise<{ name: string; role: string; created: string }[]> { return this.json("GET", "/users"); }
+  invite(role: "member" | "owner" = "member"): Promise<{ token: string; url?: string; role: string }> {
+    return this.json("POST", "/users/invites", { role });
+  }
+  async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
+  /** Boxfile projects, their last apply and their drift. */
+  projects(): Promise<Record<string, unknown>[]> { return this.json("GET", "/projects"); }
+
+  /** The events stream: every object first, then "ready", then each
+   * change, for as long as the loop reads (break to stop). */
+  async *events(): AsyncGenerator<{ kind: string; data: unknown }> {
+    const res: http.IncomingMessage = await new Promise((resolve, reject) => {
+      const req = this.transport().request({ ...this.target("GET", "/events"), headers: this.headers(), agent: false }, resolve);
+      req.on("error", reject);
+      req.end();
+    });
+    if ((res.statusCode ?? 0) >= 400) throw toError(res.statusCode ?? 0, await collect(res));
+    let buf = "", kind = "", data: string[] = [];
+    try {
+      for await (const chunk of res) {
+        buf += chunk.toString();
+        let i: number;
+        while ((i = buf.indexOf("\n")) >= 0) {
+          const line = buf.slice(0, i).replace(/\r$/, "");
+          buf = buf.slice(i + 1);
+          if (line.startsWith("event: ")) kind = line.slice(7);
+          else if (line.startsWith("data: ")) data.push(line.slice(6));
+          else if (line === "" && kind) {
+            yield { kind, data: JSON.parse(data.join("\n") || "null") };
+            kind = "";
+            data = [];
+          }
+        }
+      }
+    } finally {
+      res.destroy();
+    }
   }
 
   // --- plumbing ---

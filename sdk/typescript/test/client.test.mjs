@@ -97,3 +97,83 @@ test("a project is planned and applied; a stale plan is refused", async () => {
   assert.ok(!(await c.boxes()).some((b) => b.name === "ts-proj"));
   assert.ok(!(await c.drives()).some((d) => d.name === "ts-cache"));
 });
+
+test("whoami and TTL", async () => {
+  assert.equal((await c.whoami()).role, "owner");
+  assert.equal((await c.setTTL("ts-box", "2h")).ttl_seconds, 7200);
+  assert.equal((await c.setTTL("ts-box")).ttl_seconds, undefined);
+  await c.setTTL("ts-box", 3600);
+});
+
+test("files one by one", async () => {
+  await c.writeFile("ts-box", "/config/one/note.txt", "written\n");
+  assert.equal((await c.readFile("ts-box", "/config/one/note.txt")).toString(), "written\n");
+  assert.deepEqual((await c.listDir("ts-box", "/config/one")).entries.map((e) => e.name), ["note.txt"]);
+  await assert.rejects(c.readFile("ts-box", "/config/one/none"), (e) => e instanceof PaddockError && e.status === 404);
+});
+
+test("a box handle is removed when its scope is disposed, unless kept", async () => {
+  {
+    const h = await c.createHandle({ name: "ts-ctx" });
+    try {
+      assert.equal((await h.exec(["echo", "in"])).stdout.toString(), "in\n");
+    } finally {
+      await h[Symbol.asyncDispose](); // what `await using` calls
+    }
+  }
+  assert.ok(!(await c.boxes()).some((b) => b.name === "ts-ctx"));
+  const kept = (await c.createHandle({ name: "ts-kept" })).keep();
+  await kept[Symbol.asyncDispose]();
+  assert.ok((await c.boxes()).some((b) => b.name === "ts-kept"));
+});
+
+test("tokens, secrets, keys and users", async () => {
+  const t = await c.createToken("ts-token");
+  assert.equal((await new Client({ token: t.token }).whoami()).token, "ts-token");
+  await c.revokeToken("ts-token");
+  assert.ok(!(await c.tokens()).some((x) => x.name === "ts-token"));
+  await c.setSecret("TS_SECRET", "s3cret");
+  const secrets = await c.secrets();
+  assert.ok(secrets.some((s) => s.name === "TS_SECRET"));
+  assert.ok(!JSON.stringify(secrets).includes("s3cret"));
+  await c.removeSecret("TS_SECRET");
+  assert.ok(Array.isArray(await c.keys()));
+  assert.ok((await c.users()).some((u) => u.role === "owner"));
+  assert.match((await c.invite()).url ?? "", /\/invite\//);
+});
+
+test("named policies and drive backups", async () => {
+  await c.createPolicy({ name: "ts-pol", allow_domains: ["example.test"] });
+  await c.updatePolicy({ name: "ts-pol", allow_cidrs: ["10.9.0.0/16"] });
+  const pol = (await c.policies()).find((p) => p.name === "ts-pol");
+  assert.deepEqual(pol?.allow_cidrs, ["10.9.0.0/16"]);
+  await c.removePolicy("ts-pol");
+  await c.createDrive("ts-drive");
+  await c.restoreDrive("ts-drive", makeTar({ "data.txt": "drive" }));
+  assert.ok((await c.backupDrive("ts-drive")).includes(Buffer.from("drive")));
+  await c.removeDrive("ts-drive");
+});
+
+test("agents and a prompt", async () => {
+  assert.ok((await c.agents()).some((a) => a.name === "say"));
+  const j = await c.prompt("ts-box", "hello typescript", { agent: "say" });
+  assert.match((await c.jobLog("ts-box", j.id, { follow: true })).toString(), /said=hello typescript/);
+});
+
+test("desktop: screenshots and the desktop URL", async () => {
+  await c.createBox({ name: "ts-desk", desktop: true });
+  assert.equal((await c.screenshot("ts-desk")).subarray(1, 4).toString(), "PNG");
+  const kept = await c.takeScreenshot("ts-desk");
+  assert.deepEqual((await c.screenshots("ts-desk")).map((s) => s.id), [kept.id]);
+  assert.match(await c.desktopURL("ts-desk"), /\/desktop\/ts-desk\/#ticket=/);
+});
+
+test("events and projects", async () => {
+  const seen = new Set();
+  for await (const ev of c.events()) {
+    if (ev.kind === "box") seen.add(ev.data.name);
+    if (ev.kind === "ready") break;
+  }
+  assert.ok(seen.has("ts-box"));
+  assert.ok(Array.isArray(await c.projects()));
+});
