@@ -241,9 +241,18 @@ func showHelp(e *env, c command) int {
 	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
 	err := c.run(&probe, []string{"--help"})
 	fmt.Fprintf(e.stdout, "usage: %s\n\n%s\n", strings.TrimSpace("paddock "+c.name+" "+c.args), c.short)
+	if subs := subcommands(c); len(subs) > 0 {
+		fmt.Fprintf(e.stdout, "\nsubcommands: %s\n", strings.Join(subs, ", "))
+	}
 	var hf helpFlags
 	if errors.As(err, &hf) && hf.usages != "" {
 		fmt.Fprintf(e.stdout, "\nflags:\n%s", hf.usages)
+	}
+	if ex := examples[c.name]; len(ex) > 0 {
+		fmt.Fprintf(e.stdout, "\nexamples:\n")
+		for _, x := range ex {
+			fmt.Fprintf(e.stdout, "  %s\n", x)
+		}
 	}
 	return 0
 }

@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,5 +57,49 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	}
 	if code, _, errs := call("new", "--no-such-flag"); code != 2 || !strings.Contains(errs, "usage: paddock new") {
 		t.Errorf("a wrong flag: exit %d, %q", code, errs)
+	}
+}
+
+// Every command's help has examples, and each example passes the
+// command's own argument parsing; a group's help names its subcommands.
+func TestEveryCommandHasExamples(t *testing.T) {
+	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, ctx: context.Background()}
+	for _, c := range commands {
+		ex := examples[c.name]
+		if len(ex) == 0 {
+			t.Errorf("%s has no example", c.name)
+		}
+		var out strings.Builder
+		probe := *e
+		probe.stdout = &out
+		showHelp(&probe, c)
+		if len(ex) > 0 && !strings.Contains(out.String(), "\nexamples:\n  "+ex[0]+"\n") {
+			t.Errorf("%s --help does not show its examples:\n%s", c.name, out.String())
+		}
+		if subs := subcommands(c); len(subs) > 0 && !strings.Contains(out.String(), "subcommands: "+strings.Join(subs, ", ")) {
+			t.Errorf("%s --help does not list its subcommands", c.name)
+		}
+		for _, x := range ex {
+			args := words(x)
+			if args[0] != "paddock" || args[1] != c.name {
+				t.Errorf("%s: example %q is not of this command", c.name, x)
+				continue
+			}
+			probe := *e
+			probe.helpOnly = true
+			var ue usageError
+			if err := c.run(&probe, args[2:]); errors.As(err, &ue) {
+				t.Errorf("example %q: %v", x, err)
+			}
+		}
+	}
+	for name := range examples {
+		found := false
+		for _, c := range commands {
+			found = found || c.name == name
+		}
+		if !found {
+			t.Errorf("examples of %q, which is no command", name)
+		}
 	}
 }
