@@ -59,6 +59,10 @@ type Server struct {
 	// CLI serves the client binaries and their installers (nil: none).
 	CLI *clients.Handler
 
+	// Heavy bounds, per token, the routes that make or copy much (nil:
+	// HeavyBurst, then one per HeavyEvery).
+	Heavy *auth.Limiter
+
 	deviceLimit auth.Limiter
 	table       *route.Table
 	doc         openapiState
@@ -79,9 +83,15 @@ type handler func(w http.ResponseWriter, r *http.Request) error
 func (s *Server) Handler() http.Handler {
 	mux := route.New()
 	s.table = mux
+	if s.Heavy == nil {
+		s.Heavy = &auth.Limiter{Every: HeavyEvery, Burst: HeavyBurst}
+	}
 	add := func(pattern string, h handler) {
 		if strings.Contains(pattern, "/boxes/{name}") {
 			h = s.boxRoute(h)
+		}
+		if heavy[pattern] {
+			h = s.limited(h)
 		}
 		mux.Add(pattern, route.Token, s.authed(h))
 	}
@@ -177,6 +187,36 @@ func (s *Server) Handler() http.Handler {
 		}
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// Expensive routes are rate limited per token: a burst of HeavyBurst, then
+// one per HeavyEvery. They make boxes, snapshots or screenshots, or move
+// whole archives.
+const (
+	HeavyBurst = 120
+	HeavyEvery = 250 * time.Millisecond
+)
+
+var heavy = map[string]bool{
+	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/boxes/{name}/snapshots": true,
+	"POST /v1/boxes/{name}/restore": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
+	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
+	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
+	"POST /v1/apply": true,
+}
+
+// limited answers 429, with Retry-After, to a token past its budget of
+// heavy requests.
+func (s *Server) limited(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		t, _ := r.Context().Value(tokenKey{}).(store.Token)
+		if ok, wait := s.Heavy.Allow(t.Hash); !ok {
+			secs := int(wait/time.Second) + 1
+			w.Header().Set("Retry-After", fmt.Sprint(secs))
+			return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("too many heavy requests with this token: try again in %d s", secs)}
+		}
+		return h(w, r)
+	}
 }
 
 type tokenKey struct{}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -197,5 +198,39 @@ func TestDesktopTickets(t *testing.T) {
 	status, e := call(t, ts, tok, "POST", "/v1/boxes/web/desktop", "")
 	if status != 409 || !strings.Contains(e.Message, "has no desktop") {
 		t.Fatalf("ticket for a box without a desktop: %d %+v", status, e)
+	}
+}
+
+// Heavy routes are rate limited per token: past the burst a token gets
+// 429 with Retry-After and nothing is made; another token is not held up.
+func TestHeavyRoutesAreLimitedPerToken(t *testing.T) {
+	ts, srv, svc := wired(t)
+	srv.Heavy.Burst, srv.Heavy.Every = 2, time.Hour
+	routed := map[string]bool{}
+	for _, r := range srv.Routes() {
+		routed[r.Pattern] = true
+	}
+	for p := range heavy {
+		if !routed[p] {
+			t.Errorf("heavy route %q is not routed", p)
+		}
+	}
+	owner := addOwner(t, svc)
+	for i, want := range []int{201, 201, 429} {
+		if code, e := call(t, ts, owner, "POST", "/v1/boxes", fmt.Sprintf(`{"name":"h%d"}`, i)); code != want {
+			t.Fatalf("request %d: %d %+v", i, code, e)
+		}
+	}
+	if _, err := svc.GetBox("h2"); err == nil {
+		t.Fatal("the refused request made a box")
+	}
+	if code, _ := call(t, ts, owner, "GET", "/v1/boxes", ""); code != 200 {
+		t.Fatalf("a light route after the limit: %d", code)
+	}
+	other, hash := auth.NewToken()
+	u, _ := svc.Store.UserByName("boss")
+	svc.Store.AddToken(store.Token{Hash: hash, Name: "other", UserID: u.ID, Created: time.Now()})
+	if code, e := call(t, ts, other, "POST", "/v1/boxes", `{"name":"h3"}`); code != 201 {
+		t.Fatalf("another token: %d %+v", code, e)
 	}
 }
