@@ -16,6 +16,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -339,12 +340,22 @@ func writeJSON(w http.ResponseWriter, code int, v any) error {
 	return json.NewEncoder(w).Encode(v)
 }
 
+// MaxJSON bounds a JSON request body.
+const MaxJSON = 1 << 20
+
 // decode reads a JSON body strictly: unknown fields and wrong types are a
 // 400 naming the field.
 func decode(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxJSON+1))
+	if err != nil {
+		return &api.Error{Code: api.CodeInvalid, Message: "reading the request body: " + err.Error()}
+	}
+	if len(body) > MaxJSON {
+		return &api.Error{Code: api.CodeInvalid, Message: fmt.Sprintf("the JSON body is over %d KiB", MaxJSON>>10)}
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
-	err := dec.Decode(v)
+	err = dec.Decode(v)
 	if err == nil || err == io.EOF {
 		return nil
 	}

@@ -114,6 +114,7 @@ func TestErrorsMapToStatusAndField(t *testing.T) {
 		{"rm unknown drive", tok, "DELETE", "/v1/drives/nope", "", 404, "not_found", "", `no drive named "nope"`},
 		{"desktop ticket needs a token", "", "POST", "/v1/boxes/web/desktop", "", 401, "unauthorized", "", "no token"},
 		{"desktop ticket for an unknown box", tok, "POST", "/v1/boxes/nope/desktop", "", 404, "not_found", "", `no box named "nope"`},
+		{"a JSON body over 1 MiB", tok, "POST", "/v1/boxes", `{"env":{"A":"` + strings.Repeat("x", 1<<20) + `"}}`, 400, "invalid", "", "over 1024 KiB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
