@@ -231,12 +231,9 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("hostname", "", "public host name: serve HTTPS for it with the embedded Caddy")
 }
 
-// Load reads the layers. environ is the environment (os.Environ()).
-func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
-	k := koanf.New(".")
-	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
-		return Config{}, err
-	}
+// Path is the configuration file Load reads, and whether it was named
+// (by --config or PADDOCK_CONFIG) rather than the default.
+func Path(fs *pflag.FlagSet, environ []string) (string, bool) {
 	path := DefaultPath
 	explicit := false
 	for _, e := range environ {
@@ -249,6 +246,16 @@ func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
 			path, explicit = f.Value.String(), true
 		}
 	}
+	return path, explicit
+}
+
+// Load reads the layers. environ is the environment (os.Environ()).
+func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
+	k := koanf.New(".")
+	if err := k.Load(confmap.Provider(Defaults(), "."), nil); err != nil {
+		return Config{}, err
+	}
+	path, explicit := Path(fs, environ)
 	if err := k.Load(file.Provider(path), toml.Parser()); err != nil {
 		if !errors.Is(err, errNotExist) || explicit {
 			return Config{}, fmt.Errorf("reading %s: %w", path, err)

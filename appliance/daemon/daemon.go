@@ -46,8 +46,15 @@ import (
 
 // Run runs paddockd with the given arguments and returns its exit code.
 func Run(args []string, environ []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 && args[0] == "install" {
-		return install(args[1:], stdout, stderr)
+	if len(args) > 0 {
+		switch args[0] {
+		case "install":
+			return install(args[1:], stdout, stderr)
+		case "backup":
+			return backupCmd(args[1:], environ, stdout, stderr)
+		case "restore":
+			return restoreCmd(args[1:], environ, stdout, stderr)
+		}
 	}
 	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)

@@ -273,3 +273,10 @@ func mustJSON(v any) string {
 	}
 	return string(b)
 }
+
+// BackupTo writes a consistent copy of the database to path (which must
+// not exist), while the server may go on writing: SQLite's VACUUM INTO.
+func (s *Store) BackupTo(path string) error {
+	_, err := s.db.Exec(`VACUUM INTO ?`, path)
+	return err
+}
