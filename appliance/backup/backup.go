@@ -171,4 +171,3 @@ func Restore(r io.Reader, stateDir, configPath string, force bool) error {
 	}
 	return nil
 }
-
