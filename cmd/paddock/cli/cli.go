@@ -96,7 +96,7 @@ func init() {
 		{"skill", "show [--all] | install [--agent claude|codex|opencode|pi|all] [--dir D]", "the Paddock skill that teaches coding agents to use this CLI: print it, or write it where agents read skills", cmdSkill},
 		{"mcp", "[install --agent claude|codex|opencode [--dir D]]", "serve the Model Context Protocol on stdio for a coding agent, as you; or add it to an agent's configuration", cmdMCP},
 		{"completion", "bash|zsh|fish|powershell", "print a shell completion script (see 'paddock help completion')", cmdCompletion},
-		{"help", "", "show this help", cmdHelp},
+		{"help", "[COMMAND]", "show this help, or a command's", cmdHelp},
 	}
 }
 
@@ -134,7 +134,7 @@ func run(e *env, args []string) int {
 	}
 	for _, c := range commands {
 		if c.name == args[0] {
-			if c.name != "help" && wantsHelp(args[1:]) {
+			if wantsHelp(args[1:]) {
 				return showHelp(e, c)
 			}
 			err := c.run(e, args[1:])
@@ -237,15 +237,12 @@ func (helpFlags) Error() string { return "help" }
 // reach a server or write the configuration (helpOnly): parse stops it
 // there, or client, connect or save do.
 func showHelp(e *env, c command) int {
-	probe := *e
-	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
-	err := c.run(&probe, []string{"--help"})
+	hf := commandHelpFlags(e, c)
 	fmt.Fprintf(e.stdout, "usage: %s\n\n%s\n", strings.TrimSpace("paddock "+c.name+" "+c.args), c.short)
 	if subs := subcommands(c); len(subs) > 0 {
 		fmt.Fprintf(e.stdout, "\nsubcommands: %s\n", strings.Join(subs, ", "))
 	}
-	var hf helpFlags
-	if errors.As(err, &hf) && hf.usages != "" {
+	if hf.usages != "" {
 		fmt.Fprintf(e.stdout, "\nflags:\n%s", hf.usages)
 	}
 	if ex := examples[c.name]; len(ex) > 0 {
@@ -255,6 +252,17 @@ func showHelp(e *env, c command) int {
 		}
 	}
 	return 0
+}
+
+// commandHelpFlags learns a command's flags by running it with --help
+// alone, its output discarded; it may not reach a server or write the
+// configuration (helpOnly).
+func commandHelpFlags(e *env, c command) helpFlags {
+	probe := *e
+	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
+	var hf helpFlags
+	errors.As(c.run(&probe, []string{"--help"}), &hf)
+	return hf
 }
 
 func cmdHelp(e *env, args []string) error {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -177,13 +176,7 @@ func subcommands(c command) []string {
 
 // commandFlags are a command's flags, learnt as --help learns them.
 func commandFlags(e *env, c command) []string {
-	probe := *e
-	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
-	var hf helpFlags
-	if errors.As(c.run(&probe, []string{"--help"}), &hf) {
-		return append(hf.names, "--help")
-	}
-	return []string{"--help"}
+	return append(commandHelpFlags(e, c).names, "--help")
 }
 
 // names asks the server for box or drive names, briefly: a shell waits
