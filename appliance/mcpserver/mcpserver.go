@@ -51,9 +51,6 @@ func New(c *client.Client, version string) *Server {
 // Run serves on t (stdio for 'paddock mcp') until the client goes.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.s.Run(ctx, t) }
 
-// MCP is the SDK's server (for in-process transports).
-func (s *Server) MCP() *mcp.Server { return s.s }
-
 // Box names a box.
 type Box struct {
 	Box string `json:"box" jsonschema:"the box's name"`

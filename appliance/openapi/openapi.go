@@ -75,16 +75,12 @@ func Build(title, version, prefix string, routes []route.Route, ops map[string]O
 	if len(missing) > 0 {
 		return nil, fmt.Errorf("routes without documentation (an Op): %v", missing)
 	}
-	pathsOut := map[string]any{}
-	for p, v := range paths {
-		pathsOut[p] = v
-	}
 	g.schemaOf(reflect.TypeOf(errType))
 	return Doc{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": title, "version": version,
 			"description": "Every route needs a bearer token (Authorization: Bearer pdk_...) or a browser session; errors have one body, Error."},
-		"paths": pathsOut,
+		"paths": paths,
 		"components": map[string]any{
 			"schemas": g.schemas,
 			"securitySchemes": map[string]any{

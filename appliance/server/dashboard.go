@@ -29,7 +29,7 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 	}
 	next := "/"
 	if p.Box != "" {
-		if _, err := s.visibleBox(r, p.Box); err != nil {
+		if err := s.seesBox(r, p.Box); err != nil {
 			return err
 		}
 		next = "/boxes/" + url.PathEscape(p.Box)
@@ -43,24 +43,6 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 		base = "http://" + r.Host
 	}
 	return writeJSON(w, http.StatusCreated, api.SignInLink{URL: base + "/signin/" + tok, Expires: exp})
-}
-
-// visibleBox is the box of that name if the caller may see it.
-func (s *Server) visibleBox(r *http.Request, name string) (api.Box, error) {
-	b, err := s.Svc.GetBox(name)
-	u, _ := service.UserFrom(r.Context())
-	if err == nil && !service.Sees(u, s.ownerID(name)) {
-		return api.Box{}, &api.Error{Code: api.CodeNotFound, Field: "box", Message: fmt.Sprintf("no box named %q", name)}
-	}
-	return b, err
-}
-
-func (s *Server) ownerID(box string) int64 {
-	b, err := s.Store.GetBox(box)
-	if err != nil {
-		return -1
-	}
-	return b.Owner
 }
 
 // events streams the caller's boxes, drives, jobs and snapshots as

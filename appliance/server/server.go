@@ -277,17 +277,22 @@ func (s *Server) open(h handler) http.Handler {
 // boxRoute answers "not found" for a box the caller may not see.
 func (s *Server) boxRoute(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
-		name := r.PathValue("name")
-		b, err := s.Store.GetBox(name)
-		u, _ := service.UserFrom(r.Context())
-		if errors.Is(err, store.ErrNotFound) || (err == nil && !service.Sees(u, b.Owner)) {
-			return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
-		}
-		if err != nil {
+		if err := s.seesBox(r, r.PathValue("name")); err != nil {
 			return err
 		}
 		return h(w, r)
 	}
+}
+
+// seesBox answers "not found" for a box that does not exist or that the
+// caller may not see, alike.
+func (s *Server) seesBox(r *http.Request, name string) error {
+	b, err := s.Store.GetBox(name)
+	u, _ := service.UserFrom(r.Context())
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !service.Sees(u, b.Owner)) {
+		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
+	}
+	return err
 }
 
 // status maps an error to its HTTP status and body.

@@ -183,7 +183,9 @@ func (s *Service) GetBox(name string) (api.Box, error) {
 		return api.Box{}, err
 	}
 	out := toAPIBox(b, s.Cfg.Types)
-	out.Owner = s.ownerNames()[b.Owner]
+	if u, err := s.Store.GetUser(b.Owner); err == nil {
+		out.Owner = u.Name
+	}
 	return out, nil
 }
 
