@@ -210,6 +210,11 @@ type ExecPost struct {
 	Desktop bool   `json:"desktop,omitempty"`
 	Rows    uint16 `json:"rows,omitempty"`
 	Cols    uint16 `json:"cols,omitempty"`
+	// Timeout ends the command after this long (seconds, or a duration
+	// such as "90s"; empty: no bound): its process group gets SIGTERM,
+	// then SIGKILL 5 s later, and the exit code is 124, as with
+	// coreutils timeout.
+	Timeout string `json:"timeout,omitempty"`
 }
 
 // Job is a detached command whose output the server keeps.

@@ -19,6 +19,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"time"
 )
 
 // ErrNotFound is returned when a box, volume or snapshot does not exist.
@@ -128,6 +129,9 @@ type ExecSpec struct {
 	Stderr io.Writer // ignored with a TTY
 	// Resize delivers terminal size changes (rows, cols) while a TTY exec runs.
 	Resize <-chan [2]uint16
+	// Timeout, when set, ends the command's process group after this
+	// long (SIGTERM, then SIGKILL 5 s later); the exit code is then 124.
+	Timeout time.Duration
 }
 
 // Driver is what the reconciler and the API need from a container engine.

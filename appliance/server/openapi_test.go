@@ -1,8 +1,11 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
+	"flag"
 	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -106,4 +109,43 @@ func TestOpenAPIDocumentMatchesTheServer(t *testing.T) {
 		t.Error(f)
 	}
 	t.Log(c.Summary())
+}
+
+var update = flag.Bool("update", false, "rewrite the SDKs' generated model files")
+
+// The SDKs' models are generated from the document: a field added,
+// renamed or retyped in package api changes the document, and this test
+// fails until the SDK files are regenerated (-update) and the SDKs
+// compile against them (tsc in the e2e SDK test).
+func TestSDKModelsFollowTheDocument(t *testing.T) {
+	_, srv, _ := wired(t)
+	doc, err := srv.OpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []struct {
+		path string
+		gen  func([]byte) ([]byte, error)
+	}{
+		{"../../sdk/typescript/src/models.ts", openapi.TypeScript},
+		{"../../sdk/python/paddock/models.py", openapi.Python},
+	} {
+		want, err := f.gen(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *update {
+			if err := os.WriteFile(f.path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		have, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(have, want) {
+			t.Errorf("%s is not what the OpenAPI document gives: run go test ./appliance/server -run TestSDKModels -update", f.path)
+		}
+	}
 }

@@ -82,7 +82,15 @@ func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error
 	if p.WorkDir != "" && !path.IsAbs(p.WorkDir) {
 		return driver.ExecSpec{}, invalid("workdir", "workdir %q must be an absolute path", p.WorkDir)
 	}
-	return driver.ExecSpec{Cmd: p.Cmd, Env: env, WorkDir: p.WorkDir, TTY: p.TTY, Rows: p.Rows, Cols: p.Cols}, nil
+	var timeout time.Duration
+	if p.Timeout != "" {
+		d, err := api.ParseTTL(p.Timeout)
+		if err != nil || d <= 0 {
+			return driver.ExecSpec{}, invalid("timeout", "timeout %q must be seconds or a duration such as 90s", p.Timeout)
+		}
+		timeout = d
+	}
+	return driver.ExecSpec{Cmd: p.Cmd, Env: env, WorkDir: p.WorkDir, TTY: p.TTY, Rows: p.Rows, Cols: p.Cols, Timeout: timeout}, nil
 }
 
 // Exec runs a checked command attached to the given streams.

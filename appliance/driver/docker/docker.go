@@ -25,6 +25,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -493,6 +495,26 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
+	var timedOut atomic.Bool
+	if spec.Timeout > 0 {
+		ended := make(chan struct{})
+		defer close(ended)
+		go func() {
+			for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+				wait := spec.Timeout
+				if i > 0 {
+					wait = 5 * time.Second
+				}
+				select {
+				case <-ended:
+					return
+				case <-time.After(wait):
+				}
+				timedOut.Store(true)
+				d.signalExec(cr.ID, sig)
+			}
+		}()
+	}
 	if opts.ConsoleSize.Height > 0 {
 		// Engines before API 1.42 ignore the size given at create and
 		// start; set it once the process exists, as the docker CLI does.
@@ -543,12 +565,29 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 			return -1, err
 		}
 		if !ins.Running {
+			if timedOut.Load() {
+				return 124, nil
+			}
 			return ins.ExitCode, nil
 		}
 		if i > 500 {
 			return -1, errors.New("exec stream ended but the command is still running")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// signalExec signals an exec's process group. The engine starts each
+// exec as the leader of its own session, and reports its process ID as
+// the host sees it, where paddockd runs; so the group is everything the
+// command started that did not leave it (a daemon's setsid does).
+func (d *Driver) signalExec(id string, sig syscall.Signal) {
+	ins, err := d.c.ExecInspect(context.Background(), id, client.ExecInspectOptions{})
+	if err != nil || ins.PID <= 0 {
+		return
+	}
+	if err := syscall.Kill(-ins.PID, sig); err != nil {
+		syscall.Kill(ins.PID, sig)
 	}
 }
 

@@ -20,6 +20,7 @@ func cmdExec(e *env, args []string) error {
 	workdir := fs.StringP("workdir", "w", "", "working directory in the box")
 	envs := fs.StringArrayP("env", "e", nil, "environment: KEY=VALUE (repeatable)")
 	desktop := fs.Bool("desktop", false, "start a GUI program on the box's display, detached; print the job id")
+	timeout := fs.String("timeout", "", "end the command after this long (90s, 10m): SIGTERM, SIGKILL 5 s later; it exits 124")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func cmdExec(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty, Desktop: *desktop}
+	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty, Desktop: *desktop, Timeout: *timeout}
 	if *detach {
 		j, err := c.StartJob(e.ctx, name, post)
 		if err != nil {
@@ -85,6 +86,9 @@ func cmdExec(e *env, args []string) error {
 	code, err := c.Exec(e.ctx, name, post, streams)
 	if err != nil {
 		return err
+	}
+	if code == 124 && *timeout != "" {
+		fmt.Fprintf(e.stderr, "paddock: the command ran out of time (--timeout %s)\n", *timeout)
 	}
 	if code != 0 {
 		return exitError{code}

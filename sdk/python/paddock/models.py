@@ -1,0 +1,311 @@
+"""The API's models. Generated from paddockd's OpenAPI document by appliance/openapi; do not edit.
+Regenerate: go test ./appliance/server -run TestSDKModels -update
+"""
+
+from typing import Any, Dict, List, Optional, TypedDict
+
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+
+
+_AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
+_AgentOptional = TypedDict("_AgentOptional", {"required": "Optional[List[str]]", "secrets": "Optional[List[str]]"}, total=False)
+
+
+class Agent(_AgentRequired, _AgentOptional):
+    pass
+
+
+_ApplyRequestRequired = TypedDict("_ApplyRequestRequired", {"serial": "int", "spec": "ProjectSpec"})
+_ApplyRequestOptional = TypedDict("_ApplyRequestOptional", {"destroy": "bool", "drives": "bool"}, total=False)
+
+
+class ApplyRequest(_ApplyRequestRequired, _ApplyRequestOptional):
+    pass
+
+
+_ApplyResultRequired = TypedDict("_ApplyResultRequired", {"done": "Optional[List[str]]", "plan": "Plan", "serial": "int"})
+_ApplyResultOptional = TypedDict("_ApplyResultOptional", {"failed": "Optional[Dict[str, str]]", "setup": "Optional[List[str]]"}, total=False)
+
+
+class ApplyResult(_ApplyResultRequired, _ApplyResultOptional):
+    pass
+
+
+_AttrChangeRequired = TypedDict("_AttrChangeRequired", {"name": "str"})
+_AttrChangeOptional = TypedDict("_AttrChangeOptional", {"after": "str", "before": "str", "forces": "bool"}, total=False)
+
+
+class AttrChange(_AttrChangeRequired, _AttrChangeOptional):
+    pass
+
+
+_BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
+_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "mounts": "Optional[List[Mount]]", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
+
+
+class Box(_BoxRequired, _BoxOptional):
+    pass
+
+
+_BoxAgentRequired = TypedDict("_BoxAgentRequired", {"credentials": "str", "installed": "bool", "name": "str"})
+_BoxAgentOptional = TypedDict("_BoxAgentOptional", {"missing": "Optional[List[str]]"}, total=False)
+
+
+class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):
+    pass
+
+
+BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "mounts": "Optional[List[Mount]]", "name": "str", "policy": "str", "ttl": "str", "type": "str"}, total=False)
+
+
+_BoxSpecRequired = TypedDict("_BoxSpecRequired", {"name": "str"})
+_BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "mounts": "Optional[List[Mount]]", "policy": "str", "push": "Optional[List[PushSpec]]", "setup": "Optional[List[str]]", "ttl": "str", "type": "str"}, total=False)
+
+
+class BoxSpec(_BoxSpecRequired, _BoxSpecOptional):
+    pass
+
+
+_ChangeRequired = TypedDict("_ChangeRequired", {"action": "str", "address": "str"})
+_ChangeOptional = TypedDict("_ChangeOptional", {"attrs": "Optional[List[AttrChange]]", "reasons": "Optional[List[str]]"}, total=False)
+
+
+class Change(_ChangeRequired, _ChangeOptional):
+    pass
+
+
+DNSDecision = TypedDict("DNSDecision", {"allowed": "bool", "name": "str", "reason": "str", "time": "str"})
+
+
+DesktopTicket = TypedDict("DesktopTicket", {"expires": "str", "path": "str", "ticket": "str"})
+
+
+DeviceCode = TypedDict("DeviceCode", {"device_code": "str", "expires_in": "int", "interval": "int", "user_code": "str", "verification_uri": "str", "verification_uri_complete": "str"})
+
+
+DevicePost = TypedDict("DevicePost", {"name": "str"}, total=False)
+
+
+DeviceToken = TypedDict("DeviceToken", {"token": "str"})
+
+
+DeviceTokenPost = TypedDict("DeviceTokenPost", {"device_code": "str"})
+
+
+_DirRequired = TypedDict("_DirRequired", {"entries": "Optional[List[DirEntry]]", "path": "str"})
+_DirOptional = TypedDict("_DirOptional", {"truncated": "bool"}, total=False)
+
+
+class Dir(_DirRequired, _DirOptional):
+    pass
+
+
+_DirEntryRequired = TypedDict("_DirEntryRequired", {"modified": "str", "name": "str", "size": "int", "type": "str"})
+_DirEntryOptional = TypedDict("_DirEntryOptional", {"target": "str"}, total=False)
+
+
+class DirEntry(_DirEntryRequired, _DirEntryOptional):
+    pass
+
+
+_DriveRequired = TypedDict("_DriveRequired", {"created": "str", "name": "str", "state": "str"})
+_DriveOptional = TypedDict("_DriveOptional", {"labels": "Optional[Dict[str, str]]", "project": "str", "size": "str", "used_by": "Optional[List[str]]"}, total=False)
+
+
+class Drive(_DriveRequired, _DriveOptional):
+    pass
+
+
+DrivePost = TypedDict("DrivePost", {"name": "str"})
+
+
+_DriveSpecRequired = TypedDict("_DriveSpecRequired", {"name": "str"})
+_DriveSpecOptional = TypedDict("_DriveSpecOptional", {"labels": "Optional[Dict[str, str]]", "size": "str"}, total=False)
+
+
+class DriveSpec(_DriveSpecRequired, _DriveSpecOptional):
+    pass
+
+
+_ErrorRequired = TypedDict("_ErrorRequired", {"error": "str", "message": "str"})
+_ErrorOptional = TypedDict("_ErrorOptional", {"field": "str"}, total=False)
+
+
+class Error(_ErrorRequired, _ErrorOptional):
+    pass
+
+
+_ExecPostRequired = TypedDict("_ExecPostRequired", {"cmd": "Optional[List[str]]"})
+_ExecPostOptional = TypedDict("_ExecPostOptional", {"cols": "int", "desktop": "bool", "env": "Optional[Dict[str, str]]", "rows": "int", "timeout": "str", "tty": "bool", "workdir": "str"}, total=False)
+
+
+class ExecPost(_ExecPostRequired, _ExecPostOptional):
+    pass
+
+
+ForkPost = TypedDict("ForkPost", {"name": "str", "snapshot": "str"}, total=False)
+
+
+_InviteCreatedRequired = TypedDict("_InviteCreatedRequired", {"expires": "str", "role": "str", "token": "str"})
+_InviteCreatedOptional = TypedDict("_InviteCreatedOptional", {"url": "str"}, total=False)
+
+
+class InviteCreated(_InviteCreatedRequired, _InviteCreatedOptional):
+    pass
+
+
+InvitePost = TypedDict("InvitePost", {"role": "str"}, total=False)
+
+
+_JobRequired = TypedDict("_JobRequired", {"box": "str", "cmd": "Optional[List[str]]", "id": "str", "started": "str", "state": "str"})
+_JobOptional = TypedDict("_JobOptional", {"ended": "str", "exit_code": "int"}, total=False)
+
+
+class Job(_JobRequired, _JobOptional):
+    pass
+
+
+Key = TypedDict("Key", {"created": "str", "fingerprint": "str", "name": "str", "type": "str"})
+
+
+_KeyPostRequired = TypedDict("_KeyPostRequired", {"key": "str"})
+_KeyPostOptional = TypedDict("_KeyPostOptional", {"name": "str"}, total=False)
+
+
+class KeyPost(_KeyPostRequired, _KeyPostOptional):
+    pass
+
+
+_MountRequired = TypedDict("_MountRequired", {"drive": "str", "path": "str"})
+_MountOptional = TypedDict("_MountOptional", {"readonly": "bool"}, total=False)
+
+
+class Mount(_MountRequired, _MountOptional):
+    pass
+
+
+_PlanRequired = TypedDict("_PlanRequired", {"changes": "Optional[List[Change]]", "project": "str", "serial": "int"})
+_PlanOptional = TypedDict("_PlanOptional", {"notes": "Optional[List[str]]"}, total=False)
+
+
+class Plan(_PlanRequired, _PlanOptional):
+    pass
+
+
+_PlanRequestRequired = TypedDict("_PlanRequestRequired", {"spec": "ProjectSpec"})
+_PlanRequestOptional = TypedDict("_PlanRequestOptional", {"destroy": "bool", "drives": "bool"}, total=False)
+
+
+class PlanRequest(_PlanRequestRequired, _PlanRequestOptional):
+    pass
+
+
+_PolicyRequired = TypedDict("_PolicyRequired", {"name": "str"})
+_PolicyOptional = TypedDict("_PolicyOptional", {"allow_cidrs": "Optional[List[str]]", "allow_domains": "Optional[List[str]]", "project": "str", "used_by": "Optional[List[str]]"}, total=False)
+
+
+class Policy(_PolicyRequired, _PolicyOptional):
+    pass
+
+
+PolicyPut = TypedDict("PolicyPut", {"policy": "str"})
+
+
+PolicyReport = TypedDict("PolicyReport", {"box": "str", "dns": "Optional[List[DNSDecision]]", "drops": "Optional[Dict[str, int]]", "policy": "str"})
+
+
+_PolicySpecRequired = TypedDict("_PolicySpecRequired", {"name": "str"})
+_PolicySpecOptional = TypedDict("_PolicySpecOptional", {"allow_cidrs": "Optional[List[str]]", "allow_domains": "Optional[List[str]]"}, total=False)
+
+
+class PolicySpec(_PolicySpecRequired, _PolicySpecOptional):
+    pass
+
+
+_ProjectRequired = TypedDict("_ProjectRequired", {"boxes": "Optional[List[str]]", "drives": "Optional[List[str]]", "name": "str", "policies": "Optional[List[str]]"})
+_ProjectOptional = TypedDict("_ProjectOptional", {"applied_at": "str", "applied_by": "str", "drift": "Optional[List[Change]]", "drift_error": "str", "owner": "str", "serial": "int"}, total=False)
+
+
+class Project(_ProjectRequired, _ProjectOptional):
+    pass
+
+
+_ProjectSpecRequired = TypedDict("_ProjectSpecRequired", {"project": "str"})
+_ProjectSpecOptional = TypedDict("_ProjectSpecOptional", {"boxes": "Optional[List[BoxSpec]]", "drives": "Optional[List[DriveSpec]]", "policies": "Optional[List[PolicySpec]]"}, total=False)
+
+
+class ProjectSpec(_ProjectSpecRequired, _ProjectSpecOptional):
+    pass
+
+
+_PromptPostRequired = TypedDict("_PromptPostRequired", {"task": "str"})
+_PromptPostOptional = TypedDict("_PromptPostOptional", {"agent": "str", "workdir": "str"}, total=False)
+
+
+class PromptPost(_PromptPostRequired, _PromptPostOptional):
+    pass
+
+
+PushSpec = TypedDict("PushSpec", {"local": "str", "to": "str"})
+
+
+_ReconcileResultRequired = TypedDict("_ReconcileResultRequired", {"changes": "Optional[List[str]]"})
+_ReconcileResultOptional = TypedDict("_ReconcileResultOptional", {"errors": "Optional[Dict[str, str]]"}, total=False)
+
+
+class ReconcileResult(_ReconcileResultRequired, _ReconcileResultOptional):
+    pass
+
+
+RestorePost = TypedDict("RestorePost", {"snapshot": "str"}, total=False)
+
+
+Screenshot = TypedDict("Screenshot", {"id": "str", "size": "int", "taken": "str"})
+
+
+Secret = TypedDict("Secret", {"mine": "bool", "name": "str", "shared": "bool", "updated": "str"})
+
+
+_SetupPostRequired = TypedDict("_SetupPostRequired", {"ok": "bool"})
+_SetupPostOptional = TypedDict("_SetupPostOptional", {"error": "str"}, total=False)
+
+
+class SetupPost(_SetupPostRequired, _SetupPostOptional):
+    pass
+
+
+SignInLink = TypedDict("SignInLink", {"expires": "str", "url": "str"})
+
+
+SignInPost = TypedDict("SignInPost", {"box": "str"}, total=False)
+
+
+_SnapshotRequired = TypedDict("_SnapshotRequired", {"box": "str", "created": "str", "id": "str", "reason": "str", "state": "str"})
+_SnapshotOptional = TypedDict("_SnapshotOptional", {"error": "str", "size": "int"}, total=False)
+
+
+class Snapshot(_SnapshotRequired, _SnapshotOptional):
+    pass
+
+
+TTLPut = TypedDict("TTLPut", {"ttl": "str"})
+
+
+TokenCreated = TypedDict("TokenCreated", {"name": "str", "token": "str"})
+
+
+TokenInfo = TypedDict("TokenInfo", {"created": "str", "name": "str"})
+
+
+TokenPost = TypedDict("TokenPost", {"name": "str"})
+
+
+User = TypedDict("User", {"created": "str", "name": "str", "role": "str"})
+
+
+_WhoamiRequired = TypedDict("_WhoamiRequired", {"role": "str", "server": "str", "token": "str", "user": "str", "version": "str"})
+_WhoamiOptional = TypedDict("_WhoamiOptional", {"ssh_port": "int"}, total=False)
+
+
+class Whoami(_WhoamiRequired, _WhoamiOptional):
+    pass

@@ -1,0 +1,372 @@
+// Generated from paddockd's OpenAPI document by appliance/openapi; do not edit.
+// Regenerate: go test ./appliance/server -run TestSDKModels -update
+
+export interface Agent {
+  command: string[] | null;
+  name: string;
+  required?: string[] | null;
+  secrets?: string[] | null;
+}
+
+export interface ApplyRequest {
+  destroy?: boolean;
+  drives?: boolean;
+  serial: number;
+  spec: ProjectSpec;
+}
+
+export interface ApplyResult {
+  done: string[] | null;
+  failed?: Record<string, string> | null;
+  plan: Plan;
+  serial: number;
+  setup?: string[] | null;
+}
+
+export interface AttrChange {
+  after?: string;
+  before?: string;
+  forces?: boolean;
+  name: string;
+}
+
+export interface Box {
+  agent?: string;
+  cpus: number;
+  created: string;
+  desired: string;
+  desktop?: boolean;
+  docker?: string;
+  env?: Record<string, string> | null;
+  error?: string;
+  expires_at?: string;
+  from?: string;
+  image: string;
+  ip?: string;
+  memory_mib: number;
+  mounts?: Mount[] | null;
+  name: string;
+  owner?: string;
+  policy?: string;
+  project?: string;
+  setup?: string;
+  status: string;
+  ttl_seconds?: number;
+  type: string;
+}
+
+export interface BoxAgent {
+  credentials: string;
+  installed: boolean;
+  missing?: string[] | null;
+  name: string;
+}
+
+export interface BoxPost {
+  desktop?: boolean;
+  env?: Record<string, string> | null;
+  image?: string;
+  mounts?: Mount[] | null;
+  name?: string;
+  policy?: string;
+  ttl?: string;
+  type?: string;
+}
+
+export interface BoxSpec {
+  agent?: string;
+  desktop?: boolean;
+  env?: Record<string, string> | null;
+  image?: string;
+  mounts?: Mount[] | null;
+  name: string;
+  policy?: string;
+  push?: PushSpec[] | null;
+  setup?: string[] | null;
+  ttl?: string;
+  type?: string;
+}
+
+export interface Change {
+  action: string;
+  address: string;
+  attrs?: AttrChange[] | null;
+  reasons?: string[] | null;
+}
+
+export interface DNSDecision {
+  allowed: boolean;
+  name: string;
+  reason: string;
+  time: string;
+}
+
+export interface DesktopTicket {
+  expires: string;
+  path: string;
+  ticket: string;
+}
+
+export interface DeviceCode {
+  device_code: string;
+  expires_in: number;
+  interval: number;
+  user_code: string;
+  verification_uri: string;
+  verification_uri_complete: string;
+}
+
+export interface DevicePost {
+  name?: string;
+}
+
+export interface DeviceToken {
+  token: string;
+}
+
+export interface DeviceTokenPost {
+  device_code: string;
+}
+
+export interface Dir {
+  entries: DirEntry[] | null;
+  path: string;
+  truncated?: boolean;
+}
+
+export interface DirEntry {
+  modified: string;
+  name: string;
+  size: number;
+  target?: string;
+  type: string;
+}
+
+export interface Drive {
+  created: string;
+  labels?: Record<string, string> | null;
+  name: string;
+  project?: string;
+  size?: string;
+  state: string;
+  used_by?: string[] | null;
+}
+
+export interface DrivePost {
+  name: string;
+}
+
+export interface DriveSpec {
+  labels?: Record<string, string> | null;
+  name: string;
+  size?: string;
+}
+
+export interface Error {
+  error: string;
+  field?: string;
+  message: string;
+}
+
+export interface ExecPost {
+  cmd: string[] | null;
+  cols?: number;
+  desktop?: boolean;
+  env?: Record<string, string> | null;
+  rows?: number;
+  timeout?: string;
+  tty?: boolean;
+  workdir?: string;
+}
+
+export interface ForkPost {
+  name?: string;
+  snapshot?: string;
+}
+
+export interface InviteCreated {
+  expires: string;
+  role: string;
+  token: string;
+  url?: string;
+}
+
+export interface InvitePost {
+  role?: string;
+}
+
+export interface Job {
+  box: string;
+  cmd: string[] | null;
+  ended?: string;
+  exit_code?: number;
+  id: string;
+  started: string;
+  state: string;
+}
+
+export interface Key {
+  created: string;
+  fingerprint: string;
+  name: string;
+  type: string;
+}
+
+export interface KeyPost {
+  key: string;
+  name?: string;
+}
+
+export interface Mount {
+  drive: string;
+  path: string;
+  readonly?: boolean;
+}
+
+export interface Plan {
+  changes: Change[] | null;
+  notes?: string[] | null;
+  project: string;
+  serial: number;
+}
+
+export interface PlanRequest {
+  destroy?: boolean;
+  drives?: boolean;
+  spec: ProjectSpec;
+}
+
+export interface Policy {
+  allow_cidrs?: string[] | null;
+  allow_domains?: string[] | null;
+  name: string;
+  project?: string;
+  used_by?: string[] | null;
+}
+
+export interface PolicyPut {
+  policy: string;
+}
+
+export interface PolicyReport {
+  box: string;
+  dns: DNSDecision[] | null;
+  drops: Record<string, number> | null;
+  policy: string;
+}
+
+export interface PolicySpec {
+  allow_cidrs?: string[] | null;
+  allow_domains?: string[] | null;
+  name: string;
+}
+
+export interface Project {
+  applied_at?: string;
+  applied_by?: string;
+  boxes: string[] | null;
+  drift?: Change[] | null;
+  drift_error?: string;
+  drives: string[] | null;
+  name: string;
+  owner?: string;
+  policies: string[] | null;
+  serial?: number;
+}
+
+export interface ProjectSpec {
+  boxes?: BoxSpec[] | null;
+  drives?: DriveSpec[] | null;
+  policies?: PolicySpec[] | null;
+  project: string;
+}
+
+export interface PromptPost {
+  agent?: string;
+  task: string;
+  workdir?: string;
+}
+
+export interface PushSpec {
+  local: string;
+  to: string;
+}
+
+export interface ReconcileResult {
+  changes: string[] | null;
+  errors?: Record<string, string> | null;
+}
+
+export interface RestorePost {
+  snapshot?: string;
+}
+
+export interface Screenshot {
+  id: string;
+  size: number;
+  taken: string;
+}
+
+export interface Secret {
+  mine: boolean;
+  name: string;
+  shared: boolean;
+  updated: string;
+}
+
+export interface SetupPost {
+  error?: string;
+  ok: boolean;
+}
+
+export interface SignInLink {
+  expires: string;
+  url: string;
+}
+
+export interface SignInPost {
+  box?: string;
+}
+
+export interface Snapshot {
+  box: string;
+  created: string;
+  error?: string;
+  id: string;
+  reason: string;
+  size?: number;
+  state: string;
+}
+
+export interface TTLPut {
+  ttl: string;
+}
+
+export interface TokenCreated {
+  name: string;
+  token: string;
+}
+
+export interface TokenInfo {
+  created: string;
+  name: string;
+}
+
+export interface TokenPost {
+  name: string;
+}
+
+export interface User {
+  created: string;
+  name: string;
+  role: string;
+}
+
+export interface Whoami {
+  role: string;
+  server: string;
+  ssh_port?: number;
+  token: string;
+  user: string;
+  version: string;
+}
