@@ -8,3 +8,9 @@ package version
 
 // Version of this build.
 var Version = "dev"
+
+// Release is the release these sources make. The SDKs in sdk/ carry the
+// same version (pyproject's from paddock/__init__.py, and package.json's),
+// so an SDK's version says which server it was made with; a test keeps
+// them equal.
+const Release = "0.1.0"

@@ -17,6 +17,9 @@ reconciler makes it.
         print(box.exec(["uname", "-a"]).stdout.decode())
 """
 
-from .client import AsyncClient, Box, Client, ExecResult, PaddockError
+from . import models
+from .client import AsyncClient, AsyncExecStream, Box, Client, ExecResult, ExecStream, PaddockError
 
-__all__ = ["AsyncClient", "Box", "Client", "ExecResult", "PaddockError"]
+__version__ = "0.1.0"
+
+__all__ = ["AsyncClient", "AsyncExecStream", "Box", "Client", "ExecResult", "ExecStream", "PaddockError", "models", "__version__"]

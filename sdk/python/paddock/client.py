@@ -13,6 +13,9 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any, Iterator, List, Tuple
+
+from . import models
 
 API = "/v1"
 UPGRADE_EXEC = "paddock-exec/1"
@@ -86,15 +89,15 @@ class Client:
 
     # --- boxes ---
 
-    def boxes(self):
+    def boxes(self) -> List[models.Box]:
         """The boxes this token's user sees."""
         return self._json("GET", "/boxes")
 
-    def box(self, name):
+    def box(self, name) -> models.Box:
         return self._json("GET", "/boxes/" + _q(name))
 
     def create_box(self, name=None, type=None, image=None, ttl=None, env=None,
-                   policy=None, mounts=None, desktop=None):
+                   policy=None, mounts=None, desktop=None) -> models.Box:
         """Declare a box and wait for it to run. ttl is seconds or a
         duration ("1h"); mounts is a list of {"drive", "path", "readonly"}."""
         post = {k: v for k, v in {
@@ -104,56 +107,56 @@ class Client:
         }.items() if v is not None}
         return self._json("POST", "/boxes", post)
 
-    def stop_box(self, name):
+    def stop_box(self, name) -> models.Box:
         """Snapshot the box's filesystem, then stop it."""
         return self._json("POST", f"/boxes/{_q(name)}/stop")
 
-    def start_box(self, name):
+    def start_box(self, name) -> models.Box:
         return self._json("POST", f"/boxes/{_q(name)}/start")
 
     def remove_box(self, name):
         self._json("DELETE", "/boxes/" + _q(name))
 
-    def snapshot(self, name):
+    def snapshot(self, name) -> models.Snapshot:
         return self._json("POST", f"/boxes/{_q(name)}/snapshots")
 
-    def snapshots(self, name):
+    def snapshots(self, name) -> List[models.Snapshot]:
         return self._json("GET", f"/boxes/{_q(name)}/snapshots")
 
-    def restore(self, name, snapshot=None):
+    def restore(self, name, snapshot=None) -> models.Box:
         return self._json("POST", f"/boxes/{_q(name)}/restore", {"snapshot": snapshot} if snapshot else {})
 
-    def fork(self, name, new_name=None, snapshot=None):
+    def fork(self, name, new_name=None, snapshot=None) -> models.Box:
         post = {k: v for k, v in {"name": new_name, "snapshot": snapshot}.items() if v}
         return self._json("POST", f"/boxes/{_q(name)}/fork", post)
 
     # --- drives and policies ---
 
-    def drives(self):
+    def drives(self) -> List[models.Drive]:
         return self._json("GET", "/drives")
 
-    def create_drive(self, name):
+    def create_drive(self, name) -> models.Drive:
         return self._json("POST", "/drives", {"name": name})
 
     def remove_drive(self, name):
         self._json("DELETE", "/drives/" + _q(name))
 
-    def set_policy(self, box, policy):
+    def set_policy(self, box, policy) -> models.Box:
         """policy is "allow-all", "deny-all" or a named policy."""
         return self._json("PUT", f"/boxes/{_q(box)}/policy", {"policy": policy})
 
-    def policy_report(self, box):
+    def policy_report(self, box) -> models.PolicyReport:
         """Dropped packets by kind and the resolver's decisions."""
         return self._json("GET", f"/boxes/{_q(box)}/policy")
 
     # --- projects (what a Boxfile declares) ---
 
-    def plan(self, spec, destroy=False, drives=False):
+    def plan(self, spec, destroy=False, drives=False) -> models.Plan:
         """The changes that would make the server match spec, a project
         as the CLI sends it (paddock validate --json shows one)."""
         return self._json("POST", "/plan", {"spec": spec, "destroy": destroy, "drives": drives})
 
-    def apply(self, spec, serial, destroy=False, drives=False):
+    def apply(self, spec, serial, destroy=False, drives=False) -> models.ApplyResult:
         """Apply the plan made at serial; refused if the state moved."""
         return self._json("POST", "/apply", {"spec": spec, "destroy": destroy, "drives": drives, "serial": serial})
 
@@ -180,7 +183,7 @@ class Client:
 
     # --- jobs (detached commands whose output the server keeps) ---
 
-    def start_job(self, box, cmd, env=None, workdir=None):
+    def start_job(self, box, cmd, env=None, workdir=None) -> models.Job:
         """Start cmd in the box and return the job at once."""
         post = {"cmd": list(cmd)}
         if env:
@@ -189,10 +192,10 @@ class Client:
             post["workdir"] = workdir
         return self._json("POST", f"/boxes/{_q(box)}/jobs", post)
 
-    def jobs(self, box):
+    def jobs(self, box) -> List[models.Job]:
         return self._json("GET", f"/boxes/{_q(box)}/jobs")
 
-    def job(self, box, job_id):
+    def job(self, box, job_id) -> models.Job:
         """The job's state (running, exited, lost) and exit_code."""
         return self._json("GET", f"/boxes/{_q(box)}/jobs/{_q(job_id)}")
 
@@ -205,14 +208,35 @@ class Client:
 
     # --- exec ---
 
-    def exec(self, box, cmd, stdin=b"", env=None, workdir=None):
+    def exec(self, box, cmd, stdin=b"", env=None, workdir=None, timeout=None,
+             on_stdout=None, on_stderr=None) -> "ExecResult":
         """Run cmd (a list) in the box, feed it stdin, and return its exit
-        code and output once it ends."""
+        code and output once it ends. on_stdout and on_stderr, when given,
+        are called with each chunk as it arrives (and that stream is not
+        kept in the result). timeout (seconds or a duration such as "90s")
+        ends the command on the server: exit code 124."""
+        with self.exec_stream(box, cmd, env=env, workdir=workdir, timeout=timeout) as s:
+            writer = threading.Thread(target=_feed, args=(s, stdin or b""), daemon=True)
+            writer.start()
+            out, err = bytearray(), bytearray()
+            for kind, data in s:
+                if kind == "stdout":
+                    on_stdout(data) if on_stdout else out.extend(data)
+                else:
+                    on_stderr(data) if on_stderr else err.extend(data)
+            return ExecResult(s.exit_code, bytes(out), bytes(err))
+
+    def exec_stream(self, box, cmd, env=None, workdir=None, timeout=None) -> "ExecStream":
+        """Start cmd in the box and return it as an ExecStream: iterate it
+        for ("stdout" | "stderr", bytes) as the command writes them, write()
+        and close_stdin() to feed it; exit_code once the iteration ends."""
         post = {"cmd": list(cmd)}
         if env:
             post["env"] = env
         if workdir:
             post["workdir"] = workdir
+        if timeout is not None:
+            post["timeout"] = str(timeout)
         body = json.dumps(post).encode()
         sock = self._dial()
         try:
@@ -230,33 +254,18 @@ class Client:
                 n = int(headers.get("content-length", "0"))
                 raise _error(status, f.read(n) if n else b"")
             sock.settimeout(None)  # the command may run for as long as it needs
-            writer = threading.Thread(target=_send_stdin, args=(sock, stdin or b""), daemon=True)
-            writer.start()
-            out, err = bytearray(), bytearray()
-            while True:
-                hdr = f.read(5)
-                if len(hdr) < 5:
-                    raise ConnectionError("the exec stream ended without an exit code")
-                kind, size = hdr[0], struct.unpack(">I", hdr[1:])[0]
-                payload = f.read(size)
-                if kind == _STDOUT:
-                    out += payload
-                elif kind == _STDERR:
-                    err += payload
-                elif kind == _EXIT:
-                    return ExecResult(struct.unpack(">i", payload)[0], bytes(out), bytes(err))
-                elif kind == _ERROR:
-                    raise PaddockError(500, "internal", payload.decode(errors="replace"))
-        finally:
+            return ExecStream(sock, f)
+        except BaseException:
             sock.close()
+            raise
 
     # --- the rest of the API ---
 
-    def whoami(self):
+    def whoami(self) -> models.Whoami:
         """The user, role and server this token belongs to."""
         return self._json("GET", "/whoami")
 
-    def set_ttl(self, name, ttl):
+    def set_ttl(self, name, ttl) -> models.Box:
         """A new TTL from now (seconds or a duration; None or "" for none)."""
         return self._json("PUT", f"/boxes/{_q(name)}/ttl", {"ttl": "" if ttl is None else str(ttl)})
 
@@ -265,7 +274,7 @@ class Client:
         unless kept)."""
         return Box(self, self.box(name))
 
-    def list_dir(self, box, path):
+    def list_dir(self, box, path) -> models.Dir:
         """A folder's entries as the box user sees them."""
         return self._json("GET", f"/boxes/{_q(box)}/dir?path=" + urllib.parse.quote(path, safe=""))
 
@@ -293,11 +302,11 @@ class Client:
         with self._request("GET", f"/boxes/{_q(box)}/screenshot") as resp:
             return resp.read()
 
-    def take_screenshot(self, box):
+    def take_screenshot(self, box) -> models.Screenshot:
         """Take a screenshot and keep it in the box's gallery."""
         return self._json("POST", f"/boxes/{_q(box)}/screenshots")
 
-    def screenshots(self, box):
+    def screenshots(self, box) -> List[models.Screenshot]:
         return self._json("GET", f"/boxes/{_q(box)}/screenshots")
 
     def desktop_url(self, box):
@@ -309,12 +318,12 @@ class Client:
         """The server's agents, or a box's with whether each has credentials."""
         return self._json("GET", f"/boxes/{_q(box)}/agents" if box else "/agents")
 
-    def prompt(self, box, task, agent=None, workdir=None):
+    def prompt(self, box, task, agent=None, workdir=None) -> models.Job:
         """Hand an agent a task; it runs as a job (see job_log)."""
         post = {k: v for k, v in {"task": task, "agent": agent, "workdir": workdir}.items() if v}
         return self._json("POST", f"/boxes/{_q(box)}/prompt", post)
 
-    def policies(self):
+    def policies(self) -> List[models.Policy]:
         return self._json("GET", "/policies")
 
     def create_policy(self, name, allow_domains=(), allow_cidrs=()):
@@ -336,7 +345,7 @@ class Client:
         with self._request("PUT", f"/drives/{_q(name)}/archive", tar_bytes, "application/x-tar"):
             pass
 
-    def secrets(self):
+    def secrets(self) -> List[models.Secret]:
         return self._json("GET", "/secrets")
 
     def set_secret(self, name, value, shared=False):
@@ -347,39 +356,39 @@ class Client:
     def remove_secret(self, name):
         self._json("DELETE", "/secrets/" + _q(name))
 
-    def tokens(self):
+    def tokens(self) -> List[models.TokenInfo]:
         return self._json("GET", "/tokens")
 
-    def create_token(self, name):
+    def create_token(self, name) -> models.TokenCreated:
         """A new API token; its value is in this answer only."""
         return self._json("POST", "/tokens", {"name": name})
 
     def revoke_token(self, name):
         self._json("DELETE", "/tokens/" + _q(name))
 
-    def keys(self):
+    def keys(self) -> List[models.Key]:
         return self._json("GET", "/keys")
 
-    def add_key(self, key, name=None):
+    def add_key(self, key, name=None) -> models.Key:
         return self._json("POST", "/keys", {k: v for k, v in {"key": key, "name": name}.items() if v})
 
     def remove_key(self, name):
         self._json("DELETE", "/keys/" + _q(name))
 
-    def users(self):
+    def users(self) -> List[models.User]:
         return self._json("GET", "/users")
 
-    def invite(self, role="member"):
+    def invite(self, role="member") -> models.InviteCreated:
         return self._json("POST", "/users/invites", {"role": role})
 
     def remove_user(self, name):
         self._json("DELETE", "/users/" + _q(name))
 
-    def projects(self):
+    def projects(self) -> List[models.Project]:
         """Boxfile projects, their last apply and their drift."""
         return self._json("GET", "/projects")
 
-    def events(self):
+    def events(self) -> Iterator[Tuple[str, Any]]:
         """Yield (kind, data) from the events stream: every object first,
         then ("ready", {}), then each change, until the caller stops."""
         resp = self._request("GET", "/events", timeout=None)
@@ -405,12 +414,67 @@ class Client:
         return sock
 
 
-def _send_stdin(sock, data):
+class ExecStream:
+    """A command running in a box, attached. Iterating it yields
+    ("stdout" | "stderr", bytes) chunks until the command ends; then
+    exit_code is set. write() and close_stdin() feed its stdin (from any
+    one thread while another iterates). Use it in a with block, or call
+    close(), to hang up early (the command goes on unless it was given a
+    timeout)."""
+
+    def __init__(self, sock, f):
+        self._sock, self._f = sock, f
+        self._wlock = threading.Lock()
+        self.exit_code = None
+
+    def write(self, data):
+        data = data.encode() if isinstance(data, str) else bytes(data)
+        with self._wlock:
+            for i in range(0, len(data), _MAX_FRAME):
+                chunk = data[i:i + _MAX_FRAME]
+                self._sock.sendall(struct.pack(">BI", _STDIN, len(chunk)) + chunk)
+
+    def close_stdin(self):
+        with self._wlock:
+            self._sock.sendall(struct.pack(">BI", _STDIN_EOF, 0))
+
+    def __iter__(self):
+        while self.exit_code is None:
+            hdr = self._f.read(5)
+            if len(hdr) < 5:
+                raise ConnectionError("the exec stream ended without an exit code")
+            kind, size = hdr[0], struct.unpack(">I", hdr[1:])[0]
+            payload = self._f.read(size)
+            if kind == _STDOUT:
+                yield "stdout", payload
+            elif kind == _STDERR:
+                yield "stderr", payload
+            elif kind == _EXIT:
+                self.exit_code = struct.unpack(">i", payload)[0]
+            elif kind == _ERROR:
+                raise PaddockError(500, "internal", payload.decode(errors="replace"))
+
+    def wait(self):
+        """Read (and drop) the rest of the output; the exit code."""
+        for _ in self:
+            pass
+        return self.exit_code
+
+    def close(self):
+        self._sock.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def _feed(stream, data):
     try:
-        for i in range(0, len(data), _MAX_FRAME):
-            chunk = data[i:i + _MAX_FRAME]
-            sock.sendall(struct.pack(">BI", _STDIN, len(chunk)) + chunk)
-        sock.sendall(struct.pack(">BI", _STDIN_EOF, 0))
+        stream.write(data)
+        stream.close_stdin()
     except OSError:
         pass  # the command ended first; its exit frame says how
 
@@ -507,7 +571,8 @@ class Box:
 
 class AsyncClient:
     """The Client for asyncio: every method of Client, awaitable (each call
-    runs in a worker thread, so the event loop never blocks)."""
+    runs in a worker thread, so the event loop never blocks); events and
+    exec_stream are async iterators."""
 
     def __init__(self, *args, **kwargs):
         self._c = Client(*args, **kwargs)
@@ -516,15 +581,71 @@ class AsyncClient:
         fn = getattr(self._c, name)
         if not callable(fn):
             return fn
-        if name == "events":
-            raise AttributeError("use Client.events in a thread: AsyncClient has no events stream yet")
 
         async def call(*args, **kwargs):
             return await asyncio.to_thread(fn, *args, **kwargs)
         return call
+
+    async def events(self):
+        """Like Client.events, as an async iterator."""
+        it = self._c.events()
+        try:
+            async for ev in _aiter(it):
+                yield ev
+        finally:
+            it.close()
+
+    async def exec_stream(self, box, cmd, **kwargs):
+        """Like Client.exec_stream; iterate the result with async for."""
+        s = await asyncio.to_thread(self._c.exec_stream, box, cmd, **kwargs)
+        return AsyncExecStream(s)
 
     async def __aenter__(self):
         return self
 
     async def __aexit__(self, *exc):
         return False
+
+
+class AsyncExecStream:
+    """An ExecStream for asyncio: async for over its chunks; write,
+    close_stdin and wait are awaitable; exit_code once it ends."""
+
+    def __init__(self, s):
+        self._s = s
+
+    @property
+    def exit_code(self):
+        return self._s.exit_code
+
+    async def write(self, data):
+        await asyncio.to_thread(self._s.write, data)
+
+    async def close_stdin(self):
+        await asyncio.to_thread(self._s.close_stdin)
+
+    def __aiter__(self):
+        return _aiter(iter(self._s))
+
+    async def wait(self):
+        return await asyncio.to_thread(self._s.wait)
+
+    def close(self):
+        self._s.close()
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc):
+        self.close()
+        return False
+
+
+async def _aiter(it):
+    """Each next() of a blocking iterator, in a worker thread."""
+    done = object()
+    while True:
+        v = await asyncio.to_thread(next, it, done)
+        if v is done:
+            return
+        yield v

@@ -40,6 +40,27 @@ class ClientTest(unittest.TestCase):
         import hashlib
         self.assertEqual(r.stdout.split()[0].decode(), hashlib.sha256(big).hexdigest())
 
+    def test_exec_callbacks_iteration_and_timeout(self):
+        chunks = []
+        r = self.c.exec("py-box", ["sh", "-c", "echo one; sleep 0.3; echo two >&2; exit 4"],
+                        on_stdout=lambda b: chunks.append(("out", b)), on_stderr=lambda b: chunks.append(("err", b)))
+        self.assertEqual((r.exit_code, r.stdout, r.stderr), (4, b"", b""))
+        self.assertEqual(chunks, [("out", b"one\n"), ("err", b"two\n")])
+        # A conversation: each answer is read before the next line is sent.
+        with self.c.exec_stream("py-box", ["sh", "-c", "while read l; do echo got-$l; done; echo bye"]) as s:
+            it = iter(s)
+            for word in ("a", "b"):
+                s.write(word + "\n")
+                self.assertEqual(next(it), ("stdout", f"got-{word}\n".encode()))
+            s.close_stdin()
+            self.assertEqual(list(it), [("stdout", b"bye\n")])
+            self.assertEqual(s.exit_code, 0)
+        r = self.c.exec("py-box", ["sh", "-c", "echo start; sleep 300"], timeout=1)
+        self.assertEqual((r.exit_code, r.stdout), (124, b"start\n"))
+        with self.assertRaises(PaddockError) as e:
+            self.c.exec("py-box", ["true"], timeout="soon")
+        self.assertEqual(e.exception.field, "timeout")
+
     def test_jobs_keep_output_on_the_server(self):
         j = self.c.start_job("py-box", ["sh", "-c", "echo first; sleep 1; echo second; exit 5"])
         self.assertEqual(j["state"], "running")
@@ -146,6 +167,20 @@ class ClientTest(unittest.TestCase):
         names, r = asyncio.run(main())
         self.assertIn("py-box", names)
         self.assertEqual(r.stdout, b"async\n")
+
+        async def streams():
+            async with AsyncClient() as ac:
+                got = []
+                async with await ac.exec_stream("py-box", ["sh", "-c", "echo x; echo y >&2"]) as s:
+                    async for kind, data in s:
+                        got.append((kind, data))
+                    code = s.exit_code
+                async for kind, data in ac.events():
+                    if kind == "ready":
+                        break
+                return sorted(got), code
+        got, code = asyncio.run(streams())
+        self.assertEqual((got, code), ([("stderr", b"y\n"), ("stdout", b"x\n")], 0))
 
     def test_account(self):
         t = self.c.create_token("py-token")

@@ -35,73 +35,17 @@ export class PaddockError extends Error {
   }
 }
 
-export interface Mount { drive: string; path: string; readonly?: boolean }
+import type {
+  ApplyResult, Box, BoxAgent, Agent, BoxPost, Dir, Drive, InviteCreated, Job, Key, Plan, Policy, PolicyReport,
+  PolicySpec, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+} from "./models.js";
+export type * from "./models.js";
 
-export interface BoxPost {
-  name?: string;
-  type?: "small" | "medium" | "large";
-  image?: string;
+/** What createBox takes: the API's BoxPost, with a TTL also as seconds. */
+export type CreateBox = Omit<BoxPost, "ttl"> & {
   /** seconds, or a duration such as "1h" */
   ttl?: string | number;
-  mounts?: Mount[];
-  env?: Record<string, string>;
-  /** "allow-all" (the default), "deny-all" or a named policy */
-  policy?: string;
-  desktop?: boolean;
-}
-
-export interface Box {
-  name: string;
-  type: string;
-  image: string;
-  ttl_seconds?: number;
-  expires_at?: string;
-  desired: string;
-  status: string;
-  error?: string;
-  policy?: string;
-  project?: string;
-  env?: Record<string, string>;
-  mounts?: Mount[];
-  ip?: string;
-  [key: string]: unknown;
-}
-
-export interface Snapshot { id: string; box: string; reason: string; state: string; created: string }
-export interface Drive { name: string; state: string; used_by?: string[]; project?: string }
-export interface PolicyReport {
-  box: string;
-  policy: string;
-  drops: Record<string, number>;
-  dns: { time: string; name: string; allowed: boolean; reason: string }[];
-}
-
-/** A project as a Boxfile declares it (paddock validate --json shows one). */
-export interface ProjectSpec {
-  project: string;
-  boxes?: Record<string, unknown>[];
-  drives?: Record<string, unknown>[];
-  policies?: Record<string, unknown>[];
-}
-export interface Change { address: string; action: string; reasons?: string[]; attrs?: unknown[] }
-export interface Plan { project: string; serial: number; changes: Change[]; notes?: string[] }
-export interface ApplyResult { plan: Plan; done: string[]; failed?: Record<string, string>; serial: number }
-
-export interface Job {
-  id: string;
-  box: string;
-  cmd: string[];
-  /** running, exited or lost */
-  state: string;
-  exit_code?: number;
-  started: string;
-  ended?: string;
-}
-
-export interface Whoami { token: string; user: string; role: string; server: string; version: string; ssh_port?: number }
-export interface Dir { path: string; entries: { name: string; type: string; size: number; modified: string; target?: string }[]; truncated?: boolean }
-export interface Screenshot { id: string; taken: string; size: number }
-export interface Policy { name: string; allow_domains?: string[]; allow_cidrs?: string[]; project?: string; used_by?: string[] }
+};
 
 /** A box as a handle. `await using box = await client.createHandle({...})`
  * removes the box when the scope ends, unless keep() was called. */
@@ -111,6 +55,7 @@ export class BoxHandle {
   get name(): string { return this.data.name; }
   keep(): this { this.kept = true; return this; }
   exec(cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> { return this.client.exec(this.name, cmd, opts); }
+  execStream(cmd: string[], opts: ExecStreamOptions = {}): Promise<ExecStream> { return this.client.execStream(this.name, cmd, opts); }
   readFile(path: string): Promise<Buffer> { return this.client.readFile(this.name, path); }
   writeFile(path: string, data: string | Uint8Array): Promise<void> { return this.client.writeFile(this.name, path, data); }
   async stop(): Promise<Box> { return (this.data = await this.client.stopBox(this.name)); }
@@ -127,7 +72,105 @@ export class BoxHandle {
 }
 
 export interface ExecResult { exitCode: number; stdout: Buffer; stderr: Buffer }
-export interface ExecOptions { stdin?: Uint8Array | string; env?: Record<string, string>; workdir?: string }
+export interface ExecStreamOptions {
+  env?: Record<string, string>;
+  workdir?: string;
+  /** ends the command on the server after this long (seconds, or "90s"):
+   * its process group gets SIGTERM, then SIGKILL; the exit code is 124 */
+  timeout?: string | number;
+}
+export interface ExecOptions extends ExecStreamOptions {
+  stdin?: Uint8Array | string;
+  /** called with each chunk of stdout as it arrives (then not kept in the result) */
+  onStdout?: (chunk: Buffer) => void;
+  /** called with each chunk of stderr as it arrives (then not kept in the result) */
+  onStderr?: (chunk: Buffer) => void;
+}
+export interface ExecChunk { stream: "stdout" | "stderr"; data: Buffer }
+
+/** A command running in a box, attached: `for await` over its output
+ * chunks until it ends; write() and end() feed its stdin; exitCode
+ * resolves when it ends. close() hangs up early (the command goes on
+ * unless it has a timeout). */
+export class ExecStream implements AsyncIterable<ExecChunk> {
+  /** the command's exit code (124: its timeout ran out) */
+  readonly exitCode: Promise<number>;
+  private chunks: ExecChunk[] = [];
+  private wake: (() => void) | null = null;
+  private ended = false;
+  private failure: Error | null = null;
+  private reading = false;
+  private settle!: (code: number | Error) => void;
+
+  constructor(private readonly socket: Socket, head: Buffer) {
+    this.exitCode = new Promise((resolve, reject) => {
+      this.settle = (r) => (r instanceof Error ? reject(r) : resolve(r));
+    });
+    this.exitCode.catch(() => {}); // also thrown by the iterator
+    let buf = head;
+    const finish = (r: number | Error) => {
+      if (this.ended) return;
+      this.ended = true;
+      if (r instanceof Error) this.failure = r;
+      this.settle(r);
+      socket.destroy();
+      this.notify();
+    };
+    const onData = (chunk: Buffer) => {
+      buf = buf.length ? Buffer.concat([buf, chunk]) : chunk;
+      while (buf.length >= 5) {
+        const size = buf.readUInt32BE(1);
+        if (buf.length < 5 + size) break;
+        const kind = buf[0], payload = Buffer.from(buf.subarray(5, 5 + size));
+        buf = buf.subarray(5 + size);
+        if (kind === STDOUT || kind === STDERR) {
+          this.chunks.push({ stream: kind === STDOUT ? "stdout" : "stderr", data: payload });
+          // Flow control once someone reads: resumed as the reader catches up.
+          if (this.reading && this.chunks.length > 64) socket.pause();
+          this.notify();
+        } else if (kind === EXIT) return finish(payload.readInt32BE(0));
+        else if (kind === ERROR) return finish(new PaddockError(500, "internal", payload.toString()));
+      }
+    };
+    socket.on("data", onData);
+    socket.on("error", (e) => finish(e));
+    socket.on("close", () => finish(new Error("the exec stream ended without an exit code")));
+    if (head.length) onData(Buffer.alloc(0));
+  }
+
+  /** Sends bytes to the command's stdin. */
+  write(data: Uint8Array | string): void {
+    const b = typeof data === "string" ? Buffer.from(data) : Buffer.from(data);
+    for (let i = 0; i < b.length; i += MAX_FRAME) this.socket.write(frame(STDIN, b.subarray(i, i + MAX_FRAME)));
+  }
+  /** Closes the command's stdin. */
+  end(): void { this.socket.write(frame(STDIN_EOF, Buffer.alloc(0))); }
+  /** Hangs up. */
+  close(): void { this.socket.destroy(); }
+
+  private notify(): void {
+    const w = this.wake;
+    this.wake = null;
+    w?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncIterator<ExecChunk> {
+    this.reading = true;
+    for (;;) {
+      const c = this.chunks.shift();
+      if (c) {
+        if (this.chunks.length < 16) this.socket.resume();
+        yield c;
+        continue;
+      }
+      if (this.ended) {
+        if (this.failure) throw this.failure;
+        return;
+      }
+      await new Promise<void>((r) => (this.wake = r));
+    }
+  }
+}
 
 export interface ClientOptions {
   /** the server's URL (default $PADDOCK_HOST) */
@@ -168,7 +211,7 @@ export class Client {
   boxes(): Promise<Box[]> { return this.json("GET", "/boxes"); }
   box(name: string): Promise<Box> { return this.json("GET", `/boxes/${q(name)}`); }
   /** Declares a box and resolves once it runs. */
-  createBox(post: BoxPost = {}): Promise<Box> {
+  createBox(post: CreateBox = {}): Promise<Box> {
     return this.json("POST", "/boxes", { ...post, ttl: post.ttl === undefined ? undefined : String(post.ttl) });
   }
   /** Snapshots the box's filesystem, then stops it. */
@@ -189,7 +232,7 @@ export class Client {
   drives(): Promise<Drive[]> { return this.json("GET", "/drives"); }
   createDrive(name: string): Promise<Drive> { return this.json("POST", "/drives", { name }); }
   async removeDrive(name: string): Promise<void> { await this.json("DELETE", `/drives/${q(name)}`); }
-  setPolicy(box: string, policy: string): Promise<unknown> {
+  setPolicy(box: string, policy: string): Promise<Box> {
     return this.json("PUT", `/boxes/${q(box)}/policy`, { policy });
   }
   policyReport(box: string): Promise<PolicyReport> { return this.json("GET", `/boxes/${q(box)}/policy`); }
@@ -236,10 +279,24 @@ export class Client {
   // --- exec ---
 
   /** Runs cmd in the box, feeds it stdin, and resolves with its exit code
-   * and output once it ends. */
-  exec(box: string, cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> {
-    const body = Buffer.from(JSON.stringify({ cmd, env: opts.env, workdir: opts.workdir }));
-    const stdin = typeof opts.stdin === "string" ? Buffer.from(opts.stdin) : Buffer.from(opts.stdin ?? []);
+   * and output once it ends (or hands each chunk to onStdout/onStderr). */
+  async exec(box: string, cmd: string[], opts: ExecOptions = {}): Promise<ExecResult> {
+    const s = await this.execStream(box, cmd, opts);
+    const stdin = opts.stdin ?? "";
+    if (stdin.length) s.write(stdin);
+    s.end();
+    const out: Buffer[] = [], err: Buffer[] = [];
+    for await (const c of s) {
+      if (c.stream === "stdout") opts.onStdout ? opts.onStdout(c.data) : out.push(c.data);
+      else opts.onStderr ? opts.onStderr(c.data) : err.push(c.data);
+    }
+    return { exitCode: await s.exitCode, stdout: Buffer.concat(out), stderr: Buffer.concat(err) };
+  }
+
+  /** Starts cmd in the box, attached; resolves once it runs. */
+  execStream(box: string, cmd: string[], opts: ExecStreamOptions = {}): Promise<ExecStream> {
+    const timeout = opts.timeout === undefined ? undefined : String(opts.timeout);
+    const body = Buffer.from(JSON.stringify({ cmd, env: opts.env, workdir: opts.workdir, timeout }));
     return new Promise((resolve, reject) => {
       const req = this.transport().request({
         ...this.target("POST", `/boxes/${q(box)}/exec`),
@@ -253,36 +310,7 @@ export class Client {
       });
       req.on("error", reject);
       req.on("response", (res) => collect(res).then((b) => reject(toError(res.statusCode ?? 0, b)), reject));
-      req.on("upgrade", (_res, socket: Socket, head: Buffer) => {
-        const out: Buffer[] = [], err: Buffer[] = [];
-        let buf = head;
-        let done = false;
-        const finish = (e: Error | null, r?: ExecResult) => {
-          if (done) return;
-          done = true;
-          socket.destroy();
-          e ? reject(e) : resolve(r!);
-        };
-        socket.on("data", (chunk: Buffer) => {
-          buf = Buffer.concat([buf, chunk]);
-          while (buf.length >= 5) {
-            const size = buf.readUInt32BE(1);
-            if (buf.length < 5 + size) break;
-            const kind = buf[0], payload = buf.subarray(5, 5 + size);
-            buf = buf.subarray(5 + size);
-            if (kind === STDOUT) out.push(Buffer.from(payload));
-            else if (kind === STDERR) err.push(Buffer.from(payload));
-            else if (kind === EXIT) return finish(null, { exitCode: payload.readInt32BE(0), stdout: Buffer.concat(out), stderr: Buffer.concat(err) });
-            else if (kind === ERROR) return finish(new PaddockError(500, "internal", payload.toString()));
-          }
-        });
-        socket.on("error", (e) => finish(e));
-        socket.on("close", () => finish(new Error("the exec stream ended without an exit code")));
-        for (let i = 0; i < stdin.length; i += MAX_FRAME) {
-          socket.write(frame(STDIN, stdin.subarray(i, i + MAX_FRAME)));
-        }
-        socket.write(frame(STDIN_EOF, Buffer.alloc(0)));
-      });
+      req.on("upgrade", (_res, socket: Socket, head: Buffer) => resolve(new ExecStream(socket, head)));
       req.end(body);
     });
   }
@@ -296,7 +324,7 @@ export class Client {
   }
   /** Creates a box and returns a handle that `await using` removes at the
    * end of its scope (unless keep() is called). */
-  async createHandle(post: BoxPost = {}): Promise<BoxHandle> {
+  async createHandle(post: CreateBox = {}): Promise<BoxHandle> {
     return new BoxHandle(this, await this.createBox(post));
   }
   listDir(box: string, path: string): Promise<Dir> {
@@ -324,7 +352,7 @@ export class Client {
     return this.url.origin + t.path;
   }
   /** The server's agents, or a box's with whether each has credentials. */
-  agents(box?: string): Promise<Record<string, unknown>[]> {
+  agents(box?: string): Promise<Agent[] | BoxAgent[]> {
     return this.json("GET", box ? `/boxes/${q(box)}/agents` : "/agents");
   }
   /** Hands an agent a task; it runs as a job (see jobLog). */
@@ -332,8 +360,8 @@ export class Client {
     return this.json("POST", `/boxes/${q(box)}/prompt`, { task, ...opts });
   }
   policies(): Promise<Policy[]> { return this.json("GET", "/policies"); }
-  createPolicy(p: Policy): Promise<Policy> { return this.json("POST", "/policies", p); }
-  updatePolicy(p: Policy): Promise<Policy> { return this.json("PUT", `/policies/${q(p.name)}`, p); }
+  createPolicy(p: PolicySpec): Promise<Policy> { return this.json("POST", "/policies", p); }
+  updatePolicy(p: PolicySpec): Promise<Policy> { return this.json("PUT", `/policies/${q(p.name)}`, p); }
   async removePolicy(name: string): Promise<void> { await this.json("DELETE", `/policies/${q(name)}`); }
   /** A drive's contents as tar bytes. */
   async backupDrive(name: string): Promise<Buffer> { return (await this.request("GET", `/drives/${q(name)}/archive`)).body; }
@@ -341,25 +369,25 @@ export class Client {
   async restoreDrive(name: string, tar: Uint8Array): Promise<void> {
     await this.request("PUT", `/drives/${q(name)}/archive`, Buffer.from(tar), "application/x-tar");
   }
-  secrets(): Promise<{ name: string; updated: string; shared: boolean; mine: boolean }[]> { return this.json("GET", "/secrets"); }
+  secrets(): Promise<Secret[]> { return this.json("GET", "/secrets"); }
   async setSecret(name: string, value: string, opts: { shared?: boolean } = {}): Promise<void> {
     await this.request("PUT", `/secrets/${q(name)}${opts.shared ? "?shared=true" : ""}`, Buffer.from(value), "text/plain");
   }
   async removeSecret(name: string): Promise<void> { await this.json("DELETE", `/secrets/${q(name)}`); }
-  tokens(): Promise<{ name: string; created: string }[]> { return this.json("GET", "/tokens"); }
+  tokens(): Promise<TokenInfo[]> { return this.json("GET", "/tokens"); }
   /** A new API token; its value is in this answer only. */
-  createToken(name: string): Promise<{ name: string; token: string }> { return this.json("POST", "/tokens", { name }); }
+  createToken(name: string): Promise<TokenCreated> { return this.json("POST", "/tokens", { name }); }
   async revokeToken(name: string): Promise<void> { await this.json("DELETE", `/tokens/${q(name)}`); }
-  keys(): Promise<Record<string, unknown>[]> { return this.json("GET", "/keys"); }
-  addKey(key: string, name?: string): Promise<Record<string, unknown>> { return this.json("POST", "/keys", { key, name }); }
+  keys(): Promise<Key[]> { return this.json("GET", "/keys"); }
+  addKey(key: string, name?: string): Promise<Key> { return this.json("POST", "/keys", { key, name }); }
   async removeKey(name: string): Promise<void> { await this.json("DELETE", `/keys/${q(name)}`); }
-  users(): Promise<{ name: string; role: string; created: string }[]> { return this.json("GET", "/users"); }
-  invite(role: "member" | "owner" = "member"): Promise<{ token: string; url?: string; role: string }> {
+  users(): Promise<User[]> { return this.json("GET", "/users"); }
+  invite(role: "member" | "owner" = "member"): Promise<InviteCreated> {
     return this.json("POST", "/users/invites", { role });
   }
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
   /** Boxfile projects, their last apply and their drift. */
-  projects(): Promise<Record<string, unknown>[]> { return this.json("GET", "/projects"); }
+  projects(): Promise<Project[]> { return this.json("GET", "/projects"); }
 
   /** The events stream: every object first, then "ready", then each
    * change, for as long as the loop reads (break to stop). */

@@ -3,7 +3,9 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
-import { Client, PaddockError, makeTar } from "../dist/index.js";
+// PADDOCK_SDK points at an installed copy of the package (the e2e test
+// installs the npm pack tarball); by default, this tree's build.
+const { Client, PaddockError, makeTar } = await import(process.env.PADDOCK_SDK ?? "../dist/index.js");
 
 const c = new Client();
 
@@ -30,6 +32,31 @@ test("exec streams stdin and output and returns the exit code", async () => {
   const big = randomBytes(3 << 20); // more than one frame
   const sum = await c.exec("ts-box", ["sha256sum"], { stdin: big });
   assert.equal(sum.stdout.toString().split(" ")[0], createHash("sha256").update(big).digest("hex"));
+});
+
+test("exec: callbacks, a conversation over execStream, and a timeout", async () => {
+  const chunks = [];
+  const r = await c.exec("ts-box", ["sh", "-c", "echo one; sleep 0.3; echo two >&2; exit 4"], {
+    onStdout: (b) => chunks.push(["out", b.toString()]), onStderr: (b) => chunks.push(["err", b.toString()]),
+  });
+  assert.deepEqual([r.exitCode, r.stdout.length, r.stderr.length], [4, 0, 0]);
+  assert.deepEqual(chunks, [["out", "one\n"], ["err", "two\n"]]);
+
+  const s = await c.execStream("ts-box", ["sh", "-c", "while read l; do echo got-$l; done; echo bye"]);
+  const it = s[Symbol.asyncIterator]();
+  for (const w of ["a", "b"]) {
+    s.write(w + "\n");
+    const { value } = await it.next();
+    assert.deepEqual([value.stream, value.data.toString()], ["stdout", `got-${w}\n`]);
+  }
+  s.end();
+  assert.equal((await it.next()).value.data.toString(), "bye\n");
+  assert.equal((await it.next()).done, true);
+  assert.equal(await s.exitCode, 0);
+
+  const t = await c.exec("ts-box", ["sh", "-c", "echo start; sleep 300"], { timeout: 1 });
+  assert.deepEqual([t.exitCode, t.stdout.toString()], [124, "start\n"]);
+  await assert.rejects(c.exec("ts-box", ["true"], { timeout: "soon" }), (e) => e instanceof PaddockError && e.field === "timeout");
 });
 
 test("jobs keep their output on the server", async () => {
