@@ -167,15 +167,18 @@ func (s *Server) tools() {
 		if in.TimeoutSeconds > 0 {
 			timeout = time.Duration(in.TimeoutSeconds) * time.Second
 		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		// The server ends the command (and what it started) at the
+		// timeout; the client waits a little longer for its answer.
+		ctx, cancel := context.WithTimeout(ctx, timeout+15*time.Second)
 		defer cancel()
 		stdout, stderr := &capped{max: MaxOutput}, &capped{max: MaxOutput}
-		code, err := c.Exec(ctx, in.Box, api.ExecPost{Cmd: []string{"bash", "-lc", in.Command}, WorkDir: in.Workdir}, client.ExecIO{Stdout: stdout, Stderr: stderr})
+		post := api.ExecPost{Cmd: []string{"bash", "-lc", in.Command}, WorkDir: in.Workdir, Timeout: fmt.Sprint(int64(timeout / time.Second))}
+		code, err := c.Exec(ctx, in.Box, post, client.ExecIO{Stdout: stdout, Stderr: stderr})
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, fmt.Errorf("the command ran longer than %s and was stopped", timeout)
-			}
 			return nil, err
+		}
+		if code == 124 {
+			return nil, fmt.Errorf("the command ran longer than %s and was stopped (output so far: %q)", timeout, stdout.b.String())
 		}
 		return asText(ExecOut{ExitCode: code, Stdout: stdout.b.String(), Stderr: stderr.b.String(), Truncated: stdout.over || stderr.over}), nil
 	})

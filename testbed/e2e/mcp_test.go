@@ -100,6 +100,14 @@ func TestMCP(t *testing.T) {
 	if out.ExitCode != 3 || out.Stdout != "hi from mcp\n" || out.Stderr != "oops\n" {
 		t.Fatalf("exec: %+v", out)
 	}
+	// The timeout is kept by the server: the command and its children end.
+	if text, _, isErr := callTool(t, ctx, cs, "exec", map[string]any{"box": "agentbox", "command": "echo begun; sleep 400 & sleep 401", "timeout_seconds": 1}); !isErr || !strings.Contains(text, "ran longer than 1s and was stopped") || !strings.Contains(text, "begun") {
+		t.Fatalf("exec past its timeout: error %v, %q", isErr, text)
+	}
+	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "pgrep -fc '^sleep 40[01]$' || true"})), &out)
+	if strings.TrimSpace(out.Stdout) != "0" {
+		t.Fatalf("sleeps left running after the timeout: %+v", out)
+	}
 	if got := ok("read_file", map[string]any{"box": "agentbox", "path": "/config/w/hello.txt"}); got != "hi from mcp\n" {
 		t.Fatalf("read_file: %q", got)
 	}
