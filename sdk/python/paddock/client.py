@@ -4,10 +4,12 @@ import asyncio
 import io
 import json
 import os
+import shutil
 import socket
 import ssl
 import struct
 import tarfile
+import tempfile
 import threading
 import urllib.error
 import urllib.parse
@@ -78,6 +80,23 @@ class Client:
         try:
             t = self._timeout if timeout is ... else timeout
             return urllib.request.urlopen(req, timeout=t, context=self._ssl)
+        except urllib.error.HTTPError as e:
+            raise _error(e.code, e.read()) from None
+
+    def _upload(self, method, path, body):
+        """A tar body: bytes as they are; a file object streamed, with its
+        length when it can be known (else chunked)."""
+        if isinstance(body, (bytes, bytearray, memoryview)):
+            return self._request(method, path, bytes(body), "application/x-tar")
+        headers = {"Authorization": "Bearer " + self._token, "Content-Type": "application/x-tar"}
+        try:
+            pos = body.tell()
+            headers["Content-Length"] = str(os.fstat(body.fileno()).st_size - pos)
+        except (OSError, AttributeError, ValueError):
+            pass
+        req = urllib.request.Request(self._base + API + path, data=body, method=method, headers=headers)
+        try:
+            return urllib.request.urlopen(req, timeout=self._timeout, context=self._ssl)
         except urllib.error.HTTPError as e:
             raise _error(e.code, e.read()) from None
 
@@ -164,22 +183,46 @@ class Client:
 
     def push(self, box, local, to):
         """Copy a local directory's contents (or a file) into directory to
-        in the box. The server refuses an archive that would escape it."""
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
-            if os.path.isdir(local):
-                for entry in sorted(os.listdir(local)):
-                    tar.add(os.path.join(local, entry), arcname=entry)
-            else:
-                tar.add(local, arcname=os.path.basename(local))
+        in the box. The server refuses an archive that would escape it. The
+        archive is spooled to a temporary file, not held in memory."""
+        with tempfile.TemporaryFile() as spool:
+            with tarfile.open(fileobj=spool, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                if os.path.isdir(local):
+                    for entry in sorted(os.listdir(local)):
+                        tar.add(os.path.join(local, entry), arcname=entry)
+                else:
+                    tar.add(local, arcname=os.path.basename(local))
+            spool.seek(0)
+            self.push_tar(box, to, spool)
+
+    def push_tar(self, box, to, tar):
+        """Extract a tar (bytes, or a binary file object, streamed) into
+        directory to in the box."""
         path = f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(to, safe="")
-        with self._request("PUT", path, buf.getvalue(), "application/x-tar"):
+        with self._upload("PUT", path, tar):
             pass
 
-    def pull(self, box, path):
-        """A tar of path in the box; every name starts with path's base name."""
+    def pull(self, box, path, to=None):
+        """A tar of path in the box; every name starts with path's base
+        name. With to (a binary file object) the tar is streamed into it
+        and None returned."""
         with self._request("GET", f"/boxes/{_q(box)}/files?path=" + urllib.parse.quote(path, safe="")) as resp:
-            return resp.read()
+            if to is None:
+                return resp.read()
+            shutil.copyfileobj(resp, to, 1 << 20)
+            return None
+
+    def pull_tree(self, box, path, local):
+        """Copy path from the box into the local directory (made if need
+        be): path's base name appears in it. Entries that would land
+        outside it, links out of it and devices are refused, as the CLI
+        refuses them."""
+        os.makedirs(local, exist_ok=True)
+        with tempfile.TemporaryFile() as spool:
+            self.pull(box, path, to=spool)
+            spool.seek(0)
+            with tarfile.open(fileobj=spool, mode="r:") as tar:
+                tar.extractall(local, filter="data")
 
     # --- jobs (detached commands whose output the server keeps) ---
 
@@ -335,14 +378,19 @@ class Client:
     def remove_policy(self, name):
         self._json("DELETE", "/policies/" + _q(name))
 
-    def backup_drive(self, name):
-        """A drive's contents as tar bytes."""
+    def backup_drive(self, name, to=None):
+        """A drive's contents as tar bytes; with to (a binary file object)
+        streamed into it instead, and None returned."""
         with self._request("GET", f"/drives/{_q(name)}/archive") as resp:
-            return resp.read()
+            if to is None:
+                return resp.read()
+            shutil.copyfileobj(resp, to, 1 << 20)
+            return None
 
-    def restore_drive(self, name, tar_bytes):
-        """Replace a drive's contents with a tar's (refused while mounted)."""
-        with self._request("PUT", f"/drives/{_q(name)}/archive", tar_bytes, "application/x-tar"):
+    def restore_drive(self, name, tar):
+        """Replace a drive's contents with a tar's: bytes, or a binary file
+        object, streamed (refused while the drive is mounted)."""
+        with self._upload("PUT", f"/drives/{_q(name)}/archive", tar):
             pass
 
     def secrets(self) -> List[models.Secret]:

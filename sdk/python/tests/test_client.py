@@ -205,6 +205,44 @@ class ClientTest(unittest.TestCase):
         self.assertEqual((pol.get("allow_domains"), pol["allow_cidrs"]), (None, ["10.9.0.0/16"]))
         self.c.remove_policy("py-pol")
 
+    def test_trees_and_streams(self):
+        self.c.exec("py-box", ["sh", "-c", "mkdir -p /config/tree/sub && echo leaf > /config/tree/sub/leaf.txt && ln -s sub/leaf.txt /config/tree/rel"])
+        with tempfile.TemporaryDirectory() as d:
+            self.c.pull_tree("py-box", "/config/tree", d)
+            with open(os.path.join(d, "tree", "sub", "leaf.txt")) as f:
+                self.assertEqual(f.read(), "leaf\n")
+            self.assertEqual(os.readlink(os.path.join(d, "tree", "rel")), "sub/leaf.txt")
+            # A box that links out of the target: refused, nothing written there.
+            self.c.exec("py-box", ["sh", "-c", "mkdir -p /config/evil && ln -s /etc/passwd /config/evil/pw"])
+            out = os.path.join(d, "evil-out")
+            with self.assertRaises(tarfile.TarError):
+                self.c.pull_tree("py-box", "/config/evil", out)
+            self.assertFalse(os.path.lexists(os.path.join(out, "evil", "pw")))
+            # Streams both ways through files, not memory.
+            buf = io.BytesIO()
+            with tarfile.open(fileobj=buf, mode="w") as t:
+                data = os.urandom(1 << 20)
+                info = tarfile.TarInfo("big.bin")
+                info.size = len(data)
+                t.addfile(info, io.BytesIO(data))
+            path = os.path.join(d, "in.tar")
+            with open(path, "wb") as f:
+                f.write(buf.getvalue())
+            self.c.create_drive("py-stream")
+            with open(path, "rb") as f:
+                self.c.restore_drive("py-stream", f)
+            with open(os.path.join(d, "out.tar"), "w+b") as f:
+                self.assertIsNone(self.c.backup_drive("py-stream", to=f))
+                f.seek(0)
+                with tarfile.open(fileobj=f) as t:
+                    self.assertEqual(t.extractfile("big.bin").read(), data)
+            self.c.remove_drive("py-stream")
+            with open(path, "rb") as f:
+                self.c.push_tar("py-box", "/config/streamed", f)
+            r = self.c.exec("py-box", ["sh", "-c", "sha256sum < /config/streamed/big.bin"])
+            import hashlib
+            self.assertEqual(r.stdout.split()[0].decode(), hashlib.sha256(data).hexdigest())
+
     def test_drive_backup_and_restore(self):
         self.c.create_drive("py-drive")
         buf = io.BytesIO()

@@ -12,6 +12,7 @@
 import * as http from "node:http";
 import * as https from "node:https";
 import type { Socket } from "node:net";
+import { Readable } from "node:stream";
 
 const API = "/v1";
 const UPGRADE_EXEC = "paddock-exec/1";
@@ -251,8 +252,8 @@ export class Client {
 
   /** Extracts a tar archive into directory `to` in the box. The server
    * refuses, whole, an archive that would write outside it. */
-  async push(box: string, to: string, tar: Uint8Array): Promise<void> {
-    await this.request("PUT", `/boxes/${q(box)}/files?path=${encodeURIComponent(to)}`, Buffer.from(tar), "application/x-tar");
+  async push(box: string, to: string, tar: Uint8Array | Readable): Promise<void> {
+    await this.request("PUT", `/boxes/${q(box)}/files?path=${encodeURIComponent(to)}`, body(tar), "application/x-tar");
   }
   /** Writes files (relative names → contents) into directory `to`. */
   pushFiles(box: string, to: string, files: Record<string, string | Uint8Array>): Promise<void> {
@@ -261,6 +262,10 @@ export class Client {
   /** A tar of path in the box; every name starts with path's base name. */
   async pull(box: string, path: string): Promise<Buffer> {
     return (await this.request("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`)).body;
+  }
+  /** pull as a stream (for trees too big to hold in memory). */
+  pullStream(box: string, path: string): Promise<Readable> {
+    return this.stream("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`);
   }
 
   // --- jobs (detached commands whose output the server keeps) ---
@@ -365,9 +370,12 @@ export class Client {
   async removePolicy(name: string): Promise<void> { await this.json("DELETE", `/policies/${q(name)}`); }
   /** A drive's contents as tar bytes. */
   async backupDrive(name: string): Promise<Buffer> { return (await this.request("GET", `/drives/${q(name)}/archive`)).body; }
-  /** Replaces a drive's contents with a tar's (refused while mounted). */
-  async restoreDrive(name: string, tar: Uint8Array): Promise<void> {
-    await this.request("PUT", `/drives/${q(name)}/archive`, Buffer.from(tar), "application/x-tar");
+  /** backupDrive as a stream. */
+  backupDriveStream(name: string): Promise<Readable> { return this.stream("GET", `/drives/${q(name)}/archive`); }
+  /** Replaces a drive's contents with a tar's, given whole or as a stream
+   * (refused while mounted). */
+  async restoreDrive(name: string, tar: Uint8Array | Readable): Promise<void> {
+    await this.request("PUT", `/drives/${q(name)}/archive`, body(tar), "application/x-tar");
   }
   secrets(): Promise<Secret[]> { return this.json("GET", "/secrets"); }
   async setSecret(name: string, value: string, opts: { shared?: boolean } = {}): Promise<void> {
@@ -436,7 +444,7 @@ export class Client {
     return h;
   }
 
-  private request(method: string, path: string, body?: Buffer, contentType?: string): Promise<{ status: number; body: Buffer }> {
+  private request(method: string, path: string, body?: Buffer | Readable, contentType?: string): Promise<{ status: number; body: Buffer }> {
     return new Promise((resolve, reject) => {
       const req = this.transport().request({ ...this.target(method, path), headers: this.headers(contentType), agent: this.agent }, (res) => {
         collect(res).then((b) => {
@@ -446,7 +454,25 @@ export class Client {
         }, reject);
       });
       req.on("error", reject);
-      req.end(body);
+      if (body instanceof Readable) {
+        body.on("error", (e) => req.destroy(e));
+        body.pipe(req); // chunked: the length need not be known
+      } else {
+        req.end(body);
+      }
+    });
+  }
+
+  /** A GET whose answer is read as a stream (errors still reject). */
+  private stream(method: string, path: string): Promise<Readable> {
+    return new Promise((resolve, reject) => {
+      const req = this.transport().request({ ...this.target(method, path), headers: this.headers(), agent: this.agent }, (res) => {
+        const status = res.statusCode ?? 0;
+        if (status >= 400) collect(res).then((b) => reject(toError(status, b)), reject);
+        else resolve(res);
+      });
+      req.on("error", reject);
+      req.end();
     });
   }
 
@@ -455,6 +481,10 @@ export class Client {
     const res = await this.request(method, path, body, body ? "application/json" : undefined);
     return (res.body.length ? JSON.parse(res.body.toString()) : undefined) as T;
   }
+}
+
+function body(tar: Uint8Array | Readable): Buffer | Readable {
+  return tar instanceof Readable ? tar : Buffer.from(tar);
 }
 
 function q(name: string): string {

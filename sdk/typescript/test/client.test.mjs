@@ -3,6 +3,7 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash, randomBytes } from "node:crypto";
+import { Readable } from "node:stream";
 // PADDOCK_SDK points at an installed copy of the package (the e2e test
 // installs the npm pack tarball); by default, this tree's build.
 const { Client, PaddockError, makeTar } = await import(process.env.PADDOCK_SDK ?? "../dist/index.js");
@@ -57,6 +58,26 @@ test("exec: callbacks, a conversation over execStream, and a timeout", async () 
   const t = await c.exec("ts-box", ["sh", "-c", "echo start; sleep 300"], { timeout: 1 });
   assert.deepEqual([t.exitCode, t.stdout.toString()], [124, "start\n"]);
   await assert.rejects(c.exec("ts-box", ["true"], { timeout: "soon" }), (e) => e instanceof PaddockError && e.field === "timeout");
+});
+
+test("streams: push, pull, drive restore and backup without holding the archive", async () => {
+  const data = randomBytes(1 << 20);
+  const tar = makeTar({ "big.bin": data });
+  // Stream it in small pieces, as a file or a pipe would come.
+  const pieces = function* () { for (let i = 0; i < tar.length; i += 10000) yield tar.subarray(i, i + 10000); };
+  await c.push("ts-box", "/config/streamed", Readable.from(pieces()));
+  const sum = await c.exec("ts-box", ["sh", "-c", "sha256sum < /config/streamed/big.bin"]);
+  assert.equal(sum.stdout.toString().split(" ")[0], createHash("sha256").update(data).digest("hex"));
+  let n = 0;
+  for await (const chunk of await c.pullStream("ts-box", "/config/streamed/big.bin")) n += chunk.length;
+  assert.ok(n > data.length, `pulled ${n} bytes`);
+  await c.createDrive("ts-stream");
+  await c.restoreDrive("ts-stream", Readable.from(pieces()));
+  const parts = [];
+  for await (const chunk of await c.backupDriveStream("ts-stream")) parts.push(chunk);
+  assert.ok(Buffer.concat(parts).includes(data.subarray(0, 4096)));
+  await c.removeDrive("ts-stream");
+  await assert.rejects(c.pullStream("ts-box", "/config/nosuch"), (e) => e instanceof PaddockError && e.status === 404);
 });
 
 test("jobs keep their output on the server", async () => {
