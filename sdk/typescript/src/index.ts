@@ -13,6 +13,8 @@ import * as http from "node:http";
 import * as https from "node:https";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
+import { extractTar, packDir } from "./tar.js";
+export { extractTar, packDir } from "./tar.js";
 
 const API = "/v1";
 const UPGRADE_EXEC = "paddock-exec/1";
@@ -262,6 +264,16 @@ export class Client {
   /** A tar of path in the box; every name starts with path's base name. */
   async pull(box: string, path: string): Promise<Buffer> {
     return (await this.request("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`)).body;
+  }
+  /** Copies a local directory's contents (or a file) into directory `to`
+   * in the box, streamed. */
+  pushDir(box: string, local: string, to: string): Promise<void> {
+    return this.push(box, to, packDir(local));
+  }
+  /** Copies path from the box into the local directory (path's base name
+   * appears in it), refusing entries that would land outside it. */
+  async pullTree(box: string, path: string, local: string): Promise<string[]> {
+    return extractTar(await this.pullStream(box, path), local);
   }
   /** pull as a stream (for trees too big to hold in memory). */
   pullStream(box: string, path: string): Promise<Readable> {

@@ -80,6 +80,27 @@ test("streams: push, pull, drive restore and backup without holding the archive"
   await assert.rejects(c.pullStream("ts-box", "/config/nosuch"), (e) => e instanceof PaddockError && e.status === 404);
 });
 
+test("trees: pushDir and pullTree, and a link out of the target refused", async () => {
+  const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readlinkSync, symlinkSync, existsSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const d = mkdtempSync(join(tmpdir(), "ts-tree-"));
+  const long = "n".repeat(120); // past ustar's 100 bytes: a PAX name
+  mkdirSync(join(d, "src", long), { recursive: true });
+  writeFileSync(join(d, "src", long, "deep.txt"), "deep\n");
+  writeFileSync(join(d, "src", "a.txt"), "alpha\n");
+  symlinkSync("a.txt", join(d, "src", "link"));
+  await c.pushDir("ts-box", join(d, "src"), "/config/tree");
+  const r = await c.exec("ts-box", ["sh", "-c", `cat /config/tree/${long}/deep.txt /config/tree/link; readlink /config/tree/link`]);
+  assert.equal(r.stdout.toString(), "deep\nalpha\na.txt\n");
+  await c.pullTree("ts-box", "/config/tree", join(d, "back"));
+  assert.equal(readFileSync(join(d, "back", "tree", long, "deep.txt"), "utf8"), "deep\n");
+  assert.equal(readlinkSync(join(d, "back", "tree", "link")), "a.txt");
+  await c.exec("ts-box", ["sh", "-c", "mkdir -p /config/evil && ln -s /etc/passwd /config/evil/pw"]);
+  await assert.rejects(c.pullTree("ts-box", "/config/evil", join(d, "evil")), /points out of/);
+  assert.equal(existsSync(join(d, "evil", "evil", "pw")), false);
+});
+
 test("jobs keep their output on the server", async () => {
   const j = await c.startJob("ts-box", ["sh", "-c", "echo first; sleep 1; echo second; exit 5"]);
   assert.equal(j.state, "running");
