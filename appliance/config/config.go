@@ -94,6 +94,10 @@ type Config struct {
 	// JobLogMaxMiB bounds what is kept of one job's output: its tail, with a
 	// line that says how much was dropped.
 	JobLogMaxMiB int64 `koanf:"job_log_max_mib"`
+	// JobLogsPerUserMiB bounds the job logs kept for each user's boxes,
+	// owners too: past it, the logs of their oldest ended jobs are
+	// replaced by a line that says so (0: no bound).
+	JobLogsPerUserMiB int64 `koanf:"job_logs_per_user_mib"`
 	// ArchiveMaxMiB bounds what one push or drive restore may hold
 	// (sparse files are refused whatever their size).
 	ArchiveMaxMiB int64 `koanf:"archive_max_mib"`
@@ -161,6 +165,7 @@ func Defaults() map[string]any {
 		"image":                       "paddock/box:latest",
 		"images":                      []string{},
 		"job_log_max_mib":             64,
+		"job_logs_per_user_mib":       1024,
 		"limits.boxes":                20,
 		"limits.drives":               20,
 		"limits.jobs":                 50,
@@ -323,8 +328,8 @@ func (c Config) Validate() error {
 	if c.StateDir == "" {
 		return errors.New("config: state_dir is empty")
 	}
-	if c.JobLogMaxMiB < 0 || c.ArchiveMaxMiB < 0 {
-		return errors.New("config: job_log_max_mib and archive_max_mib must be 0 (no bound) or more")
+	if c.JobLogMaxMiB < 0 || c.ArchiveMaxMiB < 0 || c.JobLogsPerUserMiB < 0 {
+		return errors.New("config: job_log_max_mib, job_logs_per_user_mib and archive_max_mib must be 0 (no bound) or more")
 	}
 	if c.UnsafeDockerInRuncBoxes && !c.Local {
 		return errors.New("config: unsafe_docker_in_runc_boxes gives boxes the host: it is for tests in local mode only (use the sysbox-runc runtime for Docker in boxes)")

@@ -247,6 +247,9 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		s.jobsMu.Lock()
 		delete(s.jobs, j.ID)
 		s.jobsMu.Unlock()
+		if b, err := s.Store.GetBox(name); err == nil {
+			s.pruneJobLogs(b.Owner)
+		}
 	}()
 	return toAPIJob(j), nil
 }

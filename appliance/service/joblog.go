@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sort"
 	"sync"
+	"time"
 )
 
 // jobLogWriter keeps a job's output within max bytes on disk, as its tail:
@@ -133,3 +135,70 @@ func (r *jobLogReader) Read(p []byte) (int, error) {
 }
 
 func (r *jobLogReader) Close() error { return r.f.Close() }
+
+// PrunedLogNote replaces a log that went to keep its user's logs within
+// job_logs_per_user_mib.
+const PrunedLogNote = "[paddock: this job's log was removed to keep your job logs within job_logs_per_user_mib = %d]\n"
+
+// pruneJobLogs keeps the logs of the jobs in owner's boxes within the
+// per-user bound: while they hold more, the log of the job that ended
+// first is replaced by a line that says why. Running jobs' logs are
+// counted but kept (each is bounded by job_log_max_mib).
+func (s *Service) pruneJobLogs(owner int64) {
+	limit := s.Cfg.JobLogsPerUserMiB << 20
+	if limit <= 0 {
+		return
+	}
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	jobs, err := s.Store.ListJobs("", "")
+	if err != nil {
+		return
+	}
+	owners := map[string]int64{}
+	type logged struct {
+		id    string
+		ended time.Time
+		size  int64
+	}
+	var ended []logged
+	var total int64
+	for _, j := range jobs {
+		o, ok := owners[j.Box]
+		if !ok {
+			if b, err := s.Store.GetBox(j.Box); err == nil {
+				o = b.Owner
+			} else {
+				o = -1
+			}
+			owners[j.Box] = o
+		}
+		if o != owner {
+			continue
+		}
+		var size int64
+		for _, p := range []string{s.jobLog(j.ID), s.jobLog(j.ID) + ".1"} {
+			if fi, err := os.Stat(p); err == nil {
+				size += fi.Size()
+			}
+		}
+		total += size
+		if j.Ended != nil && size > int64(len(PrunedLogNote))+20 {
+			ended = append(ended, logged{j.ID, *j.Ended, size})
+		}
+	}
+	sort.Slice(ended, func(a, b int) bool { return ended[a].ended.Before(ended[b].ended) })
+	for _, l := range ended {
+		if total <= limit {
+			return
+		}
+		os.Remove(s.jobLog(l.id) + ".1")
+		note := fmt.Sprintf(PrunedLogNote, s.Cfg.JobLogsPerUserMiB)
+		if err := os.WriteFile(s.jobLog(l.id), []byte(note), 0o600); err != nil {
+			s.Log.Error("pruning a job log", "job", l.id, "err", err)
+			continue
+		}
+		total -= l.size - int64(len(note))
+		s.Log.Info("job log pruned", "job", l.id, "bytes", l.size, "user", owner)
+	}
+}

@@ -51,8 +51,9 @@ type Service struct {
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
 
-	jobsMu sync.Mutex
-	jobs   map[string]chan struct{} // running jobs: closed when done
+	jobsMu  sync.Mutex
+	pruneMu sync.Mutex               // one prune of job logs at a time
+	jobs    map[string]chan struct{} // running jobs: closed when done
 }
 
 func (s *Service) now() time.Time {
