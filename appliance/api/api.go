@@ -44,6 +44,9 @@ type Box struct {
 	Owner string `json:"owner,omitempty"`
 	// IP is the box's address on the box network.
 	IP string `json:"ip,omitempty"`
+	// Note says why the box was stopped when its user did not stop it:
+	// its disk use passed its type's disk_gib. Cleared when it starts.
+	Note string `json:"note,omitempty"`
 	// Docker is how the box's own Docker engine is, on a running box asked
 	// for by name with ?detail=1: "up", "starting", "failed: WHY", or "off"
 	// (its runtime does not allow one).

@@ -36,6 +36,11 @@ type BoxType struct {
 	// Pids bounds the processes (and threads) of a box: a fork bomb in one
 	// box stops at it instead of taking the host's.
 	Pids int64 `koanf:"pids"`
+	// DiskGiB bounds what a box may write: its writable layer and its
+	// /var/lib/docker volume together. paddockd measures them every
+	// disk_check_interval and stops a box past the bound, saying why
+	// (0: no bound). Drives are not counted.
+	DiskGiB float64 `koanf:"disk_gib"`
 }
 
 // Agent says how a coding agent runs a task without a person: Command,
@@ -124,6 +129,8 @@ type Config struct {
 	Types map[string]BoxType `koanf:"types"`
 	// ReconcileInterval is how often the reconciler runs with no trigger.
 	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
+	// DiskCheckInterval is how often boxes' disk use is measured (0: never).
+	DiskCheckInterval time.Duration `koanf:"disk_check_interval"`
 	// LogLevel: debug, info, warn, error.
 	LogLevel string `koanf:"log_level"`
 	// Agents is the agent table: name → how it runs a task.
@@ -182,6 +189,10 @@ func Defaults() map[string]any {
 		"types.small.pids":            2048,
 		"types.medium.pids":           4096,
 		"types.large.pids":            8192,
+		"types.small.disk_gib":        20,
+		"types.medium.disk_gib":       40,
+		"types.large.disk_gib":        80,
+		"disk_check_interval":         "2m",
 		"types.medium.cpus":           2.0,
 		"types.medium.memory_mib":     4096,
 		"types.large.cpus":            4.0,

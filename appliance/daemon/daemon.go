@@ -278,6 +278,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			log.Error("ttl", "err", err)
 		}
 	})
+	if cfg.DiskCheckInterval > 0 {
+		go loop(ctx, cfg.DiskCheckInterval, func() {
+			if err := svc.CheckDisk(ctx); err != nil && ctx.Err() == nil {
+				log.Error("disk check", "err", err)
+			}
+		})
+	}
 
 	select {
 	case <-ctx.Done():

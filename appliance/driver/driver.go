@@ -108,6 +108,12 @@ type SnapshotState struct {
 	Box string
 }
 
+// DiskMeter is a driver that can tell how much a box has written: its
+// writable layer and its /var/lib/docker volume (not its drives).
+type DiskMeter interface {
+	DiskUsage(ctx context.Context, box string) (int64, error)
+}
+
 // SnapshotSizer is a driver that can tell the bytes a snapshot adds to
 // what its box was made from.
 type SnapshotSizer interface {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -292,7 +293,7 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 		if b.Desired == "running" {
 			return nil
 		}
-		b.Desired = "running"
+		b.Desired, b.Note = "running", ""
 		if b.TTL > 0 {
 			exp := s.now().Add(b.TTL)
 			b.ExpiresAt = &exp
@@ -487,6 +488,43 @@ func (s *Service) ExpireTTLs(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return next, errors.Join(errs...)
+}
+
+// CheckDisk measures what each running box has written and stops those
+// past their type's disk_gib, with a note that says why. It takes no
+// snapshot: what the box wrote stays in the stopped box, and a commit
+// would write all of it a second time on a disk that is filling.
+func (s *Service) CheckDisk(ctx context.Context) error {
+	meter, ok := s.Driver.(driver.DiskMeter)
+	if !ok {
+		return nil
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range boxes {
+		limit := s.Cfg.Types[b.Type].DiskGiB
+		if b.Desired != "running" || b.Observed != "running" || limit <= 0 {
+			continue
+		}
+		used, err := meter.DiskUsage(ctx, b.Name)
+		if err != nil || float64(used) <= limit*(1<<30) {
+			continue
+		}
+		note := fmt.Sprintf("stopped at %s: it had written %.2f GiB, past types.%s.disk_gib = %g; start it and free space, or give it a larger type",
+			s.now().UTC().Format(time.RFC3339), float64(used)/(1<<30), b.Type, limit)
+		s.Log.Warn("box past its disk bound, stopping", "box", b.Name, "bytes", used, "disk_gib", limit)
+		err = s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
+			sb.Desired, sb.Note = "stopped", note
+			return nil
+		})
+		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // usedBy lists the boxes that mount a drive.

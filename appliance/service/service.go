@@ -177,7 +177,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		ExpiresAt: b.ExpiresAt, Env: b.Env, Desired: b.Desired, Status: b.Observed,
 		Error: b.ObservedEr, Created: b.Created, From: b.From,
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
-		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP,
+		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError

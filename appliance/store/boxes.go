@@ -47,6 +47,9 @@ type Box struct {
 	// engine objects carry it, so that a later box of the same name never
 	// reaches them. "" for boxes made before ids.
 	UID string
+	// Note says why the box was stopped when its user did not stop it
+	// (its disk passed its type's bound); cleared when it starts.
+	Note string
 }
 
 // Mount is a drive mounted in a box.
@@ -56,7 +59,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note`
 
 type scanner interface{ Scan(...any) error }
 
@@ -67,7 +70,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -118,9 +121,9 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -141,9 +144,9 @@ func (t *Tx) UpdateBox(b Box) error {
 		b.Env = map[string]string{}
 	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
-		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Name)
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, b.Name)
 	if err != nil {
 		return err
 	}

@@ -181,6 +181,8 @@ var migrations = []string{
 		serial INTEGER NOT NULL
 	 );`,
 	`ALTER TABLE snapshots ADD COLUMN size INTEGER NOT NULL DEFAULT 0;`,
+	// Why a box was stopped, when it was not its user (its disk bound).
+	`ALTER TABLE boxes ADD COLUMN note TEXT NOT NULL DEFAULT '';`,
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

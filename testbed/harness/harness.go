@@ -232,8 +232,15 @@ const TestConfig = `
 desktop_default = false
 # Bounds a test can reach quickly (bounds.txtar).
 job_log_max_mib = 1
+disk_check_interval = "2s"
 [types.small]
 pids = 512
+disk_gib = 0
+# Only medium boxes are measured (bounds.txtar): a small bound reached fast.
+[types.medium]
+disk_gib = 0.05
+[types.large]
+disk_gib = 0
 [agents.echo]
 command = ["sh", "-c", "echo \"task=$1\"; echo \"key=${TEST_KEY:+set}\"; test -n \"$TEST_KEY\"", "agent"]
 secrets = ["TEST_KEY"]

@@ -20,8 +20,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -383,6 +385,53 @@ func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 		}
 	}
 	return out, nil
+}
+
+// DiskUsage is what a box has written: its writable layer, as the
+// engine sizes it, and its /var/lib/docker volume, as the blocks under the
+// volume's folder on the host (where paddockd runs, beside the engine).
+// Both walk the files, so it is measured every few minutes, not per call.
+func (d *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
+	ins, err := d.c.ContainerInspect(ctx, d.containerName(box), client.ContainerInspectOptions{Size: true})
+	if err != nil {
+		return 0, wrap(err)
+	}
+	var n int64
+	if ins.Container.SizeRw != nil {
+		n = *ins.Container.SizeRw
+	}
+	v, err := d.c.VolumeInspect(ctx, d.volumeName(driver.VolumeRef{Kind: driver.KindBoxData, Name: box}), client.VolumeInspectOptions{})
+	if err == nil && v.Volume.Mountpoint != "" {
+		n += blocksUnder(v.Volume.Mountpoint)
+	}
+	return n, nil
+}
+
+// blocksUnder sums the disk blocks of the files under dir (sparse files
+// count what they hold, hard links once).
+func blocksUnder(dir string) int64 {
+	var n int64
+	seen := map[uint64]bool{}
+	filepath.WalkDir(dir, func(_ string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		fi, err := e.Info()
+		if err != nil {
+			return nil
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			if st.Nlink > 1 && !e.IsDir() {
+				if seen[st.Ino] {
+					return nil
+				}
+				seen[st.Ino] = true
+			}
+			n += st.Blocks * 512
+		}
+		return nil
+	})
+	return n
 }
 
 // SnapshotSize is the size of the layer a snapshot's commit made: the

@@ -33,6 +33,8 @@ type Driver struct {
 	Fail func(op string) error
 	// Ops records every operation that changed something, in order.
 	Ops []string
+	// Usage is what DiskUsage reports per box (set by tests).
+	Usage map[string]int64
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -263,4 +265,14 @@ func (d *Driver) ReadVolume(context.Context, driver.VolumeRef, string) (io.ReadC
 // WriteVolume is not supported by the fake.
 func (d *Driver) WriteVolume(context.Context, driver.VolumeRef, string, io.Reader) error {
 	return errNoRuntime
+}
+
+// DiskUsage reports Usage[box] for an existing box.
+func (d *Driver) DiskUsage(_ context.Context, box string) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.boxes[box] == nil {
+		return 0, driver.ErrNotFound
+	}
+	return d.Usage[box], nil
 }

@@ -153,6 +153,9 @@ func cmdShow(e *env, args []string) error {
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "name:\t%s\n", b.Name)
 	fmt.Fprintf(tw, "status:\t%s\n", b.Status)
+	if b.Note != "" {
+		fmt.Fprintf(tw, "note:\t%s\n", b.Note)
+	}
 	if b.Error != "" {
 		fmt.Fprintf(tw, "error:\t%s\n", b.Error)
 	}

@@ -46,6 +46,7 @@ export interface Box {
   memory_mib: number;
   mounts?: Mount[] | null;
   name: string;
+  note?: string;
   owner?: string;
   policy?: string;
   project?: string;
