@@ -264,6 +264,9 @@ const (
 	CodeForbidden    = "forbidden"
 	CodeGone         = "gone"
 	CodeTooMany      = "too_many_requests"
+	// CodeDiskFull (HTTP 507): the disk under the server's state is full;
+	// nothing was changed.
+	CodeDiskFull = "disk_full"
 	// The device login's poll answers (RFC 8628, 3.5).
 	CodePending      = "authorization_pending"
 	CodeSlowDown     = "slow_down"

@@ -319,6 +319,8 @@ func status(err error) (int, api.Error) {
 			return http.StatusGone, body
 		case api.CodeTooMany:
 			return http.StatusTooManyRequests, body
+		case api.CodeDiskFull:
+			return http.StatusInsufficientStorage, body
 		case api.CodePending, api.CodeSlowDown:
 			return http.StatusBadRequest, body
 		}
@@ -327,6 +329,9 @@ func status(err error) (int, api.Error) {
 		return http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()}
 	case errors.Is(err, store.ErrConflict):
 		return http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()}
+	case store.IsDiskFull(err):
+		return http.StatusInsufficientStorage, api.Error{Code: api.CodeDiskFull,
+			Message: "the server's disk is full, so nothing was changed: free space on the disk of paddockd's state directory and try again (" + err.Error() + ")"}
 	}
 	return http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()}
 }

@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"time"
 
 	_ "modernc.org/sqlite"
@@ -281,4 +283,20 @@ func mustJSON(v any) string {
 func (s *Store) BackupTo(path string) error {
 	_, err := s.db.Exec(`VACUUM INTO ?`, path)
 	return err
+}
+
+// IsDiskFull tells whether err says the disk under the state directory is
+// full: SQLite's SQLITE_FULL, or ENOSPC from a write of a file there.
+func IsDiskFull(err error) bool {
+	if err == nil {
+		return false
+	}
+	if errors.Is(err, syscall.ENOSPC) {
+		return true
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) && coded.Code()&0xff == 13 { // SQLITE_FULL
+		return true
+	}
+	return strings.Contains(err.Error(), "database or disk is full")
 }
