@@ -194,8 +194,26 @@ type Spooled struct {
 }
 
 func (s *Spooled) fill(r io.Reader, max int64, rewrite func(*tar.Header)) error {
+	if err := Filter(s.File, r, max, rewrite); err != nil {
+		return err
+	}
+	n, err := s.File.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	s.Size = n
+	_, err = s.File.Seek(0, io.SeekStart)
+	return err
+}
+
+// Filter copies the tar stream r to w entry by entry, checking each as it
+// passes (names made clean, each header given to rewrite): the first
+// unsafe entry stops it with an error before anything of that entry is
+// written, so a reader of w sees a cut archive. max bounds the bytes of
+// the entries (0: DefaultMax).
+func Filter(w io.Writer, r io.Reader, max int64, rewrite func(*tar.Header)) error {
 	tr := tar.NewReader(r)
-	tw := tar.NewWriter(s.File)
+	tw := tar.NewWriter(w)
 	c := Checker{Max: max}
 	for {
 		h, err := tr.Next()
@@ -225,20 +243,23 @@ func (s *Spooled) fill(r io.Reader, max int64, rewrite func(*tar.Header)) error 
 		if err := tw.WriteHeader(h); err != nil {
 			return err
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return malformed(err)
+		if _, err := io.Copy(tw, readOnly{tr}); err != nil {
+			return err // malformed when reading failed; else writing did
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
+	return tw.Close()
+}
+
+// readOnly marks errors from reading the archive, so that they are told
+// from errors of writing it on.
+type readOnly struct{ r io.Reader }
+
+func (r readOnly) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = malformed(err)
 	}
-	n, err := s.File.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	s.Size = n
-	_, err = s.File.Seek(0, io.SeekStart)
-	return err
+	return n, err
 }
 
 // Close closes and removes the spool file.

@@ -49,12 +49,9 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	if len(running) > 0 {
 		return conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
 	}
-	sp, err := s.spool(body)
-	if err != nil {
-		return err
-	}
-	defer sp.Close()
-	err = s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, sp)
+	err = s.checked(body, func(tar io.Reader) error {
+		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
+	})
 	if errors.Is(err, driver.ErrNotFound) {
 		return conflict("drive %q has no volume yet; try again in a moment", name)
 	}
@@ -72,14 +69,37 @@ func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error
 	return d, nil
 }
 
-// spool checks an uploaded archive whole, into a file under the state
-// directory, with every entry given to the box user.
-func (s *Service) spool(body io.Reader) (*archive.Spooled, error) {
-	sp, err := archive.Spool(body, s.Cfg.StateDir, s.Cfg.ArchiveMaxMiB<<20, func(h *tar.Header) {
-		h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
-	})
-	if errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig) {
-		return nil, invalid("archive", "%v; nothing was written", err)
+// errAbandoned ends the checking of an archive whose consumer stopped.
+var errAbandoned = errors.New("the archive's consumer stopped")
+
+// checked streams an uploaded archive through the archive checks (every
+// entry given to the box user) into use, which must write nothing where
+// it belongs unless its reader ends cleanly: a refused entry cuts the
+// stream, and its error is the answer (nothing was written), whatever use
+// made of the cut stream. Nothing is spooled on the server.
+func (s *Service) checked(body io.Reader, use func(io.Reader) error) error {
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		err := archive.Filter(pw, body, s.Cfg.ArchiveMaxMiB<<20, func(h *tar.Header) {
+			h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
+		})
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	err := use(pr)
+	pr.CloseWithError(errAbandoned)
+	ferr := <-errc
+	switch {
+	case errors.Is(ferr, errAbandoned):
+		if err == nil {
+			err = errors.New("the archive was not read to its end")
+		}
+		return err
+	case errors.Is(ferr, archive.ErrUnsafe) || errors.Is(ferr, archive.ErrMalformed) || errors.Is(ferr, archive.ErrTooBig):
+		return invalid("archive", "%v; nothing was written", ferr)
+	case ferr != nil:
+		return ferr
 	}
-	return sp, err
+	return err
 }

@@ -332,9 +332,13 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 }
 
 // Push extracts a tar stream into dir in a box (created if missing). The
-// archive is spooled and checked first: an entry with "..", an absolute
-// name or a link out of the target refuses the whole archive and nothing is
-// written. Files belong to the box user.
+// archive streams, checked entry by entry as it passes, into a staging
+// folder on the target's filesystem (dir/.paddock-push-ID, or in dir's
+// nearest existing parent while dir does not exist); only once all of it
+// arrived and passed is it merged into dir (hard links, no copy) and the
+// staging folder removed. An entry with
+// "..", an absolute name or a link out of the target refuses the whole
+// archive, and dir is as it was. Files belong to the box user.
 func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) error {
 	if _, err := s.runningBox(name); err != nil {
 		return err
@@ -343,21 +347,52 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
-	sp, err := s.spool(body)
+	run := func(ctx context.Context, user string, cmd ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: cmd, User: user, Stdout: &stdout, Stderr: &stderr})
+		if err != nil {
+			return "", err
+		}
+		if code != 0 {
+			return "", fmt.Errorf("%s", strings.TrimSpace(stderr.String()))
+		}
+		return stdout.String(), nil
+	}
+	// The steps in the box run to their end even if the client goes: a
+	// step cut off could not be undone.
+	stay := context.WithoutCancel(ctx)
+	// The staging folder goes in the target or, while the target does not
+	// exist, in its nearest folder that does: the same filesystem, and
+	// nothing of the target is made before the archive passed. Staging
+	// folders a cut-off push left there over an hour ago go.
+	prep := `set -e
+p=$1; while [ ! -e "$p" ]; do p=$(dirname -- "$p"); done
+[ -d "$p" ] || { echo "$p is not a folder" >&2; exit 1; }
+for d in "$p"/` + pushStagePrefix + `*; do [ -d "$d" ] && [ -n "$(find "$d" -maxdepth 0 -mmin +60)" ] && rm -rf -- "$d"; done
+mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
+	stage, err := run(stay, "root", "sh", "-c", prep, "prep", dir, pushStagePrefix+randHex(6), fmt.Sprint(s.Cfg.BoxUID))
 	if err != nil {
-		return err
+		return invalid("path", "cannot push into %s in box %q: %v", dir, name, err)
 	}
-	defer sp.Close()
-	var stderr bytes.Buffer
-	code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: []string{"mkdir", "-p", "--", dir}, Stderr: &stderr})
-	if err != nil {
-		return err
+	err = s.checked(body, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, stage, tar) })
+	if err == nil {
+		// The target, made by the box user (so that it is theirs); then
+		// GNU cp merges the staged tree into it by hard links: folders
+		// that exist are merged into, files replaced.
+		if _, err = run(stay, "", "mkdir", "-p", "--", dir); err != nil {
+			err = invalid("path", "cannot create %s in box %q: %v", dir, name, err)
+		} else if _, err = run(stay, "root", "cp", "-a", "-l", "--remove-destination", "--", stage+"/.", dir+"/"); err != nil {
+			err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
+		}
 	}
-	if code != 0 {
-		return invalid("path", "cannot create %s in box %q: %s", dir, name, strings.TrimSpace(stderr.String()))
+	if _, rerr := run(stay, "root", "rm", "-rf", "--", stage); rerr != nil {
+		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
 	}
-	return s.Driver.CopyTo(ctx, name, dir, sp)
+	return err
 }
+
+// pushStagePrefix names a push's staging folder in its target.
+const pushStagePrefix = ".paddock-push-"
 
 // Pull returns a tar stream of path in a box; the first component of every
 // name is path's base name.
