@@ -97,6 +97,10 @@ func decodeError(resp *http.Response) error {
 	if json.Unmarshal(b, &e) == nil && e.Message != "" {
 		return &e
 	}
+	if resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusGatewayTimeout {
+		// A proxy in front of paddockd (Caddy) answers for it.
+		return &api.Error{Code: api.CodeInternal, Message: fmt.Sprintf("paddockd did not answer (%s from the proxy in front of it): it may be restarting; the request may not have been carried out", resp.Status)}
+	}
 	return &api.Error{Code: api.CodeInternal, Message: fmt.Sprintf("server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))}
 }
 
@@ -104,8 +108,11 @@ func (c *Client) send(req *http.Request) (*http.Response, error) {
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		var op *net.OpError
-		if errors.As(err, &op) {
+		if errors.As(err, &op) && op.Op == "dial" {
 			return nil, fmt.Errorf("cannot reach paddockd at %s: %w", c.base, err)
+		}
+		if req.Context().Err() == nil {
+			return nil, fmt.Errorf("the connection to paddockd at %s broke before it answered (it may be restarting; the request may not have been carried out): %w", c.base, err)
 		}
 		return nil, err
 	}
@@ -388,7 +395,7 @@ func (c *Client) Exec(ctx context.Context, box string, p api.ExecPost, streams E
 			if ctx.Err() != nil {
 				return -1, ctx.Err()
 			}
-			return -1, fmt.Errorf("exec stream ended without an exit code: %w", err)
+			return -1, fmt.Errorf("the connection to paddockd broke before the command ended (it may be restarting; the command may still be running in the box): %w", err)
 		}
 		switch t {
 		case stream.Stdout:

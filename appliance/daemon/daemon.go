@@ -271,6 +271,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("reconcile", "err", err)
 		}
+		// Uploads a crash cut off: their staging folders go once their
+		// box runs again.
+		if err := svc.CleanLeftovers(ctx); err != nil && ctx.Err() == nil {
+			log.Error("cleaning upload leftovers", "err", err)
+		}
 		notify.Alive()
 	})
 	go loop(ctx, 500*time.Millisecond, func() {

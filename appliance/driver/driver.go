@@ -177,6 +177,9 @@ type Driver interface {
 	// (which needs sh and find) to reach a volume no box has.
 	ReadVolume(ctx context.Context, v VolumeRef, image string) (io.ReadCloser, error)
 	WriteVolume(ctx context.Context, v VolumeRef, image string, tar io.Reader) error
+	// CleanVolume removes what a WriteVolume cut off by a crash left in
+	// the volume (its staging folder); the contents stay.
+	CleanVolume(ctx context.Context, v VolumeRef, image string) error
 }
 
 // desktopMark keeps the hash of a box without a desktop what it was before

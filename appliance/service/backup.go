@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // BackupDrive streams a tar of a drive's contents, names relative to the
@@ -49,9 +51,15 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	if len(running) > 0 {
 		return conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
 	}
+	left := store.Leftover{Kind: "volume", Target: name, Path: "restore"}
+	if err := s.Store.AddLeftover(left); err != nil {
+		return err
+	}
 	err = s.checked(body, func(tar io.Reader) error {
 		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
 	})
+	s.Store.DoneLeftover(left) // WriteVolume removed its staging folder, whatever happened
+
 	if errors.Is(err, driver.ErrNotFound) {
 		return conflict("drive %q has no volume yet; try again in a moment", name)
 	}
@@ -102,4 +110,42 @@ func (s *Service) checked(body io.Reader, use func(io.Reader) error) error {
 		return ferr
 	}
 	return err
+}
+
+// CleanLeftovers removes the staging folders that uploads cut off by a
+// crash left: in running boxes (a push) and in drives (a restore). Those
+// it cannot reach yet (a stopped box) stay listed for a later run.
+func (s *Service) CleanLeftovers(ctx context.Context) error {
+	ls, err := s.Store.Leftovers()
+	if err != nil || len(ls) == 0 {
+		return err
+	}
+	var errs []error
+	for _, l := range ls {
+		switch l.Kind {
+		case "box":
+			b, err := s.Store.GetBox(l.Target)
+			if errors.Is(err, store.ErrNotFound) {
+				s.Store.DoneLeftover(l) // the box, and its files, are gone
+				continue
+			}
+			if err != nil || b.Observed != "running" {
+				continue
+			}
+			code, err := s.Driver.Exec(ctx, l.Target, driver.ExecSpec{Cmd: []string{"rm", "-rf", "--", l.Path}, User: "root"})
+			if err != nil || code != 0 {
+				errs = append(errs, fmt.Errorf("removing %s in box %s: exit %d, %v", l.Path, l.Target, code, err))
+				continue
+			}
+		case "volume":
+			err := s.Driver.CleanVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: l.Target}, s.Cfg.Image)
+			if err != nil && !errors.Is(err, driver.ErrNotFound) {
+				errs = append(errs, fmt.Errorf("cleaning drive %s: %w", l.Target, err))
+				continue
+			}
+		}
+		s.Log.Info("removed what an upload cut off by a crash left", "kind", l.Kind, "target", l.Target, "path", l.Path)
+		s.Store.DoneLeftover(l)
+	}
+	return errors.Join(errs...)
 }

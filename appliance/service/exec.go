@@ -374,7 +374,10 @@ mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
 	if err != nil {
 		return invalid("path", "cannot push into %s in box %q: %v", dir, name, err)
 	}
-	err = s.checked(body, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, stage, tar) })
+	left := store.Leftover{Kind: "box", Target: name, Path: stage}
+	if err = s.Store.AddLeftover(left); err == nil {
+		err = s.checked(body, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, stage, tar) })
+	}
 	if err == nil {
 		// The target, made by the box user (so that it is theirs); then
 		// GNU cp merges the staged tree into it by hard links: folders
@@ -387,6 +390,8 @@ mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
 	}
 	if _, rerr := run(stay, "root", "rm", "-rf", "--", stage); rerr != nil {
 		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
+	} else {
+		s.Store.DoneLeftover(left)
 	}
 	return err
 }

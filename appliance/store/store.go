@@ -185,6 +185,49 @@ var migrations = []string{
 	`ALTER TABLE snapshots ADD COLUMN size INTEGER NOT NULL DEFAULT 0;`,
 	// Why a box was stopped, when it was not its user (its disk bound).
 	`ALTER TABLE boxes ADD COLUMN note TEXT NOT NULL DEFAULT '';`,
+	// Staging folders an upload made (in a box, or in a drive's volume),
+	// listed until the upload removed them: one a crash cut off is
+	// removed after the next start.
+	`CREATE TABLE leftovers (
+		kind TEXT NOT NULL,
+		target TEXT NOT NULL,
+		path TEXT NOT NULL,
+		PRIMARY KEY (kind, target, path)
+	 );`,
+}
+
+// Leftover is a staging folder an upload made: kind "box" (path in the
+// box named target) or "volume" (the drive named target).
+type Leftover struct{ Kind, Target, Path string }
+
+// AddLeftover lists a staging folder before it is made.
+func (s *Store) AddLeftover(l Leftover) error {
+	_, err := s.db.Exec(`INSERT OR IGNORE INTO leftovers (kind, target, path) VALUES (?,?,?)`, l.Kind, l.Target, l.Path)
+	return err
+}
+
+// DoneLeftover forgets a staging folder that was removed.
+func (s *Store) DoneLeftover(l Leftover) error {
+	_, err := s.db.Exec(`DELETE FROM leftovers WHERE kind=? AND target=? AND path=?`, l.Kind, l.Target, l.Path)
+	return err
+}
+
+// Leftovers lists the staging folders not known to be removed.
+func (s *Store) Leftovers() ([]Leftover, error) {
+	rows, err := s.db.Query(`SELECT kind, target, path FROM leftovers ORDER BY kind, target, path`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Leftover
+	for rows.Next() {
+		var l Leftover
+		if err := rows.Scan(&l.Kind, &l.Target, &l.Path); err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, rows.Err()
 }
 
 // Open opens (creating if needed) the database in dir and migrates it.

@@ -175,6 +175,15 @@ rmdir "$1"`
 	return nil
 }
 
+// CleanVolume removes staging folders of WriteVolume calls that a crash
+// cut off.
+func (d *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image string) error {
+	if err := d.volumeExists(ctx, v); err != nil {
+		return err
+	}
+	return d.runHelper(ctx, v, image, []string{"sh", "-c", `rm -rf -- "$1"/.paddock-restore-*`, "clean", helperMount})
+}
+
 // runHelper runs cmd in a new helper for v and removes it.
 func (d *Driver) runHelper(ctx context.Context, v driver.VolumeRef, image string, cmd []string) error {
 	id, err := d.helper(ctx, v, image, cmd)

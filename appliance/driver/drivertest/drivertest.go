@@ -268,6 +268,14 @@ func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef
 		t.Fatalf("after a failed WriteVolume the drive holds:\n%s", got)
 	}
 
+	// What a crash left of a WriteVolume (its staging folder) goes; the
+	// contents stay.
+	sh("mkdir -p /mnt/ct-drive/.paddock-restore-0badf00d/half && touch /mnt/ct-drive/.paddock-restore-0badf00d/half/x")
+	must(t, d.CleanVolume(ctx, drive, image))
+	if got := sh("cd /mnt/ct-drive && find . | sort"); got != ".\n./.env\n./new.txt\n./sub2\n./sub2/c.txt\n" {
+		t.Fatalf("after CleanVolume the drive holds:\n%s", got)
+	}
+
 	missing := driver.VolumeRef{Kind: driver.KindDrive, Name: "ct-none"}
 	if _, err := d.ReadVolume(ctx, missing, image); !errors.Is(err, driver.ErrNotFound) {
 		t.Fatalf("ReadVolume of a missing volume: %v, want ErrNotFound", err)

@@ -262,6 +262,9 @@ func (d *Driver) ReadVolume(context.Context, driver.VolumeRef, string) (io.ReadC
 	return nil, errNoRuntime
 }
 
+// CleanVolume has nothing to clean in the fake.
+func (d *Driver) CleanVolume(context.Context, driver.VolumeRef, string) error { return nil }
+
 // WriteVolume is not supported by the fake.
 func (d *Driver) WriteVolume(context.Context, driver.VolumeRef, string, io.Reader) error {
 	return errNoRuntime

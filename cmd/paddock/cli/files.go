@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/term"
@@ -54,13 +55,17 @@ func cmdPush(e *env, args []string) error {
 	}()
 	body, bar := e.meter(pr, "push", func() int64 { return tarSize(local) })
 	err = c.Push(e.ctx, name, *to, body)
-	pr.CloseWithError(errors.New("push ended"))
-	if perr := <-packErr; perr != nil {
+	pr.CloseWithError(errPushEnded)
+	// A pack error is the answer, unless packing stopped because the
+	// request had ended (its error says why).
+	if perr := <-packErr; perr != nil && (err == nil || !(errors.Is(perr, errPushEnded) || errors.Is(perr, io.ErrClosedPipe))) {
 		return fmt.Errorf("%v; nothing was sent", perr)
 	}
 	bar.done(err == nil)
 	return err
 }
+
+var errPushEnded = errors.New("push ended")
 
 func cmdPull(e *env, args []string) error {
 	fs := flags("pull")
@@ -94,6 +99,9 @@ func cmdPull(e *env, args []string) error {
 	sp, err := archive.Spool(body, "", 0, nil)
 	if err != nil {
 		bar.done(false)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
+			return fmt.Errorf("the pull was cut off before the whole archive arrived (paddockd may be restarting): %v; nothing was written", err)
+		}
 		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
 	}
 	defer sp.Close()
