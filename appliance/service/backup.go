@@ -51,14 +51,14 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	if len(running) > 0 {
 		return conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
 	}
-	left := store.Leftover{Kind: "volume", Target: name, Path: "restore"}
-	if err := s.Store.AddLeftover(left); err != nil {
+	left := store.Leftover{Kind: "volume", Target: name, Path: "restore-" + randHex(6)}
+	if err := s.addLeftover(left); err != nil {
 		return err
 	}
+	defer s.doneLeftover(left)
 	err = s.checked(body, func(tar io.Reader) error {
 		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
 	})
-	s.Store.DoneLeftover(left) // WriteVolume removed its staging folder, whatever happened
 
 	if errors.Is(err, driver.ErrNotFound) {
 		return conflict("drive %q has no volume yet; try again in a moment", name)
@@ -112,9 +112,30 @@ func (s *Service) checked(body io.Reader, use func(io.Reader) error) error {
 	return err
 }
 
+// addLeftover lists a staging folder, in the store (for the next start,
+// should this process die) and as in use by this process.
+func (s *Service) addLeftover(l store.Leftover) error {
+	s.leftMu.Lock()
+	if s.live == nil {
+		s.live = map[store.Leftover]bool{}
+	}
+	s.live[l] = true
+	s.leftMu.Unlock()
+	return s.Store.AddLeftover(l)
+}
+
+// doneLeftover forgets a staging folder that its upload removed.
+func (s *Service) doneLeftover(l store.Leftover) {
+	s.Store.DoneLeftover(l)
+	s.leftMu.Lock()
+	delete(s.live, l)
+	s.leftMu.Unlock()
+}
+
 // CleanLeftovers removes the staging folders that uploads cut off by a
 // crash left: in running boxes (a push) and in drives (a restore). Those
-// it cannot reach yet (a stopped box) stay listed for a later run.
+// of uploads this process is carrying out are not touched; those it
+// cannot reach yet (a stopped box) stay listed for a later run.
 func (s *Service) CleanLeftovers(ctx context.Context) error {
 	ls, err := s.Store.Leftovers()
 	if err != nil || len(ls) == 0 {
@@ -122,6 +143,17 @@ func (s *Service) CleanLeftovers(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range ls {
+		s.leftMu.Lock()
+		live := s.live[l]
+		for o := range s.live {
+			// A drive's staging folders are cleaned all at once: not
+			// while a restore of it runs.
+			live = live || (l.Kind == "volume" && o.Kind == l.Kind && o.Target == l.Target)
+		}
+		s.leftMu.Unlock()
+		if live {
+			continue
+		}
 		switch l.Kind {
 		case "box":
 			b, err := s.Store.GetBox(l.Target)

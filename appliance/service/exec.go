@@ -375,7 +375,7 @@ mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
 		return invalid("path", "cannot push into %s in box %q: %v", dir, name, err)
 	}
 	left := store.Leftover{Kind: "box", Target: name, Path: stage}
-	if err = s.Store.AddLeftover(left); err == nil {
+	if err = s.addLeftover(left); err == nil {
 		err = s.checked(body, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, stage, tar) })
 	}
 	if err == nil {
@@ -391,7 +391,7 @@ mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
 	if _, rerr := run(stay, "root", "rm", "-rf", "--", stage); rerr != nil {
 		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
 	} else {
-		s.Store.DoneLeftover(left)
+		s.doneLeftover(left)
 	}
 	return err
 }

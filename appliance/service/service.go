@@ -52,7 +52,9 @@ type Service struct {
 	shotSlots chan struct{} // screenshots under way
 
 	jobsMu  sync.Mutex
-	pruneMu sync.Mutex               // one prune of job logs at a time
+	pruneMu sync.Mutex // one prune of job logs at a time
+	leftMu  sync.Mutex
+	live    map[store.Leftover]bool  // staging folders of uploads in progress
 	jobs    map[string]chan struct{} // running jobs: closed when done
 }
 

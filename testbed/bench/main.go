@@ -13,6 +13,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"net"
@@ -26,6 +27,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/testbed/harness"
+	"github.com/paddock-dev/paddock/testbed/load"
 )
 
 type runner struct {
@@ -101,7 +103,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, policies or all")
+	section := flag.String("section", "all", "boxes, policies, all, or load (the mixed load, not in all)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	flag.Parse()
 	if reason := harness.EngineReason(); reason != "" {
@@ -158,6 +160,19 @@ func main() {
 	}
 	if *section == "policies" {
 		printRows(rows, image, *n, *bigN)
+		return
+	}
+	if *section == "load" {
+		// The mixed load of package load at full size (at most 2 min).
+		res, err := load.Run(context.Background(), d, load.Full)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Println(res)
+		for _, e := range res.Errors {
+			fmt.Println("  error:", e)
+		}
 		return
 	}
 	small, big := makeTrees(filepath.Join(work, "trees"))

@@ -256,7 +256,8 @@ func cmdRawPush(ts *testscript.TestScript, neg bool, args []string) {
 	}
 }
 
-// engine containers N | engine volume NAME present|absent: check the engine.
+// engine containers N | engine volume NAME present|absent | engine state
+// BOX STATE: check the engine.
 func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	inst := daemonOf(ts).Instance
 	switch {
@@ -268,6 +269,12 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	case len(args) == 2 && args[0] == "rm":
 		ts.Check(exec.Command("docker", "rm", "-f", inst+"-"+args[1]).Run())
+	case len(args) == 3 && args[0] == "state":
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}}", inst+"-"+args[1]).Output()
+		ts.Check(err)
+		if got := strings.TrimSpace(string(out)); got != args[2] {
+			ts.Fatalf("box %s's container is %s, want %s", args[1], got, args[2])
+		}
 	case len(args) == 2 && args[0] == "tag":
 		// A second name for the test image, removed when the script ends;
 		// "alt" is on the daemon's list of images, any other is not.
@@ -282,7 +289,7 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
 		}
 	default:
-		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine rm BOX | engine tag NAME")
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine tag NAME")
 	}
 }
 
@@ -308,8 +315,22 @@ func TestCrashWhileCreating(t *testing.T) {
 			errs <- err
 		}(i)
 	}
-	// Creates are serialised by the reconciler; kill while some are in flight.
-	time.Sleep(700 * time.Millisecond)
+	// Creates are serialised by the reconciler: kill once the engine has
+	// the first container, while the others are still to come.
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		names, err := harness.Containers(d.Instance)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(names) >= 1 && len(names) < n {
+			break
+		}
+		if len(names) >= n || time.Now().After(deadline) {
+			t.Fatalf("never saw the creates in flight (%d containers)", len(names))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := d.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -320,6 +341,9 @@ func TestCrashWhileCreating(t *testing.T) {
 		}
 	}
 	t.Logf("%d of %d creates were cut off by the crash", failed, n)
+	if failed == 0 {
+		t.Fatal("no create was cut off by the crash: the test did not test one")
+	}
 
 	if err := d.Start(); err != nil {
 		t.Fatal(err)

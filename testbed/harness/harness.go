@@ -427,3 +427,22 @@ func Tool(t testing.TB, name string) string {
 	t.Skipf("SKIP: no %s", name)
 	return ""
 }
+
+// RSS is the daemon's resident memory in bytes (0 when it is not running).
+func (d *Daemon) RSS() int64 {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+			var kb int64
+			fmt.Sscan(f[1], &kb)
+			return kb << 10
+		}
+	}
+	return 0
+}

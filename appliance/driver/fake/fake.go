@@ -35,6 +35,8 @@ type Driver struct {
 	Ops []string
 	// Usage is what DiskUsage reports per box (set by tests).
 	Usage map[string]int64
+	// ExecFunc, when set, answers Exec (the fake runs no commands).
+	ExecFunc func(box string, spec driver.ExecSpec) (int, error)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -245,7 +247,10 @@ func (d *Driver) RemoveVolume(_ context.Context, v driver.VolumeRef) error {
 var errNoRuntime = errors.New("the fake driver runs no commands")
 
 // Exec is not supported by the fake.
-func (d *Driver) Exec(context.Context, string, driver.ExecSpec) (int, error) {
+func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (int, error) {
+	if d.ExecFunc != nil {
+		return d.ExecFunc(box, spec)
+	}
 	return -1, errNoRuntime
 }
 
