@@ -108,6 +108,12 @@ type SnapshotState struct {
 	Box string
 }
 
+// PathStater is a driver that can tell what a path in a box is, without
+// running anything in it: ErrNotFound when nothing is there.
+type PathStater interface {
+	StatPath(ctx context.Context, box, path string) (isDir bool, err error)
+}
+
 // DiskMeter is a driver that can tell how much a box has written: its
 // writable layer and its /var/lib/docker volume (not its drives).
 type DiskMeter interface {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
@@ -86,12 +87,36 @@ var errAbandoned = errors.New("the archive's consumer stopped")
 // stream, and its error is the answer (nothing was written), whatever use
 // made of the cut stream. Nothing is spooled on the server.
 func (s *Service) checked(body io.Reader, use func(io.Reader) error) error {
+	return s.checkedUnder(body, "", use)
+}
+
+// checkedUnder is checked with every entry put under the folder under
+// (made by the archive's first entry, owned by the box user), when it is
+// not "".
+func (s *Service) checkedUnder(body io.Reader, under string, use func(io.Reader) error) error {
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		err := archive.Filter(pw, body, s.Cfg.ArchiveMaxMiB<<20, func(h *tar.Header) {
-			h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
-		})
+		var err error
+		if under != "" {
+			lead := tar.NewWriter(pw)
+			err = lead.WriteHeader(&tar.Header{Name: under + "/", Typeflag: tar.TypeDir, Mode: 0o755,
+				Uid: s.Cfg.BoxUID, Gid: s.Cfg.BoxUID, ModTime: time.Now()})
+			if err == nil {
+				err = lead.Flush() // no end of archive: the entries follow
+			}
+		}
+		if err == nil {
+			err = archive.Filter(pw, body, s.Cfg.ArchiveMaxMiB<<20, func(h *tar.Header) {
+				h.Uid, h.Gid, h.Uname, h.Gname = s.Cfg.BoxUID, s.Cfg.BoxUID, "", ""
+				if under != "" {
+					h.Name = under + "/" + h.Name
+					if h.Typeflag == tar.TypeLink {
+						h.Linkname = under + "/" + h.Linkname
+					}
+				}
+			})
+		}
 		pw.CloseWithError(err)
 		errc <- err
 	}()

@@ -293,6 +293,15 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 		if b.Desired == "running" {
 			return nil
 		}
+		if b.Note != "" {
+			// Stopped for its disk: it gets a grace to free space.
+			s.leftMu.Lock()
+			if s.diskGrace == nil {
+				s.diskGrace = map[string]time.Time{}
+			}
+			s.diskGrace[name] = s.now()
+			s.leftMu.Unlock()
+		}
 		b.Desired, b.Note = "running", ""
 		if b.TTL > 0 {
 			exp := s.now().Add(b.TTL)
@@ -490,6 +499,10 @@ func (s *Service) ExpireTTLs(ctx context.Context) (time.Time, error) {
 	return next, errors.Join(errs...)
 }
 
+// diskGrace is how long a box started again after being stopped for its
+// disk has to free space: five checks, and at least a minute.
+func diskGrace(interval time.Duration) time.Duration { return max(5*interval, time.Minute) }
+
 // CheckDisk measures what each running box has written and stops those
 // past their type's disk_gib, with a note that says why. It takes no
 // snapshot: what the box wrote stays in the stopped box, and a commit
@@ -507,6 +520,12 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 	for _, b := range boxes {
 		limit := s.Cfg.Types[b.Type].DiskGiB
 		if b.Desired != "running" || b.Observed != "running" || limit <= 0 {
+			continue
+		}
+		s.leftMu.Lock()
+		started, grace := s.diskGrace[b.Name]
+		s.leftMu.Unlock()
+		if grace && s.now().Sub(started) < diskGrace(s.Cfg.DiskCheckInterval) {
 			continue
 		}
 		used, err := meter.DiskUsage(ctx, b.Name)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )
@@ -40,8 +41,22 @@ func TestCheckDiskStopsABoxPastItsBound(t *testing.T) {
 	if fine, _ := s.GetBox("fine"); fine.Status != "running" || fine.Note != "" {
 		t.Fatalf("the box under its bound: %s %q", fine.Status, fine.Note)
 	}
-	drv.Usage["big"] = 0
+	// Started again, it has a grace to free space: a check within it
+	// leaves the box alone; one after it stops the box again.
 	if b, err := s.StartBox(ctx, "big"); err != nil || b.Status != "running" || b.Note != "" {
 		t.Fatalf("started again: %v %s %q", err, b.Status, b.Note)
+	}
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.GetBox("big"); b.Status != "running" {
+		t.Fatalf("stopped again within its grace: %s %q", b.Status, b.Note)
+	}
+	s.Now = func() time.Time { return time.Now().Add(diskGrace(s.Cfg.DiskCheckInterval) + time.Second) }
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.GetBox("big"); b.Status != "stopped" {
+		t.Fatalf("still past its bound after its grace: %s", b.Status)
 	}
 }

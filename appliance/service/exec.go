@@ -363,30 +363,41 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	stay := context.WithoutCancel(ctx)
 	// The staging folder goes in the target or, while the target does not
 	// exist, in its nearest folder that does: the same filesystem, and
-	// nothing of the target is made before the archive passed. Staging
-	// folders a cut-off push left there over an hour ago go.
-	prep := `set -e
-p=$1; while [ ! -e "$p" ]; do p=$(dirname -- "$p"); done
-[ -d "$p" ] || { echo "$p is not a folder" >&2; exit 1; }
-for d in "$p"/` + pushStagePrefix + `*; do [ -d "$d" ] && [ -n "$(find "$d" -maxdepth 0 -mmin +60)" ] && rm -rf -- "$d"; done
-mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
-	stage, err := run(stay, "root", "sh", "-c", prep, "prep", dir, pushStagePrefix+randHex(6), fmt.Sprint(s.Cfg.BoxUID))
+	// nothing of the target is made before the archive passed. It is the
+	// archive's first entry (owned by the box user), so that making it
+	// costs no exec; the folder it goes in is found by asking the engine.
+	// (A crash's leftovers are listed in the store and go after the next
+	// start.)
+	parent, err := s.pushParent(ctx, name, dir)
 	if err != nil {
-		return invalid("path", "cannot push into %s in box %q: %v", dir, name, err)
+		return err
 	}
+	stageName := pushStagePrefix + randHex(6)
+	stage := path.Join(parent, stageName)
 	left := store.Leftover{Kind: "box", Target: name, Path: stage}
 	if err = s.addLeftover(left); err == nil {
-		err = s.checked(body, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, stage, tar) })
+		err = s.checkedUnder(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, parent, tar) })
 	}
 	if err == nil {
-		// The target, made by the box user (so that it is theirs); then
-		// GNU cp merges the staged tree into it by hard links: folders
-		// that exist are merged into, files replaced.
-		if _, err = run(stay, "", "mkdir", "-p", "--", dir); err != nil {
-			err = invalid("path", "cannot create %s in box %q: %v", dir, name, err)
-		} else if _, err = run(stay, "root", "cp", "-a", "-l", "--remove-destination", "--", stage+"/.", dir+"/"); err != nil {
-			err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
+		// One step, as it costs an exec: the target's missing folders,
+		// given to the box user; then GNU cp merges the staged tree into
+		// it by hard links (folders that exist are merged into, files
+		// replaced); then the staging folder goes.
+		merge := `set -e
+stage=$1 dir=$2 uid=$3
+if [ ! -e "$dir" ]; then
+  top=$dir p=$(dirname -- "$dir")
+  while [ ! -e "$p" ]; do top=$p p=$(dirname -- "$p"); done
+  mkdir -p -- "$dir"
+  chown -R "$uid:$uid" -- "$top"
+fi
+cp -a -l --remove-destination -- "$stage/." "$dir/"
+rm -rf -- "$stage"`
+		if _, err = run(stay, "root", "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
+			s.doneLeftover(left)
+			return nil
 		}
+		err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
 	}
 	if _, rerr := run(stay, "root", "rm", "-rf", "--", stage); rerr != nil {
 		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
@@ -394,6 +405,30 @@ mkdir -- "$p/$2"; chown "$3" "$p/$2"; printf %s "$p/$2"`
 		s.doneLeftover(left)
 	}
 	return err
+}
+
+// pushParent is the folder a push into dir stages in: dir, or its
+// nearest existing parent, which must be a folder.
+func (s *Service) pushParent(ctx context.Context, box, dir string) (string, error) {
+	st, ok := s.Driver.(driver.PathStater)
+	if !ok {
+		return "", errors.New("this engine driver cannot tell what a box's files are")
+	}
+	for p := dir; ; p = path.Dir(p) {
+		isDir, err := st.StatPath(ctx, box, p)
+		// Not there, or under a file (engines answer that one as a
+		// server error): look at the parent, which says which.
+		if err != nil && p != "/" {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		if !isDir {
+			return "", invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, box, p)
+		}
+		return p, nil
+	}
 }
 
 // pushStagePrefix names a push's staging folder in its target.

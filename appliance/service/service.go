@@ -54,8 +54,10 @@ type Service struct {
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex // one prune of job logs at a time
 	leftMu  sync.Mutex
-	live    map[store.Leftover]bool  // staging folders of uploads in progress
-	jobs    map[string]chan struct{} // running jobs: closed when done
+	live    map[store.Leftover]bool // staging folders of uploads in progress
+	// diskGrace holds when boxes stopped for their disk were started again.
+	diskGrace map[string]time.Time
+	jobs      map[string]chan struct{} // running jobs: closed when done
 }
 
 func (s *Service) now() time.Time {

@@ -640,6 +640,22 @@ func (d *Driver) signalExec(id string, sig syscall.Signal) {
 	}
 }
 
+// StatPath says whether path in the box is a folder, or a symlink to one
+// (ErrNotFound when nothing is there).
+func (d *Driver) StatPath(ctx context.Context, box, p string) (bool, error) {
+	for range 8 {
+		r, err := d.c.ContainerStatPath(ctx, d.containerName(box), client.ContainerStatPathOptions{Path: p})
+		if err != nil {
+			return false, wrap(err)
+		}
+		if r.Stat.Mode&os.ModeSymlink == 0 || r.Stat.LinkTarget == "" {
+			return r.Stat.Mode.IsDir(), nil
+		}
+		p = r.Stat.LinkTarget
+	}
+	return false, fmt.Errorf("%s: too many levels of symlinks", p)
+}
+
 // CopyTo extracts a tar stream into dir in the box.
 func (d *Driver) CopyTo(ctx context.Context, box, dir string, tar io.Reader) error {
 	_, err := d.c.CopyToContainer(ctx, d.containerName(box), client.CopyToContainerOptions{
