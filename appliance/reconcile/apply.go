@@ -232,6 +232,13 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if lost, err := r.recoverLost(boxes, observed); err != nil {
+		return Result{}, err
+	} else if lost {
+		if desired, boxes, err = r.Load(); err != nil {
+			return Result{}, err
+		}
+	}
 	if err := r.firewall(boxes, observed.Boxes); err != nil {
 		return Result{}, err
 	}
@@ -250,6 +257,62 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// recoverLost points each box that had a container and lost it (removed
+// outside Paddock) at its newest snapshot, so that it is made again with
+// what it held then rather than from the bare image. A box whose
+// filesystem already comes from a snapshot as new or newer keeps it.
+func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, error) {
+	have := map[string]bool{}
+	for _, b := range observed.Boxes {
+		have[b.Name] = true
+	}
+	images := map[string]bool{}
+	for _, s := range observed.Snapshots {
+		images[s.ID] = true
+	}
+	changed := false
+	for _, b := range boxes {
+		if have[b.Name] || (b.Observed != "running" && b.Observed != "stopped") {
+			continue
+		}
+		snaps, err := r.Store.ListSnapshots(b.Name)
+		if err != nil {
+			return changed, err
+		}
+		var newest *store.Snapshot
+		for i := range snaps { // oldest first
+			if snaps[i].State == "ready" && images[snaps[i].ID] {
+				newest = &snaps[i]
+			}
+		}
+		if newest == nil || newest.ID == b.From {
+			continue
+		}
+		moved := false
+		err = r.Store.Declare(func(tx *store.Tx) error {
+			cur, err := tx.GetBox(b.Name)
+			if err != nil {
+				return err
+			}
+			if cur.From != "" {
+				if from, err := tx.GetSnapshot(cur.From); err == nil && !from.Created.Before(newest.Created) {
+					return nil
+				}
+			}
+			cur.From, moved = newest.ID, true
+			return tx.UpdateBox(cur)
+		})
+		if err != nil {
+			return changed, err
+		}
+		if moved && r.Log != nil {
+			r.Log.Warn("box lost its container: making it again from its newest snapshot", "box", b.Name, "snapshot", newest.ID, "taken", newest.Created)
+		}
+		changed = changed || moved
+	}
+	return changed, nil
 }
 
 func (r *Reconciler) apply(ctx context.Context, changes []Change, errs map[string]error) {
