@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net"
@@ -51,7 +52,7 @@ func (r *runner) docker(args ...string) string  { return r.run("docker", args...
 
 // timeIt runs setup (untimed), op (timed) and teardown (untimed) n times and
 // returns the median of op.
-func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) time.Duration {
+func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) sample {
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
 		if setup != nil {
@@ -65,12 +66,21 @@ func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) time
 		}
 	}
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
-	return ds[len(ds)/2]
+	return sample{P50: ds[len(ds)/2], P95: ds[min(len(ds)-1, len(ds)*95/100)], N: len(ds)}
 }
+
+// sample is the p50 and p95 of n timed runs.
+type sample struct {
+	P50, P95 time.Duration
+	N        int
+}
+
+// one is a sample of a single figure.
+func one(d time.Duration) sample { return sample{d, d, 1} }
 
 type row struct {
 	name            string
-	paddock, docker time.Duration
+	paddock, docker sample
 }
 
 func makeTrees(dir string) (small, big string) {
@@ -105,6 +115,7 @@ func main() {
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
 	section := flag.String("section", "all", "boxes, policies, all, or load (the mixed load, not in all)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
+	flag.StringVar(&jsonOut, "json", "", "also write the rows as JSON to this file (p50 and p95 of each side)")
 	flag.Parse()
 	if reason := harness.EngineReason(); reason != "" {
 		fmt.Fprintln(os.Stderr, "bench:", reason)
@@ -316,7 +327,51 @@ func printRows(rows []row, image string, n, bigN int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\tpaddock\traw\tratio\t")
 	for _, row := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, row.paddock.Round(time.Millisecond), row.docker.Round(time.Millisecond), float64(row.paddock)/float64(row.docker))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, row.paddock.P50.Round(time.Millisecond), row.docker.P50.Round(time.Millisecond), float64(row.paddock.P50)/float64(row.docker.P50))
 	}
 	tw.Flush()
+	if jsonOut != "" {
+		if err := writeJSON(jsonOut, strings.TrimSpace(string(out)), image, rows); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+}
+
+// jsonOut is where -json writes the rows ("" : nowhere).
+var jsonOut string
+
+// writeJSON writes a run's rows so that runs can be compared: per row the
+// p50 and p95 of Paddock's and the raw operation's times in milliseconds,
+// the runs behind each, and the ratio of the p50s.
+func writeJSON(path, engine, image string, rows []row) error {
+	type fig struct {
+		P50ms float64 `json:"p50_ms"`
+		P95ms float64 `json:"p95_ms"`
+		Runs  int     `json:"runs"`
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	type jrow struct {
+		Operation string  `json:"operation"`
+		Paddock   fig     `json:"paddock"`
+		Raw       fig     `json:"raw"`
+		Ratio     float64 `json:"ratio_p50"`
+	}
+	doc := struct {
+		Engine string    `json:"engine"`
+		Image  string    `json:"image"`
+		When   time.Time `json:"when"`
+		Rows   []jrow    `json:"rows"`
+	}{Engine: engine, Image: image, When: time.Now().UTC()}
+	for _, r := range rows {
+		doc.Rows = append(doc.Rows, jrow{r.name,
+			fig{ms(r.paddock.P50), ms(r.paddock.P95), r.paddock.N},
+			fig{ms(r.docker.P50), ms(r.docker.P95), r.docker.N},
+			float64(r.paddock.P50) / float64(r.docker.P50)})
+	}
+	b, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
 }

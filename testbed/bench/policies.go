@@ -121,7 +121,7 @@ func benchPolicies(r *runner, d *harness.Daemon, work string, n, count int) []ro
 	fmt.Printf("throughput of an allow-all box (1 GB over HTTP, median of 3): with the table %.0f MB/s, without %.0f MB/s, ratio %.2f\n\n",
 		mw/1e6, mo/1e6, mo/mw)
 	// The time to move 1 GB, as a row (paddock: with the table).
-	rows = append(rows, row{"1 GB download from an allow-all box", time.Duration(1e9 / mw * float64(time.Second)), time.Duration(1e9 / mo * float64(time.Second))})
+	rows = append(rows, row{"1 GB download from an allow-all box", one(time.Duration(1e9 / mw * float64(time.Second))), one(time.Duration(1e9 / mo * float64(time.Second)))})
 	return rows
 }
 
