@@ -380,9 +380,10 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	}
 	if err == nil {
 		// One step, as it costs an exec: the target's missing folders,
-		// given to the box user; then GNU cp merges the staged tree into
-		// it by hard links (folders that exist are merged into, files
-		// replaced); then the staging folder goes.
+		// given to the box user; then GNU cp merges the staged entries
+		// into it by hard links (folders that exist are merged into, files
+		// replaced; the target's own owner and mode stay); then the
+		// staging folder goes.
 		merge := `set -e
 stage=$1 dir=$2 uid=$3
 if [ ! -e "$dir" ]; then
@@ -391,7 +392,7 @@ if [ ! -e "$dir" ]; then
   mkdir -p -- "$dir"
   chown -R "$uid:$uid" -- "$top"
 fi
-cp -a -l --remove-destination -- "$stage/." "$dir/"
+find "$stage" -mindepth 1 -maxdepth 1 -exec cp -a -l --remove-destination -t "$dir/" -- {} +
 rm -rf -- "$stage"`
 		if _, err = run(stay, "root", "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
 			s.doneLeftover(left)
