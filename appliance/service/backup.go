@@ -57,7 +57,7 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 		return err
 	}
 	defer s.doneLeftover(left)
-	err = s.checked(body, func(tar io.Reader) error {
+	err = s.checked(body, "", func(tar io.Reader) error {
 		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
 	})
 
@@ -85,15 +85,10 @@ var errAbandoned = errors.New("the archive's consumer stopped")
 // entry given to the box user) into use, which must write nothing where
 // it belongs unless its reader ends cleanly: a refused entry cuts the
 // stream, and its error is the answer (nothing was written), whatever use
-// made of the cut stream. Nothing is spooled on the server.
-func (s *Service) checked(body io.Reader, use func(io.Reader) error) error {
-	return s.checkedUnder(body, "", use)
-}
-
-// checkedUnder is checked with every entry put under the folder under
-// (made by the archive's first entry, owned by the box user), when it is
-// not "".
-func (s *Service) checkedUnder(body io.Reader, under string, use func(io.Reader) error) error {
+// made of the cut stream. Nothing is spooled on the server. With under
+// set, every entry goes under that folder, made by the archive's first
+// entry and owned by the box user.
+func (s *Service) checked(body io.Reader, under string, use func(io.Reader) error) error {
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
@@ -140,21 +135,21 @@ func (s *Service) checkedUnder(body io.Reader, under string, use func(io.Reader)
 // addLeftover lists a staging folder, in the store (for the next start,
 // should this process die) and as in use by this process.
 func (s *Service) addLeftover(l store.Leftover) error {
-	s.leftMu.Lock()
+	s.memMu.Lock()
 	if s.live == nil {
 		s.live = map[store.Leftover]bool{}
 	}
 	s.live[l] = true
-	s.leftMu.Unlock()
+	s.memMu.Unlock()
 	return s.Store.AddLeftover(l)
 }
 
 // doneLeftover forgets a staging folder that its upload removed.
 func (s *Service) doneLeftover(l store.Leftover) {
 	s.Store.DoneLeftover(l)
-	s.leftMu.Lock()
+	s.memMu.Lock()
 	delete(s.live, l)
-	s.leftMu.Unlock()
+	s.memMu.Unlock()
 }
 
 // CleanLeftovers removes the staging folders that uploads cut off by a
@@ -168,14 +163,14 @@ func (s *Service) CleanLeftovers(ctx context.Context) error {
 	}
 	var errs []error
 	for _, l := range ls {
-		s.leftMu.Lock()
+		s.memMu.Lock()
 		live := s.live[l]
 		for o := range s.live {
 			// A drive's staging folders are cleaned all at once: not
 			// while a restore of it runs.
 			live = live || (l.Kind == "volume" && o.Kind == l.Kind && o.Target == l.Target)
 		}
-		s.leftMu.Unlock()
+		s.memMu.Unlock()
 		if live {
 			continue
 		}

@@ -295,12 +295,12 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 		}
 		if b.Note != "" {
 			// Stopped for its disk: it gets a grace to free space.
-			s.leftMu.Lock()
+			s.memMu.Lock()
 			if s.diskGrace == nil {
 				s.diskGrace = map[string]time.Time{}
 			}
 			s.diskGrace[name] = s.now()
-			s.leftMu.Unlock()
+			s.memMu.Unlock()
 		}
 		b.Desired, b.Note = "running", ""
 		if b.TTL > 0 {
@@ -522,10 +522,14 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 		if b.Desired != "running" || b.Observed != "running" || limit <= 0 {
 			continue
 		}
-		s.leftMu.Lock()
+		s.memMu.Lock()
 		started, grace := s.diskGrace[b.Name]
-		s.leftMu.Unlock()
-		if grace && s.now().Sub(started) < diskGrace(s.Cfg.DiskCheckInterval) {
+		if grace && s.now().Sub(started) >= diskGrace(s.Cfg.DiskCheckInterval) {
+			delete(s.diskGrace, b.Name)
+			grace = false
+		}
+		s.memMu.Unlock()
+		if grace {
 			continue
 		}
 		used, err := meter.DiskUsage(ctx, b.Name)

@@ -347,16 +347,13 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
-	run := func(ctx context.Context, user string, cmd ...string) (string, error) {
-		var stdout, stderr bytes.Buffer
-		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: cmd, User: user, Stdout: &stdout, Stderr: &stderr})
-		if err != nil {
-			return "", err
+	run := func(ctx context.Context, cmd ...string) error {
+		var stderr bytes.Buffer
+		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
+		if err == nil && code != 0 {
+			err = errors.New(strings.TrimSpace(stderr.String()))
 		}
-		if code != 0 {
-			return "", fmt.Errorf("%s", strings.TrimSpace(stderr.String()))
-		}
-		return stdout.String(), nil
+		return err
 	}
 	// The steps in the box run to their end even if the client goes: a
 	// step cut off could not be undone.
@@ -376,7 +373,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	stage := path.Join(parent, stageName)
 	left := store.Leftover{Kind: "box", Target: name, Path: stage}
 	if err = s.addLeftover(left); err == nil {
-		err = s.checkedUnder(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, parent, tar) })
+		err = s.checked(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, parent, tar) })
 	}
 	if err == nil {
 		// One step, as it costs an exec: the target's missing folders,
@@ -394,13 +391,13 @@ if [ ! -e "$dir" ]; then
 fi
 find "$stage" -mindepth 1 -maxdepth 1 -exec cp -a -l --remove-destination -t "$dir/" -- {} +
 rm -rf -- "$stage"`
-		if _, err = run(stay, "root", "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
+		if err = run(stay, "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
 			s.doneLeftover(left)
 			return nil
 		}
 		err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
 	}
-	if _, rerr := run(stay, "root", "rm", "-rf", "--", stage); rerr != nil {
+	if rerr := run(stay, "rm", "-rf", "--", stage); rerr != nil {
 		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
 	} else {
 		s.doneLeftover(left)

@@ -52,8 +52,8 @@ type Service struct {
 	shotSlots chan struct{} // screenshots under way
 
 	jobsMu  sync.Mutex
-	pruneMu sync.Mutex // one prune of job logs at a time
-	leftMu  sync.Mutex
+	pruneMu sync.Mutex              // one prune of job logs at a time
+	memMu   sync.Mutex              // guards live and diskGrace
 	live    map[store.Leftover]bool // staging folders of uploads in progress
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time

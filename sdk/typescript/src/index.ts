@@ -110,7 +110,7 @@ export class ExecStream implements AsyncIterable<ExecChunk> {
       this.settle = (r) => (r instanceof Error ? reject(r) : resolve(r));
     });
     this.exitCode.catch(() => {}); // also thrown by the iterator
-    let buf = head;
+    let buf: Buffer = Buffer.alloc(0);
     const finish = (r: number | Error) => {
       if (this.ended) return;
       this.ended = true;
@@ -138,7 +138,7 @@ export class ExecStream implements AsyncIterable<ExecChunk> {
     socket.on("data", onData);
     socket.on("error", (e) => finish(e));
     socket.on("close", () => finish(new Error("the exec stream ended without an exit code")));
-    if (head.length) onData(Buffer.alloc(0));
+    if (head.length) onData(head); // frames that came with the upgrade
   }
 
   /** Sends bytes to the command's stdin. */
