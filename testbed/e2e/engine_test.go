@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// The Docker engine restarts under a running paddockd, as an engine
+// upgrade or a crash and its restart would do. The engine stops every
+// container on the way down and starts none again; within one reconcile
+// paddockd brings the boxes back to what is declared: the running ones
+// run again (their files kept) behind their own rules, found anew on
+// their new ports, and the stopped one stays stopped. `paddock ls` says
+// so.
+//
+// It runs alone (no t.Parallel): every other test's boxes would stop too.
+func TestEngineRestart(t *testing.T) {
+	d := newDaemon(t, t.TempDir())
+	d.Config = "reconcile_interval = \"3s\"\n" + harness.TestConfig
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	cliEnv := append(os.Environ(), d.CLIEnv()...)
+	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bins.Paddock, args...)
+		cmd.Env = cliEnv
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := cli(args...)
+		if err != nil {
+			t.Fatalf("paddock %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	must("policy", "new", "only", "--allow-domain", "allowed.test")
+	must("new", "--name", "up", "--policy", "only")
+	must("new", "--name", "open")
+	must("new", "--name", "down")
+	must("stop", "down")
+	must("exec", "up", "--", "sh", "-c", "echo kept > /config/kept")
+
+	// fenced checks each running box's rules by what it can reach.
+	fenced := func(when string) {
+		t.Helper()
+		reach := func(box, url string, want bool) {
+			t.Helper()
+			out, err := cli("exec", box, "--", "curl", "-sS", "-m", "3", url)
+			if (err == nil) != want {
+				t.Errorf("%s: box %s reaching %s: err %v, want reached=%v\n%s", when, box, url, err, want, out)
+			}
+		}
+		reach("up", "http://allowed.test/", true)
+		reach("up", "http://198.18.2.2/", false)
+		reach("open", "http://198.18.2.2/", true)
+		reach("open", "http://169.254.169.254/", false)
+	}
+	fenced("before the restart")
+
+	startedAt := func(box string) (string, time.Time) {
+		t.Helper()
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
+		if err != nil {
+			t.Fatalf("inspect %s: %v", box, err)
+		}
+		status, at, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+		ts, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			t.Fatalf("inspect %s: %v", box, err)
+		}
+		return status, ts
+	}
+	before := time.Now()
+	if err := harness.RestartEngine(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	t.Logf("the engine stopped and answered again in %s", back.Sub(before).Round(time.Millisecond))
+
+	type row struct {
+		Name   string `json:"name"`
+		Status string `json:"status"`
+	}
+	want := map[string]string{"up": "running", "open": "running", "down": "stopped"}
+	// lsRight says whether paddock ls shows the declared states and the
+	// engine agrees with it.
+	lsRight := func() bool {
+		out, err := cli("ls", "--json")
+		if err != nil {
+			return false
+		}
+		var rows []row
+		if json.Unmarshal([]byte(out), &rows) != nil {
+			return false
+		}
+		got := map[string]string{}
+		for _, r := range rows {
+			got[r.Name] = r.Status
+		}
+		for name, st := range want {
+			if got[name] != st {
+				return false
+			}
+			if status, _ := startedAt(name); (status == "running") != (st == "running") {
+				return false
+			}
+		}
+		return len(got) == len(want)
+	}
+	waitFor(t, 60*time.Second, "paddock ls and the engine to show the declared states", lsRight)
+	t.Logf("paddock ls and the engine were right %s after the engine answered", time.Since(back).Round(time.Millisecond))
+
+	// The restart did stop them (else the test tested nothing), and
+	// paddockd started them again.
+	for _, box := range []string{"up", "open"} {
+		status, at := startedAt(box)
+		if status != "running" || at.Before(before) {
+			t.Errorf("box %s's container: %s, started %s; want running, started after the restart at %s", box, status, at, before)
+		}
+	}
+	if status, _ := startedAt("down"); status == "running" {
+		t.Errorf("box down was started by the restart: %s", status)
+	}
+	if out := must("exec", "up", "--", "cat", "/config/kept"); strings.TrimSpace(out) != "kept" {
+		t.Errorf("box up's file after the restart: %q", out)
+	}
+	fenced("after the restart")
+}
