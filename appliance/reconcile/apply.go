@@ -34,6 +34,10 @@ type Reconciler struct {
 	// and again after the changes, with the processes of the boxes that
 	// run now, so that a box that started has its port bound at once.
 	Firewall Firewall
+	// Restoring, when set, says whether a drive's restore is under way:
+	// no box that mounts it is made or started meanwhile (it waits, and
+	// its status says why).
+	Restoring func(drive string) bool
 	// ForgetJobs, when set, hears of the jobs of a removed box that went
 	// with its tombstone (their logs can go).
 	ForgetJobs func(ids []string)
@@ -162,6 +166,9 @@ func (r *Reconciler) Load() (Desired, []store.Box, error) {
 	}
 	for _, dr := range drives {
 		d.Drives[dr.Name] = dr.State
+		if dr.State == "ready" && r.Restoring != nil && r.Restoring(dr.Name) {
+			d.Drives[dr.Name] = restoring
+		}
 	}
 	for _, s := range snaps {
 		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, State: s.State})
@@ -488,7 +495,11 @@ func (r *Reconciler) record(ctx context.Context, boxes []store.Box, desired Desi
 			}
 		}
 		if missing := missingDrives(SpecFor(b, r.Types), desired.Drives); missing != "" {
-			state, msg = "error", fmt.Sprintf("drive %q is not declared", missing)
+			if desired.Drives[missing] == restoring {
+				msg = fmt.Sprintf("waits for drive %q, which is being restored", missing)
+			} else {
+				state, msg = "error", fmt.Sprintf("drive %q is not declared", missing)
+			}
 		}
 		if err := errs["box."+b.Name]; err != nil {
 			state, msg = "error", err.Error()

@@ -134,7 +134,7 @@ func Plan(desired Desired, observed Observed) []Change {
 		}
 	}
 	for _, name := range sortedKeys(desired.Drives) {
-		if desired.Drives[name] == "ready" {
+		if st := desired.Drives[name]; st == "ready" || st == restoring {
 			need[driver.VolumeRef{Kind: driver.KindDrive, Name: name}] = true
 		}
 	}
@@ -231,7 +231,13 @@ func Plan(desired Desired, observed Observed) []Change {
 	return changes
 }
 
-// missingDrives names the first drive a box mounts that is not declared.
+// restoring is the state Load gives a ready drive whose restore is under
+// way: like an undeclared one, no box that mounts it is made or started,
+// but its volume stays.
+const restoring = "restoring"
+
+// missingDrives names the first drive a box mounts that is not declared
+// (or is being restored).
 func missingDrives(spec driver.BoxSpec, drives map[string]string) string {
 	for _, m := range spec.Mounts {
 		if m.Volume.Kind == driver.KindDrive && drives[m.Volume.Name] != "ready" {

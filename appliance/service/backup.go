@@ -39,6 +39,25 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	if err != nil {
 		return err
 	}
+	// The drive is marked before the check: a box started after the mark
+	// is not started by the reconciler until the restore ends (its status
+	// says so), and one started before it is seen by the check. Either
+	// way no box mounts the drive while its contents are swapped.
+	s.memMu.Lock()
+	if s.restoring[name] {
+		s.memMu.Unlock()
+		return conflict("drive %q is being restored already", name)
+	}
+	if s.restoring == nil {
+		s.restoring = map[string]bool{}
+	}
+	s.restoring[name] = true
+	s.memMu.Unlock()
+	defer func() {
+		s.memMu.Lock()
+		delete(s.restoring, name)
+		s.memMu.Unlock()
+	}()
 	boxes, err := s.Store.ListBoxes()
 	if err != nil {
 		return err
@@ -65,6 +84,14 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 		return conflict("drive %q has no volume yet; try again in a moment", name)
 	}
 	return err
+}
+
+// DriveRestoring says whether a restore of the drive is under way (the
+// reconciler starts no box that mounts it meanwhile).
+func (s *Service) DriveRestoring(name string) bool {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	return s.restoring[name]
 }
 
 func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error) {

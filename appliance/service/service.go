@@ -53,8 +53,10 @@ type Service struct {
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live and diskGrace
+	memMu   sync.Mutex              // guards live, restoring and diskGrace
 	live    map[store.Leftover]bool // staging folders of uploads in progress
+	// restoring holds the drives whose restore is under way.
+	restoring map[string]bool
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time
 	jobs      map[string]chan struct{} // running jobs: closed when done

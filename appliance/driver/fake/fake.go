@@ -37,6 +37,9 @@ type Driver struct {
 	Usage map[string]int64
 	// ExecFunc, when set, answers Exec (the fake runs no commands).
 	ExecFunc func(box string, spec driver.ExecSpec) (int, error)
+	// WriteVolumeFunc, when set, answers WriteVolume of an existing volume
+	// (the fake keeps no files).
+	WriteVolumeFunc func(v driver.VolumeRef, tar io.Reader) error
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -270,9 +273,19 @@ func (d *Driver) ReadVolume(context.Context, driver.VolumeRef, string) (io.ReadC
 // CleanVolume has nothing to clean in the fake.
 func (d *Driver) CleanVolume(context.Context, driver.VolumeRef, string) error { return nil }
 
-// WriteVolume is not supported by the fake.
-func (d *Driver) WriteVolume(context.Context, driver.VolumeRef, string, io.Reader) error {
-	return errNoRuntime
+// WriteVolume calls WriteVolumeFunc; without it, it is not supported.
+func (d *Driver) WriteVolume(_ context.Context, v driver.VolumeRef, _ string, tar io.Reader) error {
+	d.mu.Lock()
+	_, ok := d.volumes[v]
+	fn := d.WriteVolumeFunc
+	d.mu.Unlock()
+	if !ok {
+		return driver.ErrNotFound
+	}
+	if fn == nil {
+		return errNoRuntime
+	}
+	return fn(v, tar)
 }
 
 // DiskUsage reports Usage[box] for an existing box.
