@@ -96,7 +96,7 @@ func benchPolicies(r *runner, d *harness.Daemon, work string, n, count int) []ro
 
 	// 3. Throughput of an allow-all box to the testbed internet, with the
 	// table and with no Paddock table at all.
-	stop, err := harness.StartInternet(work)
+	stop, err := harness.StartInternet()
 	fatal(err)
 	defer stop()
 	r.paddock("new", "--name", "tput")

@@ -59,7 +59,7 @@ func run(m *testing.M) int {
 	harness.SweepPrefix("pdkt-") // what a killed earlier run left behind
 	// The test internet exists before any box does, so that no packet of
 	// an egress test can leave the machine.
-	stop, err := harness.StartInternet(dir)
+	stop, err := harness.StartInternet()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -428,12 +428,17 @@ func cmdBoxIPv6(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Fatalf("box %s has no usable link-local address", args[1])
 }
 
-// hostlisten PORT: a TCP service on all of the host's addresses, answering
-// "host-service", until the script ends.
+// hostlisten VAR: a TCP service on all of the host's addresses, on a port
+// the kernel chose (set in $VAR, so that runs sharing the machine do not
+// collide), answering "host-service", until the script ends.
 func cmdHostListen(ts *testscript.TestScript, neg bool, args []string) {
-	l, err := net.Listen("tcp", "0.0.0.0:"+args[0])
+	if len(args) != 1 {
+		ts.Fatalf("usage: hostlisten VAR")
+	}
+	l, err := net.Listen("tcp", "0.0.0.0:0")
 	ts.Check(err)
 	ts.Defer(func() { l.Close() })
+	ts.Setenv(args[0], strconv.Itoa(l.Addr().(*net.TCPAddr).Port))
 	go func() {
 		for {
 			c, err := l.Accept()

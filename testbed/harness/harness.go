@@ -198,20 +198,23 @@ func freeSubnet() string {
 }
 
 // SweepPrefix removes what earlier test runs left behind: every object of
-// every instance whose name starts with prefix.
+// every instance whose name starts with prefix and that no live run holds
+// (see RunsDir), so that two runs on one machine leave each other alone.
 func SweepPrefix(prefix string) {
+	live := liveInstances()
 	out, _ := exec.Command("sh", "-c", `docker ps -a --format '{{.Label "paddock.instance"}}'; docker volume ls --format '{{.Label "paddock.instance"}}'; docker network ls --format '{{.Name}}'`).Output()
 	seen := map[string]bool{}
 	for _, inst := range strings.Fields(string(out)) {
-		if strings.HasPrefix(inst, prefix) && !seen[inst] {
+		if strings.HasPrefix(inst, prefix) && !seen[inst] && !live[inst] {
 			seen[inst] = true
 			Sweep(inst)
 		}
 	}
-	tables, _ := exec.Command("nft", "list", "tables", "inet").Output()
+	tables, _ := exec.Command("nft", "list", "tables").Output()
 	for _, line := range strings.Split(string(tables), "\n") {
-		if name, ok := strings.CutPrefix(strings.TrimSpace(line), "table inet "); ok && strings.HasPrefix(name, prefix) {
-			exec.Command("nft", "delete", "table", "inet", name).Run()
+		f := strings.Fields(line)
+		if len(f) == 3 && f[0] == "table" && strings.HasPrefix(f[2], prefix) && !live[f[2]] {
+			exec.Command("nft", "delete", "table", f[1], f[2]).Run()
 		}
 	}
 }
@@ -254,6 +257,9 @@ logins = [".say/login"]
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
 func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	id := "pdkt-" + randHex(4)
+	if err := claimInstance(id); err != nil {
+		return nil, err
+	}
 	addr, err := FreeAddr()
 	if err != nil {
 		return nil, err

@@ -6,7 +6,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -36,18 +38,80 @@ func run(args ...string) error {
 
 // StartInternet makes the namespace, routes the test ranges and
 // 169.254.169.254 into it, and starts the test servers (testbed/inet) in
-// it. It returns a function that removes all of it.
-func StartInternet(binDir string) (stop func(), err error) {
-	StopInternet()
-	root, err := Root()
+// it. Runs that share the machine share it: a run that finds it made by
+// another live run uses it as it is, and the last run to stop removes it.
+// It returns the function that stops this run's use.
+func StartInternet() (stop func(), err error) {
+	if err := os.MkdirAll(RunsDir, 0o755); err != nil {
+		return nil, err
+	}
+	setup, err := lockFile(filepath.Join(RunsDir, "inet.lock"), syscall.LOCK_EX)
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(binDir, "inet")
+	defer setup.Close()
+	// Every run that uses the namespace holds a shared lock on
+	// inet.users; getting it exclusively means no other run does.
+	users, err := os.OpenFile(filepath.Join(RunsDir, "inet.users"), os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	alone := syscall.Flock(int(users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+	if alone {
+		if err := makeInternet(); err != nil {
+			users.Close()
+			return nil, err
+		}
+	}
+	if err := syscall.Flock(int(users.Fd()), syscall.LOCK_SH); err != nil {
+		users.Close()
+		return nil, err
+	}
+	if err := waitWeb(); err != nil {
+		users.Close()
+		return nil, err
+	}
+	return func() {
+		setup, err := lockFile(filepath.Join(RunsDir, "inet.lock"), syscall.LOCK_EX)
+		if err == nil {
+			defer setup.Close()
+		}
+		syscall.Flock(int(users.Fd()), syscall.LOCK_UN)
+		last := syscall.Flock(int(users.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil
+		users.Close()
+		if last {
+			StopInternet()
+		}
+	}, nil
+}
+
+func lockFile(path string, how int) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), how); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// makeInternet removes what a run that is over left and makes the
+// namespace afresh. Its server is started in a session of its own, so
+// that it outlives the run that made it while others use it; its pid is
+// kept in RunsDir for the last run's StopInternet.
+func makeInternet() error {
+	StopInternet()
+	root, err := Root()
+	if err != nil {
+		return err
+	}
+	bin := filepath.Join(RunsDir, "inet")
 	cmd := exec.Command("go", "build", "-o", bin, "./testbed/inet")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("building testbed/inet: %v\n%s", err, out)
+		return fmt.Errorf("building testbed/inet: %v\n%s", err, out)
 	}
 	steps := [][]string{
 		{"ip", "netns", "add", InetNS},
@@ -69,40 +133,51 @@ func StartInternet(binDir string) (stop func(), err error) {
 	for _, s := range steps {
 		if err := run(s...); err != nil {
 			StopInternet()
-			return nil, err
+			return err
 		}
 	}
+	logf, err := os.OpenFile(filepath.Join(RunsDir, "inet.log"), os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		StopInternet()
+		return err
+	}
+	defer logf.Close()
 	srv := exec.Command("ip", "netns", "exec", InetNS, bin)
-	logf, _ := os.CreateTemp("", "pdk-inet-*.log")
 	srv.Stdout, srv.Stderr = logf, logf
+	srv.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := srv.Start(); err != nil {
 		StopInternet()
-		return nil, err
+		return err
 	}
-	stop = func() {
-		srv.Process.Kill()
-		srv.Wait()
-		logf.Close()
-		os.Remove(logf.Name())
-		StopInternet()
-	}
-	// Wait for the web server, reached through the route like a box would.
+	go srv.Wait()
+	return os.WriteFile(filepath.Join(RunsDir, "inet.pid"), []byte(strconv.Itoa(srv.Process.Pid)), 0o644)
+}
+
+// waitWeb waits for the web server, reached through the route like a box
+// would.
+func waitWeb() error {
 	for i := 0; i < 100; i++ {
 		c, err := net.DialTimeout("tcp", InetWeb+":80", 200*time.Millisecond)
 		if err == nil {
 			c.Close()
-			return stop, nil
+			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	stop()
-	b, _ := os.ReadFile(logf.Name())
-	return nil, fmt.Errorf("testbed internet did not come up: %s", b)
+	b, _ := os.ReadFile(filepath.Join(RunsDir, "inet.log"))
+	return fmt.Errorf("testbed internet did not come up: %s", b)
 }
 
 // StopInternet removes the namespace and the routes (what is absent is
 // skipped).
 func StopInternet() {
+	if b, err := os.ReadFile(filepath.Join(RunsDir, "inet.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && pid > 0 {
+			// Its session: ip netns exec and the server it runs.
+			syscall.Kill(-pid, syscall.SIGKILL)
+		}
+		os.Remove(filepath.Join(RunsDir, "inet.pid"))
+	}
 	for _, r := range InetRoutes {
 		exec.Command("ip", "route", "del", r, "via", "198.19.255.2").Run()
 	}
