@@ -6,6 +6,7 @@
 // trip.
 //
 //	go run ./testbed/bench [-n 5] [-big-n 3]
+//	go run ./testbed/bench -scale    # at 1, 10 and 50 idle boxes
 //
 // It needs root and the testbed engine and image (it makes them if missing),
 // sends traffic only to loopback and the local engine, and removes what it
@@ -115,6 +116,7 @@ func main() {
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
 	section := flag.String("section", "all", "boxes, policies, all, or load (the mixed load, not in all)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
+	scale := flag.Bool("scale", false, "measure at 1, 10 and 50 idle boxes instead (create, plan, exec, policy change, memory)")
 	flag.StringVar(&jsonOut, "json", "", "also write the rows as JSON to this file (p50 and p95 of each side)")
 	flag.Parse()
 	if reason := harness.EngineReason(); reason != "" {
@@ -155,6 +157,11 @@ func main() {
 	}
 	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}
+	if *scale {
+		// Boxes run their own Docker engine, as Sysbox lets them in
+		// production (runc boxes here), so that their memory counts it.
+		d.Env = append(d.Env, "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true")
+	}
 	if err := d.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -166,6 +173,11 @@ func main() {
 
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}
 	var rows []row
+	if *scale {
+		rows, desk := benchScale(r, d, work, *n, []int{1, 10, 50})
+		printScale(rows, desk)
+		return
+	}
 	if *section == "all" || *section == "policies" {
 		rows = append(rows, benchPolicies(r, d, work, *n, *policyBoxes)...)
 	}
@@ -187,6 +199,8 @@ func main() {
 		return
 	}
 	small, big := makeTrees(filepath.Join(work, "trees"))
+	modules, files, size := makeModules(filepath.Join(work, "trees"))
+	modulesName := fmt.Sprintf("node_modules shape (%d files, %d MB, symlinks)", files, size>>20)
 
 	// create to first exec
 	p := timeIt(*n, nil, func(i int) {
@@ -240,7 +254,7 @@ func main() {
 	}, func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cps%d", i)) })
 	rows = append(rows, row{"push 100 MB, one file, through HTTPS", p, dk})
 
-	for _, tree := range []struct{ name, dir string }{{"100 MB, 10k small files", small}, {"100 MB, one file", big}} {
+	for _, tree := range []struct{ name, dir string }{{"100 MB, 10k small files", small}, {"100 MB, one file", big}, {modulesName, modules}} {
 		p = timeIt(*bigN, nil, func(i int) {
 			r.paddock("push", "bench", tree.dir, "--to", fmt.Sprintf("/tmp/push%d", i))
 		}, func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/push%d", i)) })

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// scaleRow is what -scale measures with a number of idle boxes declared
+// and running.
+type scaleRow struct {
+	boxes      int
+	applyEach  time.Duration // the apply that added them, per box added
+	plan       sample        // a plan with nothing to change
+	create     sample        // one more box: new + first exec (+ rm, untimed)
+	exec       sample        // exec true round trip
+	rawExec    sample        // docker exec true in the same container
+	policy     sample        // policy set on one box
+	daemonRSS  int64
+	boxMemMean int64 // the boxes' memory (their cgroups), mean
+}
+
+// benchScale grows one Boxfile project of boxes without desktops to each
+// size in turn (applying it) and measures, at that size: a no-change plan,
+// one more box made and used, an exec round trip, a policy change, the
+// memory of paddockd and of the boxes (each running its own Docker
+// engine, as in production). Then the memory of one idle box with a
+// desktop.
+func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) ([]scaleRow, int64) {
+	dir := filepath.Join(work, "scale")
+	os.MkdirAll(dir, 0o755)
+	file := filepath.Join(dir, "Boxfile.hcl")
+	var rows []scaleRow
+	prev := 0
+	for _, size := range sizes {
+		var hcl strings.Builder
+		hcl.WriteString("project = \"scale\"\n")
+		for i := 0; i < size; i++ {
+			fmt.Fprintf(&hcl, "box \"s%02d\" {}\n", i)
+		}
+		os.WriteFile(file, []byte(hcl.String()), 0o644)
+		start := time.Now()
+		r.paddock("apply", "-f", file, "--auto-approve")
+		row := scaleRow{boxes: size, applyEach: time.Since(start) / time.Duration(size-prev)}
+		prev = size
+		row.plan = timeIt(n, nil, func(int) { r.paddock("plan", "-f", file) }, nil)
+		row.create = timeIt(n, nil, func(i int) {
+			r.paddock("new", "--name", fmt.Sprintf("x%d", i))
+			r.paddock("exec", fmt.Sprintf("x%d", i), "--", "true")
+		}, func(i int) { r.paddock("rm", fmt.Sprintf("x%d", i)) })
+		row.exec = timeIt(n*2, nil, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
+		row.rawExec = timeIt(n*2, nil, func(int) { r.docker("exec", d.Instance+"-s00", "true") }, nil)
+		row.policy = timeIt(n*2, nil, func(i int) {
+			pol := "deny-all"
+			if i%2 == 1 {
+				pol = "allow-all"
+			}
+			r.paddock("policy", "set", "s00", pol)
+		}, nil)
+		r.paddock("policy", "set", "s00", "allow-all")
+		time.Sleep(10 * time.Second) // the boxes' engines are up and idle
+		row.daemonRSS = d.RSS()
+		var names []string
+		for i := 0; i < size; i++ {
+			names = append(names, fmt.Sprintf("%s-s%02d", d.Instance, i))
+		}
+		mem := boxMemory(names)
+		row.boxMemMean = mem / int64(size)
+		rows = append(rows, row)
+		fmt.Fprintf(os.Stderr, "bench: at %d boxes: exec %s, new + exec %s, paddockd %d MiB, box %d MiB\n",
+			size, row.exec.P50.Round(time.Millisecond), row.create.P50.Round(time.Millisecond), row.daemonRSS>>20, row.boxMemMean>>20)
+	}
+	r.paddock("destroy", "-f", file, "--auto-approve")
+
+	r.paddock("new", "--name", "deskmem", "--desktop")
+	r.paddock("screenshot", "deskmem", "-o", filepath.Join(work, "deskmem.png")) // the desktop is up
+	time.Sleep(5 * time.Second)                                                  // and settled
+	desk := boxMemory([]string{d.Instance + "-deskmem"})
+	r.paddock("rm", "deskmem")
+	return rows, desk
+}
+
+// boxMemory sums the working set of the containers' memory cgroups (usage
+// less the inactive page cache, as the engine and kubelet count it), read
+// from the cgroup files: cgroup v1 or v2.
+func boxMemory(names []string) int64 {
+	var total int64
+	for _, name := range names {
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", name).Output()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: inspect:", name, err)
+			os.Exit(1)
+		}
+		total += cgroupMemory(strings.TrimSpace(string(out)))
+	}
+	return total
+}
+
+func cgroupMemory(pid string) int64 {
+	b, err := os.ReadFile("/proc/" + pid + "/cgroup")
+	if err != nil {
+		return 0
+	}
+	read := func(path string) int64 {
+		b, _ := os.ReadFile(path)
+		v, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		return v
+	}
+	stat := func(path, key string) int64 {
+		b, _ := os.ReadFile(path)
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, " "); ok && k == key {
+				n, _ := strconv.ParseInt(v, 10, 64)
+				return n
+			}
+		}
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if f[1] == "memory" { // v1
+			dir := filepath.Join("/sys/fs/cgroup/memory", f[2])
+			return read(filepath.Join(dir, "memory.usage_in_bytes")) - stat(filepath.Join(dir, "memory.stat"), "total_inactive_file")
+		}
+		if f[0] == "0" && f[1] == "" { // v2
+			dir := filepath.Join("/sys/fs/cgroup", f[2])
+			if _, err := os.Stat(filepath.Join(dir, "memory.current")); err == nil {
+				return read(filepath.Join(dir, "memory.current")) - stat(filepath.Join(dir, "memory.stat"), "inactive_file")
+			}
+		}
+	}
+	return 0
+}
+
+func printScale(rows []scaleRow, desk int64) {
+	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Printf("\nScale: idle boxes without desktops (each with its Docker engine), one Boxfile project\n\n")
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "boxes\tapply, per box added\tplan (no change)\tnew + first exec\texec true\tdocker exec\tpolicy set\tpaddockd RSS\tbox memory, mean\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.boxes, ms(r.applyEach), ms(r.plan.P50), ms(r.create.P50),
+			ms(r.exec.P50), ms(r.rawExec.P50), ms(r.policy.P50), mib(r.daemonRSS), mib(r.boxMemMean))
+	}
+	tw.Flush()
+	if len(rows) > 1 {
+		first, last := rows[0], rows[len(rows)-1]
+		fmt.Printf("\nexec round trip at %d boxes / at %d: %.2f (goal ≤ 1.2); docker exec on the same machine: %.2f\n", last.boxes, first.boxes,
+			float64(last.exec.P50)/float64(first.exec.P50), float64(last.rawExec.P50)/float64(first.rawExec.P50))
+		fit := int64(24<<30) / max(last.boxMemMean, 1)
+		fmt.Printf("idle boxes without a desktop that 24 GiB holds at %s each: %d (goal: 50 comfortably)\n", mib(last.boxMemMean), fit)
+	}
+	fmt.Printf("one idle box with a desktop: %s\n", mib(desk))
+}
