@@ -365,10 +365,12 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	// costs no exec; the folder it goes in is found by asking the engine.
 	// (A crash's leftovers are listed in the store and go after the next
 	// start.)
+	t0 := time.Now()
 	parent, err := s.pushParent(ctx, name, dir)
 	if err != nil {
 		return err
 	}
+	t1 := time.Now()
 	stageName := pushStagePrefix + randHex(6)
 	stage := path.Join(parent, stageName)
 	left := store.Leftover{Kind: "box", Target: name, Path: stage}
@@ -391,8 +393,10 @@ if [ ! -e "$dir" ]; then
 fi
 find "$stage" -mindepth 1 -maxdepth 1 -exec cp -a -l --remove-destination -t "$dir/" -- {} +
 rm -rf -- "$stage"`
+		t2 := time.Now()
 		if err = run(stay, "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
 			s.doneLeftover(left)
+			s.Log.Debug("push", "box", name, "dir", dir, "find_folder", t1.Sub(t0), "stream", t2.Sub(t1), "merge", time.Since(t2))
 			return nil
 		}
 		err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
