@@ -216,6 +216,16 @@ func TestDashboard(t *testing.T) {
 	cliNew := time.Since(t0)
 	poll[bool](b, "the CLI's box in the list, without a reload", `!!document.querySelector('#boxes tr[data-box="fromcli"]')`, 10*time.Second)
 
+	// A box stopped for its disk says why in the list (its note), not only
+	// in 'paddock show'.
+	if _, err := d.Client().CreateBox(ctx, api.BoxPost{Name: "full", Type: "medium"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Client().Exec(ctx, "full", api.ExecPost{Cmd: []string{"sudo", "-n", "sh", "-c", "head -c 80000000 /dev/urandom > /var/lib/docker/fill"}}, clientIO()); err != nil {
+		t.Fatal(err)
+	}
+	poll[bool](b, "the disk note in the list", `(document.querySelector('#boxes tr[data-box="full"] .status')?.textContent || "").includes("past types.medium.disk_gib = 0.05")`, 60*time.Second)
+
 	// Create a box with the form and watch it turn running without a reload.
 	b.do(chromedp.Click(chromedp.CSS("#new-open")),
 		chromedp.SendKeys(chromedp.CSS("#n-name"), "dash"),

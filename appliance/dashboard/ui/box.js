@@ -51,7 +51,7 @@ function renderBox() {
     box.desired === "running" ? act("Stop", () => api("POST", B + "/stop")) : act("Start", () => api("POST", B + "/start")),
     act("Snapshot", () => api("POST", B + "/snapshots")),
     act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
-  const facts = [["State", box.status + (box.error ? ": " + box.error : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
+  const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
     ["Created", when(box.created)], ["From snapshot", box.from || "—"],
