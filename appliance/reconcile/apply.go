@@ -260,7 +260,19 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 		r.Log.Info("reconcile", "plan", Summary(changes))
 	}
 	r.apply(ctx, changes, res.Errors)
-	if err := r.record(ctx, boxes, desired, res.Errors); err != nil {
+	now := observed.Boxes
+	if len(changes) > 0 {
+		// What the changes made: observed again, and the firewall told of
+		// the boxes that run now (a box that started has its port bound
+		// at once). With no change, what was observed and synced stands.
+		if now, err = r.Driver.Boxes(ctx); err != nil {
+			return res, err
+		}
+		if err := r.firewall(boxes, now); err != nil {
+			return res, err
+		}
+	}
+	if err := r.record(ctx, boxes, now, desired, res.Errors); err != nil {
 		return res, err
 	}
 	return res, nil
@@ -469,16 +481,9 @@ func (r *Reconciler) firewall(boxes []store.Box, observed []driver.BoxState) err
 	return nil
 }
 
-// record binds the ports of boxes that run now and stores the observed
-// state of every declared box after a run.
-func (r *Reconciler) record(ctx context.Context, boxes []store.Box, desired Desired, errs map[string]error) error {
-	now, err := r.Driver.Boxes(ctx)
-	if err != nil {
-		return err
-	}
-	if err := r.firewall(boxes, now); err != nil {
-		return err
-	}
+// record stores the observed state of every declared box after a run (now
+// is what the engine has).
+func (r *Reconciler) record(ctx context.Context, boxes []store.Box, now []driver.BoxState, desired Desired, errs map[string]error) error {
 	if err := r.buryRemoved(ctx, now); err != nil {
 		return err
 	}
