@@ -23,16 +23,33 @@ const WatchEvery = 500 * time.Millisecond
 // found by comparing the user's view of the store (boxes, drives, jobs,
 // snapshots) every interval, so that every change shows whoever made it:
 // an API call, a Boxfile apply, the reconciler observing the engine, a
-// TTL running out.
+// TTL running out. The view is read again only once the store's Seen
+// counter moved: an idle follower costs one small query per interval.
 func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Event) error) error {
 	if every <= 0 {
 		every = WatchEvery
 	}
 	seen := map[string]watched{}
 	first := true
+	var last int64
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
+		// Read before the view: a write after this read moves it again,
+		// so the next tick looks.
+		n, err := s.Store.Seen()
+		if err != nil {
+			return err
+		}
+		if !first && n == last {
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-t.C:
+			}
+			continue
+		}
+		last = n
 		now, err := s.view(ctx)
 		if err != nil {
 			return err

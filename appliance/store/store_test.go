@@ -161,3 +161,80 @@ func TestLinksAreSingleUse(t *testing.T) {
 		t.Fatalf("invite: %+v %v", u, err)
 	}
 }
+
+// Every insert, update and delete of a watched table moves Seen (the
+// events stream reads the tables only when it moved); other writes do not.
+func TestSeenMovesOnEveryWriteToAWatchedTable(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	seen := func() int64 {
+		n, err := s.Seen()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	now := time.Now()
+	var uid int64
+	writes := map[string][]func() error{
+		"boxes": {
+			func() error {
+				return s.Declare(func(tx *Tx) error {
+					return tx.CreateBox(Box{Name: "web", Type: "small", Image: "img", Desired: "running", Created: now})
+				})
+			},
+			func() error { return s.SetObserved("web", "running", "") },
+			func() error { return s.Declare(func(tx *Tx) error { return tx.DeleteBox("web") }) },
+		},
+		"drives": {
+			func() error {
+				return s.Declare(func(tx *Tx) error { return tx.CreateDrive(Drive{Name: "dr", State: "ready", Created: now}) })
+			},
+			func() error { return s.Declare(func(tx *Tx) error { return tx.SetDriveState("dr", "deleting") }) },
+			func() error { return s.ForgetDrive("dr") },
+		},
+		"snapshots": {
+			func() error {
+				return s.Declare(func(tx *Tx) error {
+					return tx.AddSnapshot(Snapshot{ID: "s1", Box: "web", Reason: "stop", State: "pending", Created: now})
+				})
+			},
+			func() error { return s.SetSnapshotState("s1", "ready", "") },
+			func() error { return s.Declare(func(tx *Tx) error { return tx.MarkSnapshotsDeleting("web") }) },
+			func() error { return s.ForgetSnapshot("s1") },
+		},
+		"jobs": {
+			func() error { return s.AddJob(Job{ID: "j1", Box: "web", Cmd: []string{"true"}, State: "running", Started: now}) },
+			func() error { code := 0; return s.EndJob("j1", "exited", &code, now) },
+		},
+		"users": {
+			func() error { u, err := s.CreateUser(User{Name: "ann", Role: RoleMember, Created: now}); uid = u.ID; return err },
+			func() error { return s.DeleteUser(uid) },
+		},
+	}
+	for _, table := range WatchedTables {
+		ws := writes[table]
+		if len(ws) == 0 {
+			t.Errorf("no write of watched table %s in this test", table)
+		}
+		for i, w := range ws {
+			before := seen()
+			if err := w(); err != nil {
+				t.Fatalf("%s write %d: %v", table, i, err)
+			}
+			if seen() == before {
+				t.Errorf("%s write %d did not move Seen", table, i)
+			}
+		}
+	}
+	before := seen()
+	if err := s.AddLeftover(Leftover{Kind: "box", Target: "web", Path: "/x"}); err != nil {
+		t.Fatal(err)
+	}
+	if seen() != before {
+		t.Error("a write to a table the stream does not show moved Seen")
+	}
+}
