@@ -207,11 +207,17 @@ func TestSeenMovesOnEveryWriteToAWatchedTable(t *testing.T) {
 			func() error { return s.ForgetSnapshot("s1") },
 		},
 		"jobs": {
-			func() error { return s.AddJob(Job{ID: "j1", Box: "web", Cmd: []string{"true"}, State: "running", Started: now}) },
+			func() error {
+				return s.AddJob(Job{ID: "j1", Box: "web", Cmd: []string{"true"}, State: "running", Started: now})
+			},
 			func() error { code := 0; return s.EndJob("j1", "exited", &code, now) },
 		},
 		"users": {
-			func() error { u, err := s.CreateUser(User{Name: "ann", Role: RoleMember, Created: now}); uid = u.ID; return err },
+			func() error {
+				u, err := s.CreateUser(User{Name: "ann", Role: RoleMember, Created: now})
+				uid = u.ID
+				return err
+			},
 			func() error { return s.DeleteUser(uid) },
 		},
 	}
