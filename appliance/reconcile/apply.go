@@ -49,6 +49,31 @@ type Reconciler struct {
 
 	healthMu sync.Mutex
 	health   Health
+
+	// observed is what the last run saw the engine have (under mu): the
+	// running boxes' processes, for SyncPolicies.
+	observed []driver.BoxState
+}
+
+// SyncPolicies applies the egress rules of the declared boxes and
+// policies, with the boxes' processes as the last run observed them,
+// without observing the engine again: a policy change touches no
+// container, and a box's process changes only by a run (which syncs) or
+// outside Paddock (which the next run finds). Before any run it runs
+// one.
+func (r *Reconciler) SyncPolicies(ctx context.Context) error {
+	r.mu.Lock()
+	if r.observed == nil {
+		r.mu.Unlock()
+		_, err := r.Run(ctx)
+		return err
+	}
+	defer r.mu.Unlock()
+	boxes, err := r.Store.ListBoxes()
+	if err != nil {
+		return err
+	}
+	return r.firewall(boxes, r.observed)
 }
 
 // SetFront sets the function that gets the declared boxes on every run.
@@ -275,6 +300,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	if err := r.record(ctx, boxes, now, desired, res.Errors); err != nil {
 		return res, err
 	}
+	r.observed = now
 	return res, nil
 }
 

@@ -52,7 +52,14 @@ func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, 
 		b.Policy = policy
 		return nil
 	})
-	return s.settle(ctx, name, err, "box."+name)
+	if err != nil {
+		return api.Box{}, err
+	}
+	// Only the rules change: no container is touched.
+	if err := s.Rec.SyncPolicies(ctx); err != nil {
+		return api.Box{}, err
+	}
+	return s.GetBox(name)
 }
 
 // ListPolicies lists the named policies the user of ctx sees, and which
@@ -193,7 +200,7 @@ func (s *Service) UpdatePolicy(ctx context.Context, p api.PolicySpec) (api.Polic
 	if err != nil {
 		return api.Policy{}, err
 	}
-	if _, err := s.Rec.Run(ctx); err != nil {
+	if err := s.Rec.SyncPolicies(ctx); err != nil {
 		return api.Policy{}, err
 	}
 	pols, err := s.ListPolicies(ctx)
