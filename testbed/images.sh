@@ -28,7 +28,7 @@ mirror() {
 want=${1:-box}
 case "$want" in box|server|mini) ;; *) echo "usage: images.sh [box|server|mini]" >&2; exit 2 ;; esac
 
-# trixie: its Node.js (20) is new enough for every npm agent.
+# trixie, like production's Ubuntu, gets Node.js 22 from provision.sh.
 suite=trixie
 m=$(mirror)
 base_hash=$(printf '%s\n' "$suite" "$m" minbase v1 | sha256sum | cut -c1-12)

