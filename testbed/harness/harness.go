@@ -159,15 +159,26 @@ var (
 	nextSubnet = int(time.Now().UnixNano() % 256)
 )
 
-// freeSubnet hands each daemon of this process its own /24 for its box
-// network, one that overlaps no network the engine already has (a Paddock
-// running on this machine with the default 10.213.0.0/16 takes that whole
-// range; the tests then use 10.215.0.0/16 and on; 10.214.0.0/16 is the
-// driver contract tests').
+// freeSubnet hands each daemon its own /24 for its box network, one that
+// overlaps no network the engine already has (a Paddock running on this
+// machine with the default 10.213.0.0/16 takes that whole range; the
+// tests then use 10.215.0.0/16 and on; 10.214.0.0/16 is the driver
+// contract tests') nor one another live run chose and has not made yet
+// (chosen under a lock shared by the runs, and listed in the run's file).
 func freeSubnet() string {
 	subnetMu.Lock()
 	defer subnetMu.Unlock()
+	if err := os.MkdirAll(RunsDir, 0o755); err == nil {
+		if l, err := lockFile(filepath.Join(RunsDir, "subnets.lock"), syscall.LOCK_EX); err == nil {
+			defer l.Close()
+		}
+	}
 	var used []netip.Prefix
+	for _, s := range claimedSubnets() {
+		if p, err := netip.ParsePrefix(s); err == nil {
+			used = append(used, p)
+		}
+	}
 	out, _ := exec.Command("sh", "-c", `docker network ls -q | xargs -r docker network inspect --format '{{range .IPAM.Config}}{{.Subnet}} {{end}}'`).Output()
 	for _, s := range strings.Fields(string(out)) {
 		if p, err := netip.ParsePrefix(s); err == nil {
@@ -190,6 +201,7 @@ func freeSubnet() string {
 			nextSubnet = (nextSubnet + 1) % 256
 			p := netip.MustParsePrefix(fmt.Sprintf("10.%d.%d.0/24", second, nextSubnet))
 			if free(p) {
+				claim("subnet " + p.String())
 				return p.String()
 			}
 		}

@@ -54,20 +54,46 @@ func joinRun() (*os.File, error) {
 
 // claimInstance lists an instance as this run's before any of its objects
 // exist, so that a sweep by another run leaves it alone.
-func claimInstance(instance string) error {
+func claimInstance(instance string) error { return claim(instance) }
+
+// claim adds a line to this run's file.
+func claim(line string) error {
 	f, err := joinRun()
 	if err != nil {
 		return err
 	}
 	runMu.Lock()
 	defer runMu.Unlock()
-	_, err = f.WriteString(instance + "\n")
+	_, err = f.WriteString(line + "\n")
 	return err
 }
 
 // liveInstances reads the instances that live runs (this one included)
 // hold, and removes the files of runs that are over.
 func liveInstances() map[string]bool {
+	live := map[string]bool{}
+	for line := range liveLines() {
+		if !strings.Contains(line, " ") {
+			live[line] = true
+		}
+	}
+	return live
+}
+
+// claimedSubnets are the box subnets live runs (this one included) chose.
+func claimedSubnets() []string {
+	var out []string
+	for line := range liveLines() {
+		if s, ok := strings.CutPrefix(line, "subnet "); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// liveLines reads the lines of the files of live runs (this one included),
+// and removes the files of runs that are over.
+func liveLines() map[string]bool {
 	live := map[string]bool{}
 	paths, _ := filepath.Glob(filepath.Join(RunsDir, "run-*"))
 	for _, p := range paths {
