@@ -268,7 +268,17 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	if w := notify.Every(); w > 0 && w < every {
 		every = w
 	}
-	go loop(ctx, every, func() {
+	// A box that changed under paddockd (its container died, was removed
+	// or started by another hand, or the engine restarted) is looked at
+	// at once, not at the next tick.
+	kick := make(chan struct{}, 1)
+	go drv.Watch(ctx, func() {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	})
+	go loopKicked(ctx, every, kick, func() {
 		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("reconcile", "err", err)
 		}
@@ -358,6 +368,40 @@ func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 		return err
 	}
 	return policies.Remove(conn, cfg.Instance)
+}
+
+// kickGap is the least time between two runs a kick starts: a box whose
+// container dies as soon as it starts is started again at most this often
+// by the kicks (the ticker's runs come on top, as before).
+const kickGap = 2 * time.Second
+
+// loopKicked calls fn every interval and whenever kick has a value: 200
+// ms after the kick, so that a burst of kicks is one call, and no sooner
+// than kickGap after the last call.
+func loopKicked(ctx context.Context, every time.Duration, kick <-chan struct{}, fn func()) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-kick:
+			wait := max(200*time.Millisecond, time.Until(last.Add(kickGap)))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			select { // the kicks of the burst are this call's
+			case <-kick:
+			default:
+			}
+		}
+		fn()
+		last = time.Now()
+	}
 }
 
 func loop(ctx context.Context, every time.Duration, fn func()) {

@@ -137,3 +137,48 @@ func TestEngineRestart(t *testing.T) {
 	}
 	fenced("after the restart")
 }
+
+// A box changed under paddockd (its container killed, or removed, by
+// another hand) is put back at once, not at the next reconcile: paddockd
+// follows the engine's events. The reconcile interval here is an hour,
+// so only the events can do it.
+func TestEngineEventsRepairAtOnce(t *testing.T) {
+	d := newDaemon(t, t.TempDir())
+	d.Config = "reconcile_interval = \"1h\"\n" + harness.TestConfig
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	cliEnv := append(os.Environ(), d.CLIEnv()...)
+	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
+	for _, name := range []string{"killed", "removed"} {
+		cmd := exec.Command(bins.Paddock, "new", "--name", name)
+		cmd.Env = cliEnv
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("paddock new %s: %v\n%s", name, err, out)
+		}
+	}
+	state := func(box string) (string, time.Time) {
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
+		if err != nil {
+			return "absent", time.Time{}
+		}
+		status, at, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+		ts, _ := time.Parse(time.RFC3339Nano, at)
+		return status, ts
+	}
+	before := time.Now()
+	if out, err := exec.Command("docker", "kill", d.Instance+"-killed").CombinedOutput(); err != nil {
+		t.Fatalf("docker kill: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("docker", "rm", "-f", d.Instance+"-removed").CombinedOutput(); err != nil {
+		t.Fatalf("docker rm: %v\n%s", err, out)
+	}
+	for _, box := range []string{"killed", "removed"} {
+		waitFor(t, 60*time.Second, "box "+box+" to run again", func() bool {
+			status, at := state(box)
+			return status == "running" && at.After(before)
+		})
+	}
+	t.Logf("both boxes ran again %s after the kill and the removal", time.Since(before).Round(time.Millisecond))
+}

@@ -1,0 +1,54 @@
+package docker
+
+import (
+	"context"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// Watch calls changed whenever one of the instance's box containers
+// started, died (stopped, killed, crashed, or its engine went down) or was
+// removed, and each time it reaches the engine again after losing it
+// (an engine restart changes what runs), until ctx ends. Between losing
+// the engine and reaching it again it retries, backing off to 10 s.
+func (d *Driver) Watch(ctx context.Context, changed func()) {
+	wait := 500 * time.Millisecond
+	first := true
+	for ctx.Err() == nil {
+		sub, cancel := context.WithCancel(ctx)
+		res := d.c.Events(sub, client.EventsListOptions{Filters: d.filter("box").
+			Add("type", "container").Add("event", "start", "die", "destroy")})
+		// The stream is open once the engine answered; the ping says so
+		// before any message would.
+		if _, err := d.c.Ping(sub, client.PingOptions{}); err == nil {
+			if !first {
+				changed()
+			}
+			first = false
+			wait = 500 * time.Millisecond
+		}
+	read:
+		for {
+			select {
+			case <-ctx.Done():
+				cancel()
+				return
+			case _, ok := <-res.Messages:
+				if !ok {
+					break read
+				}
+				changed()
+			case <-res.Err:
+				break read
+			}
+		}
+		cancel()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+		wait = min(wait*2, 10*time.Second)
+	}
+}
