@@ -342,8 +342,12 @@ hand_over() {
 
 uninstall() {
   check_root
-  # Boxes stop first (their filesystems stay for a reinstall): nothing runs
-  # unmanaged, and the service's cleanup can then remove the firewall table.
+  # The service stops first: while it runs it puts back what it declares,
+  # so boxes stopped under it would be started again. Then the boxes stop
+  # (their filesystems stay for a reinstall), so nothing runs unmanaged,
+  # and the cleanup below can remove the firewall table.
+  say "stopping and removing the service"
+  systemctl disable --now paddockd >/dev/null 2>&1 || true
   if command -v docker >/dev/null 2>&1; then
     boxes=$(docker ps -q --filter label=paddock.kind=box 2>/dev/null || true)
     if [ -n "$boxes" ]; then
@@ -351,8 +355,6 @@ uninstall() {
       printf '%s\n' "$boxes" | xargs -r docker stop -t 5 >/dev/null 2>&1 || true
     fi
   fi
-  say "stopping and removing the service"
-  systemctl disable --now paddockd >/dev/null 2>&1 || true
   rm -f /etc/systemd/system/paddockd.service
   systemctl daemon-reload >/dev/null 2>&1 || true
   if [ -x "$BIN_DIR/paddockd" ]; then
