@@ -278,7 +278,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		default:
 		}
 	})
-	go loopKicked(ctx, every, kick, func() {
+	go loop(ctx, every, kick, func() {
 		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("reconcile", "err", err)
 		}
@@ -289,13 +289,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		}
 		notify.Alive()
 	})
-	go loop(ctx, 500*time.Millisecond, func() {
+	go loop(ctx, 500*time.Millisecond, nil, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
 			log.Error("ttl", "err", err)
 		}
 	})
 	if cfg.DiskCheckInterval > 0 {
-		go loop(ctx, cfg.DiskCheckInterval, func() {
+		go loop(ctx, cfg.DiskCheckInterval, nil, func() {
 			if err := svc.CheckDisk(ctx); err != nil && ctx.Err() == nil {
 				log.Error("disk check", "err", err)
 			}
@@ -375,10 +375,10 @@ func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 // by the kicks (the ticker's runs come on top, as before).
 const kickGap = 2 * time.Second
 
-// loopKicked calls fn every interval and whenever kick has a value: 200
-// ms after the kick, so that a burst of kicks is one call, and no sooner
-// than kickGap after the last call.
-func loopKicked(ctx context.Context, every time.Duration, kick <-chan struct{}, fn func()) {
+// loop calls fn every interval and, when kick is not nil, whenever kick
+// has a value: 200 ms after the kick, so that a burst of kicks is one
+// call, and no sooner than kickGap after the last call.
+func loop(ctx context.Context, every time.Duration, kick <-chan struct{}, fn func()) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var last time.Time
@@ -401,19 +401,6 @@ func loopKicked(ctx context.Context, every time.Duration, kick <-chan struct{}, 
 		}
 		fn()
 		last = time.Now()
-	}
-}
-
-func loop(ctx context.Context, every time.Duration, fn func()) {
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
 	}
 }
 

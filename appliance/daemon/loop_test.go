@@ -9,13 +9,13 @@ import (
 
 // A burst of kicks is one run, and kicks never start runs closer than
 // kickGap: a box that dies as soon as it starts cannot spin the reconciler.
-func TestLoopKickedCoalescesAndSpacesKicks(t *testing.T) {
+func TestLoopCoalescesAndSpacesKicks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	kick := make(chan struct{}, 1)
 	var mu sync.Mutex
 	var runs []time.Time
-	go loopKicked(ctx, time.Hour, kick, func() {
+	go loop(ctx, time.Hour, kick, func() {
 		mu.Lock()
 		runs = append(runs, time.Now())
 		mu.Unlock()

@@ -41,35 +41,12 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Even
 		if err != nil {
 			return err
 		}
-		if !first && n == last {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-t.C:
-			}
-			continue
-		}
-		last = n
-		now, err := s.view(ctx)
-		if err != nil {
-			return err
-		}
-		for k, v := range now {
-			if old, ok := seen[k]; ok && bytes.Equal(old.raw, v.raw) {
-				continue
-			}
-			if err := send(Event{Kind: v.kind, Data: json.RawMessage(v.raw)}); err != nil {
+		if first || n != last {
+			last = n
+			if seen, err = s.sendChanges(ctx, seen, send); err != nil {
 				return err
 			}
 		}
-		for k, v := range seen {
-			if _, ok := now[k]; !ok {
-				if err := send(Event{Kind: v.kind + "-removed", Data: v.key}); err != nil {
-					return err
-				}
-			}
-		}
-		seen = now
 		if first {
 			first = false
 			if err := send(Event{Kind: "ready", Data: map[string]string{}}); err != nil {
@@ -82,6 +59,31 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Even
 		case <-t.C:
 		}
 	}
+}
+
+// sendChanges sends what differs between the view seen and the user's
+// view now, and returns the view now.
+func (s *Service) sendChanges(ctx context.Context, seen map[string]watched, send func(Event) error) (map[string]watched, error) {
+	now, err := s.view(ctx)
+	if err != nil {
+		return seen, err
+	}
+	for k, v := range now {
+		if old, ok := seen[k]; ok && bytes.Equal(old.raw, v.raw) {
+			continue
+		}
+		if err := send(Event{Kind: v.kind, Data: json.RawMessage(v.raw)}); err != nil {
+			return seen, err
+		}
+	}
+	for k, v := range seen {
+		if _, ok := now[k]; !ok {
+			if err := send(Event{Kind: v.kind + "-removed", Data: v.key}); err != nil {
+				return seen, err
+			}
+		}
+	}
+	return now, nil
 }
 
 type watched struct {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,28 +23,7 @@ import (
 //
 // It runs alone (no t.Parallel): every other test's boxes would stop too.
 func TestEngineRestart(t *testing.T) {
-	d := newDaemon(t, t.TempDir())
-	d.Config = "reconcile_interval = \"3s\"\n" + harness.TestConfig
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Cleanup)
-	cliEnv := append(os.Environ(), d.CLIEnv()...)
-	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
-	cli := func(args ...string) (string, error) {
-		cmd := exec.Command(bins.Paddock, args...)
-		cmd.Env = cliEnv
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	must := func(args ...string) string {
-		t.Helper()
-		out, err := cli(args...)
-		if err != nil {
-			t.Fatalf("paddock %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
-		return out
-	}
+	d, cli, must := daemonReconcilingEvery(t, "3s")
 	must("policy", "new", "only", "--allow-domain", "allowed.test")
 	must("new", "--name", "up", "--policy", "only")
 	must("new", "--name", "open")
@@ -68,19 +48,6 @@ func TestEngineRestart(t *testing.T) {
 	}
 	fenced("before the restart")
 
-	startedAt := func(box string) (string, time.Time) {
-		t.Helper()
-		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
-		if err != nil {
-			t.Fatalf("inspect %s: %v", box, err)
-		}
-		status, at, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-		ts, err := time.Parse(time.RFC3339Nano, at)
-		if err != nil {
-			t.Fatalf("inspect %s: %v", box, err)
-		}
-		return status, ts
-	}
 	before := time.Now()
 	if err := harness.RestartEngine(); err != nil {
 		t.Fatal(err)
@@ -112,7 +79,7 @@ func TestEngineRestart(t *testing.T) {
 			if got[name] != st {
 				return false
 			}
-			if status, _ := startedAt(name); (status == "running") != (st == "running") {
+			if status, _ := containerState(d, name); (status == "running") != (st == "running") {
 				return false
 			}
 		}
@@ -124,12 +91,12 @@ func TestEngineRestart(t *testing.T) {
 	// The restart did stop them (else the test tested nothing), and
 	// paddockd started them again.
 	for _, box := range []string{"up", "open"} {
-		status, at := startedAt(box)
+		status, at := containerState(d, box)
 		if status != "running" || at.Before(before) {
 			t.Errorf("box %s's container: %s, started %s; want running, started after the restart at %s", box, status, at, before)
 		}
 	}
-	if status, _ := startedAt("down"); status == "running" {
+	if status, _ := containerState(d, "down"); status == "running" {
 		t.Errorf("box down was started by the restart: %s", status)
 	}
 	if out := must("exec", "up", "--", "cat", "/config/kept"); strings.TrimSpace(out) != "kept" {
@@ -143,30 +110,9 @@ func TestEngineRestart(t *testing.T) {
 // follows the engine's events. The reconcile interval here is an hour,
 // so only the events can do it.
 func TestEngineEventsRepairAtOnce(t *testing.T) {
-	d := newDaemon(t, t.TempDir())
-	d.Config = "reconcile_interval = \"1h\"\n" + harness.TestConfig
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Cleanup)
-	cliEnv := append(os.Environ(), d.CLIEnv()...)
-	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
-	for _, name := range []string{"killed", "removed"} {
-		cmd := exec.Command(bins.Paddock, "new", "--name", name)
-		cmd.Env = cliEnv
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("paddock new %s: %v\n%s", name, err, out)
-		}
-	}
-	state := func(box string) (string, time.Time) {
-		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
-		if err != nil {
-			return "absent", time.Time{}
-		}
-		status, at, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
-		ts, _ := time.Parse(time.RFC3339Nano, at)
-		return status, ts
-	}
+	d, _, must := daemonReconcilingEvery(t, "1h")
+	must("new", "--name", "killed")
+	must("new", "--name", "removed")
 	before := time.Now()
 	if out, err := exec.Command("docker", "kill", d.Instance+"-killed").CombinedOutput(); err != nil {
 		t.Fatalf("docker kill: %v\n%s", err, out)
@@ -176,9 +122,51 @@ func TestEngineEventsRepairAtOnce(t *testing.T) {
 	}
 	for _, box := range []string{"killed", "removed"} {
 		waitFor(t, 60*time.Second, "box "+box+" to run again", func() bool {
-			status, at := state(box)
+			status, at := containerState(d, box)
 			return status == "running" && at.After(before)
 		})
 	}
 	t.Logf("both boxes ran again %s after the kill and the removal", time.Since(before).Round(time.Millisecond))
+}
+
+// daemonReconcilingEvery starts a daemon whose reconciler runs every
+// interval, and gives the CLI against it: cli returns its output and
+// error, must fails the test on an error.
+func daemonReconcilingEvery(t *testing.T, interval string) (*harness.Daemon, func(...string) (string, error), func(...string) string) {
+	t.Helper()
+	d := newDaemon(t, t.TempDir())
+	d.Config = fmt.Sprintf("reconcile_interval = %q\n", interval) + harness.TestConfig
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	cliEnv := append(os.Environ(), d.CLIEnv()...)
+	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bins.Paddock, args...)
+		cmd.Env = cliEnv
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	must := func(args ...string) string {
+		t.Helper()
+		out, err := cli(args...)
+		if err != nil {
+			t.Fatalf("paddock %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	return d, cli, must
+}
+
+// containerState is what the engine says of a box's container: its
+// status ("absent" when there is none) and when it last started.
+func containerState(d *harness.Daemon, box string) (string, time.Time) {
+	out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
+	if err != nil {
+		return "absent", time.Time{}
+	}
+	status, at, _ := strings.Cut(strings.TrimSpace(string(out)), " ")
+	started, _ := time.Parse(time.RFC3339Nano, at)
+	return status, started
 }

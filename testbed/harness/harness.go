@@ -269,7 +269,7 @@ logins = [".say/login"]
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
 func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 	id := "pdkt-" + randHex(4)
-	if err := claimInstance(id); err != nil {
+	if err := claim(id); err != nil {
 		return nil, err
 	}
 	addr, err := FreeAddr()

@@ -52,11 +52,9 @@ func joinRun() (*os.File, error) {
 	return f, nil
 }
 
-// claimInstance lists an instance as this run's before any of its objects
-// exist, so that a sweep by another run leaves it alone.
-func claimInstance(instance string) error { return claim(instance) }
-
-// claim adds a line to this run's file.
+// claim adds a line to this run's file: an instance, listed before any of
+// its objects exist so that a sweep by another run leaves it alone, or
+// "subnet PREFIX".
 func claim(line string) error {
 	f, err := joinRun()
 	if err != nil {
