@@ -140,6 +140,12 @@ func daemonReconcilingEvery(t *testing.T, interval string) (*harness.Daemon, fun
 		t.Fatal(err)
 	}
 	t.Cleanup(d.Cleanup)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(d.LogPath())
+			t.Logf("paddockd log:\n%s", b)
+		}
+	})
 	cliEnv := append(os.Environ(), d.CLIEnv()...)
 	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
 	cli := func(args ...string) (string, error) {

@@ -7,9 +7,9 @@ import (
 	"github.com/moby/moby/client"
 )
 
-// Watch calls changed whenever one of the instance's box containers
-// started, died (stopped, killed, crashed, or its engine went down) or was
-// removed, and each time it reaches the engine again after losing it
+// Watch calls changed a second after one of the instance's box
+// containers started, died (stopped, killed, crashed) or was removed, and
+// each time it reaches the engine again after losing it
 // (an engine restart changes what runs), until ctx ends. Between losing
 // the engine and reaching it again it retries, backing off to 10 s.
 func (d *Driver) Watch(ctx context.Context, changed func()) {
@@ -28,6 +28,13 @@ func (d *Driver) Watch(ctx context.Context, changed func()) {
 			first = false
 			wait = 500 * time.Millisecond
 		}
+		// A change is told once the events have been quiet for a second
+		// and the stream still stands: when the engine shuts down, its
+		// boxes die just before the stream breaks, and a reconcile then
+		// would start them against a dying engine (which can leave a
+		// container that no start can run again). Reaching the engine
+		// again tells it instead.
+		var quiet <-chan time.Time
 	read:
 		for {
 			select {
@@ -38,6 +45,9 @@ func (d *Driver) Watch(ctx context.Context, changed func()) {
 				if !ok {
 					break read
 				}
+				quiet = time.After(time.Second)
+			case <-quiet:
+				quiet = nil
 				changed()
 			case <-res.Err:
 				break read
