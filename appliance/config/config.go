@@ -155,6 +155,10 @@ type Config struct {
 	DesktopDefault bool `koanf:"desktop_default"`
 	// LinkTTL bounds the owner setup link and invitations.
 	LinkTTL time.Duration `koanf:"link_ttl"`
+	// WarmPool is how many ready boxes of each type paddockd keeps for new
+	// boxes to claim (e.g. {small = 2}; none: no pool). They are made
+	// from the default image, with a desktop if DesktopDefault says so.
+	WarmPool map[string]int `koanf:"warm_pool"`
 	// SnapshotKeep is how many snapshots of each box are kept (0: all).
 	// Older ones go as new ones are taken, except those a box is made from.
 	SnapshotKeep int `koanf:"snapshot_keep"`
@@ -198,6 +202,7 @@ func Defaults() map[string]any {
 		"types.large.cpus":            4.0,
 		"types.large.memory_mib":      8192,
 		"reconcile_interval":          "10s",
+		"warm_pool.small":             1,
 		"log_level":                   "info",
 		"default_agent":               "claude",
 		"ssh_listen":                  ":2222",
@@ -334,6 +339,9 @@ func validHostname(h string) bool {
 	return true
 }
 
+// MaxWarmPool bounds warm_pool's count of each type.
+const MaxWarmPool = 20
+
 // Validate checks values that would otherwise fail later and far away.
 func (c Config) Validate() error {
 	if c.StateDir == "" {
@@ -370,6 +378,11 @@ func (c Config) Validate() error {
 	}
 	if c.LinkTTL <= 0 {
 		return errors.New("config: link_ttl must be positive")
+	}
+	for t, n := range c.WarmPool {
+		if _, ok := c.Types[t]; !ok || n < 0 || n > MaxWarmPool {
+			return fmt.Errorf("config: warm_pool.%s: give a box type (small, medium, large) a count from 0 to %d", t, MaxWarmPool)
+		}
 	}
 	if c.SnapshotKeep < 0 {
 		return errors.New("config: snapshot_keep must be 0 (keep all) or more")

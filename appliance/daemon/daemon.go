@@ -289,6 +289,20 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		}
 		notify.Alive()
 	})
+	// The warm pool is refilled after each claim, and looked at every few
+	// seconds (a pool box still starting, an image that moved).
+	poolKick := make(chan struct{}, 1)
+	svc.PoolChanged = func() {
+		select {
+		case poolKick <- struct{}{}:
+		default:
+		}
+	}
+	go loop(ctx, poolEvery, poolKick, func() {
+		if _, err := svc.KeepPool(ctx); err != nil && ctx.Err() == nil {
+			log.Error("warm pool", "err", err)
+		}
+	})
 	go loop(ctx, 500*time.Millisecond, nil, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
 			log.Error("ttl", "err", err)
@@ -369,6 +383,9 @@ func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 	}
 	return policies.Remove(conn, cfg.Instance)
 }
+
+// poolEvery is how often the warm pool is looked at without a claim.
+const poolEvery = 2 * time.Second
 
 // kickGap is the least time between two runs a kick starts: a box whose
 // container dies as soon as it starts is started again at most this often

@@ -182,6 +182,12 @@ func (p *Pages) serverFacts(ctx context.Context) []fact {
 	if ds, err := p.Svc.ListDrives(ctx); err == nil {
 		fs = append(fs, fact{"Drives", fmt.Sprint(len(ds))})
 	}
+	if st, err := p.Svc.PoolStatus(); err == nil {
+		if st == "" {
+			st = "off (warm_pool)"
+		}
+		fs = append(fs, fact{"Warm pool", st})
+	}
 	if h := p.Svc.Rec.Health(); !h.LastRun.IsZero() {
 		v := fmt.Sprintf("last run %s ago, took %s, %d change(s), %d failed; %d runs since start",
 			time.Since(h.LastRun).Round(time.Second), h.Took.Round(time.Millisecond), h.Changes, h.Failed, h.Runs)

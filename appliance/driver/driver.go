@@ -120,6 +120,20 @@ type DiskMeter interface {
 	DiskUsage(ctx context.Context, box string) (int64, error)
 }
 
+// Hostnamer is a driver that can give a running box another hostname
+// (what hostname and uname say, /etc/hostname and /etc/hosts) without
+// making its container again: a box claimed from the warm pool was made
+// under the pool's name. The engine gives a container the hostname it
+// was made with each time it starts, so this is done after every start.
+type Hostnamer interface {
+	SetHostname(ctx context.Context, box, hostname string) error
+}
+
+// ImageIDer is a driver that can tell which image a reference names now.
+type ImageIDer interface {
+	ImageID(ctx context.Context, ref string) (string, error)
+}
+
 // SnapshotSizer is a driver that can tell the bytes a snapshot adds to
 // what its box was made from.
 type SnapshotSizer interface {

@@ -43,6 +43,12 @@ type Reconciler struct {
 	ForgetJobs func(ids []string)
 
 	mu sync.Mutex
+	// liveMu guards what runs share with claims and policy changes, which
+	// do not wait for a run: the firewall, observed and named.
+	liveMu sync.Mutex
+	// named holds, per claimed box's key, the container and process its
+	// hostname was set for (see fixHostnames).
+	named map[string]string
 	// front gets the declared boxes on every run (the front door's preview
 	// routes); its failure is logged, not fatal: the old routes stay.
 	front func([]store.Box) error
@@ -50,8 +56,8 @@ type Reconciler struct {
 	healthMu sync.Mutex
 	health   Health
 
-	// observed is what the last run saw the engine have (under mu): the
-	// running boxes' processes, for SyncPolicies.
+	// observed is what the last run saw the engine have (under liveMu):
+	// the running boxes' processes, for SyncPolicies and claims.
 	observed []driver.BoxState
 }
 
@@ -62,18 +68,42 @@ type Reconciler struct {
 // outside Paddock (which the next run finds). Before any run it runs
 // one.
 func (r *Reconciler) SyncPolicies(ctx context.Context) error {
-	r.mu.Lock()
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
 	if r.observed == nil {
-		r.mu.Unlock()
+		r.liveMu.Unlock()
 		_, err := r.Run(ctx)
+		r.liveMu.Lock()
 		return err
 	}
-	defer r.mu.Unlock()
-	boxes, err := r.Store.ListBoxes()
-	if err != nil {
+	return r.firewallLocked(r.observed)
+}
+
+// Claimed makes a box just claimed from the warm pool its user's, without
+// waiting for a run: its policy's rules in the firewall (the pool box had
+// none that reach anything) and its own hostname. The container is the
+// pool box's, running, and its spec is the same: the next run changes
+// nothing in the engine.
+func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	if r.observed == nil {
+		r.liveMu.Unlock()
+		_, err := r.Run(ctx)
+		r.liveMu.Lock()
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.firewallLocked(r.observed); err != nil {
 		return err
 	}
-	return r.firewall(boxes, r.observed)
+	for _, o := range r.observed {
+		if o.Name == b.Key() && o.Running {
+			return r.setHostname(ctx, b, o)
+		}
+	}
+	return fmt.Errorf("box %s: its container was not seen running", b.Name)
 }
 
 // SetFront sets the function that gets the declared boxes on every run.
@@ -121,7 +151,7 @@ func FirewallBoxes(boxes []store.Box, pols []store.Policy, observed []driver.Box
 	var out []policies.Box
 	for _, b := range boxes {
 		ip, _ := netip.ParseAddr(b.IP)
-		fb := policies.Box{Name: b.Name, IP: ip, Pid: pids[b.Name]}
+		fb := policies.Box{Name: b.Name, IP: ip, Pid: pids[b.Key()]}
 		switch b.Policy {
 		case "", policies.AllowAll:
 			fb.Policy.Mode = policies.AllowAll
@@ -149,7 +179,7 @@ func FirewallBoxes(boxes []store.Box, pols []store.Policy, observed []driver.Box
 func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 	t := types[b.Type]
 	spec := driver.BoxSpec{
-		Name:        b.Name,
+		Name:        b.Key(),
 		UID:         b.UID,
 		Image:       b.Image,
 		Snapshot:    b.From,
@@ -166,9 +196,22 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		})
 	}
 	spec.Mounts = append(spec.Mounts, driver.Mount{
-		Volume: driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Name}, Path: BoxDataPath,
+		Volume: driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}, Path: BoxDataPath,
 	})
 	return spec
+}
+
+// PoolSpec is the spec of a warm pool box: that of the box a claim makes
+// of it, so that the claimed box keeps its container.
+func PoolSpec(p store.PoolBox, types map[string]BoxType) driver.BoxSpec {
+	return SpecFor(PoolAsBox(p), types)
+}
+
+// PoolAsBox is the declared box a pool box becomes when claimed, but for
+// its name, owner and what the claim asks for beyond its container.
+func PoolAsBox(p store.PoolBox) store.Box {
+	name := p.Key
+	return store.Box{Name: name, Engine: p.Key, UID: p.UID, Type: p.Type, Image: p.Image, IP: p.IP, Desktop: p.Desktop}
 }
 
 // Load reads the declared state.
@@ -185,9 +228,18 @@ func (r *Reconciler) Load() (Desired, []store.Box, error) {
 	if err != nil {
 		return Desired{}, nil, err
 	}
+	pool, err := r.Store.ListPool()
+	if err != nil {
+		return Desired{}, nil, err
+	}
 	d := Desired{Drives: map[string]string{}}
+	keys := map[string]string{}
 	for _, b := range boxes {
-		d.Boxes = append(d.Boxes, DesiredBox{Spec: SpecFor(b, r.Types), Running: b.Desired == "running"})
+		d.Boxes = append(d.Boxes, DesiredBox{Spec: SpecFor(b, r.Types), Box: b.Name, Running: b.Desired == "running"})
+		keys[b.Name] = b.Key()
+	}
+	for _, p := range pool {
+		d.Boxes = append(d.Boxes, DesiredBox{Spec: PoolSpec(p, r.Types), Running: true, Pool: true})
 	}
 	for _, dr := range drives {
 		d.Drives[dr.Name] = dr.State
@@ -196,7 +248,7 @@ func (r *Reconciler) Load() (Desired, []store.Box, error) {
 		}
 	}
 	for _, s := range snaps {
-		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, State: s.State})
+		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, Key: keys[s.Box], State: s.State})
 	}
 	return d, boxes, nil
 }
@@ -271,7 +323,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 			return Result{}, err
 		}
 	}
-	if err := r.firewall(boxes, observed.Boxes); err != nil {
+	if err := r.firewall(observed.Boxes); err != nil {
 		return Result{}, err
 	}
 	if r.front != nil {
@@ -293,15 +345,66 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 		if now, err = r.Driver.Boxes(ctx); err != nil {
 			return res, err
 		}
-		if err := r.firewall(boxes, now); err != nil {
+		if err := r.firewall(now); err != nil {
 			return res, err
 		}
 	}
 	if err := r.record(ctx, boxes, now, desired, res.Errors); err != nil {
 		return res, err
 	}
+	r.liveMu.Lock()
 	r.observed = now
+	r.fixHostnames(ctx, boxes, now)
+	r.liveMu.Unlock()
 	return res, nil
+}
+
+// fixHostnames gives each running box claimed from the warm pool its own
+// hostname, once per start of its container: the engine gives it the
+// pool's at every start (after a crash in the middle of a claim, an engine
+// restart, a start by another hand). A failure is logged and tried again
+// on the next run. Under liveMu.
+func (r *Reconciler) fixHostnames(ctx context.Context, boxes []store.Box, now []driver.BoxState) {
+	running := map[string]driver.BoxState{}
+	for _, o := range now {
+		if o.Running {
+			running[o.Name] = o
+		}
+	}
+	for key := range r.named {
+		if _, ok := running[key]; !ok {
+			delete(r.named, key)
+		}
+	}
+	for _, b := range boxes {
+		o, ok := running[b.Key()]
+		if !ok || b.Key() == b.Name || r.named[b.Key()] == startMark(o) {
+			continue
+		}
+		if err := r.setHostname(ctx, b, o); err != nil && r.Log != nil {
+			r.Log.Warn("setting a claimed box's hostname", "box", b.Name, "err", err)
+		}
+	}
+}
+
+// startMark tells one start of a container from another.
+func startMark(o driver.BoxState) string { return fmt.Sprintf("%s/%d", o.ID, o.Pid) }
+
+// setHostname gives running box b (observed as o) its own hostname. Under
+// liveMu.
+func (r *Reconciler) setHostname(ctx context.Context, b store.Box, o driver.BoxState) error {
+	hn, ok := r.Driver.(driver.Hostnamer)
+	if !ok {
+		return fmt.Errorf("the engine's driver cannot set a box's hostname")
+	}
+	if err := hn.SetHostname(ctx, b.Key(), b.Name); err != nil {
+		return err
+	}
+	if r.named == nil {
+		r.named = map[string]string{}
+	}
+	r.named[b.Key()] = startMark(o)
+	return nil
 }
 
 // recoverLost points each box that had a container and lost it (removed
@@ -311,7 +414,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, error) {
 	have := map[string]bool{}
 	for _, b := range observed.Boxes {
-		have[b.Name] = true
+		have[b.Name] = true // by key
 	}
 	images := map[string]bool{}
 	for _, s := range observed.Snapshots {
@@ -319,7 +422,7 @@ func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, er
 	}
 	changed := false
 	for _, b := range boxes {
-		if have[b.Name] || (b.Observed != "running" && b.Observed != "stopped") {
+		if have[b.Key()] || (b.Observed != "running" && b.Observed != "stopped") {
 			continue
 		}
 		snaps, err := r.Store.ListSnapshots(b.Name)
@@ -386,11 +489,15 @@ func (r *Reconciler) apply(ctx context.Context, changes []Change, errs map[strin
 
 func (r *Reconciler) do(ctx context.Context, c Change) error {
 	d := r.Driver
+	key := c.Key
+	if key == "" {
+		key = c.Box
+	}
 	switch c.Action {
 	case CreateVolume:
 		return d.CreateVolume(ctx, c.Volume)
 	case TakeSnapshot:
-		if err := d.Snapshot(ctx, c.Box, c.Snapshot); err != nil {
+		if err := d.Snapshot(ctx, key, c.Snapshot); err != nil {
 			r.Store.SetSnapshotState(c.Snapshot, "failed", err.Error())
 			return err
 		}
@@ -406,9 +513,9 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 	case FailSnapshot:
 		return r.Store.SetSnapshotState(c.Snapshot, "failed", c.Reason)
 	case RemoveBox:
-		return ignoreNotFound(d.RemoveBox(ctx, c.Box))
+		return ignoreNotFound(d.RemoveBox(ctx, key))
 	case ReplaceBox:
-		if err := ignoreNotFound(d.RemoveBox(ctx, c.Box)); err != nil {
+		if err := ignoreNotFound(d.RemoveBox(ctx, key)); err != nil {
 			return err
 		}
 		return d.CreateBox(ctx, *c.Spec)
@@ -424,9 +531,9 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 		}
 		return nil
 	case StartBox:
-		return d.StartBox(ctx, c.Box)
+		return d.StartBox(ctx, key)
 	case StopBox:
-		return d.StopBox(ctx, c.Box)
+		return d.StopBox(ctx, key)
 	case RemoveVolume:
 		err := ignoreNotFound(d.RemoveVolume(ctx, c.Volume))
 		if err == nil && c.Volume.Kind == driver.KindDrive {
@@ -472,7 +579,7 @@ func (r *Reconciler) buryRemoved(ctx context.Context, now []driver.BoxState) err
 		}
 	}
 	for _, t := range tombs {
-		if left[t.Name] {
+		if left[t.Key()] {
 			continue
 		}
 		jobs, err := r.Store.ForgetTombstone(t.Name)
@@ -493,15 +600,41 @@ func ignoreNotFound(err error) error {
 	return err
 }
 
-func (r *Reconciler) firewall(boxes []store.Box, observed []driver.BoxState) error {
+// firewall applies the egress policies of what the store declares now,
+// read under liveMu, so that of two syncs the later always has the later
+// state (a run that loaded its boxes before a claim cannot put the claimed
+// box's rules back to the pool's).
+func (r *Reconciler) firewall(observed []driver.BoxState) error {
+	r.liveMu.Lock()
+	defer r.liveMu.Unlock()
+	return r.firewallLocked(observed)
+}
+
+func (r *Reconciler) firewallLocked(observed []driver.BoxState) error {
 	if r.Firewall == nil {
 		return nil
+	}
+	boxes, err := r.Store.ListBoxes()
+	if err != nil {
+		return err
 	}
 	pols, err := r.Store.ListPolicies()
 	if err != nil {
 		return err
 	}
-	if err := r.Firewall.Sync(FirewallBoxes(boxes, pols, observed)); err != nil {
+	pool, err := r.Store.ListPool()
+	if err != nil {
+		return err
+	}
+	fb := FirewallBoxes(boxes, pols, observed)
+	// Pool boxes reach nothing: what runs in them before a claim is only
+	// what the image starts.
+	for _, p := range pool {
+		b := PoolAsBox(p)
+		b.Policy = policies.DenyAll
+		fb = append(fb, FirewallBoxes([]store.Box{b}, nil, observed)...)
+	}
+	if err := r.Firewall.Sync(fb); err != nil {
 		return fmt.Errorf("applying egress policies: %w", err)
 	}
 	return nil
@@ -515,11 +648,11 @@ func (r *Reconciler) record(ctx context.Context, boxes []store.Box, now []driver
 	}
 	seen := map[string]driver.BoxState{}
 	for _, b := range now {
-		seen[b.Name] = b
+		seen[b.Name] = b // by key
 	}
 	for _, b := range boxes {
 		state, msg := "pending", ""
-		if o, ok := seen[b.Name]; ok {
+		if o, ok := seen[b.Key()]; ok {
 			state = "stopped"
 			if o.Running {
 				state = "running"

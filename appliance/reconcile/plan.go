@@ -40,14 +40,29 @@ const (
 
 // DesiredBox is a declared box as the engine should have it.
 type DesiredBox struct {
+	// Spec.Name is the name of the box's engine objects; Box is the box's
+	// own, which it answers to (its hostname). They differ for a box
+	// claimed from the warm pool; a pool box has its key as both.
 	Spec    driver.BoxSpec
+	Box     string
 	Running bool
+	// Pool: a box of the warm pool, not a user's.
+	Pool bool
+}
+
+func (b DesiredBox) name() string {
+	if b.Box != "" {
+		return b.Box
+	}
+	return b.Spec.Name
 }
 
 // DesiredSnapshot is a declared snapshot.
 type DesiredSnapshot struct {
-	ID    string
-	Box   string
+	ID  string
+	Box string
+	// Key names the box's engine objects (see DesiredBox).
+	Key   string
 	State string // pending, ready, failed, deleting
 }
 
@@ -67,8 +82,12 @@ type Observed struct {
 
 // Change is one step of a plan.
 type Change struct {
-	Action   Action
+	Action Action
+	// Box is the box's name, which addresses the change; Key names its
+	// engine objects (the same but for a box claimed from the warm pool).
 	Box      string
+	Key      string
+	Pool     bool // about a box of the warm pool
 	Spec     *driver.BoxSpec
 	Volume   driver.VolumeRef
 	Snapshot string
@@ -146,15 +165,19 @@ func Plan(desired Desired, observed Observed) []Change {
 
 	// Snapshots come before anything that stops or replaces their box.
 	for _, s := range desired.Snapshots {
+		key := s.Key
+		if key == "" {
+			key = s.Box
+		}
 		switch s.State {
 		case "pending":
 			switch {
 			case images[s.ID]:
-				add(Change{Action: MarkSnapshot, Snapshot: s.ID, Box: s.Box})
-			case boxes[s.Box].ID != "":
-				add(Change{Action: TakeSnapshot, Snapshot: s.ID, Box: s.Box})
+				add(Change{Action: MarkSnapshot, Snapshot: s.ID, Box: s.Box, Key: key})
+			case boxes[key].ID != "":
+				add(Change{Action: TakeSnapshot, Snapshot: s.ID, Box: s.Box, Key: key})
 			default:
-				add(Change{Action: FailSnapshot, Snapshot: s.ID, Box: s.Box, Reason: "the box has no container to snapshot"})
+				add(Change{Action: FailSnapshot, Snapshot: s.ID, Box: s.Box, Key: key, Reason: "the box has no container to snapshot"})
 			}
 		}
 	}
@@ -162,36 +185,36 @@ func Plan(desired Desired, observed Observed) []Change {
 	// Containers nothing declares.
 	for _, b := range sortedStates(observed.Boxes) {
 		if _, ok := declared[b.Name]; !ok {
-			add(Change{Action: RemoveBox, Box: b.Name, Reason: "not declared"})
+			add(Change{Action: RemoveBox, Box: b.Name, Key: b.Name, Reason: "not declared"})
 		}
 	}
 
 	for _, b := range sortedBoxes(desired.Boxes) {
 		spec := b.Spec
-		name := spec.Name
+		name, key := b.name(), spec.Name
 		if missing := missingDrives(spec, desired.Drives); missing != "" {
 			continue // reported by Status; nothing can be made
 		}
-		obs, ok := boxes[name]
+		obs, ok := boxes[key]
 		switch {
 		case !ok:
-			add(Change{Action: CreateBox, Box: name, Spec: &spec, Reason: "no container"})
+			add(Change{Action: CreateBox, Box: name, Key: key, Pool: b.Pool, Spec: &spec, Reason: "no container"})
 			if b.Running {
-				add(Change{Action: StartBox, Box: name})
+				add(Change{Action: StartBox, Box: name, Key: key, Pool: b.Pool})
 			}
 			continue
 		case obs.SpecHash != spec.Hash():
-			add(Change{Action: ReplaceBox, Box: name, Spec: &spec, Reason: "spec changed"})
+			add(Change{Action: ReplaceBox, Box: name, Key: key, Pool: b.Pool, Spec: &spec, Reason: "spec changed"})
 			if b.Running {
-				add(Change{Action: StartBox, Box: name})
+				add(Change{Action: StartBox, Box: name, Key: key, Pool: b.Pool})
 			}
 			continue
 		}
 		switch {
 		case b.Running && !obs.Running:
-			add(Change{Action: StartBox, Box: name, Reason: "container " + obs.Status})
+			add(Change{Action: StartBox, Box: name, Key: key, Pool: b.Pool, Reason: "container " + obs.Status})
 		case !b.Running && obs.Running:
-			add(Change{Action: StopBox, Box: name})
+			add(Change{Action: StopBox, Box: name, Key: key, Pool: b.Pool})
 		}
 	}
 
@@ -223,9 +246,9 @@ func Plan(desired Desired, observed Observed) []Change {
 			continue // kept while a box is made from it
 		}
 		if images[s.ID] {
-			add(Change{Action: RemoveSnapshot, Snapshot: s.ID, Box: s.Box})
+			add(Change{Action: RemoveSnapshot, Snapshot: s.ID, Box: s.Box, Key: s.Key})
 		} else {
-			add(Change{Action: ForgetSnapshot, Snapshot: s.ID, Box: s.Box})
+			add(Change{Action: ForgetSnapshot, Snapshot: s.ID, Box: s.Box, Key: s.Key})
 		}
 	}
 	return changes

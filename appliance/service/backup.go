@@ -211,7 +211,7 @@ func (s *Service) CleanLeftovers(ctx context.Context) error {
 			if err != nil || b.Observed != "running" {
 				continue
 			}
-			code, err := s.Driver.Exec(ctx, l.Target, driver.ExecSpec{Cmd: []string{"rm", "-rf", "--", l.Path}, User: "root"})
+			code, err := s.Driver.Exec(ctx, b.Key(), driver.ExecSpec{Cmd: []string{"rm", "-rf", "--", l.Path}, User: "root"})
 			if err != nil || code != 0 {
 				errs = append(errs, fmt.Errorf("removing %s in box %s: exit %d, %v", l.Path, l.Target, code, err))
 				continue

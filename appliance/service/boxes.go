@@ -23,7 +23,9 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	if err := s.checkImage(ctx, b.Image); err != nil {
 		return api.Box{}, invalid("image", "%v", err)
 	}
+	claimed := false
 	err = s.Store.Declare(func(tx *store.Tx) error {
+		claimed = false
 		for _, m := range b.Mounts {
 			d, err := tx.GetDrive(m.Drive)
 			if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State != "ready" || !visible(ctx, d.Owner))) {
@@ -36,14 +38,26 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		if err := s.checkPolicy(ctx, tx, b.Policy); err != nil {
 			return err
 		}
-		if err := s.assignIP(tx, &b); err != nil {
+		var err error
+		if claimed, err = s.takePool(tx, &b); err != nil {
 			return err
 		}
-		if err := s.createBox(tx, b); err != nil {
-			return err
+		if !claimed {
+			if err := s.assignIP(tx, &b); err != nil {
+				return err
+			}
 		}
-		return nil
+		return s.createBox(tx, b)
 	})
+	if err == nil && claimed {
+		if s.claimCut != nil {
+			return api.Box{}, s.claimCut()
+		}
+		if err := s.settleClaim(ctx, b); err != nil {
+			return api.Box{}, err
+		}
+		return s.GetBox(b.Name)
+	}
 	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
 }
 
@@ -532,7 +546,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 		if grace {
 			continue
 		}
-		used, err := meter.DiskUsage(ctx, b.Name)
+		used, err := meter.DiskUsage(ctx, b.Key())
 		if err != nil || float64(used) <= limit*(1<<30) {
 			continue
 		}

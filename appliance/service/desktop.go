@@ -65,12 +65,13 @@ func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 		return nil, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("%d screenshots are being taken; try again in a moment", MaxScreenshots)}
 	}
 	env := []string{"DISPLAY=" + Display}
+	key := s.engineName(name)
 	deadline := time.Now().Add(15 * time.Second)
 	var out *limitedBuffer
 	for {
 		out = &limitedBuffer{max: maxScreenshot}
 		var errb bytes.Buffer
-		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{
+		code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{
 			Cmd: []string{"import", "-window", "root", "png:-"}, Env: env, Stdout: out, Stderr: &errb,
 		})
 		if err != nil {

@@ -96,7 +96,7 @@ func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error
 // Exec runs a checked command attached to the given streams.
 func (s *Service) Exec(ctx context.Context, name string, spec driver.ExecSpec, streams ExecIO) (int, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr, spec.Resize = streams.Stdin, streams.Stdout, streams.Stderr, streams.Resize
-	return s.Driver.Exec(ctx, name, spec)
+	return s.Driver.Exec(ctx, s.engineName(name), spec)
 }
 
 func (s *Service) jobsDir() string { return filepath.Join(s.Cfg.StateDir, "jobs") }
@@ -231,7 +231,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		defer close(done)
 		w := f
 		spec.Stdout, spec.Stderr = w, w
-		code, err := s.Driver.Exec(s.Life, name, spec)
+		code, err := s.Driver.Exec(s.Life, s.engineName(name), spec)
 		state := "exited"
 		var cp *int
 		if err != nil {
@@ -340,16 +340,18 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 // "..", an absolute name or a link out of the target refuses the whole
 // archive, and dir is as it was. Files belong to the box user.
 func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) error {
-	if _, err := s.runningBox(name); err != nil {
+	b, err := s.runningBox(name)
+	if err != nil {
 		return err
 	}
+	key := b.Key()
 	if !path.IsAbs(dir) {
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
 	run := func(ctx context.Context, cmd ...string) error {
 		var stderr bytes.Buffer
-		code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
+		code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
 		if err == nil && code != 0 {
 			err = errors.New(strings.TrimSpace(stderr.String()))
 		}
@@ -366,7 +368,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	// (A crash's leftovers are listed in the store and go after the next
 	// start.)
 	t0 := time.Now()
-	parent, err := s.pushParent(ctx, name, dir)
+	parent, err := s.pushParent(ctx, name, key, dir)
 	if err != nil {
 		return err
 	}
@@ -375,7 +377,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	stage := path.Join(parent, stageName)
 	left := store.Leftover{Kind: "box", Target: name, Path: stage}
 	if err = s.addLeftover(left); err == nil {
-		err = s.checked(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, name, parent, tar) })
+		err = s.checked(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, key, parent, tar) })
 	}
 	if err == nil {
 		// One step, as it costs an exec: the target's missing folders,
@@ -411,13 +413,13 @@ rm -rf -- "$stage"`
 
 // pushParent is the folder a push into dir stages in: dir, or its
 // nearest existing parent, which must be a folder.
-func (s *Service) pushParent(ctx context.Context, box, dir string) (string, error) {
+func (s *Service) pushParent(ctx context.Context, box, key, dir string) (string, error) {
 	st, ok := s.Driver.(driver.PathStater)
 	if !ok {
 		return "", errors.New("this engine driver cannot tell what a box's files are")
 	}
 	for p := dir; ; p = path.Dir(p) {
-		isDir, err := st.StatPath(ctx, box, p)
+		isDir, err := st.StatPath(ctx, key, p)
 		// Not there, or under a file (engines answer that one as a
 		// server error): look at the parent, which says which.
 		if err != nil && p != "/" {
@@ -439,13 +441,14 @@ const pushStagePrefix = ".paddock-push-"
 // Pull returns a tar stream of path in a box; the first component of every
 // name is path's base name.
 func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, error) {
-	if _, err := s.runningBox(name); err != nil {
+	b, err := s.runningBox(name)
+	if err != nil {
 		return nil, err
 	}
 	if !path.IsAbs(p) {
 		return nil, invalid("path", "path %q must be absolute", p)
 	}
-	rc, err := s.Driver.CopyFrom(ctx, name, path.Clean(p))
+	rc, err := s.Driver.CopyFrom(ctx, b.Key(), path.Clean(p))
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
 	}

@@ -34,7 +34,7 @@ func (s *Service) ListDir(ctx context.Context, name, dir string) (api.Dir, error
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	var out, stderr bytes.Buffer
-	code, err := s.Driver.Exec(ctx, name, driver.ExecSpec{Cmd: []string{"sh", "-c", script, "ls", dir}, Stdout: &out, Stderr: &stderr})
+	code, err := s.Driver.Exec(ctx, s.engineName(name), driver.ExecSpec{Cmd: []string{"sh", "-c", script, "ls", dir}, Stdout: &out, Stderr: &stderr})
 	if err != nil {
 		return api.Dir{}, err
 	}

@@ -29,15 +29,21 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 	if err != nil {
 		return st, err
 	}
-	st.Observed = map[string]driver.BoxState{}
-	for _, b := range obs {
-		st.Observed[b.Name] = b
-	}
 	if st.Serial, err = from.Serial(); err != nil {
 		return st, err
 	}
 	if st.Boxes, err = from.ListBoxes(); err != nil {
 		return st, err
+	}
+	byKey := map[string]driver.BoxState{}
+	for _, b := range obs {
+		byKey[b.Name] = b
+	}
+	st.Observed = map[string]driver.BoxState{}
+	for _, b := range st.Boxes {
+		if o, ok := byKey[b.Key()]; ok {
+			st.Observed[b.Name] = o
+		}
 	}
 	if st.Drives, err = from.ListDrives(); err != nil {
 		return st, err

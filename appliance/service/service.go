@@ -43,6 +43,10 @@ type Service struct {
 	Life context.Context
 	Now  func() time.Time
 
+	// PoolChanged, when set, is told that a box was claimed from the warm
+	// pool (which is refilled in the background).
+	PoolChanged func()
+
 	// Devices holds device logins in progress.
 	Devices Devices
 	// SignIns holds the dashboard's sign-in links not yet used.
@@ -60,6 +64,10 @@ type Service struct {
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time
 	jobs      map[string]chan struct{} // running jobs: closed when done
+
+	// claimCut, when set (by tests), ends a claim just after it is
+	// declared, as a crash there would.
+	claimCut func() error
 }
 
 func (s *Service) now() time.Time {
@@ -79,6 +87,15 @@ func conflict(format string, args ...any) error {
 
 func invalid(field, format string, args ...any) error {
 	return &api.Error{Code: api.CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// engineName is the name of box's engine objects: its own, or the warm
+// pool's for a box claimed from it. A box that is gone keeps its name.
+func (s *Service) engineName(box string) string {
+	if b, err := s.Store.GetBox(box); err == nil {
+		return b.Key()
+	}
+	return box
 }
 
 // reconcileFor runs the reconciler and returns the error, if any, of the
@@ -101,6 +118,7 @@ func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
 // drives or snapshots, not even their names).
 func (s *Service) Reconcile(ctx context.Context) (reconcile.Result, error) {
 	res, err := s.Rec.Run(ctx)
+	res = withoutPool(res)
 	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
 		out := reconcile.Result{Errors: map[string]error{}}
 		for _, c := range res.Changes {

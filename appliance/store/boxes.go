@@ -50,6 +50,18 @@ type Box struct {
 	// Note says why the box was stopped when its user did not stop it
 	// (its disk passed its type's bound); cleared when it starts.
 	Note string
+	// Engine is the name of the box's engine objects when it is not the
+	// box's own: a box claimed from the warm pool keeps the pool's. Never
+	// changes.
+	Engine string
+}
+
+// Key is the name the box's engine objects have.
+func (b Box) Key() string {
+	if b.Engine != "" {
+		return b.Engine
+	}
+	return b.Name
 }
 
 // Mount is a drive mounted in a box.
@@ -59,7 +71,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine`
 
 type scanner interface{ Scan(...any) error }
 
@@ -70,7 +82,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -109,6 +121,14 @@ func (t *Tx) CreateBox(b Box) error {
 	if n > 0 {
 		return ErrRemoving
 	}
+	// No two boxes, nor a box and a pool box, share engine names.
+	if err := t.tx.QueryRow(`SELECT (SELECT count(*) FROM pool WHERE key=?) + (SELECT count(*) FROM boxes WHERE engine=?) + (SELECT count(*) FROM tombstones WHERE engine=?)`,
+		b.Key(), b.Key(), b.Key()).Scan(&n); err != nil {
+		return err
+	}
+	if n > 0 {
+		return ErrConflict
+	}
 	if b.UID == "" {
 		b.UID = NewUID()
 	}
@@ -121,9 +141,9 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -181,20 +201,30 @@ func (t *Tx) DeleteBox(name string) error {
 	if _, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name); err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed) VALUES (?,?,?)`, name, b.UID, unix(time.Now()))
+	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine) VALUES (?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine)
 	return err
 }
 
 // Tombstone is a removed box whose engine objects may still exist.
 type Tombstone struct {
 	Name, UID string
+	// Engine names its engine objects when not Name (see Box.Engine).
+	Engine string
+}
+
+// Key is the name the removed box's engine objects have.
+func (t Tombstone) Key() string {
+	if t.Engine != "" {
+		return t.Engine
+	}
+	return t.Name
 }
 
 // ListTombstones lists the removed boxes that still hold their names.
 func (s *Store) ListTombstones() ([]Tombstone, error) {
-	return listAll(s.db, `SELECT name, uid FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
+	return listAll(s.db, `SELECT name, uid, engine FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
 		var t Tombstone
-		return t, r.Scan(&t.Name, &t.UID)
+		return t, r.Scan(&t.Name, &t.UID, &t.Engine)
 	})
 }
 
@@ -269,9 +299,18 @@ func (t *Tx) FreeIP(subnet netip.Prefix, gateway netip.Addr) (netip.Addr, error)
 	if err != nil {
 		return netip.Addr{}, err
 	}
+	pool, err := t.ListPool()
+	if err != nil {
+		return netip.Addr{}, err
+	}
 	used := map[netip.Addr]bool{gateway: true}
 	for _, b := range boxes {
 		if a, err := netip.ParseAddr(b.IP); err == nil {
+			used[a] = true
+		}
+	}
+	for _, p := range pool {
+		if a, err := netip.ParseAddr(p.IP); err == nil {
 			used[a] = true
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	goimage "image"
 	"image/png"
@@ -262,15 +263,14 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	inst := daemonOf(ts).Instance
 	switch {
 	case len(args) == 2 && args[0] == "containers":
-		names, err := harness.Containers(inst)
-		ts.Check(err)
+		names := usersContainers(ts)
 		if fmt.Sprint(len(names)) != args[1] {
 			ts.Fatalf("engine has %d box containers %v, want %s", len(names), names, args[1])
 		}
 	case len(args) == 2 && args[0] == "rm":
-		ts.Check(exec.Command("docker", "rm", "-f", inst+"-"+args[1]).Run())
+		ts.Check(exec.Command("docker", "rm", "-f", boxContainer(ts, args[1])).Run())
 	case len(args) == 3 && args[0] == "state":
-		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}}", inst+"-"+args[1]).Output()
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}}", boxContainer(ts, args[1])).Output()
 		ts.Check(err)
 		if got := strings.TrimSpace(string(out)); got != args[2] {
 			ts.Fatalf("box %s's container is %s, want %s", args[1], got, args[2])
@@ -291,6 +291,52 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	default:
 		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine tag NAME")
 	}
+}
+
+// boxContainer names box's container. A box claimed from the warm pool has
+// the pool box's container, and its name: the store says which (read
+// directly, so that it answers while paddockd is down).
+func boxContainer(ts *testscript.TestScript, box string) string {
+	d := daemonOf(ts)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	ts.Check(err)
+	defer db.Close()
+	var engine string
+	if err := db.QueryRow(`SELECT engine FROM boxes WHERE name=?`, box).Scan(&engine); err != nil || engine == "" {
+		return d.Instance + "-" + box
+	}
+	return d.Instance + "-" + engine
+}
+
+// usersContainers lists the instance's box containers but those of the
+// warm pool's boxes nobody claimed. Every /var/lib/docker volume must
+// belong to one of them or to a pool box.
+func usersContainers(ts *testscript.TestScript) []string {
+	inst := daemonOf(ts).Instance
+	ips, err := harness.ContainerIPs(inst)
+	ts.Check(err)
+	boxes, err := daemonOf(ts).Client().Boxes(context.Background())
+	ts.Check(err)
+	claimed := map[string]bool{}
+	for _, b := range boxes {
+		claimed[b.IP] = true
+	}
+	var out []string
+	keys := map[string]bool{}
+	for name, ip := range ips {
+		keys[strings.TrimPrefix(name, inst+"-")] = true
+		if !strings.HasPrefix(name, inst+"-"+harness.PoolPrefix) || claimed[ip] {
+			out = append(out, name)
+		}
+	}
+	vols, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label=paddock.instance="+inst).Output()
+	ts.Check(err)
+	for _, v := range strings.Fields(string(vols)) {
+		if key, ok := strings.CutPrefix(v, inst+"-boxdata-"); ok && !keys[key] {
+			ts.Fatalf("volume %s belongs to no box container", v)
+		}
+	}
+	return out
 }
 
 func cmdSleep(ts *testscript.TestScript, neg bool, args []string) {
@@ -409,7 +455,7 @@ func cmdBoxIPv6(ts *testscript.TestScript, neg bool, args []string) {
 	if len(args) != 2 {
 		ts.Fatalf("usage: boxipv6 VAR BOX")
 	}
-	pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", daemonOf(ts).Instance+"-"+args[1]).Output()
+	pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", boxContainer(ts, args[1])).Output()
 	ts.Check(err)
 	ns := []string{"-t", strings.TrimSpace(string(pid)), "-n"}
 	out, err := exec.Command("nsenter", append(ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.lo.disable_ipv6=0", "net.ipv6.conf.eth0.disable_ipv6=0")...).CombinedOutput()

@@ -245,6 +245,8 @@ func AltImage(image, instance string) string {
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
+# No warm pool but where a test asks for one (PADDOCK_WARM_POOL__SMALL).
+warm_pool = { small = 0 }
 # Bounds a test can reach quickly (bounds.txtar).
 job_log_max_mib = 1
 disk_check_interval = "2s"
@@ -378,6 +380,26 @@ func (d *Daemon) Stop() error { return d.signal(syscall.SIGTERM) }
 // Kill stops the daemon with SIGKILL, as a crash would.
 func (d *Daemon) Kill() error { return d.signal(syscall.SIGKILL) }
 
+// WaitPool waits until the daemon's log says n warm pool boxes became
+// ready since it was first started.
+func (d *Daemon) WaitPool(n int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, err := os.ReadFile(d.LogPath())
+		if err != nil {
+			return err
+		}
+		got := strings.Count(string(b), "warm pool box ready")
+		if got >= n {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited %s for %d warm pool boxes to be ready; %d were", timeout, n, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // Client is an API client for the daemon.
 func (d *Daemon) Client() *client.Client {
 	c, err := client.New("http://"+d.Listen, d.Token)
@@ -429,6 +451,32 @@ func Containers(instance string) ([]string, error) {
 	}
 	return strings.Fields(string(out)), nil
 }
+
+// ContainerIPs maps each box container of an instance to its fixed
+// address on the box network (a box claimed from the warm pool has the
+// pool box's container, and name, so tests find a box's by its address).
+func ContainerIPs(instance string) (map[string]string, error) {
+	names, err := Containers(instance)
+	if err != nil || len(names) == 0 {
+		return map[string]string{}, err
+	}
+	out, err := exec.Command("docker", append([]string{"inspect", "-f",
+		`{{.Name}} {{range .NetworkSettings.Networks}}{{if .IPAMConfig}}{{.IPAMConfig.IPv4Address}}{{end}}{{end}}`}, names...)...).Output()
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if f := strings.Fields(line); len(f) == 2 {
+			m[strings.TrimPrefix(f[0], "/")] = f[1]
+		}
+	}
+	return m, nil
+}
+
+// PoolPrefix starts the engine names of warm pool boxes (after the
+// instance and "-").
+const PoolPrefix = "pool-"
 
 // Tool finds a program a test needs. Outside CI a missing one skips the
 // test, saying so; in CI (CI=true), where the testbed installs everything,

@@ -203,6 +203,31 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	}
 
 	volumes(t, d, image, spec.Mounts[0].Volume)
+	hostname(t, d)
+}
+
+// hostname checks SetHostname on ct-run, where the driver has it: what the
+// kernel, /etc/hostname and /etc/hosts say in the box, and that the box
+// answers to the new name and no longer to the old one.
+func hostname(t *testing.T, d driver.Driver) {
+	hn, ok := d.(driver.Hostnamer)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	must(t, hn.SetHostname(ctx, "ct-run", "renamed"))
+	var out, errb bytes.Buffer
+	code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{
+		Cmd:    []string{"sh", "-c", `hostname; cat /etc/hostname; grep -c -w renamed /etc/hosts; grep -c -w ct-run /etc/hosts; getent hosts renamed >/dev/null && echo resolves`},
+		Stdout: &out, Stderr: &errb,
+	})
+	must(t, err)
+	if want := "renamed\nrenamed\n1\n0\nresolves\n"; out.String() != want {
+		t.Fatalf("after SetHostname: exit %d, %q (stderr %q), want %q", code, out.String(), errb.String(), want)
+	}
+	if err := hn.SetHostname(ctx, "ct-none", "x"); err == nil {
+		t.Fatal("SetHostname of a box that does not exist: no error")
+	}
 }
 
 // volumes checks ReadVolume and WriteVolume on drive, which ct-run mounts

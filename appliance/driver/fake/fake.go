@@ -18,6 +18,10 @@ import (
 type box struct {
 	spec    driver.BoxSpec
 	running bool
+	// pid is a new number at each start, as a real first process is;
+	// hostname is what the box would say, the spec's name after a start.
+	pid      int
+	hostname string
 }
 
 // Driver is the fake engine.
@@ -27,6 +31,8 @@ type Driver struct {
 	boxes     map[string]*box
 	volumes   map[driver.VolumeRef]bool
 	snapshots map[string]string // id → box
+	imageIDs  map[string]string
+	pids      int
 	// Fail, when it returns an error for an operation ("create web",
 	// "start web", "snapshot ID", ...), makes that operation fail; tests use
 	// it to stop a run half way, as a crash would.
@@ -87,7 +93,11 @@ func (d *Driver) Boxes(context.Context) ([]driver.BoxState, error) {
 		if b.running {
 			st = "running"
 		}
-		out = append(out, driver.BoxState{Name: name, ID: "fake-" + name, SpecHash: b.spec.Hash(), Running: b.running, Status: st, Snapshot: b.spec.Snapshot})
+		pid := 0
+		if b.running {
+			pid = b.pid
+		}
+		out = append(out, driver.BoxState{Name: name, ID: "fake-" + name, SpecHash: b.spec.Hash(), Running: b.running, Status: st, Snapshot: b.spec.Snapshot, Pid: pid})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -130,8 +140,71 @@ func (d *Driver) setRunning(name string, running bool, verb string) error {
 	if err := d.op("%s %s", verb, name); err != nil {
 		return err
 	}
+	if running && !b.running {
+		d.pids++
+		b.pid, b.hostname = 1000+d.pids, b.spec.Name
+	}
 	b.running = running
 	return nil
+}
+
+var (
+	_ driver.Hostnamer = (*Driver)(nil)
+	_ driver.ImageIDer = (*Driver)(nil)
+)
+
+// SetHostname sets what a running box says its hostname is, until it
+// starts again.
+func (d *Driver) SetHostname(_ context.Context, name, hostname string) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	b, ok := d.boxes[name]
+	if !ok {
+		return notFound("box " + name)
+	}
+	if !b.running {
+		return fmt.Errorf("box %s is not running", name)
+	}
+	if err := d.op("hostname %s %s", name, hostname); err != nil {
+		return err
+	}
+	b.hostname = hostname
+	return nil
+}
+
+// Hostname is what a running box says its hostname is ("" when it does
+// not run).
+func (d *Driver) Hostname(name string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if b, ok := d.boxes[name]; ok && b.running {
+		return b.hostname
+	}
+	return ""
+}
+
+// ImageID is the image's id: "id-" and its name, until SetImageID moves it.
+func (d *Driver) ImageID(_ context.Context, ref string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.images[ref] {
+		return "", nil
+	}
+	if id, ok := d.imageIDs[ref]; ok {
+		return id, nil
+	}
+	return "id-" + ref, nil
+}
+
+// SetImageID points an image name at another image, as a new build or pull
+// under the same tag does.
+func (d *Driver) SetImageID(ref, id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.imageIDs == nil {
+		d.imageIDs = map[string]string{}
+	}
+	d.imageIDs[ref] = id
 }
 
 // StartBox marks a box running.

@@ -1,0 +1,244 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// The warm pool.
+//
+// paddockd keeps warm_pool boxes of each type ready: made from the default
+// image, with a desktop if desktop_default says so, started, and answering.
+// They are declared in the store (its pool table) and made by the
+// reconciler like any box, under engine names of their own ("pool-" and
+// an id); they belong to nobody, are in no list, and their policy is
+// deny-all.
+//
+// A new box whose request fits (the pool's image, type and desktop; no
+// drives; not from a snapshot) is a claim: one transaction takes a ready
+// pool box and declares the user's box with the pool box's engine name, id
+// and address. Its container is the pool box's and its spec the same, so no
+// reconcile touches it; what makes it the user's box is done in place
+// before the answer: its policy's rules in the firewall, and its own
+// hostname (set from the host; the engine gives it the pool's at every
+// start, so the reconciler sets it again after each). The box's
+// environment, TTL and owner are the store's, as for any box. The pool is
+// refilled in the background. A crash at any point leaves either the pool
+// box or the user's box declared, never both and never neither, and the
+// next reconcile carries on from there.
+
+// poolProbeTimeout bounds one readiness probe of a pool box.
+const poolProbeTimeout = 10 * time.Second
+
+// poolFits says whether a new box can be claimed from the pool: requests
+// for another image, for drives or from a snapshot are made cold.
+func (s *Service) poolFits(b store.Box) bool {
+	return s.Cfg.WarmPool[b.Type] > 0 && b.Image == s.Cfg.Image && b.Desktop == s.Cfg.DesktopDefault &&
+		len(b.Mounts) == 0 && b.From == ""
+}
+
+// takePool, in the transaction that declares b, gives b a ready pool
+// box's container: its engine name, id and address. False when none fits
+// or is ready (b is then made cold).
+func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
+	if !s.poolFits(*b) {
+		return false, nil
+	}
+	p, err := tx.TakePool(b.Type, b.Image, b.Desktop)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	b.Engine, b.UID, b.IP = p.Key, p.UID, p.IP
+	return true, nil
+}
+
+// settleClaim finishes a claim once it is declared: the box's rules and
+// hostname, then its observed state. If that cannot be done in place, a
+// reconcile does it. The pool is refilled after the answer.
+func (s *Service) settleClaim(ctx context.Context, b store.Box) error {
+	defer s.poolChanged()
+	if err := s.Rec.Claimed(ctx, b); err != nil {
+		s.Log.Warn("claimed box: finishing it with a reconcile", "box", b.Name, "err", err)
+		return s.reconcileFor(ctx, "box."+b.Name)
+	}
+	s.Log.Info("box claimed from the warm pool", "box", b.Name, "key", b.Engine)
+	return s.Store.SetObserved(b.Name, "running", "")
+}
+
+func (s *Service) poolChanged() {
+	if s.PoolChanged != nil {
+		s.PoolChanged()
+	}
+}
+
+// KeepPool makes the declared pool what the configuration asks for and
+// marks the pool boxes that answer ready. Pool boxes of a type no longer
+// asked for, beyond the count, of another image or desktop setting, or
+// made from an image that has since moved (a new build or pull under the
+// same name) are removed (the reconciler then removes their containers).
+// It returns how many pool boxes are not ready yet.
+func (s *Service) KeepPool(ctx context.Context) (int, error) {
+	changed, err := s.declarePool(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if changed {
+		if _, err := s.Rec.Run(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return s.probePool(ctx)
+}
+
+func (s *Service) declarePool(ctx context.Context) (bool, error) {
+	pool, err := s.Store.ListPool()
+	if err != nil {
+		return false, err
+	}
+	want := 0
+	for _, n := range s.Cfg.WarmPool {
+		want += n
+	}
+	if want == 0 && len(pool) == 0 {
+		return false, nil // no pool (nor the image to look at)
+	}
+	imageID := ""
+	if ider, ok := s.Driver.(driver.ImageIDer); ok {
+		id, err := ider.ImageID(ctx, s.Cfg.Image)
+		if err != nil {
+			return false, err
+		}
+		imageID = id
+	}
+	have := map[string]int{}
+	var drop []string
+	for _, p := range pool {
+		stale := p.Image != s.Cfg.Image || p.Desktop != s.Cfg.DesktopDefault || (imageID != "" && p.ImageID != imageID)
+		if stale || have[p.Type] >= s.Cfg.WarmPool[p.Type] {
+			drop = append(drop, p.Key)
+			continue
+		}
+		have[p.Type]++
+	}
+	add := map[string]int{}
+	if imageID != "" { // no image, no pool boxes (and no box at all)
+		for t, n := range s.Cfg.WarmPool {
+			if n > have[t] {
+				add[t] = n - have[t]
+			}
+		}
+	}
+	if len(drop) == 0 && len(add) == 0 {
+		return false, nil
+	}
+	err = s.Store.Declare(func(tx *store.Tx) error {
+		for _, k := range drop {
+			if err := tx.RemovePool(k); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
+		for _, t := range slices.Sorted(maps.Keys(add)) {
+			for range add[t] {
+				uid := store.NewUID()
+				p := store.PoolBox{Key: "pool-" + uid, UID: uid, Type: t, Image: s.Cfg.Image, ImageID: imageID,
+					Desktop: s.Cfg.DesktopDefault, Created: s.now()}
+				b := reconcile.PoolAsBox(p)
+				if err := s.assignIP(tx, &b); err != nil {
+					return err
+				}
+				p.IP = b.IP
+				if err := tx.AddPool(p); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		s.Log.Info("warm pool", "added", add, "removed", len(drop))
+	}
+	return err == nil, err
+}
+
+// probePool runs a command in each pool box not yet ready whose container
+// runs (and, with a desktop, asks its X server) and marks those that
+// answer ready. It returns how many are still not ready.
+func (s *Service) probePool(ctx context.Context) (int, error) {
+	pool, err := s.Store.ListPool()
+	if err != nil {
+		return 0, err
+	}
+	waiting := 0
+	for _, p := range pool {
+		if p.Ready {
+			continue
+		}
+		cmd := []string{"true"}
+		var env []string
+		if p.Desktop {
+			cmd, env = []string{"xdpyinfo"}, []string{"DISPLAY=" + Display}
+		}
+		pctx, cancel := context.WithTimeout(ctx, poolProbeTimeout)
+		code, err := s.Driver.Exec(pctx, p.Key, driver.ExecSpec{Cmd: cmd, Env: env, Stdout: discard{}, Stderr: discard{}})
+		cancel()
+		if err != nil || code != 0 {
+			waiting++
+			continue
+		}
+		if err := s.Store.SetPoolReady(p.Key); err != nil {
+			return waiting, fmt.Errorf("pool box %s: %w", p.Key, err)
+		}
+		s.Log.Info("warm pool box ready", "key", p.Key, "type", p.Type, "took", s.now().Sub(p.Created).Round(time.Millisecond))
+	}
+	return waiting, nil
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// PoolStatus says how many pool boxes of each type are ready and how many
+// the configuration asks for, e.g. "small: 2 of 2 ready" ("" with no pool).
+func (s *Service) PoolStatus() (string, error) {
+	pool, err := s.Store.ListPool()
+	if err != nil {
+		return "", err
+	}
+	ready := map[string]int{}
+	for _, p := range pool {
+		if p.Ready {
+			ready[p.Type]++
+		}
+	}
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(s.Cfg.WarmPool)) {
+		if n := s.Cfg.WarmPool[t]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %d of %d ready", t, ready[t], n))
+		}
+	}
+	return strings.Join(parts, ", "), nil
+}
+
+// withoutPool drops what a run did to the warm pool: nobody's boxes, and
+// not news to anyone.
+func withoutPool(res reconcile.Result) reconcile.Result {
+	out := reconcile.Result{Errors: res.Errors}
+	for _, c := range res.Changes {
+		if !c.Pool {
+			out.Changes = append(out.Changes, c)
+		}
+	}
+	return out
+}
