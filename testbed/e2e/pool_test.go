@@ -1,8 +1,12 @@
 package e2e
 
 import (
+	"context"
+	"database/sql"
 	"fmt"
+	mrand "math/rand/v2"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -63,4 +68,175 @@ func poolParams(size int, scripts []string, daemonEnv ...string) testscript.Para
 		return nil
 	}
 	return p
+}
+
+// stateDB opens the daemon's database read-only: the store is the truth of
+// what is declared (the pool, and which engine name each box has).
+func stateDB(t *testing.T, d *harness.Daemon) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func count(t *testing.T, db *sql.DB, query string) int {
+	t.Helper()
+	var n int
+	if err := db.QueryRow(query).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// paddockd is killed (SIGKILL) while new boxes are being claimed from the
+// warm pool, at a random moment in the first 60 ms, over several rounds.
+// After each restart: every box whose claim was answered exists and runs;
+// so does every box declared whose answer the kill cut off (a claim cut in
+// its middle); each runs in a container of its own, says its own
+// hostname, and has its policy (allow-all: it reaches the test internet,
+// which no pool box does); no container is left that no box or pool box
+// declares; and the pool is full and ready again.
+func TestPoolClaimCrash(t *testing.T) {
+	const size, rounds = 3, 4
+	d := newDaemon(t, t.TempDir())
+	d.Config = "reconcile_interval = \"3s\"\n" + harness.TestConfig
+	d.Env = append(d.Env, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	t.Cleanup(func() {
+		if t.Failed() {
+			b, _ := os.ReadFile(d.LogPath())
+			t.Logf("paddockd log:\n%s", b)
+		}
+	})
+	db := stateDB(t, d)
+	cliEnv := append(os.Environ(), d.CLIEnv()...)
+	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
+	cli := func(args ...string) (string, error) {
+		cmd := exec.Command(bins.Paddock, args...)
+		cmd.Env = cliEnv
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	ready := func() {
+		waitFor(t, 2*time.Minute, "a full, ready warm pool", func() bool {
+			return count(t, db, `SELECT count(*) FROM pool WHERE ready=1`) == size
+		})
+	}
+	answered, cut, lost := 0, 0, 0
+	for r := range rounds {
+		ready()
+		type result struct {
+			name string
+			err  error
+		}
+		results := make(chan result, size)
+		for i := range size {
+			name := fmt.Sprintf("r%dc%d", r, i)
+			go func() {
+				_, err := d.Client().CreateBox(context.Background(), api.BoxPost{Name: name})
+				results <- result{name, err}
+			}()
+		}
+		time.Sleep(time.Duration(mrand.IntN(60)) * time.Millisecond)
+		if err := d.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]error{}
+		for range size {
+			res := <-results
+			got[res.name] = res.err
+		}
+		if err := d.Start(); err != nil {
+			t.Fatal(err)
+		}
+		boxes, err := d.Client().Boxes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		listed := map[string]bool{}
+		for _, b := range boxes {
+			listed[b.Name] = true
+		}
+		for name, err := range got {
+			switch {
+			case err == nil && !listed[name]:
+				t.Fatalf("round %d: box %s was answered but is not declared after the restart", r, name)
+			case err == nil:
+				answered++
+			case listed[name]:
+				cut++
+				t.Logf("round %d: %s was declared, its answer cut off (%v)", r, name, err)
+			default:
+				lost++ // never declared: the kill came first; nothing to find
+			}
+		}
+		for _, b := range boxes {
+			waitFor(t, time.Minute, "box "+b.Name+" to run", func() bool {
+				got, err := d.Client().Box(context.Background(), b.Name)
+				return err == nil && got.Status == "running"
+			})
+			if out, err := cli("exec", b.Name, "--", "hostname"); err != nil || out != b.Name {
+				t.Fatalf("box %s says its hostname is %q (%v)", b.Name, out, err)
+			}
+			if out, err := cli("exec", b.Name, "--", "curl", "-sS", "-m", "5", "http://198.18.2.2/"); err != nil {
+				t.Fatalf("box %s (allow-all) does not reach the test internet: %v\n%s", b.Name, err, out)
+			}
+		}
+	}
+	ready()
+	// Every container is a declared box's or a pool box's, one each.
+	keys := map[string]bool{}
+	rows, err := db.Query(`SELECT CASE WHEN engine = '' THEN name ELSE engine END FROM boxes UNION ALL SELECT key FROM pool`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var k string
+		rows.Scan(&k)
+		if keys[k] {
+			t.Fatalf("engine name %s declared twice", k)
+		}
+		keys[k] = true
+	}
+	rows.Close()
+	waitFor(t, time.Minute, "one container per declared box and pool box", func() bool {
+		names, err := harness.Containers(d.Instance)
+		if err != nil || len(names) != len(keys) {
+			return false
+		}
+		for _, n := range names {
+			if !keys[strings.TrimPrefix(n, d.Instance+"-")] {
+				return false
+			}
+		}
+		return true
+	})
+	// A pool box reaches nothing.
+	pool, err := db.Query(`SELECT key FROM pool`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var poolKeys []string
+	for pool.Next() {
+		var k string
+		pool.Scan(&k)
+		poolKeys = append(poolKeys, k)
+	}
+	pool.Close()
+	for _, k := range poolKeys {
+		if out, err := exec.Command("docker", "exec", d.Instance+"-"+k, "curl", "-sS", "-m", "3", "http://198.18.2.2/").CombinedOutput(); err == nil {
+			t.Fatalf("pool box %s reaches the test internet:\n%s", k, out)
+		}
+	}
+	t.Logf("%d kills during claims: %d claims answered, %d declared with their answer cut off, %d never declared; %d boxes and %d pool boxes after, each in its own container",
+		rounds, answered, cut, lost, len(keys)-len(poolKeys), len(poolKeys))
+	if answered+cut == 0 {
+		t.Fatal("no claim was declared before a kill: the test tried nothing")
+	}
 }
