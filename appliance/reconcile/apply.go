@@ -95,12 +95,18 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 			return err
 		}
 	}
+	t0 := time.Now()
 	if err := r.firewallLocked(r.observed); err != nil {
 		return err
 	}
 	for _, o := range r.observed {
 		if o.Name == b.Key() && o.Running {
-			return r.setHostname(ctx, b, o)
+			t1 := time.Now()
+			err := r.setHostname(ctx, b, o)
+			if r.Log != nil {
+				r.Log.Debug("claimed", "box", b.Name, "firewall", t1.Sub(t0), "hostname", time.Since(t1))
+			}
+			return err
 		}
 	}
 	return fmt.Errorf("box %s: its container was not seen running", b.Name)

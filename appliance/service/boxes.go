@@ -20,9 +20,11 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		return api.Box{}, err
 	}
 	b.Owner = ownerID(ctx)
+	t0 := time.Now()
 	if err := s.checkImage(ctx, b.Image); err != nil {
 		return api.Box{}, invalid("image", "%v", err)
 	}
+	t1 := time.Now()
 	claimed := false
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		claimed = false
@@ -53,9 +55,11 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		if s.claimCut != nil {
 			return api.Box{}, s.claimCut()
 		}
+		t2 := time.Now()
 		if err := s.settleClaim(ctx, b); err != nil {
 			return api.Box{}, err
 		}
+		s.Log.Debug("claim", "box", b.Name, "image", t1.Sub(t0), "declare", t2.Sub(t1), "settle", time.Since(t2))
 		return s.GetBox(b.Name)
 	}
 	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)

@@ -19,7 +19,6 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,7 +113,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, policies, all, or load (the mixed load, not in all)")
+	section := flag.String("section", "all", "boxes, policies, pool, all, or load (the mixed load, not in all)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	scale := flag.Bool("scale", false, "measure at 1, 10 and 50 idle boxes instead (create, plan, exec, policy change, memory)")
 	flag.StringVar(&jsonOut, "json", "", "also write the rows as JSON to this file (p50 and p95 of each side)")
@@ -185,6 +184,12 @@ func main() {
 		printRows(rows, image, *n, *bigN)
 		return
 	}
+	if *section == "pool" {
+		rows = benchPool(bins, image, work, *n)
+		printRows(rows, image, *n, *bigN)
+		printPoolRows(rows)
+		return
+	}
 	if *section == "load" {
 		// The mixed load of package load at full size (at most 2 min).
 		res, err := load.Run(context.Background(), d, load.Full)
@@ -207,18 +212,7 @@ func main() {
 		r.paddock("new", "--name", fmt.Sprintf("c%d", i))
 		r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
 	}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
-	// The same container a box is: on the box network with a fixed
-	// address and the gateway as DNS, and a volume for /var/lib/docker.
-	gw := netip.MustParsePrefix(d.Subnet).Addr().Next()
-	dk := timeIt(*n, nil, func(i int) {
-		ip := netip.MustParsePrefix(d.Subnet).Addr().As4()
-		ip[3] = byte(200 + i)
-		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i),
-			"--network", d.Instance, "--ip", netip.AddrFrom4(ip).String(), "--dns", gw.String(),
-			"--mount", fmt.Sprintf("type=volume,source=%s-v%d,target=/var/lib/docker,volume-label=%s", raw, i, label),
-			"--cpus", "1", "--memory", "2g", image)
-		r.docker("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
-	}, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
+	dk := timeIt(*n, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
 	rows = append(rows, row{"create + first exec", p, dk})
 
 	r.paddock("new", "--name", "bench")
@@ -332,7 +326,10 @@ func main() {
 	}, nil)
 	rows = append(rows, row{"stop (snapshot + stop)", p, dk})
 
+	poolRows := benchPool(bins, image, work, *n)
+	rows = append(rows, poolRows...)
 	printRows(rows, image, *n, *bigN)
+	printPoolRows(poolRows)
 }
 
 func printRows(rows []row, image string, n, bigN int) {

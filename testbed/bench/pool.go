@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+	"time"
+
+	_ "modernc.org/sqlite"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// poolSize is the warm pool of the pool section's daemon.
+const poolSize = 2
+
+// benchPool measures a new box's first command with a warm pool of small
+// boxes: new, then exec true, through the CLI (two process starts) and
+// through the API (the Go client, as the SDKs do), each run starting with
+// the pool full and ready (waited for, untimed); beside them the cold
+// path through the API (a medium box: the pool has none) and docker run
+// -d + docker exec of the same container, in the same run.
+func benchPool(bins harness.Bins, image, work string, n int) []row {
+	d, err := harness.NewDaemon(bins, image, filepath.Join(work, "pool"))
+	check(err)
+	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}
+	check(d.Start())
+	defer d.Cleanup()
+	raw := "pdkbench-" + d.Instance
+	defer harness.Sweep(raw)
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	check(err)
+	defer db.Close()
+	full := func(int) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var ready int
+			check(db.QueryRow(`SELECT count(*) FROM pool WHERE ready=1`).Scan(&ready))
+			if ready == poolSize {
+				return
+			}
+			if time.Now().After(deadline) {
+				check(fmt.Errorf("the warm pool was not full and ready within 2 minutes"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "pool-cli")), bins: bins}
+	c := d.Client()
+	ctx := context.Background()
+	claims := 0
+	claimed := func(name string) {
+		var engine string
+		check(db.QueryRow(`SELECT engine FROM boxes WHERE name=?`, name).Scan(&engine))
+		if engine != "" {
+			claims++
+		}
+	}
+	apiNew := func(name, typ string) {
+		_, err := c.CreateBox(ctx, api.BoxPost{Name: name, Type: typ})
+		check(err)
+		code, err := c.Exec(ctx, name, api.ExecPost{Cmd: []string{"true"}}, client.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+		check(err)
+		if code != 0 {
+			check(fmt.Errorf("exec true in %s: exit %d", name, code))
+		}
+	}
+	var rows []row
+	runs := max(n*2, 10)
+
+	cli := timeIt(runs, full, func(i int) {
+		r.paddock("new", "--name", fmt.Sprintf("wc%d", i))
+		r.paddock("exec", fmt.Sprintf("wc%d", i), "--", "true")
+	}, func(i int) { claimed(fmt.Sprintf("wc%d", i)); r.paddock("rm", fmt.Sprintf("wc%d", i)) })
+	warm := timeIt(runs, full, func(i int) { apiNew(fmt.Sprintf("wa%d", i), "small") },
+		func(i int) { claimed(fmt.Sprintf("wa%d", i)); check(c.RemoveBox(ctx, fmt.Sprintf("wa%d", i))) })
+	cold := timeIt(n, full, func(i int) { apiNew(fmt.Sprintf("ca%d", i), "medium") },
+		func(i int) { check(c.RemoveBox(ctx, fmt.Sprintf("ca%d", i))) })
+	if claims != 2*runs {
+		check(fmt.Errorf("%d of %d warm runs were claimed from the pool", claims, 2*runs))
+	}
+	dk := timeIt(runs, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
+	rows = append(rows,
+		row{"new + first exec, warm pool, CLI", cli, dk},
+		row{"new + first exec, warm pool, API", warm, dk},
+		row{"new + first exec, cold, API", cold, dk})
+	return rows
+}
+
+// rawCreate is what a box is, made by hand: the same container on the box
+// network with a fixed address and the gateway as DNS, and a volume for
+// /var/lib/docker; then its first command.
+func rawCreate(r *runner, d *harness.Daemon, raw, image string, i int) {
+	label := "paddock.instance=" + raw
+	gw := netip.MustParsePrefix(d.Subnet).Addr().Next()
+	ip := netip.MustParsePrefix(d.Subnet).Addr().As4()
+	ip[3] = byte(200 + i%50)
+	r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i),
+		"--network", d.Instance, "--ip", netip.AddrFrom4(ip).String(), "--dns", gw.String(),
+		"--mount", fmt.Sprintf("type=volume,source=%s-v%d,target=/var/lib/docker,volume-label=%s", raw, i, label),
+		"--cpus", "1", "--memory", "2g", image)
+	r.docker("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
+}
+
+// printPoolRows prints the pool rows with their p95s, and the goal.
+func printPoolRows(rows []row) {
+	fmt.Printf("\nwarm pool of %d small boxes; p50 / p95 (goal with the pool warm: p50 <= 100 ms, p95 <= 200 ms)\n\n", poolSize)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "operation\tpaddock p50\tp95\tdocker run + exec p50\tp95\truns\t")
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t\n", r.name, r.paddock.P50.Round(time.Millisecond), r.paddock.P95.Round(time.Millisecond),
+			r.docker.P50.Round(time.Millisecond), r.docker.P95.Round(time.Millisecond), r.paddock.N)
+	}
+	tw.Flush()
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
