@@ -261,3 +261,19 @@ func mustBox(t *testing.T, s *Service, name string) store.Box {
 	}
 	return b
 }
+
+// A Boxfile's new box that fits the pool takes a pool box's container
+// too: the apply's reconcile gives it its hostname, and changes nothing
+// else in the engine.
+func TestBoxfileApplyClaims(t *testing.T) {
+	s, drv := poolService(t, 1)
+	pool, _ := s.Store.ListPool()
+	before := len(drv.Ops)
+	planApply(t, s, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{{Name: "web"}}}})
+	if b := mustBox(t, s, "web"); b.Engine != pool[0].Key {
+		t.Fatalf("Boxfile box on engine name %q, want the pool box's %s", b.Engine, pool[0].Key)
+	}
+	if ops := drv.Ops[before:]; !slices.Equal(ops, []string{"hostname " + pool[0].Key + " web"}) {
+		t.Fatalf("the apply did %v, want only the hostname", ops)
+	}
+}

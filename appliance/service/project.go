@@ -171,6 +171,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 	}
 	res.Plan = plan
 	rr, err := s.Rec.Run(ctx)
+	s.poolChanged() // boxes may have been claimed from it
 	if err != nil {
 		return res, err
 	}
@@ -294,8 +295,17 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 			exp := now.Add(nb.TTL)
 			nb.ExpiresAt = &exp
 		}
-		if err := s.assignIP(tx, &nb); err != nil {
+		// A box that fits the warm pool takes a pool box's container; the
+		// apply's reconcile gives it its policy and hostname, and the pool
+		// is refilled after the apply.
+		claimed, err := s.takePool(tx, &nb)
+		if err != nil {
 			return err
+		}
+		if !claimed {
+			if err := s.assignIP(tx, &nb); err != nil {
+				return err
+			}
 		}
 		return s.createBox(tx, nb)
 	}
