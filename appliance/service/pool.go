@@ -174,14 +174,32 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 
 // probePool runs a command in each pool box not yet ready whose container
 // runs (and, with a desktop, asks its X server) and marks those that
-// answer ready. It returns how many are still not ready.
+// answer ready; a ready one whose container no longer runs is not ready
+// until it answers again. It returns how many are not ready.
 func (s *Service) probePool(ctx context.Context) (int, error) {
 	pool, err := s.Store.ListPool()
+	if err != nil || len(pool) == 0 {
+		return 0, err
+	}
+	obs, err := s.Driver.Boxes(ctx)
 	if err != nil {
 		return 0, err
 	}
+	running := map[string]bool{}
+	for _, o := range obs {
+		running[o.Name] = o.Running
+	}
 	waiting := 0
 	for _, p := range pool {
+		if !running[p.Key] {
+			waiting++
+			if p.Ready {
+				if err := s.Store.SetPoolReady(p.Key, false); err != nil {
+					return waiting, err
+				}
+			}
+			continue
+		}
 		if p.Ready {
 			continue
 		}
@@ -197,7 +215,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 			waiting++
 			continue
 		}
-		if err := s.Store.SetPoolReady(p.Key); err != nil {
+		if err := s.Store.SetPoolReady(p.Key, true); err != nil {
 			return waiting, fmt.Errorf("pool box %s: %w", p.Key, err)
 		}
 		s.Log.Info("warm pool box ready", "key", p.Key, "type", p.Type, "took", s.now().Sub(p.Created).Round(time.Millisecond))

@@ -277,3 +277,31 @@ func TestBoxfileApplyClaims(t *testing.T) {
 		t.Fatalf("the apply did %v, want only the hostname", ops)
 	}
 }
+
+// A pool box whose container stopped is not claimed until it runs and
+// answers again.
+func TestStoppedPoolBoxIsNotClaimed(t *testing.T) {
+	s, drv := poolService(t, 1)
+	ctx := context.Background()
+	pool, _ := s.Store.ListPool()
+	s.Rec.Run(ctx) // observed, as a running daemon has
+	if err := drv.StopBox(ctx, pool[0].Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.probePool(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	if mustBox(t, s, "a").Engine != "" {
+		t.Fatal("a stopped pool box was claimed")
+	}
+	fillPool(t, s, 1) // the reconciler starts it; it answers
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if mustBox(t, s, "b").Engine != pool[0].Key {
+		t.Fatal("the pool box was not claimed once it ran again")
+	}
+}

@@ -92,9 +92,10 @@ func (t *Tx) TakePool(typ, image string, desktop bool) (PoolBox, error) {
 	return p, t.RemovePool(p.Key)
 }
 
-// SetPoolReady records that a pool box answered: it may be claimed. Not a
-// change of declared state.
-func (s *Store) SetPoolReady(key string) error {
-	_, err := s.db.Exec(`UPDATE pool SET ready=1 WHERE key=?`, key)
+// SetPoolReady records that a pool box answered (it may be claimed), or
+// that its container stopped or went (it may not, until it answers
+// again). Not a change of declared state.
+func (s *Store) SetPoolReady(key string, ready bool) error {
+	_, err := s.db.Exec(`UPDATE pool SET ready=? WHERE key=?`, ready, key)
 	return err
 }

@@ -60,7 +60,7 @@ func TestPoolNamesAddressesAndTakes(t *testing.T) {
 		t.Fatalf("took a pool box that is not ready: %v", err)
 	}
 	for _, k := range []string{"pool-2", "pool-1", "pool-3"} {
-		if err := s.SetPoolReady(k); err != nil {
+		if err := s.SetPoolReady(k, true); err != nil {
 			t.Fatal(err)
 		}
 	}
