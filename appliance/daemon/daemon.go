@@ -271,13 +271,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	// A box that changed under paddockd (its container died, was removed
 	// or started by another hand, or the engine restarted) is looked at
 	// at once, not at the next tick.
-	kick := make(chan struct{}, 1)
-	go drv.Watch(ctx, func() {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	})
+	kick, kickFn := kicker()
+	go drv.Watch(ctx, kickFn)
 	go loop(ctx, every, kick, func() {
 		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
 			log.Error("reconcile", "err", err)
@@ -291,13 +286,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	})
 	// The warm pool is refilled after each claim, and looked at every few
 	// seconds (a pool box still starting, an image that moved).
-	poolKick := make(chan struct{}, 1)
-	svc.PoolChanged = func() {
-		select {
-		case poolKick <- struct{}{}:
-		default:
-		}
-	}
+	poolKick, poolKickFn := kicker()
+	svc.PoolChanged = poolKickFn
 	go loop(ctx, poolEvery, poolKick, func() {
 		if _, err := svc.KeepPool(ctx); err != nil && ctx.Err() == nil {
 			log.Error("warm pool", "err", err)
@@ -382,6 +372,18 @@ func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 		return err
 	}
 	return policies.Remove(conn, cfg.Instance)
+}
+
+// kicker is a channel for loop's kicks and the function that kicks: a
+// kick while one waits is the same kick.
+func kicker() (<-chan struct{}, func()) {
+	c := make(chan struct{}, 1)
+	return c, func() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // poolEvery is how often the warm pool is looked at without a claim.

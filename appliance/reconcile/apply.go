@@ -71,12 +71,18 @@ func (r *Reconciler) SyncPolicies(ctx context.Context) error {
 	r.liveMu.Lock()
 	defer r.liveMu.Unlock()
 	if r.observed == nil {
-		r.liveMu.Unlock()
-		_, err := r.Run(ctx)
-		r.liveMu.Lock()
-		return err
+		return r.firstRunLocked(ctx) // it syncs
 	}
 	return r.firewallLocked(r.observed)
+}
+
+// firstRunLocked runs the reconciler once, from under liveMu, when no run
+// has observed the engine yet.
+func (r *Reconciler) firstRunLocked(ctx context.Context) error {
+	r.liveMu.Unlock()
+	defer r.liveMu.Lock()
+	_, err := r.Run(ctx)
+	return err
 }
 
 // Claimed makes a box just claimed from the warm pool its user's, without
@@ -88,10 +94,7 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 	r.liveMu.Lock()
 	defer r.liveMu.Unlock()
 	if r.observed == nil {
-		r.liveMu.Unlock()
-		_, err := r.Run(ctx)
-		r.liveMu.Lock()
-		if err != nil {
+		if err := r.firstRunLocked(ctx); err != nil {
 			return err
 		}
 	}
@@ -355,7 +358,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 			return res, err
 		}
 	}
-	if err := r.record(ctx, boxes, now, desired, res.Errors); err != nil {
+	if err := r.record(ctx, boxes, now, vanished(observed.Boxes, now, changes), desired, res.Errors); err != nil {
 		return res, err
 	}
 	r.liveMu.Lock()
@@ -646,9 +649,30 @@ func (r *Reconciler) firewallLocked(observed []driver.BoxState) error {
 	return nil
 }
 
+// vanished names the containers (by key) seen at the start of a run and
+// gone at its end that none of its changes removed: another hand removed
+// them meanwhile.
+func vanished(before, now []driver.BoxState, changes []Change) map[string]bool {
+	gone := map[string]bool{}
+	for _, b := range before {
+		gone[b.Name] = true
+	}
+	for _, b := range now {
+		delete(gone, b.Name)
+	}
+	for _, c := range changes {
+		if c.Action == RemoveBox || c.Action == ReplaceBox {
+			delete(gone, c.Key)
+		}
+	}
+	return gone
+}
+
 // record stores the observed state of every declared box after a run (now
-// is what the engine has).
-func (r *Reconciler) record(ctx context.Context, boxes []store.Box, now []driver.BoxState, desired Desired, errs map[string]error) error {
+// is what the engine has). A box whose container vanished during the run
+// keeps what was recorded before: the next run (the engine's event kicks
+// one) finds it lost, and makes it again from its newest snapshot.
+func (r *Reconciler) record(ctx context.Context, boxes []store.Box, now []driver.BoxState, gone map[string]bool, desired Desired, errs map[string]error) error {
 	if err := r.buryRemoved(ctx, now); err != nil {
 		return err
 	}
@@ -657,6 +681,9 @@ func (r *Reconciler) record(ctx context.Context, boxes []store.Box, now []driver
 		seen[b.Name] = b // by key
 	}
 	for _, b := range boxes {
+		if gone[b.Key()] {
+			continue
+		}
 		state, msg := "pending", ""
 		if o, ok := seen[b.Key()]; ok {
 			state = "stopped"

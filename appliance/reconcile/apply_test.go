@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -175,5 +176,56 @@ func TestRemadeBoxWaitsForSetupAgain(t *testing.T) {
 		if b, _ := rec.Store.GetBox(name); b.Setup != want {
 			t.Errorf("box %s: setup %q after its container was made again, want %q", name, b.Setup, want)
 		}
+	}
+}
+
+// removing is a driver that removes box victim (as another hand would)
+// while it makes any other box.
+type removing struct {
+	*fake.Driver
+	victim string
+}
+
+func (d removing) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
+	if err := d.Driver.CreateBox(ctx, spec); err != nil {
+		return err
+	}
+	if spec.Name != d.victim {
+		return d.Driver.RemoveBox(ctx, d.victim)
+	}
+	return nil
+}
+
+// A container removed by another hand while a run makes something else
+// is found lost by the next run, which makes it again from the box's
+// newest snapshot: the run it vanished in does not record the box as
+// never made.
+func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
+	rec, drv := newRec(t)
+	ctx := context.Background()
+	declare(t, rec.Store, "keep")
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rec.Store.Declare(func(tx *store.Tx) error {
+		return tx.AddSnapshot(store.Snapshot{ID: "keep-1", Box: "keep", Reason: "user", State: "pending", Created: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.Driver = removing{drv, "keep"}
+	declare(t, rec.Store, "other")
+	if _, err := rec.Run(ctx); err != nil { // makes other; keep vanishes meanwhile
+		t.Fatal(err)
+	}
+	rec.Driver = drv
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := rec.Store.GetBox("keep"); b.From != "keep-1" {
+		t.Fatalf("keep made again from %q, want its snapshot keep-1", b.From)
 	}
 }

@@ -132,10 +132,11 @@ func TestEngineEventsRepairAtOnce(t *testing.T) {
 // daemonReconcilingEvery starts a daemon whose reconciler runs every
 // interval, and gives the CLI against it: cli returns its output and
 // error, must fails the test on an error.
-func daemonReconcilingEvery(t *testing.T, interval string) (*harness.Daemon, func(...string) (string, error), func(...string) string) {
+func daemonReconcilingEvery(t *testing.T, interval string, env ...string) (*harness.Daemon, func(...string) (string, error), func(...string) string) {
 	t.Helper()
 	d := newDaemon(t, t.TempDir())
 	d.Config = fmt.Sprintf("reconcile_interval = %q\n", interval) + harness.TestConfig
+	d.Env = append(d.Env, env...)
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -101,28 +101,8 @@ func count(t *testing.T, db *sql.DB, query string) int {
 // declares; and the pool is full and ready again.
 func TestPoolClaimCrash(t *testing.T) {
 	const size, rounds = 3, 4
-	d := newDaemon(t, t.TempDir())
-	d.Config = "reconcile_interval = \"3s\"\n" + harness.TestConfig
-	d.Env = append(d.Env, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(d.Cleanup)
-	t.Cleanup(func() {
-		if t.Failed() {
-			b, _ := os.ReadFile(d.LogPath())
-			t.Logf("paddockd log:\n%s", b)
-		}
-	})
+	d, cli, _ := daemonReconcilingEvery(t, "3s", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))
 	db := stateDB(t, d)
-	cliEnv := append(os.Environ(), d.CLIEnv()...)
-	cliEnv = append(cliEnv, "PADDOCK_CONFIG_DIR="+filepath.Join(t.TempDir(), "cli"))
-	cli := func(args ...string) (string, error) {
-		cmd := exec.Command(bins.Paddock, args...)
-		cmd.Env = cliEnv
-		out, err := cmd.CombinedOutput()
-		return strings.TrimSpace(string(out)), err
-	}
 	ready := func() {
 		waitFor(t, 2*time.Minute, "a full, ready warm pool", func() bool {
 			return count(t, db, `SELECT count(*) FROM pool WHERE ready=1`) == size
@@ -181,7 +161,7 @@ func TestPoolClaimCrash(t *testing.T) {
 				got, err := d.Client().Box(context.Background(), b.Name)
 				return err == nil && got.Status == "running"
 			})
-			if out, err := cli("exec", b.Name, "--", "hostname"); err != nil || out != b.Name {
+			if out, err := cli("exec", b.Name, "--", "hostname"); err != nil || strings.TrimSpace(out) != b.Name {
 				t.Fatalf("box %s says its hostname is %q (%v)", b.Name, out, err)
 			}
 			if out, err := cli("exec", b.Name, "--", "curl", "-sS", "-m", "5", "http://198.18.2.2/"); err != nil {
