@@ -115,6 +115,7 @@ func main() {
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
 	section := flag.String("section", "all", "boxes, policies, pool, all, or load (the mixed load, not in all)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
+	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
 	scale := flag.Bool("scale", false, "measure at 1, 10 and 50 idle boxes instead (create, plan, exec, policy change, memory)")
 	flag.StringVar(&jsonOut, "json", "", "also write the rows as JSON to this file (p50 and p95 of each side)")
 	flag.Parse()
@@ -185,7 +186,7 @@ func main() {
 		return
 	}
 	if *section == "pool" {
-		rows = benchPool(bins, image, work, *n)
+		rows = benchPool(bins, image, work, *n, *poolIdle)
 		printRows(rows, image, *n, *bigN)
 		printPoolRows(rows)
 		return
@@ -326,7 +327,7 @@ func main() {
 	}, nil)
 	rows = append(rows, row{"stop (snapshot + stop)", p, dk})
 
-	poolRows := benchPool(bins, image, work, *n)
+	poolRows := benchPool(bins, image, work, *n, *poolIdle)
 	rows = append(rows, poolRows...)
 	printRows(rows, image, *n, *bigN)
 	printPoolRows(poolRows)

@@ -26,8 +26,9 @@ const poolSize = 2
 // through the API (the Go client, as the SDKs do), each run starting with
 // the pool full and ready (waited for, untimed); beside them the cold
 // path through the API (a medium box: the pool has none) and docker run
-// -d + docker exec of the same container, in the same run.
-func benchPool(bins harness.Bins, image, work string, n int) []row {
+// -d + docker exec of the same container, in the same run. With idle > 0,
+// that many other boxes (medium: not from the pool) run meanwhile.
+func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	d, err := harness.NewDaemon(bins, image, filepath.Join(work, "pool"))
 	check(err)
 	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}
@@ -74,6 +75,10 @@ func benchPool(bins harness.Bins, image, work string, n int) []row {
 	}
 	var rows []row
 	runs := max(n*2, 10)
+	for i := range idle {
+		_, err := c.CreateBox(ctx, api.BoxPost{Name: fmt.Sprintf("idle%d", i), Type: "medium"})
+		check(err)
+	}
 
 	cli := timeIt(runs, full, func(i int) {
 		r.paddock("new", "--name", fmt.Sprintf("wc%d", i))
@@ -87,10 +92,14 @@ func benchPool(bins harness.Bins, image, work string, n int) []row {
 		check(fmt.Errorf("%d of %d warm runs were claimed from the pool", claims, 2*runs))
 	}
 	dk := timeIt(runs, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
+	with := ""
+	if idle > 0 {
+		with = fmt.Sprintf(", %d boxes running", idle)
+	}
 	rows = append(rows,
-		row{"new + first exec, warm pool, CLI", cli, dk},
-		row{"new + first exec, warm pool, API", warm, dk},
-		row{"new + first exec, cold, API", cold, dk})
+		row{"new + first exec, warm pool, CLI" + with, cli, dk},
+		row{"new + first exec, warm pool, API" + with, warm, dk},
+		row{"new + first exec, cold, API" + with, cold, dk})
 	return rows
 }
 
