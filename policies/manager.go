@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -138,7 +139,8 @@ func (m *Manager) Sync(boxes []Box) error {
 	boxes = m.resolvePorts(boxes)
 	next := map[string]Box{}
 	byIP := map[netip.Addr]string{}
-	forget := false   // addresses the kernel holds must go with a policy change
+	forget := false // addresses the kernel holds must go with a policy change
+	var emptied []string
 	var changed []Box // running boxes whose policy changed: cut what it no longer allows
 	for _, b := range boxes {
 		next[b.Name] = b
@@ -146,7 +148,10 @@ func (m *Manager) Sync(boxes []Box) error {
 			byIP[b.IP] = b.Name
 		}
 		if old, ok := m.boxes[b.Name]; !ok || !samePolicy(old.Policy, b.Policy) || old.IP != b.IP {
-			forget = forget || len(m.learned[b.Name]) > 0
+			if len(m.learned[b.Name]) > 0 {
+				forget = true
+				emptied = append(emptied, DNSSet(b.Name))
+			}
 			delete(m.learned, b.Name)
 			if ok && old.IP == b.IP && b.IP.IsValid() && b.Policy.Mode != AllowAll {
 				changed = append(changed, b)
@@ -173,14 +178,6 @@ func (m *Manager) Sync(boxes []Box) error {
 		}
 		m.last = ""
 	}
-	if m.last != "" {
-		// Counters restart with the new table: carry them over.
-		if cs, err := Counters(conn, m.applied); err == nil {
-			for k, v := range cs {
-				m.totals[k] += v
-			}
-		}
-	}
 	elems := map[string][]Element{}
 	now := time.Now()
 	for box, addrs := range m.learned {
@@ -190,7 +187,7 @@ func (m *Manager) Sync(boxes []Box) error {
 			}
 		}
 	}
-	if err := Apply(conn, rs, elems); err != nil {
+	if err := m.apply(conn, rs, elems, emptied); err != nil {
 		return err
 	}
 	m.last, m.applied = text, rs
@@ -200,6 +197,53 @@ func (m *Manager) Sync(boxes []Box) error {
 		if _, err := m.Cut(b.IP, keep); err != nil {
 			return fmt.Errorf("cutting connections of box %s after its policy changed: %w", b.Name, err)
 		}
+	}
+	return nil
+}
+
+// apply puts rs in force: in place when a table is (only what changed,
+// in one transaction), else, or if that fails, by replacing the table
+// whole. Counters of chains that restart are carried over.
+func (m *Manager) apply(conn *nftables.Conn, rs Ruleset, elems map[string][]Element, emptied []string) error {
+	if m.last != "" {
+		err := m.change(conn, rs, elems, emptied)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, errReplace) && m.Log != nil {
+			m.Log("changing the firewall table in place failed; replacing it", "err", err)
+		}
+		if conn, err = m.Conn(); err != nil { // a fresh batch
+			return err
+		}
+		// Counters restart with the new table: carry them over.
+		if cs, err := Counters(conn, m.applied); err == nil {
+			for k, v := range cs {
+				m.totals[k] += v
+			}
+		}
+	}
+	return Apply(conn, rs, elems)
+}
+
+// change applies what differs between the table in force and rs.
+func (m *Manager) change(conn *nftables.Conn, rs Ruleset, elems map[string][]Element, emptied []string) error {
+	restart, err := ChangeRestarts(m.applied, rs)
+	if err != nil {
+		return err
+	}
+	carry, err := Counters(conn, restart)
+	if err != nil {
+		return err
+	}
+	if _, err := QueueChange(conn, m.applied, rs, elems, emptied); err != nil {
+		return err
+	}
+	if err := conn.Flush(); err != nil {
+		return err
+	}
+	for k, v := range carry {
+		m.totals[k] += v
 	}
 	return nil
 }

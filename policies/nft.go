@@ -215,17 +215,31 @@ var hooks = map[string]*nftables.ChainHook{
 func queueChains(conn *nftables.Conn, table *nftables.Table, cs []Chain, sets map[string]*nftables.Set) error {
 	chains := map[string]*nftables.Chain{}
 	for _, c := range cs {
-		ch := &nftables.Chain{Name: c.Name, Table: table}
-		if c.Hook != "" {
-			hook := hooks[c.Hook]
-			if hook == nil {
-				return fmt.Errorf("chain %s: unknown hook %q", c.Name, c.Hook)
-			}
-			policy := nftables.ChainPolicyAccept
-			ch.Hooknum, ch.Priority, ch.Type, ch.Policy = hook, nftables.ChainPriorityRef(nftables.ChainPriority(c.Priority)), nftables.ChainTypeFilter, &policy
+		ch, err := chainOf(table, c)
+		if err != nil {
+			return err
 		}
 		chains[c.Name] = conn.AddChain(ch)
 	}
+	return queueRules(conn, table, cs, chains, sets)
+}
+
+// chainOf is the netlink form of a chain (with its hook, for a base chain).
+func chainOf(table *nftables.Table, c Chain) (*nftables.Chain, error) {
+	ch := &nftables.Chain{Name: c.Name, Table: table}
+	if c.Hook != "" {
+		hook := hooks[c.Hook]
+		if hook == nil {
+			return nil, fmt.Errorf("chain %s: unknown hook %q", c.Name, c.Hook)
+		}
+		policy := nftables.ChainPolicyAccept
+		ch.Hooknum, ch.Priority, ch.Type, ch.Policy = hook, nftables.ChainPriorityRef(nftables.ChainPriority(c.Priority)), nftables.ChainTypeFilter, &policy
+	}
+	return ch, nil
+}
+
+// queueRules adds the rules of cs to their chains (by name in chains).
+func queueRules(conn *nftables.Conn, table *nftables.Table, cs []Chain, chains map[string]*nftables.Chain, sets map[string]*nftables.Set) error {
 	for _, c := range cs {
 		for _, r := range c.Rules {
 			var exprs []expr.Any
