@@ -202,7 +202,10 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 		if c.Action == "" && len(attrs) > 0 {
 			c.Action = api.ActionUpdate
 		}
-		if c.Action == "" && old.Setup == "pending" {
+		// Setup waiting is said also beside a stopped container: one
+		// paddockd has just made again (removed outside Paddock) is
+		// "created" until it starts.
+		if (c.Action == "" || c.Action == api.ActionUpdate) && old.Setup == "pending" {
 			c.Action = api.ActionUpdate
 			c.Reasons = append(c.Reasons, "push and setup have not finished")
 		}

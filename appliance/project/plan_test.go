@@ -142,3 +142,21 @@ func BenchmarkPlan200(b *testing.B) {
 		}
 	})
 }
+
+// A box whose container paddockd has just made again (removed outside
+// Paddock; "created" until it starts) and whose push and setup wait says
+// both.
+func TestPlanSaysSetupWaitsBesideAStoppedContainer(t *testing.T) {
+	base := spec(1)
+	st := declared(base)
+	st.Boxes[0].Setup = "pending"
+	st.Observed["box-000"] = driver.BoxState{Name: "box-000", Status: "created"}
+	p, err := Plan(base, st, Options{DefaultImage: "img"})
+	if err != nil || len(p.Changes) != 1 {
+		t.Fatalf("plan %+v %v", p, err)
+	}
+	c := p.Changes[0]
+	if c.Action != api.ActionUpdate || len(c.Reasons) != 2 || c.Reasons[1] != "push and setup have not finished" {
+		t.Fatalf("change %+v, want an update that says the container is created and setup waits", c)
+	}
+}
