@@ -139,9 +139,8 @@ func (m *Manager) Sync(boxes []Box) error {
 	boxes = m.resolvePorts(boxes)
 	next := map[string]Box{}
 	byIP := map[netip.Addr]string{}
-	forget := false // addresses the kernel holds must go with a policy change
-	var emptied []string
-	var changed []Box // running boxes whose policy changed: cut what it no longer allows
+	var emptied []string // sets whose addresses must go with a policy change
+	var changed []Box    // running boxes whose policy changed: cut what it no longer allows
 	for _, b := range boxes {
 		next[b.Name] = b
 		if b.IP.IsValid() {
@@ -149,7 +148,6 @@ func (m *Manager) Sync(boxes []Box) error {
 		}
 		if old, ok := m.boxes[b.Name]; !ok || !samePolicy(old.Policy, b.Policy) || old.IP != b.IP {
 			if len(m.learned[b.Name]) > 0 {
-				forget = true
 				emptied = append(emptied, DNSSet(b.Name))
 			}
 			delete(m.learned, b.Name)
@@ -171,7 +169,7 @@ func (m *Manager) Sync(boxes []Box) error {
 	if err != nil {
 		return err
 	}
-	if text == m.last && !forget {
+	if text == m.last && len(emptied) == 0 {
 		// Unchanged; but if someone removed the table, put it back.
 		if ok, err := Exists(conn, m.Net.Table); err != nil || ok {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -209,7 +210,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 			cmd, env = []string{"xdpyinfo"}, []string{"DISPLAY=" + Display}
 		}
 		pctx, cancel := context.WithTimeout(ctx, poolProbeTimeout)
-		code, err := s.Driver.Exec(pctx, p.Key, driver.ExecSpec{Cmd: cmd, Env: env, Stdout: discard{}, Stderr: discard{}})
+		code, err := s.Driver.Exec(pctx, p.Key, driver.ExecSpec{Cmd: cmd, Env: env, Stdout: io.Discard, Stderr: io.Discard})
 		cancel()
 		if err != nil || code != 0 {
 			waiting++
@@ -222,10 +223,6 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 	}
 	return waiting, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // PoolStatus says how many pool boxes of each type are ready and how many
 // the configuration asks for, e.g. "small: 2 of 2 ready" ("" with no pool).
