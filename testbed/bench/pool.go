@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"io"
 	"net/netip"
@@ -10,8 +9,6 @@ import (
 	"path/filepath"
 	"text/tabwriter"
 	"time"
-
-	_ "modernc.org/sqlite"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -36,7 +33,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	defer d.Cleanup()
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := d.StateDB()
 	check(err)
 	defer db.Close()
 	full := func(int) {

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"database/sql"
 	"fmt"
 	goimage "image"
 	"image/png"
@@ -298,7 +297,7 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 // directly, so that it answers while paddockd is down).
 func boxContainer(ts *testscript.TestScript, box string) string {
 	d := daemonOf(ts)
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := d.StateDB()
 	ts.Check(err)
 	defer db.Close()
 	var engine string

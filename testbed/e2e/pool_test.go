@@ -70,11 +70,10 @@ func poolParams(size int, scripts []string, daemonEnv ...string) testscript.Para
 	return p
 }
 
-// stateDB opens the daemon's database read-only: the store is the truth of
-// what is declared (the pool, and which engine name each box has).
+// stateDB opens the daemon's database read-only for the test.
 func stateDB(t *testing.T, d *harness.Daemon) *sql.DB {
 	t.Helper()
-	db, err := sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+	db, err := d.StateDB()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ package harness
 import (
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/client"
+
+	_ "modernc.org/sqlite"
 )
 
 // Root is the repository's top directory.
@@ -379,6 +382,13 @@ func (d *Daemon) Stop() error { return d.signal(syscall.SIGTERM) }
 
 // Kill stops the daemon with SIGKILL, as a crash would.
 func (d *Daemon) Kill() error { return d.signal(syscall.SIGKILL) }
+
+// StateDB opens the daemon's database read-only: the store is the truth of
+// what is declared (the warm pool, and which engine name each box has),
+// and it answers while paddockd is down.
+func (d *Daemon) StateDB() (*sql.DB, error) {
+	return sql.Open("sqlite", "file:"+filepath.Join(d.StateDir, "paddock.db")+"?mode=ro&_pragma=busy_timeout(5000)")
+}
 
 // WaitPool waits until the daemon's log says n warm pool boxes became
 // ready since it was first started.
