@@ -5,7 +5,9 @@
 // not even a symlink already on disk can redirect a write.
 //
 // A bad archive is refused whole: callers spool the stream, Check it, and
-// only then write anything (see Spool).
+// only then write anything (see Spool); or unpack it into a staging folder
+// (UnpackWith checks each entry before writing it) and Merge that into
+// place only once all of it passed, as paddockd does for a push.
 package archive
 
 import (
@@ -357,6 +359,15 @@ func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 // os.Root opened on dir, so no entry and no existing symlink can take a
 // write outside it.
 func Unpack(r io.Reader, dir string, strip int) error {
+	return UnpackWith(r, dir, Checker{Strip: strip})
+}
+
+// UnpackWith is Unpack with a Checker of the caller's (its Strip and Max).
+// Each entry is checked before it is written, so an archive that is
+// refused part way has written only entries that passed, all inside dir:
+// a caller that must change nothing unpacks into a staging folder.
+func UnpackWith(r io.Reader, dir string, c Checker) error {
+	strip := c.Strip
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -366,7 +377,6 @@ func Unpack(r io.Reader, dir string, strip int) error {
 	}
 	defer root.Close()
 	tr := tar.NewReader(r)
-	c := Checker{Strip: strip}
 	for {
 		h, err := tr.Next()
 		if err == io.EOF {
@@ -419,11 +429,19 @@ func unpackOne(root *os.Root, tr *tar.Reader, h *tar.Header, name string, strip 
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, tr); err != nil {
+		if _, err := io.Copy(f, readOnly{tr}); err != nil {
 			f.Close()
 			return err
 		}
-		return f.Close()
+		if err := f.Close(); err != nil {
+			return err
+		}
+		// As cp -p and the engine's copy do: a build that goes by file
+		// times sees the pushed files as old as they are.
+		if !h.ModTime.IsZero() {
+			return root.Chtimes(name, h.ModTime, h.ModTime)
+		}
+		return nil
 	case tar.TypeSymlink:
 		root.Remove(name)
 		return root.Symlink(h.Linkname, name)
@@ -438,4 +456,63 @@ func unpackOne(root *os.Root, tr *tar.Reader, h *tar.Header, name string, strip 
 		return nil
 	}
 	return nil
+}
+
+// Merge moves what the folder src holds into the folder dst, and removes
+// src. dst is made if missing (with its missing parents); a folder that is
+// in both is merged into and keeps its own owner and mode; any other entry
+// replaces what dst had under its name, except that a folder and a
+// non-folder never replace each other (an error, as cp says). Entries move
+// by rename: src and dst must be on one filesystem, and no file is copied.
+func Merge(src, dst string) error {
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.Rename(src, dst)
+	}
+	if err := mergeInto(src, dst); err != nil {
+		return err
+	}
+	return os.RemoveAll(src)
+}
+
+func mergeInto(src, dst string) error {
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		fi, err := os.Lstat(to)
+		switch {
+		case err != nil && !errors.Is(err, fs.ErrNotExist):
+			return err
+		case err != nil: // not there: the entry moves whole
+		case e.IsDir() && isDir(to):
+			if err := mergeInto(from, to); err != nil {
+				return err
+			}
+			continue
+		case e.IsDir():
+			return fmt.Errorf("cannot overwrite non-directory %s with a directory", to)
+		case fi.IsDir():
+			return fmt.Errorf("cannot overwrite directory %s with a non-directory", to)
+		}
+		if err := os.Rename(from, to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// isDir reports whether p is a folder, or a symlink to one.
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
 }

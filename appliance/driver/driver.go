@@ -129,6 +129,18 @@ type Hostnamer interface {
 	SetHostname(ctx context.Context, box, hostname string) error
 }
 
+// BoxUserFiles is a driver that can run Go code that works on a box's
+// files directly, without a process in the box: fn runs on a thread of
+// its own that sees the box's files as the box's processes do, with the
+// rights of the box's user uid and nothing more (no capabilities, no other
+// groups), so that it can do nothing the box's user could not do from
+// inside. Files it makes are the box user's. fn must use absolute paths
+// and must not start goroutines for file work (they run elsewhere); its
+// error is AsBoxUser's.
+type BoxUserFiles interface {
+	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
+}
+
 // ImageIDer is a driver that can tell which image a reference names now.
 type ImageIDer interface {
 	ImageID(ctx context.Context, ref string) (string, error)

@@ -6,14 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -339,6 +344,13 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 // staging folder removed. An entry with
 // "..", an absolute name or a link out of the target refuses the whole
 // archive, and dir is as it was. Files belong to the box user.
+//
+// Where the box's user may write the folder the staging folder goes in,
+// paddockd does all of it itself, on the box's files with the box user's
+// rights (pushAsUser): no copy through the engine and no process in the
+// box, and the staged entries move into place by renames. Elsewhere (a
+// target under root's /opt, say) the engine copies the archive in and one
+// command in the box merges it as root.
 func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) error {
 	b, err := s.runningBox(name)
 	if err != nil {
@@ -349,6 +361,11 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
+	if bu, ok := s.Driver.(driver.BoxUserFiles); ok {
+		if done, err := s.pushAsUser(ctx, bu, name, key, dir, body); done {
+			return err
+		}
+	}
 	run := func(ctx context.Context, cmd ...string) error {
 		var stderr bytes.Buffer
 		code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
@@ -380,12 +397,113 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		err = s.checked(body, stageName, func(tar io.Reader) error { return s.Driver.CopyTo(ctx, key, parent, tar) })
 	}
 	if err == nil {
-		// One step, as it costs an exec: the target's missing folders,
-		// given to the box user; then GNU cp merges the staged entries
-		// into it by hard links (folders that exist are merged into, files
-		// replaced; the target's own owner and mode stay); then the
-		// staging folder goes.
-		merge := `set -e
+		t2 := time.Now()
+		if err = s.engineMerge(stay, key, stage, dir); err == nil {
+			s.doneLeftover(left)
+			s.Log.Debug("push", "box", name, "dir", dir, "find_folder", t1.Sub(t0), "stream", t2.Sub(t1), "merge", time.Since(t2))
+			return nil
+		}
+	}
+	if rerr := run(stay, "rm", "-rf", "--", stage); rerr != nil {
+		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
+	} else {
+		s.doneLeftover(left)
+	}
+	return err
+}
+
+// pushAsUser is Push done by paddockd itself on the box's files, with the
+// box user's rights (driver.BoxUserFiles): the archive is checked entry by
+// entry as it is written into the staging folder, which then moves into
+// place by renames. Nothing runs in the box and the engine copies nothing.
+// Where the box's user may not write (the folder the staging folder would
+// go in, or a folder of the target that the archive merges into), it is
+// not done (done false): the push is the engine's, as root, and the body
+// was not read if the staging folder was not made; if it was, the staged
+// files are merged by the engine's path instead.
+func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, key, dir string, body io.Reader) (done bool, err error) {
+	uid := s.Cfg.BoxUID
+	var parent, notFolder string
+	t0 := time.Now()
+	err = bu.AsBoxUser(ctx, key, uid, func() error {
+		for p := dir; ; p = path.Dir(p) {
+			fi, err := os.Stat(p)
+			if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && p != "/" {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !fi.IsDir() {
+				notFolder = p
+			} else if unix.Access(p, unix.W_OK|unix.X_OK) == nil {
+				parent = p
+			}
+			return nil
+		}
+	})
+	switch {
+	case notFolder != "":
+		return true, invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, name, notFolder)
+	case err != nil:
+		s.Log.Warn("push by the engine: the box's files could not be opened as its user", "box", name, "dir", dir, "err", err)
+		return false, nil
+	case parent == "":
+		s.Log.Debug("push by the engine: the box user may not write there", "box", name, "dir", dir)
+		return false, nil
+	}
+	t1 := time.Now()
+	stage := path.Join(parent, pushStagePrefix+randHex(6))
+	left := store.Leftover{Kind: "box", Target: name, Path: stage}
+	if err := s.addLeftover(left); err != nil {
+		return true, err
+	}
+	// The steps in the box run to their end even if the client goes: a
+	// step cut off could not be undone.
+	stay := context.WithoutCancel(ctx)
+	var blocked string
+	var t2 time.Time
+	removed := false
+	err = bu.AsBoxUser(stay, key, uid, func() error {
+		err := archive.UnpackWith(body, stage, archive.Checker{Max: s.Cfg.ArchiveMaxMiB << 20})
+		t2 = time.Now()
+		if err == nil {
+			if blocked, err = archive.MergeBlocked(stage, dir); err == nil && blocked == "" {
+				return archive.Merge(stage, dir)
+			}
+		}
+		if err != nil {
+			removed = os.RemoveAll(stage) == nil
+		}
+		return err
+	})
+	if err == nil && blocked != "" {
+		// A folder of the target is not the box user's to write in: the
+		// staged files are merged as root, as the engine's path does.
+		s.Log.Debug("push merged by the engine", "box", name, "dir", dir, "blocked", blocked)
+		err = s.engineMerge(stay, key, stage, dir)
+		removed = err == nil
+	}
+	if removed || err == nil {
+		s.doneLeftover(left) // else listed: the next start removes it
+	}
+	switch {
+	case errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig):
+		return true, invalid("archive", "%v; nothing was written", err)
+	case err != nil:
+		return true, fmt.Errorf("pushing into %s: %w", dir, err)
+	}
+	s.Log.Debug("push", "box", name, "dir", dir, "find_folder", t1.Sub(t0), "stream", t2.Sub(t1), "merge", time.Since(t2))
+	return true, nil
+}
+
+// engineMerge merges a staging folder into dir as root, in one exec: the
+// target's missing folders, given to the box user; then GNU cp merges the
+// staged entries into it by hard links (folders that exist are merged
+// into, files replaced; the target's own owner and mode stay); then the
+// staging folder goes.
+func (s *Service) engineMerge(ctx context.Context, key, stage, dir string) error {
+	const merge = `set -e
 stage=$1 dir=$2 uid=$3
 if [ ! -e "$dir" ]; then
   top=$dir p=$(dirname -- "$dir")
@@ -395,20 +513,15 @@ if [ ! -e "$dir" ]; then
 fi
 find "$stage" -mindepth 1 -maxdepth 1 -exec cp -a -l --remove-destination -t "$dir/" -- {} +
 rm -rf -- "$stage"`
-		t2 := time.Now()
-		if err = run(stay, "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err == nil {
-			s.doneLeftover(left)
-			s.Log.Debug("push", "box", name, "dir", dir, "find_folder", t1.Sub(t0), "stream", t2.Sub(t1), "merge", time.Since(t2))
-			return nil
-		}
-		err = fmt.Errorf("moving the pushed files into %s: %w", dir, err)
+	var stderr bytes.Buffer
+	code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: []string{"sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)}, User: "root", Stderr: &stderr})
+	if err == nil && code != 0 {
+		err = errors.New(strings.TrimSpace(stderr.String()))
 	}
-	if rerr := run(stay, "rm", "-rf", "--", stage); rerr != nil {
-		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
-	} else {
-		s.doneLeftover(left)
+	if err != nil {
+		return fmt.Errorf("moving the pushed files into %s: %w", dir, err)
 	}
-	return err
+	return nil
 }
 
 // pushParent is the folder a push into dir stages in: dir, or its

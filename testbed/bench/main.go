@@ -7,6 +7,7 @@
 //
 //	go run ./testbed/bench [-n 5] [-big-n 3]
 //	go run ./testbed/bench -scale    # at 1, 10 and 50 idle boxes
+//	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //
 // It needs root and the testbed engine and image (it makes them if missing),
 // sends traffic only to loopback and the local engine, and removes what it
@@ -113,7 +114,8 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, policies, pool, all, or load (the mixed load, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, or load (the mixed load, not in all)")
+	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
 	scale := flag.Bool("scale", false, "measure at 1, 10 and 50 idle boxes instead (create, plan, exec, policy change, memory)")
@@ -155,7 +157,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
+	d.Env = []string{"PADDOCK_LOG_LEVEL=" + *logLevel, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}
 	if *scale {
 		// Boxes run their own Docker engine, as Sysbox lets them in
@@ -167,6 +169,15 @@ func main() {
 		os.Exit(1)
 	}
 	defer d.Cleanup()
+	if *logLevel != "warn" {
+		// Kept after the run, which removes its folder.
+		kept := filepath.Join(os.TempDir(), "paddock-bench-"+d.Instance+".log")
+		defer func() {
+			if b, err := os.ReadFile(d.LogPath()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
+				fmt.Fprintln(os.Stderr, "bench: paddockd's log:", kept)
+			}
+		}()
+	}
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)
 	label := "paddock.instance=" + raw
@@ -208,21 +219,27 @@ func main() {
 	modules, files, size := makeModules(filepath.Join(work, "trees"))
 	modulesName := fmt.Sprintf("node_modules shape (%d files, %d MB, symlinks)", files, size>>20)
 
-	// create to first exec
-	p := timeIt(*n, nil, func(i int) {
-		r.paddock("new", "--name", fmt.Sprintf("c%d", i))
-		r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
-	}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
-	dk := timeIt(*n, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
-	rows = append(rows, row{"create + first exec", p, dk})
+	copiesOnly := *section == "files"
+	var p, dk sample
+	if !copiesOnly {
+		// create to first exec
+		p = timeIt(*n, nil, func(i int) {
+			r.paddock("new", "--name", fmt.Sprintf("c%d", i))
+			r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
+		}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
+		dk = timeIt(*n, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
+		rows = append(rows, row{"create + first exec", p, dk})
+	}
 
 	r.paddock("new", "--name", "bench")
 	rawBox := raw + "-box"
 	r.docker("run", "-d", "--init", "--label", label, "--name", rawBox, image)
 
-	p = timeIt(*n*2, nil, func(int) { r.paddock("exec", "bench", "--", "true") }, nil)
-	dk = timeIt(*n*2, nil, func(int) { r.docker("exec", rawBox, "true") }, nil)
-	rows = append(rows, row{"exec true (round trip)", p, dk})
+	if !copiesOnly {
+		p = timeIt(*n*2, nil, func(int) { r.paddock("exec", "bench", "--", "true") }, nil)
+		dk = timeIt(*n*2, nil, func(int) { r.docker("exec", rawBox, "true") }, nil)
+		rows = append(rows, row{"exec true (round trip)", p, dk})
+	}
 
 	// The same through the front door: HTTPS (a new TLS connection per
 	// command), Caddy's proxy, paddockd's socket; and a CONNECT proxy on
@@ -238,8 +255,10 @@ func main() {
 		"PADDOCK_CONFIG_DIR=" + filepath.Join(work, "cli-https")}, bins: bins}
 	rf.paddock("login", "https://paddock.test:"+httpsPort, "--token", d.Token,
 		"--ca-cert", filepath.Join(d.StateDir, "caddy", "pki", "authorities", "local", "root.crt"))
-	p = timeIt(*n*2, nil, func(int) { rf.paddock("exec", "bench", "--", "true") }, nil)
-	rows = append(rows, row{"exec true through HTTPS (Caddy)", p, dk})
+	if !copiesOnly {
+		p = timeIt(*n*2, nil, func(int) { rf.paddock("exec", "bench", "--", "true") }, nil)
+		rows = append(rows, row{"exec true through HTTPS (Caddy)", p, dk})
+	}
 
 	p = timeIt(*bigN, nil, func(i int) {
 		rf.paddock("push", "bench", big, "--to", fmt.Sprintf("/tmp/pushs%d", i))
@@ -293,6 +312,10 @@ func main() {
 	rows = append(rows, row{"drive backup 100 MB, one file", p, dk})
 	r.paddock("drive", "rm", "bk")
 	r.docker("volume", "rm", raw+"-bk")
+	if copiesOnly {
+		printRows(rows, image, *n, *bigN)
+		return
+	}
 
 	r.paddock("exec", "bench", "--", "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")
 	r.docker("exec", rawBox, "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")

@@ -257,7 +257,8 @@ func cmdRawPush(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // engine containers N | engine volume NAME present|absent | engine state
-// BOX STATE: check the engine.
+// BOX STATE: check the engine. engine rm BOX and engine root BOX CMD...
+// change a box behind Paddock's back.
 func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	inst := daemonOf(ts).Instance
 	switch {
@@ -268,6 +269,12 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	case len(args) == 2 && args[0] == "rm":
 		ts.Check(exec.Command("docker", "rm", "-f", boxContainer(ts, args[1])).Run())
+	case len(args) > 2 && args[0] == "root":
+		// A command as root in the box, behind Paddock's back.
+		out, err := exec.Command("docker", append([]string{"exec", "-u", "0", boxContainer(ts, args[1])}, args[2:]...)...).CombinedOutput()
+		if err != nil {
+			ts.Fatalf("engine root %s: %v\n%s", strings.Join(args[1:], " "), err, out)
+		}
 	case len(args) == 3 && args[0] == "state":
 		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}}", boxContainer(ts, args[1])).Output()
 		ts.Check(err)
@@ -288,7 +295,7 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
 		}
 	default:
-		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine tag NAME")
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine root BOX CMD... | engine tag NAME")
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"runtime"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
@@ -62,26 +61,23 @@ func (d *Driver) SetHostname(ctx context.Context, box, hostname string) error {
 	return nil
 }
 
-// setUTSHostname sets the hostname in the UTS namespace of process pid. A
-// thread that joined another namespace is not given back to the runtime:
-// the goroutine ends locked to it, and the thread ends with it.
+// setUTSHostname sets the hostname in the UTS namespace of process pid,
+// from a thread that then ends (onSpareThread).
 func setUTSHostname(pid int, hostname string) error {
-	errc := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: see above
-		f, err := os.Open(fmt.Sprintf("/proc/%d/ns/uts", pid))
-		if err != nil {
-			errc <- err
+	var err error
+	onSpareThread(func() {
+		var f *os.File
+		if f, err = os.Open(fmt.Sprintf("/proc/%d/ns/uts", pid)); err != nil {
 			return
 		}
 		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWUTS); err != nil {
-			errc <- fmt.Errorf("joining its UTS namespace: %w", err)
+		if err = unix.Setns(int(f.Fd()), unix.CLONE_NEWUTS); err != nil {
+			err = fmt.Errorf("joining its UTS namespace: %w", err)
 			return
 		}
-		errc <- unix.Sethostname([]byte(hostname))
-	}()
-	return <-errc
+		err = unix.Sethostname([]byte(hostname))
+	})
+	return err
 }
 
 // ImageID says which image ref names now ("" when the engine has none).

@@ -9,7 +9,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"strings"
 	"testing"
 
@@ -203,7 +206,77 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	}
 
 	volumes(t, d, image, spec.Mounts[0].Volume)
+	boxUser(t, d)
 	hostname(t, d)
+}
+
+// boxUser checks AsBoxUser on ct-run, where the driver has it: the code
+// sees the box's files, not this machine's (a symlink to / included),
+// what it makes is the box user's, and it can do nothing the box's user
+// could not: root's files and folders refuse it. The process itself is
+// unchanged after.
+func boxUser(t *testing.T, d driver.Driver) {
+	bu, ok := d.(driver.BoxUserFiles)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	sh := func(script string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", script}, User: "0", Stdout: &out, Stderr: &errb})
+		must(t, err)
+		if code != 0 {
+			t.Fatalf("%s: code %d: %s", script, code, errb.String())
+		}
+		return out.String()
+	}
+	sh("mkdir -p /tmp/bu && chown 1000:1000 /tmp/bu && echo secret > /tmp/rootonly && chmod 600 /tmp/rootonly && ln -sfn / /tmp/bu/up")
+	boxHost := sh("cat /etc/hostname")
+	hostOnly, err := os.CreateTemp("", "paddock-host-only-")
+	must(t, err)
+	hostOnly.Close()
+	defer os.Remove(hostOnly.Name())
+	var seen []string
+	must(t, bu.AsBoxUser(ctx, "ct-run", 1000, func() error {
+		for _, p := range []string{"/etc/hostname", "/tmp/bu/up/etc/hostname"} {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			seen = append(seen, string(b))
+		}
+		if _, err := os.Stat(hostOnly.Name()); !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("a file of this machine's /tmp is seen: %v", err)
+		}
+		if err := os.WriteFile("/tmp/bu/made", []byte("x"), 0o640); err != nil {
+			return err
+		}
+		if _, err := os.ReadFile("/tmp/rootonly"); !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("reading root's 0600 file: %v, want permission denied", err)
+		}
+		if err := os.WriteFile("/etc/bu-made", nil, 0o644); !errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("writing into root's /etc: %v, want permission denied", err)
+		}
+		return nil
+	}))
+	if len(seen) != 2 || seen[0] != boxHost || seen[1] != boxHost {
+		t.Fatalf("AsBoxUser read /etc/hostname as %q, the box says %q", seen, boxHost)
+	}
+	if got := sh("stat -c '%u %g %a' /tmp/bu/made; test -e /etc/bu-made || echo none"); got != "1000 1000 640\nnone\n" {
+		t.Fatalf("what AsBoxUser made: %q", got)
+	}
+	// The engine's driver runs as root; a change of every thread's ids
+	// (not the one thread's) would show here.
+	if _, err := os.Stat(hostOnly.Name()); err != nil || os.Getuid() != 0 || os.Geteuid() != 0 {
+		t.Fatalf("this process after AsBoxUser: uid %d euid %d, %v", os.Getuid(), os.Geteuid(), err)
+	}
+	if err := bu.AsBoxUser(ctx, "ct-run", 0, func() error { return nil }); err == nil {
+		t.Fatal("AsBoxUser as the box's root: no error")
+	}
+	if err := bu.AsBoxUser(ctx, "ct-none", 1000, func() error { return nil }); err == nil {
+		t.Fatal("AsBoxUser in a box that does not exist: no error")
+	}
 }
 
 // hostname checks SetHostname on ct-run, where the driver has it: what the

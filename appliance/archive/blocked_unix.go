@@ -1,0 +1,71 @@
+//go:build unix
+
+package archive
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// MergeBlocked names a folder that Merge(src, dst) would write in and the
+// calling thread's user may not (so that a caller can merge some other way before
+// anything moved): a folder of dst that src's entries go into and whose
+// write permission the user lacks, or a sticky one where an entry would
+// replace another user's. "" when none.
+func MergeBlocked(src, dst string) (string, error) {
+	if _, err := os.Lstat(dst); errors.Is(err, fs.ErrNotExist) {
+		p := filepath.Dir(dst)
+		for !exists(p) {
+			p = filepath.Dir(p)
+		}
+		return blockedDir(p), nil
+	}
+	if b := blockedDir(dst); b != "" {
+		return b, nil
+	}
+	sticky := false
+	if fi, err := os.Stat(dst); err == nil {
+		sticky = fi.Mode()&fs.ModeSticky != 0
+	}
+	entries, err := os.ReadDir(src)
+	if err != nil {
+		return "", err
+	}
+	for _, e := range entries {
+		from, to := filepath.Join(src, e.Name()), filepath.Join(dst, e.Name())
+		fi, err := os.Lstat(to)
+		if err != nil {
+			continue // moves whole, or Merge says why not
+		}
+		if sticky && !ownedByMe(fi) {
+			return dst, nil
+		}
+		if e.IsDir() && isDir(to) {
+			if b, err := MergeBlocked(from, to); b != "" || err != nil {
+				return b, err
+			}
+		}
+	}
+	return "", nil
+}
+
+// blockedDir is p when the calling thread's user may not make or remove
+// entries in it ("" when it may).
+func blockedDir(p string) string {
+	if unix.Access(p, unix.W_OK|unix.X_OK) != nil {
+		return p
+	}
+	return ""
+}
+
+// ownedByMe reports whether the calling thread's user owns fi (the thread's
+// own: ids are per thread where a thread took a box user's).
+func ownedByMe(fi fs.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && int(st.Uid) == unix.Geteuid()
+}

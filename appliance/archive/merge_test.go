@@ -1,0 +1,235 @@
+package archive
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// tree writes files (name -> content; a name ending in / is a folder, a
+// content starting with -> is a symlink) under dir.
+func tree(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, body := range files {
+		p := filepath.Join(dir, name)
+		if strings.HasSuffix(name, "/") {
+			if err := os.MkdirAll(p, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		var err error
+		if to, ok := strings.CutPrefix(body, "->"); ok {
+			err = os.Symlink(to, p)
+		} else {
+			err = os.WriteFile(p, []byte(body), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func read(t *testing.T, p string) string {
+	t.Helper()
+	if to, err := os.Readlink(p); err == nil {
+		return "->" + to
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestMergeIntoAMissingFolderMovesTheStageWhole(t *testing.T) {
+	dir := t.TempDir()
+	stage := filepath.Join(dir, ".stage")
+	tree(t, stage, map[string]string{"a.txt": "a", "sub/b.txt": "b"})
+	dst := filepath.Join(dir, "new", "deep")
+	if err := Merge(stage, dst); err != nil {
+		t.Fatal(err)
+	}
+	if read(t, filepath.Join(dst, "sub", "b.txt")) != "b" || read(t, filepath.Join(dst, "a.txt")) != "a" {
+		t.Fatal("merged tree differs")
+	}
+	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+		t.Fatalf("stage left: %v", err)
+	}
+}
+
+func TestMergeIntoAFolderThatExists(t *testing.T) {
+	dir := t.TempDir()
+	stage, dst := filepath.Join(dir, "dst", ".stage"), filepath.Join(dir, "dst")
+	tree(t, dst, map[string]string{"keep.txt": "k", "a.txt": "old", "sub/old.txt": "o", "link": "->keep.txt"})
+	os.Chmod(filepath.Join(dst, "sub"), 0o750)
+	tree(t, stage, map[string]string{"a.txt": "new", "sub/b.txt": "b", "link": "->a.txt", "fresh/c.txt": "c"})
+	if err := Merge(stage, dst); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"keep.txt": "k", "a.txt": "new", "sub/old.txt": "o", "sub/b.txt": "b", "link": "->a.txt", "fresh/c.txt": "c"}
+	for name, body := range want {
+		if got := read(t, filepath.Join(dst, name)); got != body {
+			t.Fatalf("%s: %q, want %q", name, got, body)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Join(dst, "sub")); fi.Mode().Perm() != 0o750 {
+		t.Fatalf("a folder merged into lost its mode: %v", fi.Mode())
+	}
+	if _, err := os.Stat(stage); !os.IsNotExist(err) {
+		t.Fatalf("stage left: %v", err)
+	}
+}
+
+func TestMergeNeverSwapsAFolderAndAFile(t *testing.T) {
+	for _, c := range []struct{ have, staged map[string]string }{
+		{map[string]string{"x": "file"}, map[string]string{"x/y": "in a folder"}},
+		{map[string]string{"x/y": "in a folder"}, map[string]string{"x": "file"}},
+	} {
+		dir := t.TempDir()
+		stage, dst := filepath.Join(dir, ".stage"), filepath.Join(dir, "dst")
+		tree(t, dst, c.have)
+		tree(t, stage, c.staged)
+		if err := Merge(stage, dst); err == nil || !strings.Contains(err.Error(), "cannot overwrite") {
+			t.Fatalf("%v over %v: %v", c.staged, c.have, err)
+		}
+		for name, body := range c.have {
+			if got := read(t, filepath.Join(dst, name)); got != body {
+				t.Fatalf("%s became %q", name, got)
+			}
+		}
+	}
+}
+
+func TestUnpackWithKeepsTimesAndBounds(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	tree(t, src, map[string]string{"a.txt": strings.Repeat("a", 3000)})
+	old := time.Unix(1000000000, 0)
+	os.Chtimes(filepath.Join(src, "a.txt"), old, old)
+	var b strings.Builder
+	if err := Pack(&b, src); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := UnpackWith(strings.NewReader(b.String()), out, Checker{}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(filepath.Join(out, "a.txt")); !fi.ModTime().Equal(old) {
+		t.Fatalf("unpacked time %v, want %v", fi.ModTime(), old)
+	}
+	if err := UnpackWith(strings.NewReader(b.String()), filepath.Join(dir, "small"), Checker{Max: 2000}); err == nil {
+		t.Fatal("an archive over the bound unpacked")
+	}
+}
+
+// asUser runs fn on a thread of its own with uid and gid (as the box user's
+// thread does); the thread ends after.
+func asUser(t *testing.T, uid int, fn func()) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("needs root: a thread of another user is made for the test")
+	}
+	done := make(chan struct{})
+	var run func()
+	run = func() {
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread ends
+			if unix.Gettid() == unix.Getpid() {
+				run() // the first thread must not change: hold it, go elsewhere
+				<-done
+				runtime.UnlockOSThread()
+				return
+			}
+			defer close(done)
+			syscall.RawSyscall(unix.SYS_SETGROUPS, 0, 0, 0)
+			if _, _, e := syscall.RawSyscall(unix.SYS_SETRESGID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+				t.Error(e)
+				return
+			}
+			if _, _, e := syscall.RawSyscall(unix.SYS_SETRESUID, uintptr(uid), uintptr(uid), uintptr(uid)); e != 0 {
+				t.Error(e)
+				return
+			}
+			fn()
+		}()
+	}
+	run()
+	<-done
+}
+
+func TestMergeBlockedNamesWhatTheUserMayNotWrite(t *testing.T) {
+	const uid = 4242
+	dir := t.TempDir()
+	os.Chmod(filepath.Dir(dir), 0o755) // the test's own folder
+	os.Chmod(dir, 0o755)
+	dst := filepath.Join(dir, "dst")
+	tree(t, dst, map[string]string{"mine/": "", "roots/x": "x", "sticky/theirs": "t", "sticky/mine": "m"})
+	stage := filepath.Join(dst, ".stage")
+	tree(t, stage, map[string]string{"mine/a": "a", "top.txt": "t"})
+	stickyStage := filepath.Join(dst, ".stage2")
+	tree(t, stickyStage, map[string]string{"mine": "m2"})
+	for _, p := range []string{dst, filepath.Join(dst, "mine"), stage, filepath.Join(stage, "mine"), stickyStage, filepath.Join(dst, "sticky/mine")} {
+		os.Lchown(p, uid, uid)
+	}
+	os.Chmod(filepath.Join(dst, "sticky"), 0o777|os.ModeSticky)
+	rootsStage := filepath.Join(dst, ".stage3")
+	tree(t, rootsStage, map[string]string{"roots/y": "y"})
+	os.Chown(rootsStage, uid, uid)
+	os.Chown(filepath.Join(rootsStage, "roots"), uid, uid)
+
+	got := map[string]string{}
+	asUser(t, uid, func() {
+		for _, c := range []struct{ src, dst string }{
+			{stage, dst},      // all the user's
+			{rootsStage, dst}, // roots/ is root's 0755
+			{stickyStage, filepath.Join(dst, "sticky")},                    // replaces the user's own in a sticky folder
+			{filepath.Join(dst, "roots"), filepath.Join(dir, "elsewhere")}, // a missing target in root's folder
+		} {
+			b, err := MergeBlocked(c.src, c.dst)
+			if err != nil {
+				b = "error: " + err.Error()
+			}
+			got[c.src+" -> "+c.dst] = b
+		}
+		// And the user's own case merges as the user.
+		if err := Merge(stage, dst); err != nil {
+			got["merge"] = err.Error()
+		}
+	})
+	want := map[string]string{
+		stage + " -> " + dst:                                                   "",
+		rootsStage + " -> " + dst:                                              filepath.Join(dst, "roots"),
+		stickyStage + " -> " + filepath.Join(dst, "sticky"):                    "",
+		filepath.Join(dst, "roots") + " -> " + filepath.Join(dir, "elsewhere"): dir,
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("MergeBlocked(%s) = %q, want %q", k, got[k], v)
+		}
+	}
+	if got["merge"] != "" {
+		t.Fatalf("the user's merge: %s", got["merge"])
+	}
+	if read(t, filepath.Join(dst, "mine", "a")) != "a" {
+		t.Fatal("the user's merge did not land")
+	}
+
+	// Root's file in a sticky folder cannot be replaced by the user.
+	stickyRoot := filepath.Join(dst, ".stage4")
+	tree(t, stickyRoot, map[string]string{"theirs": "mine now"})
+	os.Lchown(stickyRoot, uid, uid)
+	os.Lchown(filepath.Join(stickyRoot, "theirs"), uid, uid)
+	var b string
+	asUser(t, uid, func() { b, _ = MergeBlocked(stickyRoot, filepath.Join(dst, "sticky")) })
+	if b != filepath.Join(dst, "sticky") {
+		t.Fatalf("replacing root's file in a sticky folder: blocked %q", b)
+	}
+}
