@@ -282,7 +282,7 @@ func Pack(w io.Writer, src string) error {
 	}
 	tw := tar.NewWriter(w)
 	if !info.IsDir() {
-		if err := packOne(tw, src, info.Name(), info); err != nil {
+		if err := packOne(tw, src, info.Name(), info, true); err != nil {
 			return err
 		}
 		return tw.Close()
@@ -303,7 +303,7 @@ func Pack(w io.Writer, src string) error {
 		if err != nil {
 			return err
 		}
-		return packOne(tw, p, filepath.ToSlash(rel), fi)
+		return packOne(tw, p, filepath.ToSlash(rel), fi, true)
 	})
 	if err != nil {
 		return err
@@ -311,7 +311,46 @@ func Pack(w io.Writer, src string) error {
 	return tw.Close()
 }
 
-func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
+// PackTree writes the tree at src as the engine's copy out of a container
+// does: every name starts with src's base name (a single file is just its
+// base name), and symlinks go as they are, src itself included: where they
+// point is for the receiving side to judge. Sockets, devices and pipes are
+// left out.
+func PackTree(w io.Writer, src string) error {
+	info, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(w)
+	base := filepath.Base(src)
+	if !info.IsDir() {
+		if err := packOne(tw, src, base, info, false); err != nil {
+			return err
+		}
+		return tw.Close()
+	}
+	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return packOne(tw, p, path.Join(base, filepath.ToSlash(rel)), fi, false)
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// packOne writes one entry; judge refuses a symlink out of the tree.
+func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo, judge bool) error {
 	link := ""
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		l, err := os.Readlink(p)
@@ -319,7 +358,7 @@ func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo) error {
 			return err
 		}
 		link = filepath.ToSlash(l)
-		if !linkInside(name, link) {
+		if judge && !linkInside(name, link) {
 			return unsafe(name, fmt.Sprintf("symlink to %q points outside %s", l, "the pushed tree"))
 		}
 	}

@@ -69,3 +69,32 @@ func ownedByMe(fi fs.FileInfo) bool {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	return ok && int(st.Uid) == unix.Geteuid()
 }
+
+// Unreadable names the first file or folder under src (src included) that
+// the calling thread's user may not read ("" when it may read all): a
+// folder needs read and search, a file read; a symlink is read as itself.
+func Unreadable(src string) (string, error) {
+	var bad string
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrPermission) {
+			bad = p
+			return filepath.SkipAll
+		}
+		if err != nil {
+			return err
+		}
+		mode := uint32(0)
+		switch {
+		case d.IsDir():
+			mode = unix.R_OK | unix.X_OK
+		case d.Type().IsRegular():
+			mode = unix.R_OK
+		}
+		if mode != 0 && unix.Access(p, mode) != nil {
+			bad = p
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	return bad, err
+}

@@ -1,8 +1,11 @@
 package archive
 
 import (
+	"archive/tar"
+	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strings"
 	"syscall"
@@ -231,5 +234,35 @@ func TestMergeBlockedNamesWhatTheUserMayNotWrite(t *testing.T) {
 	asUser(t, uid, func() { b, _ = MergeBlocked(stickyRoot, filepath.Join(dst, "sticky")) })
 	if b != filepath.Join(dst, "sticky") {
 		t.Fatalf("replacing root's file in a sticky folder: blocked %q", b)
+	}
+}
+
+func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "proj")
+	tree(t, src, map[string]string{"a.txt": "a", "sub/b.txt": "b", "out": "->/etc/passwd", "empty/": ""})
+	names := func(p string) map[string]string {
+		var b strings.Builder
+		if err := PackTree(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		tr := tar.NewReader(strings.NewReader(b.String()))
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			body, _ := io.ReadAll(tr)
+			got[h.Name] = string(body) + h.Linkname
+		}
+		return got
+	}
+	want := map[string]string{"proj/": "", "proj/a.txt": "a", "proj/sub/": "", "proj/sub/b.txt": "b", "proj/out": "/etc/passwd", "proj/empty/": ""}
+	if got := names(src); !reflect.DeepEqual(got, want) {
+		t.Fatalf("PackTree(dir) = %q, want %q", got, want)
+	}
+	if got := names(filepath.Join(src, "a.txt")); !reflect.DeepEqual(got, map[string]string{"a.txt": "a"}) {
+		t.Fatalf("PackTree(file) = %q", got)
 	}
 }

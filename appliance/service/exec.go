@@ -1,6 +1,7 @@
 package service
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -552,7 +553,9 @@ func (s *Service) pushParent(ctx context.Context, box, key, dir string) (string,
 const pushStagePrefix = ".paddock-push-"
 
 // Pull returns a tar stream of path in a box; the first component of every
-// name is path's base name.
+// name is path's base name. Where the box's user may read all of it,
+// paddockd packs it itself, on the box's files with the box user's rights
+// (pullAsUser); elsewhere the engine copies it out, as root.
 func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, error) {
 	b, err := s.runningBox(name)
 	if err != nil {
@@ -561,9 +564,57 @@ func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, erro
 	if !path.IsAbs(p) {
 		return nil, invalid("path", "path %q must be absolute", p)
 	}
+	if bu, ok := s.Driver.(driver.BoxUserFiles); ok {
+		if rc, done, err := s.pullAsUser(ctx, bu, name, b.Key(), path.Clean(p)); done {
+			return rc, err
+		}
+	}
 	rc, err := s.Driver.CopyFrom(ctx, b.Key(), path.Clean(p))
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
 	}
 	return rc, err
+}
+
+// pullAsUser is Pull packed by paddockd on the box's files as the box's
+// user (driver.BoxUserFiles). It is not done (done false) when the user
+// may not read all of p: those pulls are the engine's, as root.
+func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, key, p string) (rc io.ReadCloser, done bool, err error) {
+	uid := s.Cfg.BoxUID
+	missing := false
+	var unreadable string
+	err = bu.AsBoxUser(ctx, key, uid, func() error {
+		_, err := os.Lstat(p)
+		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+			missing = true
+			return nil
+		}
+		if err == nil {
+			unreadable, err = archive.Unreadable(p)
+		}
+		return err
+	})
+	switch {
+	case missing:
+		return nil, true, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
+	case err != nil:
+		s.Log.Warn("pull by the engine: the box's files could not be opened as its user", "box", name, "path", p, "err", err)
+		return nil, false, nil
+	case unreadable != "":
+		s.Log.Debug("pull by the engine: the box user may not read all of it", "box", name, "path", p, "unreadable", unreadable)
+		return nil, false, nil
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		// Ends when the whole tree was written or the reader closed.
+		err := bu.AsBoxUser(context.WithoutCancel(ctx), key, uid, func() error {
+			bw := bufio.NewWriterSize(pw, 256<<10)
+			if err := archive.PackTree(bw, p); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+		pw.CloseWithError(err)
+	}()
+	return pr, true, nil
 }
