@@ -381,11 +381,17 @@ func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo, judge bool) error {
 	if !fi.Mode().IsRegular() {
 		return nil
 	}
-	f, err := os.Open(p)
+	// Not through a symlink, nor blocking on a pipe, and only the file
+	// that was looked at: a tree that changes under the walk (a box's)
+	// could have swapped in something else since.
+	f, err := os.OpenFile(p, os.O_RDONLY|openFlags, 0)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if now, err := f.Stat(); err != nil || !now.Mode().IsRegular() || !os.SameFile(fi, now) {
+		return fmt.Errorf("%s changed while being read", p)
+	}
 	n, err := io.Copy(tw, f)
 	if err == nil && n != h.Size {
 		err = fmt.Errorf("%s changed size while being read", p)

@@ -54,6 +54,10 @@ func MergeBlocked(src, dst string) (string, error) {
 	return "", nil
 }
 
+// openFlags open a file to be packed: not through a final symlink, and
+// without waiting for a writer should it have become a pipe.
+const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK
+
 // blockedDir is p when the calling thread's user may not make or remove
 // entries in it ("" when it may).
 func blockedDir(p string) string {

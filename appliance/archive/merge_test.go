@@ -1,3 +1,5 @@
+//go:build linux
+
 package archive
 
 import (
@@ -264,5 +266,37 @@ func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
 	}
 	if got := names(filepath.Join(src, "a.txt")); !reflect.DeepEqual(got, map[string]string{"a.txt": "a"}) {
 		t.Fatalf("PackTree(file) = %q", got)
+	}
+}
+
+// A file swapped for a pipe (or a symlink) after the walk looked at it is
+// not read: no wait for a writer, no following.
+func TestPackDoesNotReadWhatWasSwappedIn(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	os.WriteFile(p, []byte("x"), 0o644)
+	fi, err := os.Lstat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, swap := range []func() error{
+		func() error { return unix.Mkfifo(p, 0o666) },
+		func() error { return os.Symlink(filepath.Join(dir, "other"), p) },
+	} {
+		os.Remove(p)
+		os.WriteFile(filepath.Join(dir, "other"), []byte("other"), 0o644)
+		if err := swap(); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- packOne(tar.NewWriter(io.Discard), p, "f", fi, false) }()
+		select {
+		case err := <-done:
+			if err == nil {
+				t.Fatal("packed what was swapped in")
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("packing waited on a pipe swapped in for a file")
+		}
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// AsBoxUser runs fn on a thread that joined the box's mount namespace and
-// then became the box's user: its host uid and gid under the box's user
+// AsBoxUser runs fn on a thread that joined the box's mount namespace (a
+// private copy of it, every mount nodev) and then became the box's user: its host uid and gid under the box's user
 // namespace (the same numbers where the box has none), no supplementary
 // groups, and so, by the kernel's rules for a change away from uid 0, no
 // capabilities. Its root and working folder are the box's root, so every
@@ -111,6 +111,18 @@ func (d *Driver) joinBox(ctx context.Context, box string, pid, uid int, fn func(
 	}
 	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("box %s: joining its mount namespace: %w", box, err)
+	}
+	// Then a private copy of the box's mounts, every one of them nodev:
+	// the box's root may make device nodes, which the box's device rules
+	// keep it from opening; this thread is not under those rules, and
+	// must not open one either (say, a node swapped in for a file it was
+	// about to read). The box's own mounts are not changed.
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("box %s: a private view of its mounts: %w", box, err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV, Propagation: unix.MS_PRIVATE}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &attr); err != nil {
+		return fmt.Errorf("box %s: marking its mounts nodev: %w", box, err)
 	}
 	unix.Umask(0)
 	// Raw calls: the syscall package's Setuid and friends change every

@@ -2,12 +2,16 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
@@ -67,5 +71,61 @@ func TestNegotiatesAPIVersion(t *testing.T) {
 	// must come down to the engine's.
 	if want := strings.TrimSpace(string(out)); d.APIVersion() != want {
 		t.Fatalf("negotiated API %q, engine speaks %q", d.APIVersion(), want)
+	}
+}
+
+// A device node in a box (made here from this machine, in the box's files,
+// as a box's root with the capability could) cannot be opened by AsBoxUser's thread, which
+// is not under the box's device rules; the box itself still opens it. The
+// node has /dev/null's numbers, so that a failure harms nothing.
+func TestAsBoxUserOpensNoDeviceNode(t *testing.T) {
+	d, image := engine(t)
+	ctx := context.Background()
+	box := fmt.Sprintf("node%d", time.Now().UnixNano()%1e6)
+	spec := drivertest.Spec(box, image)
+	spec.Mounts = nil
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBox(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartBox(ctx, box); err != nil {
+		t.Fatal(err)
+	}
+	id, err := exec.Command("docker", "ps", "-q", "--filter", "name="+box+"$").Output()
+	if err != nil || len(strings.TrimSpace(string(id))) == 0 {
+		t.Fatalf("finding the box's container: %v %q", err, id)
+	}
+	ctr := strings.TrimSpace(string(id))
+	merged, err := exec.Command("docker", "inspect", "-f", "{{.GraphDriver.Data.MergedDir}}", ctr).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := strings.TrimSpace(string(merged))
+	if err := unix.Mknod(root+"/tmp/node", unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
+		t.Fatal(err)
+	}
+	unix.Chmod(root+"/tmp/node", 0o666)
+	if err := os.WriteFile(root+"/tmp/plain", []byte("made"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var nodeErr, plainErr error
+	if err := d.AsBoxUser(ctx, box, 1000, func() error {
+		f, err := os.Open("/tmp/node")
+		if err == nil {
+			f.Close()
+		}
+		nodeErr = err
+		_, plainErr = os.ReadFile("/tmp/plain")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(nodeErr, fs.ErrPermission) || plainErr != nil {
+		t.Fatalf("opening the box's device node: %v (want permission denied); its plain file: %v", nodeErr, plainErr)
+	}
+	if out, err := exec.Command("docker", "exec", "-u", "0", ctr, "head", "-c", "0", "/tmp/node").CombinedOutput(); err != nil {
+		t.Fatalf("the box's own mounts changed: its node does not open in it: %v %s", err, out)
 	}
 }
