@@ -311,6 +311,31 @@ func Pack(w io.Writer, src string) error {
 	return tw.Close()
 }
 
+// PackContents writes what the folder src holds, names relative to it, as
+// they are: symlinks out of src included (for the reader to judge), and
+// sockets, devices and pipes left out.
+func PackContents(w io.Writer, src string) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil || rel == "." {
+			return err
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		return packOne(tw, p, filepath.ToSlash(rel), fi, false)
+	})
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
 // PackTree writes the tree at src as the engine's copy out of a container
 // does: every name starts with src's base name (a single file is just its
 // base name), and symlinks go as they are, src itself included: where they

@@ -2,17 +2,22 @@ package docker
 
 import (
 	"archive/tar"
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
@@ -77,6 +82,21 @@ func (d *Driver) volumeExists(ctx context.Context, v driver.VolumeRef) error {
 func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
 	if err := d.volumeExists(ctx, v); err != nil {
 		return nil, err
+	}
+	// Read here where the engine keeps the volume as a folder on this
+	// machine (inVolume), else through a helper.
+	if dir := d.localFolder(ctx, v); dir != "" {
+		pr, pw := io.Pipe()
+		go onSpareThread(func() {
+			pw.CloseWithError(inVolume(dir, func() error {
+				bw := bufio.NewWriterSize(pw, 256<<10)
+				if err := archive.PackContents(bw, "/"); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}))
+		})
+		return pr, nil
 	}
 	id, err := d.helper(ctx, v, image, nil)
 	if err != nil {
@@ -169,10 +189,114 @@ rmdir "$1"`
 		d.runHelper(context.WithoutCancel(ctx), v, image, []string{"rm", "-rf", "--", helperMount + "/" + stage})
 		return fmt.Errorf("writing volume %s (its contents are unchanged): %w", v, wrap(err))
 	}
+	// The swap is renames and removals: done here on the volume's own
+	// folder where the engine keeps it on this machine, else by starting
+	// the helper (a container start, the slowest step of a restore).
+	if done, err := d.swapInPlace(context.WithoutCancel(ctx), v, stage); done {
+		if err != nil {
+			return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
+		}
+		return nil
+	}
 	if err := d.start(ctx, id); err != nil {
 		return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
 	}
 	return nil
+}
+
+// swapInPlace does a restore's swap (what the helper's script does) on
+// the volume's folder on this machine, for a volume of the engine's local
+// driver with no options (a plain folder). It is not done (false) for any
+// other. The work is done by a thread whose / is the folder (inVolume):
+// whatever the box left in the volume (symlinks out, say) resolves inside
+// it, and the swap only lists, renames and removes (never opens a file,
+// nor follows a link in a removal).
+func (d *Driver) swapInPlace(ctx context.Context, v driver.VolumeRef, stage string) (bool, error) {
+	dir := d.localFolder(ctx, v)
+	if dir == "" {
+		return false, nil
+	}
+	var err error
+	onSpareThread(func() { err = inVolume(dir, func() error { return swapStage(stage) }) })
+	return true, err
+}
+
+// localFolder is the folder on this machine that holds v's files, for a
+// volume of the engine's local driver with no options ("" for any other,
+// or when the engine does not say).
+func (d *Driver) localFolder(ctx context.Context, v driver.VolumeRef) string {
+	res, err := d.c.VolumeInspect(ctx, d.volumeName(v), client.VolumeInspectOptions{})
+	if err != nil {
+		return ""
+	}
+	vol := res.Volume
+	if vol.Driver != "local" || len(vol.Options) > 0 || !filepath.IsAbs(vol.Mountpoint) {
+		return ""
+	}
+	return vol.Mountpoint
+}
+
+// inVolume runs fn on this (locked, spare) thread with / the folder dir
+// (a volume's): a private copy of this machine's mounts in which dir is
+// bound onto itself nodev and nosuid, then chroot to it, and then only
+// CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER left (so no
+// chroot again, no mount, no device node). Whatever the box left in the
+// volume resolves inside it, and a device node in it does not open.
+func inVolume(dir string, fn func() error) error {
+	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
+		return err
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("a private view of the mounts: %w", err)
+	}
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("binding the volume's folder: %w", err)
+	}
+	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
+	if err := unix.MountSetattr(unix.AT_FDCWD, dir, 0, &attr); err != nil {
+		return fmt.Errorf("marking the volume's folder nodev: %w", err)
+	}
+	if err := unix.Chroot(dir); err != nil {
+		return err
+	}
+	if err := unix.Chdir("/"); err != nil {
+		return err
+	}
+	keep := uint32(1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER)
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	caps := [2]unix.CapUserData{{Effective: keep, Permitted: keep}}
+	if err := unix.Capset(&hdr, &caps[0]); err != nil {
+		return fmt.Errorf("dropping capabilities: %w", err)
+	}
+	return fn()
+}
+
+// swapStage replaces what / holds with what /stage holds, and removes
+// /stage (the helper's script, in Go).
+func swapStage(stage string) error {
+	// The staging folder is read first: were this not the volume, it
+	// would not be there, and nothing is removed.
+	staged, err := os.ReadDir("/" + stage)
+	if err != nil {
+		return err
+	}
+	old, err := os.ReadDir("/")
+	if err != nil {
+		return err
+	}
+	for _, e := range old {
+		if e.Name() != stage {
+			if err := os.RemoveAll("/" + e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	for _, e := range staged {
+		if err := os.Rename("/"+stage+"/"+e.Name(), "/"+e.Name()); err != nil {
+			return err
+		}
+	}
+	return os.Remove("/" + stage)
 }
 
 // CleanVolume removes staging folders of WriteVolume calls that a crash

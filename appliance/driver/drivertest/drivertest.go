@@ -353,7 +353,16 @@ func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef
 	tw.WriteHeader(&tar.Header{Name: "sub2/c.txt", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
 	tw.Write([]byte("c\n"))
 	tw.Close()
+	// Links the box left that point at a folder of this machine (as
+	// their text: in the box they point at nothing) are removed, not
+	// followed: the folder keeps its file.
+	host := t.TempDir()
+	must(t, os.WriteFile(host+"/keep", []byte("k"), 0o644))
+	sh("cd /mnt/ct-drive && ln -s " + host + " out && mkdir deep && ln -s " + host + "/keep deep/in && ln -s " + host + " deep/dir")
 	must(t, d.WriteVolume(ctx, drive, image, &next))
+	if _, err := os.Stat(host + "/keep"); err != nil {
+		t.Fatalf("WriteVolume reached this machine's folder through the box's links: %v", err)
+	}
 	if got := sh("cd /mnt/ct-drive && find . | sort && cat new.txt sub2/c.txt"); got != ".\n./.env\n./new.txt\n./sub2\n./sub2/c.txt\nnew\nc\n" {
 		t.Fatalf("after WriteVolume the drive holds:\n%s", got)
 	}
