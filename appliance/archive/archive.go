@@ -437,7 +437,6 @@ func Unpack(r io.Reader, dir string, strip int) error {
 // refused part way has written only entries that passed, all inside dir:
 // a caller that must change nothing unpacks into a staging folder.
 func UnpackWith(r io.Reader, dir string, c Checker) error {
-	strip := c.Strip
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -446,6 +445,7 @@ func UnpackWith(r io.Reader, dir string, c Checker) error {
 		return err
 	}
 	defer root.Close()
+	u := unpacker{root: root, strip: c.Strip, made: map[string]bool{}, buf: make([]byte, 256<<10)}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -459,11 +459,11 @@ func UnpackWith(r io.Reader, dir string, c Checker) error {
 		if err != nil {
 			return err
 		}
-		name = stripComponents(name, strip)
+		name = stripComponents(name, c.Strip)
 		if name == "" {
 			continue
 		}
-		if err := unpackOne(root, tr, h, name, strip); err != nil {
+		if err := u.one(tr, h, name); err != nil {
 			return fmt.Errorf("writing %s: %w", name, err)
 		}
 	}
@@ -480,43 +480,77 @@ func stripComponents(name string, n int) string {
 	return name
 }
 
-func unpackOne(root *os.Root, tr *tar.Reader, h *tar.Header, name string, strip int) error {
-	if d := path.Dir(name); d != "." {
-		if err := root.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+// unpacker writes entries under root. It remembers the folders it made
+// (so that a file's folder is made once, not looked up for each file) and
+// copies through one buffer.
+type unpacker struct {
+	root  *os.Root
+	strip int
+	made  map[string]bool
+	buf   []byte
+}
+
+// mkdirAll makes d (and its parents) unless this unpacker made it.
+func (u *unpacker) mkdirAll(d string) error {
+	if d == "." || u.made[d] {
+		return nil
 	}
+	if err := u.root.MkdirAll(d, 0o755); err != nil {
+		return err
+	}
+	for p := d; p != "." && !u.made[p]; p = path.Dir(p) {
+		u.made[p] = true
+	}
+	return nil
+}
+
+// writeOnly hides a file's ReadFrom, so that copies use the unpacker's
+// buffer rather than one of their own per file.
+type writeOnly struct{ w io.Writer }
+
+func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
+
+func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
+	if err := u.mkdirAll(path.Dir(name)); err != nil {
+		return err
+	}
+	root := u.root
 	mode := fs.FileMode(h.Mode) & fs.ModePerm
 	switch h.Typeflag {
 	case tar.TypeDir:
-		if err := root.MkdirAll(name, 0o755); err != nil {
+		if err := u.mkdirAll(name); err != nil {
 			return err
 		}
 		return root.Chmod(name, mode|0o700)
 	case tar.TypeReg, tar.TypeGNUSparse:
-		root.Remove(name) // replace a file or link, never write through it
+		// A new file: what was there (a file or a link: never written
+		// through) goes first.
 		f, err := root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+		if errors.Is(err, fs.ErrExist) {
+			root.Remove(name)
+			f, err = root.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, mode)
+		}
 		if err != nil {
 			return err
 		}
-		if _, err := io.Copy(f, readOnly{tr}); err != nil {
+		if _, err := io.CopyBuffer(writeOnly{f}, readOnly{tr}, u.buf); err != nil {
 			f.Close()
-			return err
-		}
-		if err := f.Close(); err != nil {
 			return err
 		}
 		// As cp -p and the engine's copy do: a build that goes by file
 		// times sees the pushed files as old as they are.
 		if !h.ModTime.IsZero() {
-			return root.Chtimes(name, h.ModTime, h.ModTime)
+			if err := setTimes(root, f, name, h.ModTime); err != nil {
+				f.Close()
+				return err
+			}
 		}
-		return nil
+		return f.Close()
 	case tar.TypeSymlink:
 		root.Remove(name)
 		return root.Symlink(h.Linkname, name)
 	case tar.TypeLink:
-		target := stripComponents(path.Clean(h.Linkname), strip)
+		target := stripComponents(path.Clean(h.Linkname), u.strip)
 		if target == "" {
 			return unsafe(h.Name, "hard link target outside the target")
 		}
