@@ -20,6 +20,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // ErrUnsafe is wrapped by every refusal of an entry.
@@ -399,7 +400,14 @@ func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo, judge bool) error {
 		h.Name += "/"
 	}
 	h.Uname, h.Gname = "", ""
-	h.Format = tar.FormatPAX
+	if judge {
+		h.Format = tar.FormatPAX
+	} else {
+		// As the engine writes a container's files: plain USTAR headers
+		// (times to the second) unless a name or size needs more, so
+		// that simple readers of a pull's tar see each name first.
+		h.AccessTime, h.ChangeTime = time.Time{}, time.Time{}
+	}
 	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}

@@ -267,6 +267,12 @@ func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
 	if got := names(filepath.Join(src, "a.txt")); !reflect.DeepEqual(got, map[string]string{"a.txt": "a"}) {
 		t.Fatalf("PackTree(file) = %q", got)
 	}
+	// Plain headers, as the engine's: the first 512 bytes name the file.
+	var b strings.Builder
+	PackTree(&b, filepath.Join(src, "a.txt"))
+	if !strings.HasPrefix(b.String(), "a.txt\x00") {
+		t.Fatalf("PackTree(file) starts %q, not with a plain header naming it", b.String()[:16])
+	}
 }
 
 // A file swapped for a pipe (or a symlink) after the walk looked at it is

@@ -217,8 +217,13 @@ func (d *Driver) swapInPlace(ctx context.Context, v driver.VolumeRef, stage stri
 		return false, nil
 	}
 	var err error
-	onSpareThread(func() { err = inVolume(dir, func() error { return swapStage(stage) }) })
-	return true, err
+	started := false // whether the swap began to change the volume
+	onSpareThread(func() {
+		err = inVolume(dir, func() error { return swapStage(stage, &started) })
+	})
+	// Not begun (the folder could not be entered, or the staging folder
+	// is not in it): nothing changed, and the helper does the swap.
+	return started, err
 }
 
 // localFolder is the folder on this machine that holds v's files, for a
@@ -272,14 +277,16 @@ func inVolume(dir string, fn func() error) error {
 }
 
 // swapStage replaces what / holds with what /stage holds, and removes
-// /stage (the helper's script, in Go).
-func swapStage(stage string) error {
+// /stage (the helper's script, in Go); started says when it began to
+// change anything.
+func swapStage(stage string, started *bool) error {
 	// The staging folder is read first: were this not the volume, it
 	// would not be there, and nothing is removed.
 	staged, err := os.ReadDir("/" + stage)
 	if err != nil {
 		return err
 	}
+	*started = true
 	old, err := os.ReadDir("/")
 	if err != nil {
 		return err
