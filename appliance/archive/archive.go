@@ -277,39 +277,7 @@ func (s *Spooled) Close() error {
 // Symlinks are packed as links, and one that points outside src is an error
 // (the receiving side would refuse it anyway).
 func Pack(w io.Writer, src string) error {
-	info, err := os.Lstat(src)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(w)
-	if !info.IsDir() {
-		if err := packOne(tw, src, info.Name(), info, true); err != nil {
-			return err
-		}
-		return tw.Close()
-	}
-	root := src
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		if err != nil {
-			return err
-		}
-		if rel == "." {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return packOne(tw, p, filepath.ToSlash(rel), fi, true)
-	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
+	return pack(w, src, false, true)
 }
 
 // PackContents writes what the folder src holds, names relative to it, as
@@ -317,21 +285,7 @@ func Pack(w io.Writer, src string) error {
 // sockets, devices and pipes left out.
 func PackContents(w io.Writer, src string) error {
 	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(src, p)
-		if err != nil || rel == "." {
-			return err
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return err
-		}
-		return packOne(tw, p, filepath.ToSlash(rel), fi, false)
-	})
-	if err != nil {
+	if err := walkPack(tw, src, "", false); err != nil {
 		return err
 	}
 	return tw.Close()
@@ -343,19 +297,35 @@ func PackContents(w io.Writer, src string) error {
 // point is for the receiving side to judge. Sockets, devices and pipes are
 // left out.
 func PackTree(w io.Writer, src string) error {
+	return pack(w, src, true, false)
+}
+
+// pack writes src: a file under its base name; a folder's entries under
+// its base name (named) or relative to it. judge refuses symlinks out.
+func pack(w io.Writer, src string, named, judge bool) error {
 	info, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	tw := tar.NewWriter(w)
-	base := filepath.Base(src)
 	if !info.IsDir() {
-		if err := packOne(tw, src, base, info, false); err != nil {
-			return err
-		}
-		return tw.Close()
+		err = packOne(tw, src, info.Name(), info, judge)
+	} else if named {
+		err = walkPack(tw, src, filepath.Base(src), judge)
+	} else {
+		err = walkPack(tw, src, "", judge)
 	}
-	err = filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	if err != nil {
+		return err
+	}
+	return tw.Close()
+}
+
+// walkPack writes the tree under the folder src, each entry named under
+// under (src itself as under/), or relative to src when under is "" (src
+// itself left out).
+func walkPack(tw *tar.Writer, src, under string, judge bool) error {
+	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -363,16 +333,16 @@ func PackTree(w io.Writer, src string) error {
 		if err != nil {
 			return err
 		}
+		name := path.Join(under, filepath.ToSlash(rel))
+		if name == "." {
+			return nil
+		}
 		fi, err := d.Info()
 		if err != nil {
 			return err
 		}
-		return packOne(tw, p, path.Join(base, filepath.ToSlash(rel)), fi, false)
+		return packOne(tw, p, name, fi, judge)
 	})
-	if err != nil {
-		return err
-	}
-	return tw.Close()
 }
 
 // packOne writes one entry; judge refuses a symlink out of the tree.

@@ -210,6 +210,21 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	hostname(t, d)
 }
 
+// rootShell runs scripts as root in box and returns their output; a
+// script that fails fails the test.
+func rootShell(t *testing.T, d driver.Driver, box string) func(string) string {
+	return func(script string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code, err := d.Exec(context.Background(), box, driver.ExecSpec{Cmd: []string{"sh", "-c", script}, User: "0", Stdout: &out, Stderr: &errb})
+		must(t, err)
+		if code != 0 {
+			t.Fatalf("%s: code %d: %s", script, code, errb.String())
+		}
+		return out.String()
+	}
+}
+
 // boxUser checks AsBoxUser on ct-run, where the driver has it: the code
 // sees the box's files, not this machine's (a symlink to / included),
 // what it makes is the box user's, and it can do nothing the box's user
@@ -221,16 +236,7 @@ func boxUser(t *testing.T, d driver.Driver) {
 		return
 	}
 	ctx := context.Background()
-	sh := func(script string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", script}, User: "0", Stdout: &out, Stderr: &errb})
-		must(t, err)
-		if code != 0 {
-			t.Fatalf("%s: code %d: %s", script, code, errb.String())
-		}
-		return out.String()
-	}
+	sh := rootShell(t, d, "ct-run")
 	sh("mkdir -p /tmp/bu && chown 1000:1000 /tmp/bu && echo secret > /tmp/rootonly && chmod 600 /tmp/rootonly && ln -sfn / /tmp/bu/up")
 	boxHost := sh("cat /etc/hostname")
 	hostOnly, err := os.CreateTemp("", "paddock-host-only-")
@@ -307,16 +313,7 @@ func hostname(t *testing.T, d driver.Driver) {
 // at /mnt/ct-drive.
 func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef) {
 	ctx := context.Background()
-	sh := func(script string) string {
-		t.Helper()
-		var out, errb bytes.Buffer
-		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", script}, User: "0", Stdout: &out, Stderr: &errb})
-		must(t, err)
-		if code != 0 {
-			t.Fatalf("%s: code %d: %s", script, code, errb.String())
-		}
-		return out.String()
-	}
+	sh := rootShell(t, d, "ct-run")
 	sh("cd /mnt/ct-drive && echo alpha > a.txt && mkdir sub && echo beta > sub/b.txt && ln -s a.txt link && echo hidden > .dot")
 
 	rc, err := d.ReadVolume(ctx, drive, image)
