@@ -573,3 +573,26 @@ func cmdPNGDiff(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("%s and %s: %d pixels differ (want at least %d), and (%d,%d) same=%v", args[0], args[1], n, minDiff, x, y, same(x, y))
 	}
 }
+
+// A port taken between the harness picking it and paddockd binding it
+// (another test's listener, or an outgoing connection's port: CI saw one)
+// does not fail a daemon's first start: it starts on fresh ports.
+func TestDaemonStartsPastATakenPort(t *testing.T) {
+	d := newDaemon(t, t.TempDir())
+	taken := d.Listen
+	l, err := net.Listen("tcp", taken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer d.Cleanup()
+	if d.Listen == taken {
+		t.Fatalf("started on the taken %s", taken)
+	}
+	if _, err := d.Client().Whoami(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

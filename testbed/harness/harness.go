@@ -136,9 +136,10 @@ type Daemon struct {
 	// Config is the TOML configuration file's content (default: TestConfig).
 	Config string
 
-	cmd  *exec.Cmd
-	done chan error
-	log  *os.File
+	cmd     *exec.Cmd
+	done    chan error
+	log     *os.File
+	started bool // once: its addresses are in use by its callers
 }
 
 func randHex(n int) string {
@@ -297,7 +298,30 @@ func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 func (d *Daemon) LogPath() string { return filepath.Join(filepath.Dir(d.StateDir), d.Instance+".log") }
 
 // Start starts paddockd and waits until its API answers.
+//
+// The first start of a daemon whose port was taken between FreeAddr and
+// paddockd's bind (by another test's listener or an outgoing connection's
+// port) is tried again on fresh ports, up to three times; later starts
+// keep their addresses, which scripts and clients already hold.
 func (d *Daemon) Start() error {
+	for try := 0; ; try++ {
+		err := d.start()
+		if err == nil || d.started || try == 2 || !strings.Contains(err.Error(), "address already in use") {
+			if err == nil {
+				d.started = true
+			}
+			return err
+		}
+		if d.Listen, err = FreeAddr(); err != nil {
+			return err
+		}
+		if d.SSH, err = FreeAddr(); err != nil {
+			return err
+		}
+	}
+}
+
+func (d *Daemon) start() error {
 	if d.cmd != nil {
 		return errors.New("daemon already running")
 	}
