@@ -12,6 +12,7 @@ package archive
 
 import (
 	"archive/tar"
+	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -284,11 +285,7 @@ func Pack(w io.Writer, src string) error {
 // they are: symlinks out of src included (for the reader to judge), and
 // sockets, devices and pipes left out.
 func PackContents(w io.Writer, src string) error {
-	tw := tar.NewWriter(w)
-	if err := walkPack(tw, src, "", false); err != nil {
-		return err
-	}
-	return tw.Close()
+	return pack(w, src, false, false)
 }
 
 // PackTree writes the tree at src as the engine's copy out of a container
@@ -302,12 +299,14 @@ func PackTree(w io.Writer, src string) error {
 
 // pack writes src: a file under its base name; a folder's entries under
 // its base name (named) or relative to it. judge refuses symlinks out.
+// It writes to w in large pieces (a pipe or a socket: fewer hand-offs).
 func pack(w io.Writer, src string, named, judge bool) error {
 	info, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
-	tw := tar.NewWriter(w)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	tw := tar.NewWriter(bw)
 	if !info.IsDir() {
 		err = packOne(tw, src, info.Name(), info, judge)
 	} else if named {
@@ -315,10 +314,13 @@ func pack(w io.Writer, src string, named, judge bool) error {
 	} else {
 		err = walkPack(tw, src, "", judge)
 	}
+	if err == nil {
+		err = tw.Close()
+	}
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	return bw.Flush()
 }
 
 // walkPack writes the tree under the folder src, each entry named under
@@ -592,9 +594,4 @@ func mergeInto(src, dst string) error {
 func isDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
-}
-
-func exists(p string) bool {
-	_, err := os.Lstat(p)
-	return err == nil
 }

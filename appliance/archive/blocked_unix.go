@@ -58,6 +58,11 @@ func MergeBlocked(src, dst string) (string, error) {
 // without waiting for a writer should it have become a pipe.
 const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
 // blockedDir is p when the calling thread's user may not make or remove
 // entries in it ("" when it may).
 func blockedDir(p string) string {

@@ -151,12 +151,18 @@ func (s *Service) checked(body io.Reader, under string, use func(io.Reader) erro
 			err = errors.New("the archive was not read to its end")
 		}
 		return err
-	case errors.Is(ferr, archive.ErrUnsafe) || errors.Is(ferr, archive.ErrMalformed) || errors.Is(ferr, archive.ErrTooBig):
+	case refusedArchive(ferr):
 		return invalid("archive", "%v; nothing was written", ferr)
 	case ferr != nil:
 		return ferr
 	}
 	return err
+}
+
+// refusedArchive reports whether err is an archive's refusal (an unsafe
+// entry, not tar, or too big): the client's fault, and nothing written.
+func refusedArchive(err error) bool {
+	return errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig)
 }
 
 // addLeftover lists a staging folder, in the store (for the next start,

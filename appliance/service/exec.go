@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -417,11 +416,11 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 // box user's rights (driver.BoxUserFiles): the archive is checked entry by
 // entry as it is written into the staging folder, which then moves into
 // place by renames. Nothing runs in the box and the engine copies nothing.
-// Where the box's user may not write (the folder the staging folder would
-// go in, or a folder of the target that the archive merges into), it is
-// not done (done false): the push is the engine's, as root, and the body
-// was not read if the staging folder was not made; if it was, the staged
-// files are merged by the engine's path instead.
+// Where the box's user may not write the folder the staging folder would
+// go in, it is not done (done false, the body unread): the push is the
+// engine's, as root. Where it may not write a folder of the target that
+// the archive merges into, the staged files are merged as root
+// (engineMerge).
 func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, key, dir string, body io.Reader) (done bool, err error) {
 	uid := s.Cfg.BoxUID
 	var parent, notFolder string
@@ -429,7 +428,7 @@ func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	err = bu.AsBoxUser(ctx, key, uid, func() error {
 		for p := dir; ; p = path.Dir(p) {
 			fi, err := os.Stat(p)
-			if (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) && p != "/" {
+			if noSuchFile(err) && p != "/" {
 				continue
 			}
 			if err != nil {
@@ -489,7 +488,7 @@ func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 		s.doneLeftover(left) // else listed: the next start removes it
 	}
 	switch {
-	case errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig):
+	case refusedArchive(err):
 		return true, invalid("archive", "%v; nothing was written", err)
 	case err != nil:
 		return true, fmt.Errorf("pushing into %s: %w", dir, err)
@@ -571,7 +570,7 @@ func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, erro
 	}
 	rc, err := s.Driver.CopyFrom(ctx, b.Key(), path.Clean(p))
 	if errors.Is(err, driver.ErrNotFound) {
-		return nil, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
+		return nil, noSuchPath(name, p)
 	}
 	return rc, err
 }
@@ -585,7 +584,7 @@ func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	var unreadable string
 	err = bu.AsBoxUser(ctx, key, uid, func() error {
 		_, err := os.Lstat(p)
-		if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		if noSuchFile(err) {
 			missing = true
 			return nil
 		}
@@ -596,7 +595,7 @@ func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	})
 	switch {
 	case missing:
-		return nil, true, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", name, p)}
+		return nil, true, noSuchPath(name, p)
 	case err != nil:
 		s.Log.Warn("pull by the engine: the box's files could not be opened as its user", "box", name, "path", p, "err", err)
 		return nil, false, nil
@@ -607,14 +606,19 @@ func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	pr, pw := io.Pipe()
 	go func() {
 		// Ends when the whole tree was written or the reader closed.
-		err := bu.AsBoxUser(context.WithoutCancel(ctx), key, uid, func() error {
-			bw := bufio.NewWriterSize(pw, 256<<10)
-			if err := archive.PackTree(bw, p); err != nil {
-				return err
-			}
-			return bw.Flush()
-		})
+		err := bu.AsBoxUser(context.WithoutCancel(ctx), key, uid, func() error { return archive.PackTree(pw, p) })
 		pw.CloseWithError(err)
 	}()
 	return pr, true, nil
+}
+
+// noSuchPath is Pull's answer for a path that is not in the box.
+func noSuchPath(box, p string) error {
+	return &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", box, p)}
+}
+
+// noSuchFile reports whether a lookup failed because nothing is there
+// (or a file stands where a folder of the path would be).
+func noSuchFile(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

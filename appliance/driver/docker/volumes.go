@@ -2,7 +2,6 @@ package docker
 
 import (
 	"archive/tar"
-	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -80,21 +79,16 @@ func (d *Driver) volumeExists(ctx context.Context, v driver.VolumeRef) error {
 // ReadVolume streams a volume's contents as a tar, names relative to the
 // volume's root.
 func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
-	if err := d.volumeExists(ctx, v); err != nil {
+	dir, err := d.localFolder(ctx, v)
+	if err != nil {
 		return nil, err
 	}
 	// Read here where the engine keeps the volume as a folder on this
 	// machine (inVolume), else through a helper.
-	if dir := d.localFolder(ctx, v); dir != "" {
+	if dir != "" {
 		pr, pw := io.Pipe()
 		go onSpareThread(func() {
-			pw.CloseWithError(inVolume(dir, func() error {
-				bw := bufio.NewWriterSize(pw, 256<<10)
-				if err := archive.PackContents(bw, "/"); err != nil {
-					return err
-				}
-				return bw.Flush()
-			}))
+			pw.CloseWithError(inVolume(dir, func() error { return archive.PackContents(pw, "/") }))
 		})
 		return pr, nil
 	}
@@ -164,7 +158,8 @@ func rewriteTar(tw *tar.Writer, r io.Reader, rename func(string) (string, bool))
 // helper remove the old contents and move the new ones up, so a failed
 // copy leaves the old data as it was.
 func (d *Driver) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
-	if err := d.volumeExists(ctx, v); err != nil {
+	dir, err := d.localFolder(ctx, v)
+	if err != nil {
 		return err
 	}
 	var rnd [4]byte
@@ -192,7 +187,7 @@ rmdir "$1"`
 	// The swap is renames and removals: done here on the volume's own
 	// folder where the engine keeps it on this machine, else by starting
 	// the helper (a container start, the slowest step of a restore).
-	if done, err := d.swapInPlace(context.WithoutCancel(ctx), v, stage); done {
+	if done, err := swapInPlace(dir, stage); done {
 		if err != nil {
 			return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
 		}
@@ -205,14 +200,12 @@ rmdir "$1"`
 }
 
 // swapInPlace does a restore's swap (what the helper's script does) on
-// the volume's folder on this machine, for a volume of the engine's local
-// driver with no options (a plain folder). It is not done (false) for any
-// other. The work is done by a thread whose / is the folder (inVolume):
+// the volume's folder dir on this machine (localFolder). It is not done
+// (false) where there is none. The work is done by a thread whose / is the folder (inVolume):
 // whatever the box left in the volume (symlinks out, say) resolves inside
 // it, and the swap only lists, renames and removes (never opens a file,
 // nor follows a link in a removal).
-func (d *Driver) swapInPlace(ctx context.Context, v driver.VolumeRef, stage string) (bool, error) {
-	dir := d.localFolder(ctx, v)
+func swapInPlace(dir, stage string) (bool, error) {
 	if dir == "" {
 		return false, nil
 	}
@@ -228,17 +221,17 @@ func (d *Driver) swapInPlace(ctx context.Context, v driver.VolumeRef, stage stri
 
 // localFolder is the folder on this machine that holds v's files, for a
 // volume of the engine's local driver with no options ("" for any other,
-// or when the engine does not say).
-func (d *Driver) localFolder(ctx context.Context, v driver.VolumeRef) string {
+// or when the engine does not say); ErrNotFound when there is no volume.
+func (d *Driver) localFolder(ctx context.Context, v driver.VolumeRef) (string, error) {
 	res, err := d.c.VolumeInspect(ctx, d.volumeName(v), client.VolumeInspectOptions{})
 	if err != nil {
-		return ""
+		return "", wrap(err)
 	}
 	vol := res.Volume
 	if vol.Driver != "local" || len(vol.Options) > 0 || !filepath.IsAbs(vol.Mountpoint) {
-		return ""
+		return "", nil
 	}
-	return vol.Mountpoint
+	return vol.Mountpoint, nil
 }
 
 // inVolume runs fn on this (locked, spare) thread with / the folder dir
