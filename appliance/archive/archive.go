@@ -417,6 +417,19 @@ func Unpack(r io.Reader, dir string, strip int) error {
 // refused part way has written only entries that passed, all inside dir:
 // a caller that must change nothing unpacks into a staging folder.
 func UnpackWith(r io.Reader, dir string, c Checker) error {
+	return unpack(r, dir, c, false)
+}
+
+// UnpackOwned is UnpackWith for a caller that may give files away
+// (CAP_CHOWN and CAP_FOWNER): each entry gets the owner its header names,
+// numbers as they are, and exactly its mode (the sticky bit too, but
+// never set-uid or set-gid), as the engine's own copy into a container
+// writes them, so a tree packed and unpacked again keeps who owns what.
+func UnpackOwned(r io.Reader, dir string, c Checker) error {
+	return unpack(r, dir, c, true)
+}
+
+func unpack(r io.Reader, dir string, c Checker, owned bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
@@ -425,7 +438,7 @@ func UnpackWith(r io.Reader, dir string, c Checker) error {
 		return err
 	}
 	defer root.Close()
-	u := unpacker{root: root, strip: c.Strip, made: map[string]bool{}, buf: make([]byte, 256<<10)}
+	u := unpacker{root: root, strip: c.Strip, owned: owned, made: map[string]bool{}, buf: make([]byte, 256<<10)}
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -466,6 +479,7 @@ func stripComponents(name string, n int) string {
 type unpacker struct {
 	root  *os.Root
 	strip int
+	owned bool // UnpackOwned
 	made  map[string]bool
 	buf   []byte
 }
@@ -501,6 +515,12 @@ func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
 		if err := u.mkdirAll(name); err != nil {
 			return err
 		}
+		if u.owned {
+			if err := root.Lchown(name, h.Uid, h.Gid); err != nil {
+				return err
+			}
+			return root.Chmod(name, ownedMode(h))
+		}
 		return root.Chmod(name, mode|0o700)
 	case tar.TypeReg, tar.TypeGNUSparse:
 		// A new file: what was there (a file or a link: never written
@@ -525,10 +545,25 @@ func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
 				return err
 			}
 		}
+		if u.owned {
+			// The mode after the owner: the file was made under the
+			// umask, and a change of owner may clear bits.
+			if err := f.Chown(h.Uid, h.Gid); err != nil {
+				f.Close()
+				return err
+			}
+			if err := f.Chmod(ownedMode(h)); err != nil {
+				f.Close()
+				return err
+			}
+		}
 		return f.Close()
 	case tar.TypeSymlink:
 		root.Remove(name)
-		return root.Symlink(h.Linkname, name)
+		if err := root.Symlink(h.Linkname, name); err != nil || !u.owned {
+			return err
+		}
+		return root.Lchown(name, h.Uid, h.Gid)
 	case tar.TypeLink:
 		target := stripComponents(path.Clean(h.Linkname), u.strip)
 		if target == "" {
@@ -540,6 +575,16 @@ func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
 		return nil
 	}
 	return nil
+}
+
+// ownedMode is the mode UnpackOwned gives an entry: its permission bits
+// and its sticky bit.
+func ownedMode(h *tar.Header) fs.FileMode {
+	m := fs.FileMode(h.Mode) & fs.ModePerm
+	if h.Mode&0o1000 != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }
 
 // Merge moves what the folder src holds into the folder dst, and removes

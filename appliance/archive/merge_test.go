@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -306,6 +307,47 @@ func TestPackDoesNotReadWhatWasSwappedIn(t *testing.T) {
 			}
 		case <-time.After(5 * time.Second):
 			t.Fatal("packing waited on a pipe swapped in for a file")
+		}
+	}
+}
+
+func TestUnpackOwnedKeepsOwnersAndModes(t *testing.T) {
+	if os.Getuid() != 0 {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("not root: files are given to other users")
+		}
+		t.Skip("SKIP: needs root (files are given to other users)")
+	}
+	var b strings.Builder
+	tw := tar.NewWriter(&b)
+	add := func(h tar.Header, body string) {
+		h.Size = int64(len(body))
+		if err := tw.WriteHeader(&h); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(body))
+	}
+	add(tar.Header{Name: "ro/", Typeflag: tar.TypeDir, Mode: 0o555, Uid: 1234, Gid: 2345}, "")
+	add(tar.Header{Name: "ro/secret", Typeflag: tar.TypeReg, Mode: 0o600, Uid: 1234, Gid: 2345}, "s")
+	add(tar.Header{Name: "tmp/", Typeflag: tar.TypeDir, Mode: 0o1777}, "")
+	add(tar.Header{Name: "suid", Typeflag: tar.TypeReg, Mode: 0o6755, Uid: 0, Gid: 0}, "x")
+	add(tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "ro/secret", Uid: 1234, Gid: 2345}, "")
+	tw.Close()
+	old := syscall.Umask(0o077) // the unpack's own modes, not the umask's
+	defer syscall.Umask(old)
+	out := filepath.Join(t.TempDir(), "out")
+	if err := UnpackOwned(strings.NewReader(b.String()), out, Checker{}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"ro": "1234 2345 20000000555", "ro/secret": "1234 2345 600", "tmp": "0 0 20004000777", "suid": "0 0 755", "link": "1234 2345 1000000777"}
+	for name, w := range want {
+		fi, err := os.Lstat(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if got := strconv.Itoa(int(st.Uid)) + " " + strconv.Itoa(int(st.Gid)) + " " + strconv.FormatUint(uint64(fi.Mode()), 8); got != w {
+			t.Errorf("%s: uid gid mode %s, want %s", name, got, w)
 		}
 	}
 }

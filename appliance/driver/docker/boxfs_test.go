@@ -47,7 +47,7 @@ func TestInVolume(t *testing.T) {
 	var nodeErr, readErr error
 	var got []byte
 	onSpareThread(func() {
-		err := inVolume(dir, func() error {
+		err := inVolume(dir, volumeCaps, func() error {
 			f, err := os.Open("/node")
 			if err == nil {
 				f.Close()

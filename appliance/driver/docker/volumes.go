@@ -20,11 +20,13 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
-// The engine reaches a volume's files only through a container that mounts
-// it, so drive backups and restores go through a helper: a container of its
-// own kind, on no network, that mounts the volume at helperMount and runs
-// nothing but the swap of a restore. Helpers live for one operation; New
-// removes any that a crash left.
+// Drive backups and restores work on the volume's folder where the engine
+// keeps it on this machine (localFolder, inVolume). For any other volume
+// the engine reaches its files only through a container that mounts it,
+// so they go through a helper: a container of its own kind, on no
+// network, that mounts the volume at helperMount and runs nothing but the
+// swap of a restore. Helpers live for one operation; New removes any that
+// a crash left.
 const helperMount = "/volume"
 
 // helper makes a helper container for v; cmd, when given, is what it runs
@@ -69,13 +71,6 @@ func (d *Driver) removeHelpers(ctx context.Context) error {
 	return nil
 }
 
-// volumeExists is checked first: creating a container would otherwise make
-// a missing volume, unlabelled.
-func (d *Driver) volumeExists(ctx context.Context, v driver.VolumeRef) error {
-	_, err := d.c.VolumeInspect(ctx, d.volumeName(v), client.VolumeInspectOptions{})
-	return wrap(err)
-}
-
 // ReadVolume streams a volume's contents as a tar, names relative to the
 // volume's root.
 func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
@@ -88,7 +83,7 @@ func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image strin
 	if dir != "" {
 		pr, pw := io.Pipe()
 		go onSpareThread(func() {
-			pw.CloseWithError(inVolume(dir, func() error { return archive.PackContents(pw, "/") }))
+			pw.CloseWithError(inVolume(dir, volumeCaps, func() error { return archive.PackContents(pw, "/") }))
 		})
 		return pr, nil
 	}
@@ -154,9 +149,13 @@ func rewriteTar(tw *tar.Writer, r io.Reader, rename func(string) (string, bool))
 
 // WriteVolume replaces a volume's contents with what the tar stream holds.
 // The caller has checked the archive. It is extracted into a staging
-// directory in the volume first; only once all of it is there does the
-// helper remove the old contents and move the new ones up, so a failed
-// copy leaves the old data as it was.
+// directory in the volume first; only once all of it is there are the old
+// contents removed and the new ones moved up, so a failed copy leaves the
+// old data as it was.
+//
+// Where the engine keeps the volume as a folder on this machine
+// (localFolder), paddockd does all of it there (restoreInPlace); else a
+// helper takes the archive (the engine's copy) and does the swap.
 func (d *Driver) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
 	dir, err := d.localFolder(ctx, v)
 	if err != nil {
@@ -165,6 +164,9 @@ func (d *Driver) WriteVolume(ctx context.Context, v driver.VolumeRef, image stri
 	var rnd [4]byte
 	rand.Read(rnd[:])
 	stage := ".paddock-restore-" + hex.EncodeToString(rnd[:])
+	if dir != "" {
+		return restoreInPlace(dir, stage, v, tar)
+	}
 	swap := `set -e
 cd ` + helperMount + `
 find . -mindepth 1 -maxdepth 1 ! -name "$1" -exec rm -rf -- {} +
@@ -184,39 +186,34 @@ rmdir "$1"`
 		d.runHelper(context.WithoutCancel(ctx), v, image, []string{"rm", "-rf", "--", helperMount + "/" + stage})
 		return fmt.Errorf("writing volume %s (its contents are unchanged): %w", v, wrap(err))
 	}
-	// The swap is renames and removals: done here on the volume's own
-	// folder where the engine keeps it on this machine, else by starting
-	// the helper (a container start, the slowest step of a restore).
-	if done, err := swapInPlace(dir, stage); done {
-		if err != nil {
-			return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
-		}
-		return nil
-	}
 	if err := d.start(ctx, id); err != nil {
 		return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
 	}
 	return nil
 }
 
-// swapInPlace does a restore's swap (what the helper's script does) on
-// the volume's folder dir on this machine (localFolder). It is not done
-// (false) where there is none. The work is done by a thread whose / is the folder (inVolume):
-// whatever the box left in the volume (symlinks out, say) resolves inside
-// it, and the swap only lists, renames and removes (never opens a file,
-// nor follows a link in a removal).
-func swapInPlace(dir, stage string) (bool, error) {
-	if dir == "" {
-		return false, nil
-	}
+// restoreInPlace is WriteVolume on the volume's folder dir on this
+// machine, by a thread whose / is the folder (inVolume): whatever the box
+// left in the volume (symlinks out, say) resolves inside it. The archive
+// is unpacked into the staging folder with its owners and modes, as the
+// engine's copy would write them (archive.UnpackOwned: numbers as they
+// are, no set-uid or set-gid bits), then swapped in (swapStage: lists,
+// renames and removals, never a link followed).
+func restoreInPlace(dir, stage string, v driver.VolumeRef, tar io.Reader) error {
 	var err error
-	started := false // whether the swap began to change the volume
 	onSpareThread(func() {
-		err = inVolume(dir, func() error { return swapStage(stage, &started) })
+		err = inVolume(dir, restoreCaps, func() error {
+			if err := archive.UnpackOwned(tar, "/"+stage, archive.Checker{}); err != nil {
+				os.RemoveAll("/" + stage)
+				return fmt.Errorf("writing volume %s (its contents are unchanged): %w", v, err)
+			}
+			if err := swapStage(stage); err != nil {
+				return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
+			}
+			return nil
+		})
 	})
-	// Not begun (the folder could not be entered, or the staging folder
-	// is not in it): nothing changed, and the helper does the swap.
-	return started, err
+	return err
 }
 
 // localFolder is the folder on this machine that holds v's files, for a
@@ -234,13 +231,21 @@ func (d *Driver) localFolder(ctx context.Context, v driver.VolumeRef) (string, e
 	return vol.Mountpoint, nil
 }
 
+// The capabilities a thread in a volume keeps (inVolume): to read and
+// remove what any user of the box made, and, for a restore, to give the
+// files their owners.
+const (
+	volumeCaps  = 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER
+	restoreCaps = volumeCaps | 1<<unix.CAP_CHOWN
+)
+
 // inVolume runs fn on this (locked, spare) thread with / the folder dir
 // (a volume's): a private copy of this machine's mounts in which dir is
 // bound onto itself nodev and nosuid, then chroot to it, and then only
-// CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH and CAP_FOWNER left (so no
-// chroot again, no mount, no device node). Whatever the box left in the
-// volume resolves inside it, and a device node in it does not open.
-func inVolume(dir string, fn func() error) error {
+// the capabilities keep (volumeCaps or restoreCaps) left: no chroot
+// again, no mount, no device node. Whatever the box left in the volume
+// resolves inside it, and a device node in it does not open.
+func inVolume(dir string, keep uint32, fn func() error) error {
 	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
 		return err
 	}
@@ -260,7 +265,6 @@ func inVolume(dir string, fn func() error) error {
 	if err := unix.Chdir("/"); err != nil {
 		return err
 	}
-	keep := uint32(1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER)
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	caps := [2]unix.CapUserData{{Effective: keep, Permitted: keep}}
 	if err := unix.Capset(&hdr, &caps[0]); err != nil {
@@ -270,16 +274,14 @@ func inVolume(dir string, fn func() error) error {
 }
 
 // swapStage replaces what / holds with what /stage holds, and removes
-// /stage (the helper's script, in Go); started says when it began to
-// change anything.
-func swapStage(stage string, started *bool) error {
+// /stage (the helper's script, in Go).
+func swapStage(stage string) error {
 	// The staging folder is read first: were this not the volume, it
 	// would not be there, and nothing is removed.
 	staged, err := os.ReadDir("/" + stage)
 	if err != nil {
 		return err
 	}
-	*started = true
 	old, err := os.ReadDir("/")
 	if err != nil {
 		return err
@@ -302,7 +304,22 @@ func swapStage(stage string, started *bool) error {
 // CleanVolume removes staging folders of WriteVolume calls that a crash
 // cut off.
 func (d *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image string) error {
-	if err := d.volumeExists(ctx, v); err != nil {
+	dir, err := d.localFolder(ctx, v)
+	if err != nil {
+		return err
+	}
+	if dir != "" {
+		onSpareThread(func() {
+			err = inVolume(dir, volumeCaps, func() error {
+				left, err := filepath.Glob("/.paddock-restore-*")
+				for _, p := range left {
+					if err == nil {
+						err = os.RemoveAll(p)
+					}
+				}
+				return err
+			})
+		})
 		return err
 	}
 	return d.runHelper(ctx, v, image, []string{"sh", "-c", `rm -rf -- "$1"/.paddock-restore-*`, "clean", helperMount})

@@ -344,9 +344,9 @@ func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef
 	tw := tar.NewWriter(&next)
 	tw.WriteHeader(&tar.Header{Name: "new.txt", Mode: 0o644, Size: 4, Typeflag: tar.TypeReg})
 	tw.Write([]byte("new\n"))
-	tw.WriteHeader(&tar.Header{Name: ".env", Mode: 0o600, Size: 2, Typeflag: tar.TypeReg})
+	tw.WriteHeader(&tar.Header{Name: ".env", Mode: 0o600, Size: 2, Typeflag: tar.TypeReg, Uid: 1000, Gid: 1000})
 	tw.Write([]byte("x\n"))
-	tw.WriteHeader(&tar.Header{Name: "sub2/", Mode: 0o755, Typeflag: tar.TypeDir})
+	tw.WriteHeader(&tar.Header{Name: "sub2/", Mode: 0o750, Typeflag: tar.TypeDir, Uid: 1000, Gid: 1000})
 	tw.WriteHeader(&tar.Header{Name: "sub2/c.txt", Mode: 0o644, Size: 2, Typeflag: tar.TypeReg})
 	tw.Write([]byte("c\n"))
 	tw.Close()
@@ -362,6 +362,10 @@ func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef
 	}
 	if got := sh("cd /mnt/ct-drive && find . | sort && cat new.txt sub2/c.txt"); got != ".\n./.env\n./new.txt\n./sub2\n./sub2/c.txt\nnew\nc\n" {
 		t.Fatalf("after WriteVolume the drive holds:\n%s", got)
+	}
+	// Owners and modes are as the archive says, as the box sees them.
+	if got := sh("cd /mnt/ct-drive && stat -c '%n %u %g %a' .env sub2 new.txt"); got != ".env 1000 1000 600\nsub2 1000 1000 750\nnew.txt 0 0 644\n" {
+		t.Fatalf("after WriteVolume the drive's owners and modes are:\n%s", got)
 	}
 
 	// A broken archive leaves the volume as it was.
