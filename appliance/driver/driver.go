@@ -141,6 +141,16 @@ type BoxUserFiles interface {
 	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
 }
 
+// ExecWarmer is a driver that can start, in a running box, the process
+// that its next Exec without a terminal will be, ahead of that Exec: the
+// runtime's start of a process is then not in the command's time. The
+// warm pool keeps one in each ready pool box. It is a no-op for a box
+// that has one (false); an error says the box cannot have one (its Execs
+// are as before).
+type ExecWarmer interface {
+	WarmExec(ctx context.Context, box string) (bool, error)
+}
+
 // ImageIDer is a driver that can tell which image a reference names now.
 type ImageIDer interface {
 	ImageID(ctx context.Context, ref string) (string, error)

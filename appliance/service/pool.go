@@ -36,6 +36,12 @@ import (
 // refilled in the background. A crash at any point leaves either the pool
 // box or the user's box declared, never both and never neither, and the
 // next reconcile carries on from there.
+//
+// A pool box is ready once it answers and the process of its first
+// command has been started ahead (a warm exec, driver.ExecWarmer: the
+// engine's exec of a small program that waits for the command, then
+// becomes it), so that a claimed box's first command does not wait the
+// 80-100 ms the runtime takes to start a process.
 
 // poolProbeTimeout bounds one readiness probe of a pool box.
 const poolProbeTimeout = 10 * time.Second
@@ -174,9 +180,10 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 }
 
 // probePool runs a command in each pool box not yet ready whose container
-// runs (and, with a desktop, asks its X server) and marks those that
-// answer ready; a ready one whose container no longer runs is not ready
-// until it answers again. It returns how many are not ready.
+// runs (and, with a desktop, asks its X server), starts the process of
+// its first command ahead (warmExec), and marks those that answer ready;
+// a ready one whose container no longer runs is not ready until it
+// answers again. It returns how many are not ready.
 func (s *Service) probePool(ctx context.Context) (int, error) {
 	pool, err := s.Store.ListPool()
 	if err != nil || len(pool) == 0 {
@@ -202,6 +209,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 			continue
 		}
 		if p.Ready {
+			s.warmExec(ctx, p.Key) // one a restart of paddockd ended
 			continue
 		}
 		cmd := []string{"true"}
@@ -216,12 +224,45 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 			waiting++
 			continue
 		}
+		// Warm before ready: a box claimed has its first command's
+		// process already started.
+		s.warmExec(ctx, p.Key)
 		if err := s.Store.SetPoolReady(p.Key, true); err != nil {
 			return waiting, fmt.Errorf("pool box %s: %w", p.Key, err)
 		}
 		s.Log.Info("warm pool box ready", "key", p.Key, "type", p.Type, "took", s.now().Sub(p.Created).Round(time.Millisecond))
 	}
 	return waiting, nil
+}
+
+// warmExec has the driver start, in a ready pool box, the process its
+// first command will be (driver.ExecWarmer), so that a claimed box's
+// first command does not wait for the runtime. A box that cannot have
+// one is said once and not tried again; its commands start as usual.
+func (s *Service) warmExec(ctx context.Context, key string) {
+	w, ok := s.Driver.(driver.ExecWarmer)
+	if !ok {
+		return
+	}
+	s.memMu.Lock()
+	cold := s.coldExec[key]
+	s.memMu.Unlock()
+	if cold {
+		return
+	}
+	started, err := w.WarmExec(ctx, key)
+	if started {
+		s.Log.Info("warm pool box: its first command's process started ahead", "key", key)
+	}
+	if err != nil && ctx.Err() == nil {
+		s.Log.Warn("warm pool box: its first command will start as usual", "key", key, "err", err)
+		s.memMu.Lock()
+		if s.coldExec == nil {
+			s.coldExec = map[string]bool{}
+		}
+		s.coldExec[key] = true
+		s.memMu.Unlock()
+	}
 }
 
 // PoolStatus says how many pool boxes of each type are ready and how many

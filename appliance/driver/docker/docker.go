@@ -16,6 +16,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -82,7 +83,8 @@ type Driver struct {
 	cfg Config
 
 	mu   sync.Mutex
-	pids map[string]int // running container → its first process, as last seen
+	pids map[string]int       // running container → its first process, as last seen
+	warm map[string]*warmExec // box → its warm exec (warm.go)
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -121,7 +123,15 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 }
 
 // Close releases the client.
-func (d *Driver) Close() error { return d.c.Close() }
+func (d *Driver) Close() error {
+	d.mu.Lock()
+	for _, w := range d.warm {
+		w.att.Close()
+	}
+	d.warm = nil
+	d.mu.Unlock()
+	return d.c.Close()
+}
 
 // APIVersion is the negotiated engine API version.
 func (d *Driver) APIVersion() string { return d.c.ClientVersion() }
@@ -353,18 +363,21 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 
 // StartBox starts a box's container.
 func (d *Driver) StartBox(ctx context.Context, name string) error {
+	d.dropWarm(name) // one of an earlier run of the box is gone with it
 	_, err := d.c.ContainerStart(ctx, d.containerName(name), client.ContainerStartOptions{})
 	return wrap(err)
 }
 
 // StopBox stops a box's container.
 func (d *Driver) StopBox(ctx context.Context, name string) error {
+	d.dropWarm(name)
 	_, err := d.c.ContainerStop(ctx, d.containerName(name), client.ContainerStopOptions{})
 	return wrap(err)
 }
 
 // RemoveBox removes a box's container (not its volumes).
 func (d *Driver) RemoveBox(ctx context.Context, name string) error {
+	d.dropWarm(name)
 	_, err := d.c.ContainerRemove(ctx, d.containerName(name), client.ContainerRemoveOptions{Force: true})
 	return wrap(err)
 }
@@ -520,6 +533,20 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if user == "" {
 		user = d.cfg.User
 	}
+	// A warm exec (warm.go) serves a command without a terminal.
+	if w := d.takeWarm(box); w != nil && !spec.TTY {
+		replay, fallback, err := w.begin(ctx, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
+		if err != nil {
+			w.att.Close()
+			return -1, err
+		}
+		if !fallback {
+			return d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
+		}
+		w.att.Close()
+	} else if w != nil {
+		d.keepWarm(box, w) // the next command may use it
+	}
 	opts := client.ExecCreateOptions{
 		User:         user,
 		TTY:          spec.TTY,
@@ -541,6 +568,14 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if err != nil {
 		return -1, wrap(err)
 	}
+	return d.attached(ctx, cr.ID, att, att.Reader, spec, false)
+}
+
+// attached runs the exec id, started and attached as att (its output
+// read from out), to its end: its input, terminal size and timeout, its
+// output, its exit code. A warm exec's input is always attached, and is
+// closed at once when the command has none.
+func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachResult, out io.Reader, spec driver.ExecSpec, warm bool) (int, error) {
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
@@ -560,15 +595,15 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 				case <-time.After(wait):
 				}
 				timedOut.Store(true)
-				d.signalExec(cr.ID, sig)
+				d.signalExec(id, sig)
 			}
 		}()
 	}
-	if opts.ConsoleSize.Height > 0 {
+	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		// Engines before API 1.42 ignore the size given at create and
 		// start; set it once the process exists, as the docker CLI does.
 		// The command may see 0x0 for the first moments there.
-		d.initialSize(context.WithoutCancel(ctx), cr.ID, opts.ConsoleSize)
+		d.initialSize(context.WithoutCancel(ctx), id, client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)})
 	}
 
 	if spec.Stdin != nil {
@@ -581,11 +616,13 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 				att.CloseWrite()
 			}
 		}()
+	} else if warm {
+		att.CloseWrite()
 	}
 	if spec.Resize != nil {
 		go func() {
 			for sz := range spec.Resize {
-				d.c.ExecResize(context.WithoutCancel(ctx), cr.ID, client.ExecResizeOptions{Height: uint(sz[0]), Width: uint(sz[1])})
+				d.c.ExecResize(context.WithoutCancel(ctx), id, client.ExecResizeOptions{Height: uint(sz[0]), Width: uint(sz[1])})
 			}
 		}()
 	}
@@ -596,10 +633,11 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if stderr == nil {
 		stderr = io.Discard
 	}
+	var err error
 	if spec.TTY {
-		_, err = io.Copy(stdout, att.Reader)
+		_, err = io.Copy(stdout, out)
 	} else {
-		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
+		_, err = stdcopy.StdCopy(stdout, stderr, out)
 	}
 	if err != nil && ctx.Err() == nil {
 		return -1, fmt.Errorf("exec stream: %w", err)
@@ -609,7 +647,7 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	}
 	// The stream ends a moment before the engine records the exit code.
 	for i := 0; ; i++ {
-		ins, err := d.c.ExecInspect(context.WithoutCancel(ctx), cr.ID, client.ExecInspectOptions{})
+		ins, err := d.c.ExecInspect(context.WithoutCancel(ctx), id, client.ExecInspectOptions{})
 		if err != nil {
 			return -1, err
 		}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -208,6 +209,111 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	volumes(t, d, image, spec.Mounts[0].Volume)
 	boxUser(t, d)
 	hostname(t, d)
+	warmExec(t, d)
+}
+
+// warmProbe describes the process that runs it: who, where, with what
+// environment, capabilities, seccomp, ignored signals, cgroups and
+// namespaces, whether it leads its session and group, what it read and
+// how it ends. Its first line says how old it is (so a warm exec, started
+// ahead, shows), and is not compared.
+const warmProbe = `awk -v up="$(cut -d' ' -f1 /proc/uptime)" '{ print (up*100 - $22 >= 40) ? "old" : "new" }' /proc/$$/stat
+echo to-err >&2
+id; pwd; umask; env | sort
+grep -E '^(Cap|Seccomp|NoNewPrivs|Groups|SigIgn)' /proc/$$/status
+sort /proc/$$/cgroup; readlink /proc/$$/ns/*
+awk '{ print ($1 == $5 && $1 == $6) ? "leader" : "not-leader" }' /proc/$$/stat
+cat; exit 3`
+
+// warmExec checks, where the driver has warm execs, that a command run by
+// one is run as the same command run the usual way (same user, groups,
+// folder, environment, capabilities, seccomp, signals, cgroups,
+// namespaces, session, input, output and exit code), that it was started
+// ahead, that what the warm exec cannot do as the runtime would is run
+// the usual way (same errors), that a timeout ends it, and that a box
+// whose image has no python3 has none.
+func warmExec(t *testing.T, d driver.Driver) {
+	wd, ok := d.(driver.ExecWarmer)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	run := func(spec driver.ExecSpec, warm bool) string {
+		t.Helper()
+		if warm {
+			if started, err := wd.WarmExec(ctx, "ct-run"); !started || err != nil {
+				t.Fatalf("WarmExec: %v, %v", started, err)
+			}
+			if started, err := wd.WarmExec(ctx, "ct-run"); started || err != nil {
+				t.Fatalf("WarmExec again: %v, %v; want a no-op", started, err)
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		var out, errb bytes.Buffer
+		spec.Stdout, spec.Stderr = &out, &errb
+		if spec.Stdin != nil {
+			spec.Stdin = strings.NewReader("in\n")
+		}
+		code, err := d.Exec(ctx, "ct-run", spec)
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return fmt.Sprintf("code %d\nstdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	probe := []string{"sh", "-c", warmProbe}
+	in := strings.NewReader("")
+	for _, spec := range []driver.ExecSpec{
+		{Cmd: probe, Env: []string{"FOO=bar"}, Stdin: in},
+		{Cmd: probe, User: "0", Env: []string{"HOME=/elsewhere", "PATH=/usr/bin:/bin"}, WorkDir: "/tmp", Stdin: in},
+		{Cmd: probe, User: "root", WorkDir: "/"},
+		{Cmd: probe, User: "1000:0", Stdin: in},
+		{Cmd: probe, User: "4242", WorkDir: "/tmp", Stdin: in},
+		{Cmd: probe, User: "paddock:docker", Stdin: in},
+	} {
+		cold, warm := run(spec, false), run(spec, true)
+		if !strings.HasPrefix(cold, "code 3\nstdout:\nnew\n") || !strings.HasPrefix(warm, "code 3\nstdout:\nold\n") {
+			t.Fatalf("user %q: want a fresh process the usual way and an older one warm; got\n%s\n---\n%s", spec.User, cold, warm)
+		}
+		if cold[len("code 3\nstdout:\nnew\n"):] != warm[len("code 3\nstdout:\nold\n"):] {
+			t.Fatalf("user %q: warm exec differs from the usual one:\n%s\n---\n%s", spec.User, cold, warm)
+		}
+	}
+	// The signals the command starts with blocked or ignored (the shell
+	// of the probe changes its own mask as it waits).
+	sig := driver.ExecSpec{Cmd: []string{"grep", "^Sig[BI]", "/proc/self/status"}}
+	if cold, warm := run(sig, false), run(sig, true); cold != warm || !strings.Contains(cold, "SigIgn:\t0000000000000000") {
+		t.Fatalf("signals blocked or ignored, the usual way and warm:\n%s\n---\n%s", cold, warm)
+	}
+	// What the runtime would refuse is run the usual way: the same error.
+	for _, spec := range []driver.ExecSpec{
+		{Cmd: []string{"true"}, User: "nosuch"},
+		{Cmd: []string{"true"}, WorkDir: "/nope"},
+		{Cmd: []string{"true"}, WorkDir: "/root"},
+		{Cmd: []string{"nosuchcmd"}},
+		{Cmd: []string{"/etc/passwd"}},
+	} {
+		if cold, warm := run(spec, false), run(spec, true); cold != warm {
+			t.Fatalf("%q in %q as %q: warm exec differs from the usual one:\n%s\n---\n%s", spec.Cmd, spec.WorkDir, spec.User, cold, warm)
+		}
+	}
+	// A timeout ends the command and its process group.
+	_, err := wd.WarmExec(ctx, "ct-run")
+	must(t, err)
+	code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", "sleep 300 & sleep 301"}, Timeout: time.Second})
+	if err != nil || code != 124 {
+		t.Fatalf("warm exec past its timeout: code %d, %v; want 124", code, err)
+	}
+	sh := rootShell(t, d, "ct-run")
+	if got := sh(`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -cE "^sleep 30[01] $" || true`); got != "0\n" {
+		t.Fatalf("%s sleeps left after a warm exec's timeout", strings.TrimSpace(got))
+	}
+	// No python3, no warm exec; commands run as before.
+	sh("mv /usr/bin/python3 /usr/bin/python3.off")
+	_, err = wd.WarmExec(ctx, "ct-run")
+	sh("mv /usr/bin/python3.off /usr/bin/python3")
+	if err == nil {
+		t.Fatal("WarmExec in a box without python3 said nothing")
+	}
 }
 
 // rootShell runs scripts as root in box and returns their output; a

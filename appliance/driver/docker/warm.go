@@ -1,0 +1,300 @@
+package docker
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+)
+
+// Warm execs.
+//
+// Most of an exec's time is the runtime starting a process in the box
+// (runc's two process starts and its seccomp filter: 80 to 100 ms on two
+// cores), not the command. A warm exec is that process started ahead:
+// an engine exec, as root, of a small Python program (warmScript) that
+// says it is up and then waits on its stdin for one command. Exec hands
+// it the command, user, environment and folder; the program takes the
+// user's ids and groups, the folder and the environment as the runtime
+// would (the engine's rules: without a group named, the user's groups
+// from /etc/group and its own; HOME from /etc/passwd unless given), says "go" and replaces itself with the
+// command. From there it is an engine exec like any other: the engine
+// carries its output and keeps its exit code, its process group is what
+// a timeout ends, and it has the cgroup, namespaces, seccomp filter and
+// capability bounds of every exec (it is one). It loses its
+// capabilities when it takes a user other than root, as runc's do.
+//
+// Whatever the program cannot do as the runtime would (a user, folder or
+// command it cannot find) it does not try: it says "no" and ends, and
+// Exec runs the command the usual way, so errors read as they always do.
+// A box whose image has no python3 gets no warm exec.
+//
+// A warm exec serves one Exec without a terminal, then it is gone. The
+// warm pool keeps one in each ready pool box, so that the first command
+// of a claimed box does not wait for the runtime. A warm exec that is
+// never used waits until its box stops, or until paddockd's connection to
+// the engine closes (the program reads the end of its input and exits).
+
+// warmScript is the program a warm exec runs (python3 -c). Its argument
+// says whether the box's own environment lacks HOME (the runtime then
+// gave it the root's, and the command gets its user's instead). The
+// markers are single bytes on stdout: R (up), G (the command follows),
+// N (run it the usual way).
+const warmScript = `import os, sys, json, signal, pwd, grp
+def rd(n):
+    b = b''
+    while len(b) < n:
+        c = os.read(0, n - len(b))
+        if not c:
+            os._exit(0)
+        b += c
+    return b
+os.write(1, b'R')
+n = int.from_bytes(rd(4), 'big')
+try:
+    s = json.loads(rd(n))
+    name, _, group = s['user'].partition(':')
+    p = None
+    if name.isdigit():
+        uid = int(name)
+        try:
+            p = pwd.getpwuid(uid)
+        except KeyError:
+            pass
+    else:
+        p = pwd.getpwnam(name)
+        uid = p.pw_uid
+    gid = p.pw_gid if p else 0
+    if group:
+        gid = int(group) if group.isdigit() else grp.getgrnam(group).gr_gid
+        groups = [gid]
+    else:
+        groups = [g.gr_gid for g in grp.getgrall() if p and p.pw_name in g.gr_mem] + [gid]
+    env = {}
+    for k, v in os.environb.items():
+        if not (k == b'HOME' and sys.argv[1] == '1'):
+            env[k] = v
+    for e in s['env'] or []:
+        k, eq, v = os.fsencode(e).partition(b'=')
+        if eq:
+            env[k] = v
+        else:
+            env.pop(k, None)
+    if b'HOME' not in env:
+        env[b'HOME'] = os.fsencode(p.pw_dir if p else '/')
+    later = False
+    if s['dir']:
+        try:
+            os.chdir(s['dir'])
+        except PermissionError:
+            later = True
+    os.setgroups(groups)
+    os.setgid(gid)
+    os.setuid(uid)
+    if later:
+        os.chdir(s['dir'])
+    cmd = s['cmd']
+    path = None
+    if '/' in cmd[0]:
+        path = cmd[0]
+    else:
+        paths = os.fsdecode(env.get(b'PATH', b''))
+        for d in paths.split(':'):
+            f = os.path.join(d or '.', cmd[0])
+            if os.path.isfile(f) and os.access(f, os.X_OK):
+                path = f
+                break
+    if path is None or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise OSError('not found')
+except Exception:
+    os.write(1, b'N')
+    os._exit(0)
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+os.write(1, b'G')
+try:
+    os.execve(path, cmd, env)
+except OSError as e:
+    os.write(2, ('exec %s: %s\n' % (cmd[0], e.strerror)).encode())
+    os._exit(126)
+`
+
+// warmExec is a started warm exec.
+type warmExec struct {
+	id  string
+	att client.ExecAttachResult
+}
+
+// warmUpTimeout bounds the wait for a warm exec's program to say it is up.
+const warmUpTimeout = 10 * time.Second
+
+// WarmExec starts a warm exec in the running box unless it has one (then
+// it says false); the box's next Exec without a terminal uses it.
+func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
+	d.mu.Lock()
+	has := d.warm[box] != nil
+	d.mu.Unlock()
+	if has {
+		return false, nil
+	}
+	name := d.containerName(box)
+	ins, err := d.c.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+	if err != nil {
+		return false, wrap(err)
+	}
+	noHome := "1"
+	if ins.Container.Config != nil {
+		for _, e := range ins.Container.Config.Env {
+			if strings.HasPrefix(e, "HOME=") {
+				noHome = "0"
+			}
+		}
+	}
+	cr, err := d.c.ExecCreate(ctx, name, client.ExecCreateOptions{
+		User: "0", AttachStdin: true, AttachStdout: true, AttachStderr: true,
+		Cmd: []string{"python3", "-c", warmScript, noHome},
+	})
+	if err != nil {
+		return false, wrap(err)
+	}
+	// The connection outlives the call: it is the warm exec.
+	att, err := d.c.ExecAttach(context.WithoutCancel(ctx), cr.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return false, wrap(err)
+	}
+	att.Conn.SetReadDeadline(time.Now().Add(warmUpTimeout))
+	m, replay, err := firstOut(att.Reader)
+	att.Conn.SetReadDeadline(time.Time{})
+	if err != nil || m != 'R' || len(replay) > 0 {
+		att.Close()
+		if err == nil {
+			err = fmt.Errorf("it said %q", m)
+		}
+		return false, fmt.Errorf("box %s: no warm exec (python3 in the image?): %w", box, err)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.warm[box] != nil {
+		att.Close()
+		return false, nil
+	}
+	if d.warm == nil {
+		d.warm = map[string]*warmExec{}
+	}
+	d.warm[box] = &warmExec{id: cr.ID, att: att}
+	return true, nil
+}
+
+// takeWarm takes the box's warm exec, if it has one.
+func (d *Driver) takeWarm(box string) *warmExec {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	w := d.warm[box]
+	delete(d.warm, box)
+	return w
+}
+
+// dropWarm ends the box's warm exec, if it has one (its program reads the
+// end of its input).
+func (d *Driver) dropWarm(box string) {
+	if w := d.takeWarm(box); w != nil {
+		w.att.Close()
+	}
+}
+
+// warmCommand is what a warm exec's program is handed.
+type warmCommand struct {
+	User string   `json:"user"`
+	Env  []string `json:"env"`
+	Dir  string   `json:"dir"`
+	Cmd  []string `json:"cmd"`
+}
+
+// begin hands w its command. On ok the command runs, and replay is
+// what of its output the engine sent before the "go" was read (frames as
+// the engine frames them), to be read before the rest of the stream. On
+// fallback the command did not start (the program said no, or it was
+// gone before it could say anything): the caller closes w and runs the
+// command the usual way. An error means the command may have started.
+// Nothing of the command's own input has been sent in any case.
+func (w *warmExec) begin(ctx context.Context, c warmCommand) (replay []byte, fallback bool, err error) {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return nil, false, err
+	}
+	msg := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
+	stop := context.AfterFunc(ctx, func() { w.att.Conn.Close() })
+	defer stop()
+	if _, err := w.att.Conn.Write(append(msg, b...)); err != nil {
+		return nil, true, nil
+	}
+	m, replay, err := firstOut(w.att.Reader)
+	switch {
+	case ctx.Err() != nil:
+		return nil, false, ctx.Err()
+	case err == nil && m == 'G':
+		return replay, false, nil
+	case err == nil && m == 'N', errors.Is(err, io.EOF) && len(replay) == 0:
+		return nil, true, nil
+	case err == nil:
+		return nil, false, fmt.Errorf("the warm exec said %q", m)
+	}
+	return nil, false, fmt.Errorf("the warm exec's stream: %w", err)
+}
+
+// maxReplay bounds what of a command's stderr firstOut keeps while it
+// waits for the marker on stdout.
+const maxReplay = 1 << 20
+
+// firstOut reads the engine's multiplexed stream up to the first byte
+// written to stdout, and returns it. The engine copies stdout and stderr
+// separately, so frames of stderr (the command's, once the marker is
+// written) may come first; they, and the rest of the marker's frame, are
+// returned as frames to be read again.
+func firstOut(r io.Reader) (byte, []byte, error) {
+	var replay []byte
+	for {
+		var h [8]byte
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return 0, replay, err
+		}
+		n := binary.BigEndian.Uint32(h[4:8])
+		if n == 0 {
+			continue
+		}
+		if len(replay)+int(n) > maxReplay {
+			return 0, replay, errors.New("too much output before the marker")
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return 0, replay, err
+		}
+		if h[0] != 1 {
+			replay = append(append(replay, h[:]...), body...)
+			continue
+		}
+		if n > 1 {
+			binary.BigEndian.PutUint32(h[4:8], n-1)
+			replay = append(append(replay, h[:]...), body[1:]...)
+		}
+		return body[0], replay, nil
+	}
+}
+
+// keepWarm gives the box its warm exec back (one a command with a
+// terminal took and could not use), unless it has another by now.
+func (d *Driver) keepWarm(box string, w *warmExec) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.warm[box] == nil {
+		d.warm[box] = w
+		return
+	}
+	w.att.Close()
+}
