@@ -21,10 +21,10 @@ import (
 // an engine exec, as root, of a small Python program (warmScript) that
 // says it is up and then waits on its stdin for one command. Exec hands
 // it the command, user, environment and folder; the program takes the
-// user's ids and groups, the folder and the environment as the runtime
-// would (the engine's rules: without a group named, the user's groups
-// from /etc/group and its own; HOME from /etc/passwd unless given), says "go" and replaces itself with the
-// command. From there it is an engine exec like any other: the engine
+// user's ids and groups, the folder and the environment as the engine
+// would (without a group named, the user's groups from /etc/group and
+// its own; HOME from /etc/passwd unless given), says "go" and replaces
+// itself with the command. From there it is an engine exec like any other: the engine
 // carries its output and keeps its exit code, its process group is what
 // a timeout ends, and it has the cgroup, namespaces, seccomp filter and
 // capability bounds of every exec (it is one). It loses its
