@@ -186,8 +186,18 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 // answers again. It returns how many are not ready.
 func (s *Service) probePool(ctx context.Context) (int, error) {
 	pool, err := s.Store.ListPool()
-	if err != nil || len(pool) == 0 {
+	if err != nil {
 		return 0, err
+	}
+	s.memMu.Lock()
+	for k := range s.coldExec { // pool boxes gone (claimed or swept)
+		if !slices.ContainsFunc(pool, func(p store.PoolBox) bool { return p.Key == k }) {
+			delete(s.coldExec, k)
+		}
+	}
+	s.memMu.Unlock()
+	if len(pool) == 0 {
+		return 0, nil
 	}
 	obs, err := s.Driver.Boxes(ctx)
 	if err != nil {
