@@ -155,7 +155,10 @@ func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
 }
 
 // sendTar streams a tar the service opened. Once the status is sent, an
-// error can only cut the stream short; the client's tar reader notices.
+// error can only cut the stream short: the connection is broken off
+// (http.ErrAbortHandler), so that the client reads an error. Ended
+// cleanly, a tar cut between two entries would read as a whole one with
+// files missing.
 func (s *Server) sendTar(w http.ResponseWriter, rc io.ReadCloser, err error, what, name string) error {
 	if err != nil {
 		return err
@@ -165,6 +168,7 @@ func (s *Server) sendTar(w http.ResponseWriter, rc io.ReadCloser, err error, wha
 	w.WriteHeader(http.StatusOK)
 	if _, err := io.Copy(w, rc); err != nil {
 		s.Log.Warn(what+" interrupted", "name", name, "err", err)
+		panic(http.ErrAbortHandler)
 	}
 	return nil
 }

@@ -1,9 +1,11 @@
 package server
 
 import (
+	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -13,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -233,5 +236,30 @@ func TestHeavyRoutesAreLimitedPerToken(t *testing.T) {
 	svc.Store.AddToken(store.Token{Hash: hash, Name: "other", UserID: u.ID, Created: time.Now()})
 	if code, e := call(t, ts, other, "POST", "/v1/boxes", `{"name":"h3"}`); code != 201 {
 		t.Fatalf("another token: %d %+v", code, e)
+	}
+}
+
+// A tar stream that fails after its status was sent is broken off: the
+// client reads an error, not an archive that merely ends early (cut
+// between two entries, a tar reads as whole).
+func TestSendTarBreaksOffOnAnError(t *testing.T) {
+	s := &Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	var part bytes.Buffer
+	tw := tar.NewWriter(&part)
+	tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 64 << 10, Typeflag: tar.TypeReg})
+	tw.Write(bytes.Repeat([]byte("a"), 64<<10)) // more than a buffer: the status leaves
+	tw.Flush() // no Close: the end of the archive never comes
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body := io.MultiReader(bytes.NewReader(part.Bytes()), iotest.ErrReader(errors.New("a file turned unreadable")))
+		s.sendTar(w, io.NopCloser(body), nil, "pull", "b")
+	}))
+	defer ts.Close()
+	resp, err := http.Get(ts.URL)
+	if err == nil { // (the status may not have left yet: then Get fails)
+		_, err = io.ReadAll(resp.Body)
+		resp.Body.Close()
+	}
+	if err == nil {
+		t.Fatal("a tar stream that failed half way read as complete")
 	}
 }

@@ -100,7 +100,7 @@ func cmdPull(e *env, args []string) error {
 	if err != nil {
 		bar.done(false)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
-			return fmt.Errorf("the pull was cut off before the whole archive arrived (paddockd may be restarting): %v; nothing was written", err)
+			return fmt.Errorf("the pull was cut off before the whole archive arrived (paddockd may be restarting, or could not read all of it: its log says which): %v; nothing was written", err)
 		}
 		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
 	}
