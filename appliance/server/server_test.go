@@ -248,7 +248,7 @@ func TestSendTarBreaksOffOnAnError(t *testing.T) {
 	tw := tar.NewWriter(&part)
 	tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 64 << 10, Typeflag: tar.TypeReg})
 	tw.Write(bytes.Repeat([]byte("a"), 64<<10)) // more than a buffer: the status leaves
-	tw.Flush() // no Close: the end of the archive never comes
+	tw.Flush()                                  // no Close: the end of the archive never comes
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := io.MultiReader(bytes.NewReader(part.Bytes()), iotest.ErrReader(errors.New("a file turned unreadable")))
 		s.sendTar(w, io.NopCloser(body), nil, "pull", "b")
