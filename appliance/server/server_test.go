@@ -247,8 +247,10 @@ func TestSendTarBreaksOffOnAnError(t *testing.T) {
 	var part bytes.Buffer
 	tw := tar.NewWriter(&part)
 	tw.WriteHeader(&tar.Header{Name: "a.txt", Mode: 0o644, Size: 64 << 10, Typeflag: tar.TypeReg})
-	tw.Write(bytes.Repeat([]byte("a"), 64<<10)) // more than a buffer: the status leaves
-	tw.Flush()                                  // no Close: the end of the archive never comes
+	// More than a buffer, so the status leaves; no Close, so the end of
+	// the archive never comes.
+	tw.Write(bytes.Repeat([]byte("a"), 64<<10))
+	tw.Flush()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := io.MultiReader(bytes.NewReader(part.Bytes()), iotest.ErrReader(errors.New("a file turned unreadable")))
 		s.sendTar(w, io.NopCloser(body), nil, "pull", "b")
