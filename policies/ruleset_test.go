@@ -18,6 +18,7 @@ import (
 	"github.com/mdlayher/netlink"
 
 	"github.com/paddock-dev/paddock/testbed/golden"
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 var testNet = Network{
@@ -67,12 +68,7 @@ func TestNetlinkGolden(t *testing.T) {
 // connection into it and a runner of commands inside it.
 func newNetns(t *testing.T) (*nftables.Conn, func(args ...string) string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("needs root")
-		}
-		t.Skip("SKIP: needs root to make a network namespace")
-	}
+	harness.NeedRoot(t, "a network namespace is made for the test")
 	name := fmt.Sprintf("pdk-nft-%d", time.Now().UnixNano()%1e9)
 	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
 		t.Fatalf("ip netns add: %v %s", err, out)

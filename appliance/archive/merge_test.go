@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 // tree writes files (name -> content; a name ending in / is a folder, a
@@ -140,12 +142,7 @@ func TestUnpackWithKeepsTimesAndBounds(t *testing.T) {
 // thread does); the thread ends after.
 func asUser(t *testing.T, uid int, fn func()) {
 	t.Helper()
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("not root: a thread of another user is made for the test")
-		}
-		t.Skip("SKIP: needs root (a thread of another user is made for the test)")
-	}
+	harness.NeedRoot(t, "a thread of another user is made for the test")
 	done := make(chan struct{})
 	var run func()
 	run = func() {
@@ -312,12 +309,7 @@ func TestPackDoesNotReadWhatWasSwappedIn(t *testing.T) {
 }
 
 func TestUnpackOwnedKeepsOwnersAndModes(t *testing.T) {
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("not root: files are given to other users")
-		}
-		t.Skip("SKIP: needs root (files are given to other users)")
-	}
+	harness.NeedRoot(t, "files are given to other users")
 	var b strings.Builder
 	tw := tar.NewWriter(&b)
 	add := func(h tar.Header, body string) {

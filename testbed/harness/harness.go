@@ -528,6 +528,19 @@ func Tool(t testing.TB, name string) string {
 	return ""
 }
 
+// NeedRoot is Tool for what needs root: outside CI a test not run as root
+// skips, saying why; in CI (CI=true), where tests run as root, it fails.
+func NeedRoot(t testing.TB, why string) {
+	t.Helper()
+	if os.Geteuid() == 0 {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("not root: %s", why)
+	}
+	t.Skipf("SKIP: needs root (%s)", why)
+}
+
 // RSS is the daemon's resident memory in bytes (0 when it is not running).
 func (d *Daemon) RSS() int64 {
 	if d.cmd == nil || d.cmd.Process == nil {

@@ -10,12 +10,7 @@ import (
 // Another live run's instances and subnets are left alone; a run that is
 // over is forgotten.
 func TestRunsSeeEachOther(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("not root: the runs directory is under /run")
-		}
-		t.Skip("SKIP: not root (the runs directory is under /run)")
-	}
+	NeedRoot(t, "the runs directory is under /run")
 	if _, err := joinRun(); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 // A thread that joins a box's namespaces ends after; the process's first
@@ -31,12 +33,7 @@ func TestSpareThreadIsNeverTheFirst(t *testing.T) {
 // nothing), resolves an absolute symlink inside it, and changes nothing
 // of this machine's mounts.
 func TestInVolume(t *testing.T) {
-	if os.Getuid() != 0 {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("not root: a private mount namespace and chroot need it")
-		}
-		t.Skip("SKIP: needs root (a private mount namespace and chroot)")
-	}
+	harness.NeedRoot(t, "a private mount namespace and chroot")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "plain"), []byte("in the volume"), 0o644)
 	if err := unix.Mknod(filepath.Join(dir, "node"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))); err != nil {
