@@ -366,14 +366,6 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 			return err
 		}
 	}
-	run := func(ctx context.Context, cmd ...string) error {
-		var stderr bytes.Buffer
-		code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
-		if err == nil && code != 0 {
-			err = errors.New(strings.TrimSpace(stderr.String()))
-		}
-		return err
-	}
 	// The steps in the box run to their end even if the client goes: a
 	// step cut off could not be undone.
 	stay := context.WithoutCancel(ctx)
@@ -404,7 +396,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 			return nil
 		}
 	}
-	if rerr := run(stay, "rm", "-rf", "--", stage); rerr != nil {
+	if rerr := s.rootRun(stay, key, "rm", "-rf", "--", stage); rerr != nil {
 		s.Log.Warn("removing a push's staging folder", "box", name, "dir", stage, "err", rerr)
 	} else {
 		s.doneLeftover(left)
@@ -513,15 +505,21 @@ if [ ! -e "$dir" ]; then
 fi
 find "$stage" -mindepth 1 -maxdepth 1 -exec cp -a -l --remove-destination -t "$dir/" -- {} +
 rm -rf -- "$stage"`
-	var stderr bytes.Buffer
-	code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: []string{"sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)}, User: "root", Stderr: &stderr})
-	if err == nil && code != 0 {
-		err = errors.New(strings.TrimSpace(stderr.String()))
-	}
-	if err != nil {
+	if err := s.rootRun(ctx, key, "sh", "-c", merge, "merge", stage, dir, fmt.Sprint(s.Cfg.BoxUID)); err != nil {
 		return fmt.Errorf("moving the pushed files into %s: %w", dir, err)
 	}
 	return nil
+}
+
+// rootRun runs cmd in the box as root; a non-zero exit is an error that
+// says what the command wrote to stderr.
+func (s *Service) rootRun(ctx context.Context, key string, cmd ...string) error {
+	var stderr bytes.Buffer
+	code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{Cmd: cmd, User: "root", Stderr: &stderr})
+	if err == nil && code != 0 {
+		err = errors.New(strings.TrimSpace(stderr.String()))
+	}
+	return err
 }
 
 // pushParent is the folder a push into dir stages in: dir, or its

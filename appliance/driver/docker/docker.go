@@ -533,8 +533,13 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if user == "" {
 		user = d.cfg.User
 	}
-	// A warm exec (warm.go) serves a command without a terminal.
-	if w := d.takeWarm(box); w != nil && !spec.TTY {
+	// A warm exec (warm.go) serves a command without a terminal; one
+	// with a terminal leaves it for the next.
+	var w *warmExec
+	if !spec.TTY {
+		w = d.takeWarm(box)
+	}
+	if w != nil {
 		replay, fallback, err := w.begin(ctx, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
 		if err != nil {
 			w.att.Close()
@@ -544,8 +549,6 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 			return d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
 		}
 		w.att.Close()
-	} else if w != nil {
-		d.keepWarm(box, w) // the next command may use it
 	}
 	opts := client.ExecCreateOptions{
 		User:         user,

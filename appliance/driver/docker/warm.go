@@ -286,15 +286,3 @@ func firstOut(r io.Reader) (byte, []byte, error) {
 		return body[0], replay, nil
 	}
 }
-
-// keepWarm gives the box its warm exec back (one a command with a
-// terminal took and could not use), unless it has another by now.
-func (d *Driver) keepWarm(box string, w *warmExec) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.warm[box] == nil {
-		d.warm[box] = w
-		return
-	}
-	w.att.Close()
-}
