@@ -159,6 +159,11 @@ type Config struct {
 	// boxes to claim (e.g. {small = 2}; none: no pool). They are made
 	// from the default image, with a desktop if DesktopDefault says so.
 	WarmPool map[string]int `koanf:"warm_pool"`
+	// WarmExec keeps, in each box that has run a command, the process of
+	// its next command started ahead (a waiting python3, about 4 MiB of
+	// the box's memory), so that a command does not wait for the
+	// runtime to start it. Off, only a pool box's first command has one.
+	WarmExec bool `koanf:"warm_exec"`
 	// SnapshotKeep is how many snapshots of each box are kept (0: all).
 	// Older ones go as new ones are taken, except those a box is made from.
 	SnapshotKeep int `koanf:"snapshot_keep"`
@@ -203,6 +208,7 @@ func Defaults() map[string]any {
 		"types.large.memory_mib":      8192,
 		"reconcile_interval":          "10s",
 		"warm_pool.small":             1,
+		"warm_exec":                   true,
 		"log_level":                   "info",
 		"default_agent":               "claude",
 		"ssh_listen":                  ":2222",

@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	drv, err := docker.New(dctx, docker.Config{
 		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser,
 		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
-		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes,
+		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, KeepWarm: cfg.WarmExec,
 	})
 	if cfg.UnsafeDockerInRuncBoxes {
 		log.Warn("unsafe_docker_in_runc_boxes is on: root in any box owns this machine (a test setting)")

@@ -70,6 +70,9 @@ type Config struct {
 	UnsafeDockerInRunc bool
 	// User runs commands in boxes unless an exec names another.
 	User string
+	// KeepWarm keeps a warm exec (warm.go) in each box that has run a
+	// command without a terminal, for its next one.
+	KeepWarm bool
 	// The box network: its bridge interface, subnet and gateway. The
 	// gateway is also the boxes' only DNS server.
 	Bridge  string
@@ -82,9 +85,17 @@ type Driver struct {
 	c   *client.Client
 	cfg Config
 
-	mu   sync.Mutex
-	pids map[string]int       // running container → its first process, as last seen
-	warm map[string]*warmExec // box → its warm exec (warm.go)
+	mu     sync.Mutex
+	pids   map[string]int           // running container → its first process, as last seen
+	warm   map[string]*warmSlot     // box → its warm exec (warm.go)
+	gates  map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
+	closed bool
+
+	// Warm execs started in the background (keepWarm) run in bgCtx;
+	// Close ends them and waits for them.
+	bg       sync.WaitGroup
+	bgCtx    context.Context
+	bgCancel context.CancelFunc
 }
 
 var _ driver.Driver = (*Driver)(nil)
@@ -113,6 +124,7 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 		cfg.User = "paddock"
 	}
 	d := &Driver{c: c, cfg: cfg}
+	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
 	// Volume helpers live for one operation of one daemon; any that exist
 	// now were left by a daemon that died during one.
 	if err := d.removeHelpers(ctx); err != nil {
@@ -122,14 +134,24 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	return d, nil
 }
 
-// Close releases the client.
+// Close ends the warm execs and releases the client.
 func (d *Driver) Close() error {
 	d.mu.Lock()
-	for _, w := range d.warm {
-		w.att.Close()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	for _, s := range d.warm {
+		if s.w != nil {
+			s.w.att.Close()
+			s.w = nil
+		}
 	}
 	d.warm = nil
+	d.closed = true
 	d.mu.Unlock()
+	d.bgCancel()
+	d.bg.Wait()
 	return d.c.Close()
 }
 
@@ -378,6 +400,9 @@ func (d *Driver) StopBox(ctx context.Context, name string) error {
 // RemoveBox removes a box's container (not its volumes).
 func (d *Driver) RemoveBox(ctx context.Context, name string) error {
 	d.dropWarm(name)
+	d.mu.Lock()
+	delete(d.gates, name)
+	d.mu.Unlock()
 	_, err := d.c.ContainerRemove(ctx, d.containerName(name), client.ContainerRemoveOptions{Force: true})
 	return wrap(err)
 }
@@ -462,7 +487,20 @@ func (d *Driver) SnapshotSize(ctx context.Context, id string) (int64, error) {
 
 // Snapshot commits a box's container filesystem. Volumes (drives and
 // /var/lib/docker) are not part of a commit.
+//
+// The engine pauses a running container for its commit. A process an
+// exec starts while the box is being paused hangs in the runtime, and
+// with it the engine's resume and every later operation on the box
+// (Docker 20.10 with containerd 1.6: until someone thaws its cgroup by
+// hand). So no exec of this driver starts during a commit (the box's
+// gate), and the commit waits until those already starting have.
 func (d *Driver) Snapshot(ctx context.Context, box, id string) error {
+	g := d.gate(box)
+	g.Lock()
+	defer g.Unlock()
+	if err := d.execsStarted(ctx, box); err != nil {
+		return err
+	}
 	_, err := d.c.ContainerCommit(ctx, d.containerName(box), client.ContainerCommitOptions{
 		Reference: d.snapshotRef(id),
 		Comment:   "paddock snapshot " + id + " of " + box,
@@ -472,6 +510,57 @@ func (d *Driver) Snapshot(ctx context.Context, box, id string) error {
 		},
 	})
 	return wrap(err)
+}
+
+// gate is the box's gate between exec starts (read) and commits (write).
+func (d *Driver) gate(box string) *sync.RWMutex {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	g := d.gates[box]
+	if g == nil {
+		if d.gates == nil {
+			d.gates = map[string]*sync.RWMutex{}
+		}
+		g = new(sync.RWMutex)
+		d.gates[box] = g
+	}
+	return g
+}
+
+// startSettle bounds execsStarted's wait: an exec made and never started
+// (by a client that went away) would otherwise hold commits forever.
+const startSettle = 5 * time.Second
+
+// execsStarted waits until no exec of the box's container is starting:
+// each has a process, or has ended.
+func (d *Driver) execsStarted(ctx context.Context, box string) error {
+	name := d.containerName(box)
+	deadline := time.Now().Add(startSettle)
+	for {
+		ins, err := d.c.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
+		if err != nil {
+			return wrap(err)
+		}
+		if ins.Container.State == nil || !ins.Container.State.Running {
+			return nil
+		}
+		starting := false
+		for _, id := range ins.Container.ExecIDs {
+			e, err := d.c.ExecInspect(ctx, id, client.ExecInspectOptions{})
+			if err == nil && e.PID == 0 && e.ExitCode == 0 {
+				starting = true
+				break
+			}
+		}
+		if !starting || time.Now().After(deadline) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // RemoveSnapshot removes a snapshot image; ErrInUse while a box is made
@@ -535,9 +624,10 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	}
 	// A warm exec (warm.go) serves a command without a terminal; one
 	// with a terminal leaves it for the next.
+	// A command without one starts the next one's (keepWarm).
 	var w *warmExec
 	if !spec.TTY {
-		w = d.takeWarm(box)
+		w = d.takeWarm(ctx, box)
 	}
 	if w != nil {
 		replay, fallback, err := w.begin(ctx, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
@@ -546,6 +636,7 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 			return -1, err
 		}
 		if !fallback {
+			d.keepWarm(box)
 			return d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
 		}
 		w.att.Close()
@@ -563,15 +654,23 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		opts.ConsoleSize = client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)}
 	}
+	g := d.gate(box)
+	g.RLock()
 	cr, err := d.c.ExecCreate(ctx, d.containerName(box), opts)
 	if err != nil {
+		g.RUnlock()
 		return -1, wrap(err)
 	}
 	att, err := d.c.ExecAttach(ctx, cr.ID, client.ExecAttachOptions{TTY: spec.TTY, ConsoleSize: opts.ConsoleSize})
+	g.RUnlock() // the start goes on in the engine: Snapshot waits for it
 	if err != nil {
 		return -1, wrap(err)
 	}
-	return d.attached(ctx, cr.ID, att, att.Reader, spec, false)
+	code, err := d.attached(ctx, cr.ID, att, att.Reader, spec, false)
+	if !spec.TTY {
+		d.keepWarm(box) // not while the runtime starts this one: it would take as long
+	}
+	return code, err
 }
 
 // attached runs the exec id, started and attached as att (its output

@@ -21,7 +21,7 @@ import (
 
 // engine returns a driver on the real engine with an instance of its own,
 // and the test image; outside CI it skips (saying why) where there is none.
-func engine(t *testing.T) (*docker.Driver, string) {
+func engine(t *testing.T, opts ...func(*docker.Config)) (*docker.Driver, string) {
 	if reason := harness.EngineReason(); reason != "" {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(reason)
@@ -40,7 +40,11 @@ func engine(t *testing.T) (*docker.Driver, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	d, err := docker.New(ctx, docker.Config{Instance: inst, Runtime: "runc", User: "paddock", Bridge: n.Bridge, Subnet: n.Subnet, Gateway: n.Gateway})
+	cfg := docker.Config{Instance: inst, Runtime: "runc", User: "paddock", Bridge: n.Bridge, Subnet: n.Subnet, Gateway: n.Gateway}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := docker.New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

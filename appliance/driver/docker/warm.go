@@ -37,16 +37,27 @@ import (
 //
 // A warm exec serves one Exec without a terminal, then it is gone. The
 // warm pool keeps one in each ready pool box, so that the first command
-// of a claimed box does not wait for the runtime. A warm exec that is
-// never used waits until its box stops, or until paddockd's connection to
-// the engine closes (the program reads the end of its input and exits).
+// of a claimed box does not wait for the runtime. With Config.KeepWarm,
+// every command without a terminal starts the next one's in the
+// background (keepWarm): once it has started, when it came warm; once it
+// has ended, when it came the usual way (started beside it, the two
+// runtime starts would share the cores and neither gain). An Exec that
+// finds one still starting waits for it, which is never longer than the
+// usual start (that one began earlier); a second Exec at the same time
+// does not wait, and starts its command the usual way. A box whose warm
+// exec could not start gets none for warmRetry, or until it starts
+// again. In ps, the waiting program reads as python3 with this
+// package's comment line. A warm exec that is never used waits until its
+// box stops, or until paddockd's connection to the engine closes (the
+// program reads the end of its input and exits).
 
 // warmScript is the program a warm exec runs (python3 -c). Its argument
 // says whether the box's own environment lacks HOME (the runtime then
 // gave it the root's, and the command gets its user's instead). The
 // markers are single bytes on stdout: R (up), G (the command follows),
 // N (run it the usual way).
-const warmScript = `import os, sys, json, signal, pwd, grp
+const warmScript = `# paddock: this box's next command, started ahead (warm exec)
+import os, sys, json, signal, pwd, grp
 def rd(n):
     b = b''
     while len(b) < n:
@@ -131,22 +142,88 @@ type warmExec struct {
 	att client.ExecAttachResult
 }
 
-// warmUpTimeout bounds the wait for a warm exec's program to say it is up.
+// warmSlot is a box's warm exec: being started, started (w until it is
+// taken), or one that could not start (err).
+type warmSlot struct {
+	done    chan struct{} // closed when the start has ended
+	w       *warmExec
+	err     error
+	retry   time.Time // a failed slot is tried again from then
+	claimed bool      // an Exec waits for this one
+}
+
+// warmUpTimeout bounds a warm exec's start, up to its program saying it
+// is up.
 const warmUpTimeout = 10 * time.Second
 
+// warmRetry is how long a box whose warm exec could not start goes
+// without one (a start of the box ends that).
+const warmRetry = 5 * time.Minute
+
 // WarmExec starts a warm exec in the running box unless it has one (then
-// it says false); the box's next Exec without a terminal uses it.
+// it says false); the box's next Exec without a terminal uses it. One
+// being started when it is called is waited for, and counts as its own.
 func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Lock()
-	has := d.warm[box] != nil
-	d.mu.Unlock()
-	if has {
-		return false, nil
+	if d.closed {
+		d.mu.Unlock()
+		return false, errors.New("the driver is closed")
 	}
+	if s := d.warm[box]; s != nil && (s.err == nil || time.Now().Before(s.retry)) {
+		d.mu.Unlock()
+		var starting bool
+		select {
+		case <-s.done:
+		default:
+			starting = true
+			select {
+			case <-s.done:
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return starting && s.err == nil, s.err
+	}
+	s := &warmSlot{done: make(chan struct{})}
+	if d.warm == nil {
+		d.warm = map[string]*warmSlot{}
+	}
+	d.warm[box] = s
+	d.mu.Unlock()
+
+	w, err := d.startWarm(ctx, box)
+
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	defer close(s.done)
+	switch {
+	case d.warm[box] != s: // dropped (the box stopped) while it started
+		if w != nil {
+			w.att.Close()
+		}
+		return false, nil
+	case err != nil && ctx.Err() != nil: // not the box's doing
+		delete(d.warm, box)
+		return false, err
+	case err != nil:
+		s.err, s.retry = err, time.Now().Add(warmRetry)
+		return false, err
+	}
+	s.w = w
+	return true, nil
+}
+
+// startWarm starts a warm exec in the box and waits for its program to
+// say it is up.
+func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
+	ctx, cancel := context.WithTimeout(ctx, warmUpTimeout)
+	defer cancel()
 	name := d.containerName(box)
 	ins, err := d.c.ContainerInspect(ctx, name, client.ContainerInspectOptions{})
 	if err != nil {
-		return false, wrap(err)
+		return nil, wrap(err)
 	}
 	noHome := "1"
 	if ins.Container.Config != nil {
@@ -156,54 +233,101 @@ func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 			}
 		}
 	}
+	// Up to its "R" the runtime is starting it: no commit then (Snapshot).
+	g := d.gate(box)
+	g.RLock()
+	defer g.RUnlock()
 	cr, err := d.c.ExecCreate(ctx, name, client.ExecCreateOptions{
 		User: "0", AttachStdin: true, AttachStdout: true, AttachStderr: true,
 		Cmd: []string{"python3", "-c", warmScript, noHome},
 	})
 	if err != nil {
-		return false, wrap(err)
+		return nil, wrap(err)
 	}
 	// The connection outlives the call: it is the warm exec.
 	att, err := d.c.ExecAttach(context.WithoutCancel(ctx), cr.ID, client.ExecAttachOptions{})
 	if err != nil {
-		return false, wrap(err)
+		return nil, wrap(err)
 	}
-	att.Conn.SetReadDeadline(time.Now().Add(warmUpTimeout))
+	deadline, _ := ctx.Deadline()
+	att.Conn.SetReadDeadline(deadline)
+	stop := context.AfterFunc(ctx, func() { att.Conn.SetReadDeadline(time.Now()) })
 	m, replay, err := firstOut(att.Reader)
+	stop()
 	att.Conn.SetReadDeadline(time.Time{})
 	if err != nil || m != 'R' || len(replay) > 0 {
 		att.Close()
 		if err == nil {
 			err = fmt.Errorf("it said %q", m)
 		}
-		return false, fmt.Errorf("box %s: no warm exec (python3 in the image?): %w", box, err)
+		return nil, fmt.Errorf("box %s: no warm exec (python3 in the image?): %w", box, err)
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.warm[box] != nil {
-		att.Close()
-		return false, nil
-	}
-	if d.warm == nil {
-		d.warm = map[string]*warmExec{}
-	}
-	d.warm[box] = &warmExec{id: cr.ID, att: att}
-	return true, nil
+	return &warmExec{id: cr.ID, att: att}, nil
 }
 
-// takeWarm takes the box's warm exec, if it has one.
-func (d *Driver) takeWarm(box string) *warmExec {
+// takeWarm takes the box's warm exec, if it has one, waiting for one
+// being started unless another Exec waits for it.
+func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
+	d.mu.Lock()
+	s := d.warm[box]
+	if s == nil || s.claimed || s.err != nil {
+		d.mu.Unlock()
+		return nil
+	}
+	s.claimed = true
+	d.mu.Unlock()
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		d.mu.Lock()
+		s.claimed = false
+		d.mu.Unlock()
+		return nil
+	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	w := d.warm[box]
-	delete(d.warm, box)
+	w := s.w
+	s.w = nil
+	if d.warm[box] == s && s.err == nil {
+		delete(d.warm, box)
+	}
 	return w
 }
 
+// keepWarm starts, in the background, the warm exec of the box's next
+// command, when the driver is to keep one in every box that runs
+// commands (Config.KeepWarm) and the box has none.
+func (d *Driver) keepWarm(box string) {
+	if !d.cfg.KeepWarm {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return
+	}
+	if s := d.warm[box]; s != nil && (s.err == nil || time.Now().Before(s.retry)) {
+		return
+	}
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		d.WarmExec(d.bgCtx, box)
+	}()
+}
+
 // dropWarm ends the box's warm exec, if it has one (its program reads the
-// end of its input).
+// end of its input), and forgets one that could not start.
 func (d *Driver) dropWarm(box string) {
-	if w := d.takeWarm(box); w != nil {
+	d.mu.Lock()
+	s := d.warm[box]
+	delete(d.warm, box)
+	var w *warmExec
+	if s != nil {
+		w, s.w = s.w, nil
+	}
+	d.mu.Unlock()
+	if w != nil {
 		w.att.Close()
 	}
 }

@@ -1,0 +1,206 @@
+package docker_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
+)
+
+// With KeepWarm, a box that has run a command keeps one warm exec for its
+// next: after a command the usual way, after a warm one, after commands
+// back to back and side by side there is one waiting program, no more;
+// the next command runs in it; a box that cannot start one is not asked
+// again after each command; a stop ends it; Close ends them all.
+func TestKeepWarm(t *testing.T) {
+	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
+	ctx := context.Background()
+	box := fmt.Sprintf("kw%d", time.Now().UnixNano()%1e6)
+	spec := drivertest.Spec(box, image)
+	spec.Mounts = nil
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(d.Prepare(ctx))
+	must(d.CreateBox(ctx, spec))
+	must(d.StartBox(ctx, box))
+	ctr := strings.TrimSpace(raw(t, "docker", "ps", "-q", "--filter", "name=-"+box+"$"))
+	run := func(script string) string {
+		t.Helper()
+		var out, errb bytes.Buffer
+		code, err := d.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"sh", "-c", script}, Stdout: &out, Stderr: &errb})
+		if err != nil || code != 0 {
+			t.Fatalf("%s: code %d, %v: %s", script, code, err, errb.String())
+		}
+		return out.String()
+	}
+	// The box's waiting programs, seen from outside (an Exec would take one).
+	waiting := func() int {
+		t.Helper()
+		out := raw(t, "docker", "exec", ctr, "sh", "-c",
+			`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^python3 -c # paddock: " || true`)
+		n, err := strconv.Atoi(strings.TrimSpace(out))
+		must(err)
+		return n
+	}
+	// settles waits for the count to be want and stay so for a moment.
+	settles := func(want int, why string) {
+		t.Helper()
+		same := 0
+		for i := 0; i < 100 && same < 3; i++ {
+			if waiting() == want {
+				same++
+			} else {
+				same = 0
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if same < 3 {
+			t.Fatalf("%s: %d waiting programs, want %d", why, waiting(), want)
+		}
+	}
+	const age = `awk -v up="$(cut -d' ' -f1 /proc/uptime)" '{ print (up*100 - $22 >= 40) ? "old" : "new" }' /proc/$$/stat`
+
+	if got := run(age); got != "new\n" {
+		t.Fatalf("first command: %q, want a process started for it", got)
+	}
+	settles(1, "after a command the usual way")
+	time.Sleep(500 * time.Millisecond)
+	if got := run(age); got != "old\n" {
+		t.Fatalf("second command: %q, want the one started ahead", got)
+	}
+	settles(1, "after a warm command")
+	for i := 0; i < 5; i++ {
+		if got := run(fmt.Sprintf("echo %d", i)); got != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("back to back, command %d: %q", i, got)
+		}
+	}
+	settles(1, "after commands back to back")
+	var wg sync.WaitGroup
+	outs := make([]string, 6)
+	for i := range outs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var out bytes.Buffer
+			d.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"sh", "-c", fmt.Sprintf("echo %d", i)}, Stdout: &out})
+			outs[i] = out.String()
+		}()
+	}
+	wg.Wait()
+	for i, o := range outs {
+		if o != fmt.Sprintf("%d\n", i) {
+			t.Fatalf("side by side, command %d: %q", i, o)
+		}
+	}
+	settles(1, "after commands side by side")
+
+	// A box where the program cannot start is tried once, not after
+	// every command.
+	raw(t, "docker", "exec", ctr, "sh", "-c", `mv /usr/bin/python3 /usr/bin/python3.off && printf '#!/bin/sh\necho x >>/tmp/tries\nexit 1\n' >/usr/bin/python3 && chmod 755 /usr/bin/python3`)
+	for i := 0; i < 4; i++ {
+		run("true")
+	}
+	time.Sleep(time.Second)
+	if got := raw(t, "docker", "exec", ctr, "cat", "/tmp/tries"); got != "x\n" {
+		t.Fatalf("tries of a warm exec that cannot start: %q, want one", got)
+	}
+	raw(t, "docker", "exec", ctr, "mv", "/usr/bin/python3.off", "/usr/bin/python3")
+	// A start of the box is a fresh start.
+	must(d.StopBox(ctx, box))
+	must(d.StartBox(ctx, box))
+	run("true")
+	settles(1, "after a restart of the box")
+
+	must(d.Close())
+	settles(0, "after Close")
+}
+
+// raw runs a command on this machine and returns its output.
+func raw(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// A commit pauses the box; an exec the runtime starts meanwhile hangs, and
+// the engine with it. Commands side by side with snapshots, and the warm
+// execs they start behind them, must leave every snapshot and command
+// done. (Should the engine hang, the box is thawed by hand so that the
+// tests after this one still have an engine.)
+func TestSnapshotsBesideExecs(t *testing.T) {
+	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
+	ctx := context.Background()
+	box := fmt.Sprintf("sx%d", time.Now().UnixNano()%1e6)
+	spec := drivertest.Spec(box, image)
+	spec.Mounts = nil
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBox(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartBox(ctx, box); err != nil {
+		t.Fatal(err)
+	}
+	ctr := strings.TrimSpace(raw(t, "docker", "ps", "-q", "--no-trunc", "--filter", "name=-"+box+"$"))
+	for i := 0; i < 12; i++ {
+		var wg sync.WaitGroup
+		errs := make(chan error, 4)
+		for j := 0; j < 3; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				time.Sleep(time.Duration(j*30) * time.Millisecond)
+				cctx, cancel := context.WithTimeout(ctx, time.Minute)
+				defer cancel()
+				if code, err := d.Exec(cctx, box, driver.ExecSpec{Cmd: []string{"true"}}); err != nil || code != 0 {
+					errs <- fmt.Errorf("exec: code %d, %v", code, err)
+				}
+			}()
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(time.Duration(i*10) * time.Millisecond)
+			sctx, cancel := context.WithTimeout(ctx, time.Minute)
+			defer cancel()
+			if err := d.Snapshot(sctx, box, fmt.Sprintf("%s-%d", box, i)); err != nil {
+				errs <- fmt.Errorf("snapshot: %v", err)
+			}
+		}()
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			thaw(ctr)
+			t.Fatalf("round %d: %v", i, err)
+		}
+	}
+}
+
+// thaw thaws the container's cgroup (cgroup v1 freezer or v2).
+func thaw(ctr string) {
+	for _, f := range []string{"/sys/fs/cgroup/freezer/docker/" + ctr + "/freezer.state", "/sys/fs/cgroup/docker/" + ctr + "/cgroup.freeze", "/sys/fs/cgroup/system.slice/docker-" + ctr + ".scope/cgroup.freeze"} {
+		v := "0"
+		if strings.HasSuffix(f, "state") {
+			v = "THAWED"
+		}
+		os.WriteFile(f, []byte(v), 0o644)
+	}
+}
