@@ -142,6 +142,9 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	for _, s := range d.warm {
+		if s.timer != nil && s.timer.Stop() {
+			d.bg.Done()
+		}
 		if s.w != nil {
 			s.w.att.Close()
 			s.w = nil
@@ -636,8 +639,9 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 			return -1, err
 		}
 		if !fallback {
+			code, err := d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
 			d.keepWarm(box)
-			return d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
+			return code, err
 		}
 		w.att.Close()
 	}
@@ -668,7 +672,7 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	}
 	code, err := d.attached(ctx, cr.ID, att, att.Reader, spec, false)
 	if !spec.TTY {
-		d.keepWarm(box) // not while the runtime starts this one: it would take as long
+		d.keepWarm(box)
 	}
 	return code, err
 }

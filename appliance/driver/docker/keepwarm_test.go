@@ -20,8 +20,9 @@ import (
 // With KeepWarm, a box that has run a command keeps one warm exec for its
 // next: after a command the usual way, after a warm one, after commands
 // back to back and side by side there is one waiting program, no more;
-// the next command runs in it; a box that cannot start one is not asked
-// again after each command; a stop ends it; Close ends them all.
+// the next command runs in it; commands back to back start none between
+// them; a box that cannot start one is not asked again after each
+// command; a stop ends it; Close ends them all.
 func TestKeepWarm(t *testing.T) {
 	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
 	ctx := context.Background()
@@ -51,7 +52,7 @@ func TestKeepWarm(t *testing.T) {
 	waiting := func() int {
 		t.Helper()
 		out := raw(t, "docker", "exec", ctr, "sh", "-c",
-			`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^python3 -c # paddock: " || true`)
+			`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^[^ ]*python3[^ ]* -c # paddock: " || true`)
 		n, err := strconv.Atoi(strings.TrimSpace(out))
 		must(err)
 		return n
@@ -89,6 +90,18 @@ func TestKeepWarm(t *testing.T) {
 		}
 	}
 	settles(1, "after commands back to back")
+	// Back to back, the next command comes before the box has been left
+	// alone long enough: no warm exec is started between them, only
+	// after the last.
+	raw(t, "docker", "exec", ctr, "sh", "-c", `mv /usr/bin/python3 /usr/bin/python3.real && printf '#!/bin/sh\necho x >>/tmp/starts\nexec /usr/bin/python3.real "$@"\n' >/usr/bin/python3 && chmod 755 /usr/bin/python3`)
+	for i := 0; i < 8; i++ {
+		run("true")
+	}
+	settles(1, "after eight commands back to back")
+	if got := raw(t, "docker", "exec", ctr, "cat", "/tmp/starts"); got != "x\n" {
+		t.Fatalf("warm execs started by eight commands back to back: %q, want one, after the last", got)
+	}
+	raw(t, "docker", "exec", ctr, "mv", "/usr/bin/python3.real", "/usr/bin/python3")
 	var wg sync.WaitGroup
 	outs := make([]string, 6)
 	for i := range outs {

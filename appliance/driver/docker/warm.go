@@ -38,14 +38,13 @@ import (
 // A warm exec serves one Exec without a terminal, then it is gone. The
 // warm pool keeps one in each ready pool box, so that the first command
 // of a claimed box does not wait for the runtime. With Config.KeepWarm,
-// every command without a terminal starts the next one's in the
-// background (keepWarm): once it has started, when it came warm; once it
-// has ended, when it came the usual way (started beside it, the two
-// runtime starts would share the cores and neither gain). An Exec that
-// finds one still starting waits for it, which is never longer than the
-// usual start (that one began earlier); a second Exec at the same time
-// does not wait, and starts its command the usual way. A box whose warm
-// exec could not start gets none for warmRetry, or until it starts
+// every command without a terminal has the next one's started in the
+// background once it has ended and the box has been left alone for
+// warmQuiet (keepWarm); a command that comes sooner calls it off and
+// starts the usual way. An Exec that finds one being started waits for
+// it; a second Exec at the same time does not wait, and starts its
+// command the usual way. A box whose warm exec could not start gets none
+// for warmRetry, or until it starts
 // again. In ps, the waiting program reads as python3 with this
 // package's comment line. A warm exec that is never used waits until its
 // box stops, or until paddockd's connection to the engine closes (the
@@ -142,9 +141,10 @@ type warmExec struct {
 	att client.ExecAttachResult
 }
 
-// warmSlot is a box's warm exec: being started, started (w until it is
-// taken), or one that could not start (err).
+// warmSlot is a box's warm exec: due to start (timer), being started,
+// started (w until it is taken), or one that could not start (err).
 type warmSlot struct {
+	timer   *time.Timer   // keepWarm's, until it fires
 	done    chan struct{} // closed when the start has ended
 	w       *warmExec
 	err     error
@@ -160,16 +160,30 @@ const warmUpTimeout = 10 * time.Second
 // without one (a start of the box ends that).
 const warmRetry = 5 * time.Minute
 
+// warmQuiet is how long a box's commands must have left it alone before
+// keepWarm starts the next one's warm exec. An exec the engine starts
+// while another of the box ends, or starts beside it, slows both (the
+// ending command by about the start's 100 ms, measured on 2 cores), so
+// commands that come back to back start the usual way, none of them
+// waiting for a warm exec, and commands with time between them come warm.
+const warmQuiet = 250 * time.Millisecond
+
+// live says whether s stands for the box: a slot that failed stands
+// until its retry time.
+func (s *warmSlot) live() bool { return s != nil && (s.err == nil || time.Now().Before(s.retry)) }
+
 // WarmExec starts a warm exec in the running box unless it has one (then
 // it says false); the box's next Exec without a terminal uses it. One
-// being started when it is called is waited for, and counts as its own.
+// being started when it is called is waited for, and counts as its own;
+// one due to start is started now.
 func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Lock()
 	if d.closed {
 		d.mu.Unlock()
 		return false, errors.New("the driver is closed")
 	}
-	if s := d.warm[box]; s != nil && (s.err == nil || time.Now().Before(s.retry)) {
+	s := d.warm[box]
+	if s.live() && !(s.timer != nil && s.timer.Stop()) {
 		d.mu.Unlock()
 		var starting bool
 		select {
@@ -186,15 +200,23 @@ func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 		defer d.mu.Unlock()
 		return starting && s.err == nil, s.err
 	}
-	s := &warmSlot{done: make(chan struct{})}
-	if d.warm == nil {
-		d.warm = map[string]*warmSlot{}
+	if s.live() { // its timer was stopped: started here instead
+		s.timer = nil
+		d.bg.Done()
+	} else {
+		s = &warmSlot{done: make(chan struct{})}
+		if d.warm == nil {
+			d.warm = map[string]*warmSlot{}
+		}
+		d.warm[box] = s
 	}
-	d.warm[box] = s
 	d.mu.Unlock()
+	return d.fill(ctx, box, s)
+}
 
+// fill starts the warm exec of slot s and puts it in s, or the error.
+func (d *Driver) fill(ctx context.Context, box string, s *warmSlot) (bool, error) {
 	w, err := d.startWarm(ctx, box)
-
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	defer close(s.done)
@@ -265,12 +287,19 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	return &warmExec{id: cr.ID, att: att}, nil
 }
 
-// takeWarm takes the box's warm exec, if it has one, waiting for one
-// being started unless another Exec waits for it.
+// takeWarm takes the box's warm exec, if it has one. One being started is
+// waited for unless another Exec waits for it; one due to start (keepWarm)
+// is called off.
 func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	d.mu.Lock()
 	s := d.warm[box]
 	if s == nil || s.claimed || s.err != nil {
+		d.mu.Unlock()
+		return nil
+	}
+	if s.timer != nil && s.timer.Stop() {
+		delete(d.warm, box)
+		d.bg.Done()
 		d.mu.Unlock()
 		return nil
 	}
@@ -294,30 +323,33 @@ func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	return w
 }
 
-// keepWarm starts, in the background, the warm exec of the box's next
-// command, when the driver is to keep one in every box that runs
-// commands (Config.KeepWarm) and the box has none.
+// keepWarm has the box's next command's warm exec start once the box has
+// been left alone for warmQuiet, when the driver is to keep one in every
+// box that runs commands (Config.KeepWarm) and the box has none.
 func (d *Driver) keepWarm(box string) {
 	if !d.cfg.KeepWarm {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed {
+	if d.closed || d.warm[box].live() {
 		return
 	}
-	if s := d.warm[box]; s != nil && (s.err == nil || time.Now().Before(s.retry)) {
-		return
+	s := &warmSlot{done: make(chan struct{})}
+	if d.warm == nil {
+		d.warm = map[string]*warmSlot{}
 	}
+	d.warm[box] = s
 	d.bg.Add(1)
-	go func() {
+	s.timer = time.AfterFunc(warmQuiet, func() {
 		defer d.bg.Done()
-		d.WarmExec(d.bgCtx, box)
-	}()
+		d.fill(d.bgCtx, box, s)
+	})
 }
 
 // dropWarm ends the box's warm exec, if it has one (its program reads the
-// end of its input), and forgets one that could not start.
+// end of its input), calls off one due to start, and forgets one that
+// could not start.
 func (d *Driver) dropWarm(box string) {
 	d.mu.Lock()
 	s := d.warm[box]
@@ -325,6 +357,10 @@ func (d *Driver) dropWarm(box string) {
 	var w *warmExec
 	if s != nil {
 		w, s.w = s.w, nil
+		if s.timer != nil && s.timer.Stop() {
+			close(s.done)
+			d.bg.Done()
+		}
 	}
 	d.mu.Unlock()
 	if w != nil {
