@@ -44,11 +44,10 @@ import (
 // starts the usual way. An Exec that finds one being started waits for
 // it; a second Exec at the same time does not wait, and starts its
 // command the usual way. A box whose warm exec could not start gets none
-// for warmRetry, or until it starts
-// again. In ps, the waiting program reads as python3 with this
-// package's comment line. A warm exec that is never used waits until its
-// box stops, or until paddockd's connection to the engine closes (the
-// program reads the end of its input and exits).
+// for warmRetry, or until it starts again. In ps, the waiting program
+// reads as python3 with this package's comment line. A warm exec that is
+// never used waits until its box stops, or until paddockd's connection to
+// the engine closes (the program reads the end of its input and exits).
 
 // warmScript is the program a warm exec runs (python3 -c). Its argument
 // says whether the box's own environment lacks HOME (the runtime then
@@ -299,6 +298,7 @@ func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	}
 	if s.timer != nil && s.timer.Stop() {
 		delete(d.warm, box)
+		close(s.done)
 		d.bg.Done()
 		d.mu.Unlock()
 		return nil
