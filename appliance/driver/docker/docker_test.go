@@ -55,6 +55,30 @@ func engine(t *testing.T, opts ...func(*docker.Config)) (*docker.Driver, string)
 	return d, image
 }
 
+// runningBox makes and starts a box without drives, named from prefix, and
+// returns its name and its container's full ID.
+func runningBox(t *testing.T, d *docker.Driver, image, prefix string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	box := fmt.Sprintf("%s%d", prefix, time.Now().UnixNano()%1e6)
+	spec := drivertest.Spec(box, image)
+	spec.Mounts = nil
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CreateBox(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.StartBox(ctx, box); err != nil {
+		t.Fatal(err)
+	}
+	id, err := exec.Command("docker", "ps", "-q", "--no-trunc", "--filter", "name=-"+box+"$").Output()
+	if err != nil || len(strings.TrimSpace(string(id))) == 0 {
+		t.Fatalf("finding the box's container: %v %q", err, id)
+	}
+	return box, strings.TrimSpace(string(id))
+}
+
 func TestContractLifecycle(t *testing.T) {
 	d, image := engine(t)
 	drivertest.Lifecycle(t, d, image)
@@ -85,23 +109,7 @@ func TestNegotiatesAPIVersion(t *testing.T) {
 func TestAsBoxUserOpensNoDeviceNode(t *testing.T) {
 	d, image := engine(t)
 	ctx := context.Background()
-	box := fmt.Sprintf("node%d", time.Now().UnixNano()%1e6)
-	spec := drivertest.Spec(box, image)
-	spec.Mounts = nil
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.CreateBox(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.StartBox(ctx, box); err != nil {
-		t.Fatal(err)
-	}
-	id, err := exec.Command("docker", "ps", "-q", "--filter", "name="+box+"$").Output()
-	if err != nil || len(strings.TrimSpace(string(id))) == 0 {
-		t.Fatalf("finding the box's container: %v %q", err, id)
-	}
-	ctr := strings.TrimSpace(string(id))
+	box, ctr := runningBox(t, d, image, "node")
 	merged, err := exec.Command("docker", "inspect", "-f", "{{.GraphDriver.Data.MergedDir}}", ctr).Output()
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
-	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
 )
 
 // With KeepWarm, a box that has run a command keeps one warm exec for its
@@ -26,19 +25,13 @@ import (
 func TestKeepWarm(t *testing.T) {
 	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
 	ctx := context.Background()
-	box := fmt.Sprintf("kw%d", time.Now().UnixNano()%1e6)
-	spec := drivertest.Spec(box, image)
-	spec.Mounts = nil
+	box, ctr := runningBox(t, d, image, "kw")
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	must(d.Prepare(ctx))
-	must(d.CreateBox(ctx, spec))
-	must(d.StartBox(ctx, box))
-	ctr := strings.TrimSpace(raw(t, "docker", "ps", "-q", "--filter", "name=-"+box+"$"))
 	run := func(script string) string {
 		t.Helper()
 		var out, errb bytes.Buffer
@@ -160,19 +153,7 @@ func raw(t *testing.T, name string, args ...string) string {
 func TestSnapshotsBesideExecs(t *testing.T) {
 	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
 	ctx := context.Background()
-	box := fmt.Sprintf("sx%d", time.Now().UnixNano()%1e6)
-	spec := drivertest.Spec(box, image)
-	spec.Mounts = nil
-	if err := d.Prepare(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.CreateBox(ctx, spec); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.StartBox(ctx, box); err != nil {
-		t.Fatal(err)
-	}
-	ctr := strings.TrimSpace(raw(t, "docker", "ps", "-q", "--no-trunc", "--filter", "name=-"+box+"$"))
+	box, ctr := runningBox(t, d, image, "sx")
 	for i := 0; i < 12; i++ {
 		var wg sync.WaitGroup
 		errs := make(chan error, 4)
