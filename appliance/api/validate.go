@@ -5,13 +5,26 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
 )
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// isLabel says whether s is a DNS label: 1 to 63 lowercase letters,
+// digits and '-', not starting or ending with '-'. (A regular expression
+// for it, with its {0,61}, took 2 ms to compile at every start of the
+// CLI.)
+func isLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // ValidName checks a box or drive name: a DNS label (lowercase letters,
 // digits and '-', 1 to 63 characters, not starting or ending with '-'), so
@@ -23,7 +36,7 @@ func ValidName(kind, name string) error {
 	if name == "current" {
 		return &Error{Code: CodeInvalid, Field: "name", Message: fmt.Sprintf("%s name %q is reserved (it means the current box)", kind, name)}
 	}
-	if !dnsLabel.MatchString(name) {
+	if !isLabel(name) {
 		return &Error{Code: CodeInvalid, Field: "name", Message: fmt.Sprintf(
 			"invalid %s name %q: use 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit", kind, name)}
 	}
@@ -106,8 +119,6 @@ func ValidEnvName(k string) error {
 	return nil
 }
 
-var domainLabel = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
 // ValidDomainPattern checks an allowlist entry: a domain name
 // ("example.com", matching exactly) or "*." and a domain (its subdomains).
 func ValidDomainPattern(p string) error {
@@ -126,7 +137,7 @@ func ValidDomainPattern(p string) error {
 		return bad("a wildcard needs a domain under it")
 	}
 	for _, l := range labels {
-		if !domainLabel.MatchString(l) {
+		if !isLabel(l) {
 			return bad("use lowercase letters, digits, '-' and dots")
 		}
 	}
@@ -159,7 +170,7 @@ func ValidateProject(s ProjectSpec) error {
 		}
 		return err
 	}
-	if s.Project != "" && !dnsLabel.MatchString(s.Project) {
+	if s.Project != "" && !isLabel(s.Project) {
 		return &Error{Code: CodeInvalid, Field: "project", Message: fmt.Sprintf("invalid project name %q: use lowercase letters, digits and '-'", s.Project)}
 	}
 	seen := map[string]bool{}

@@ -1,9 +1,32 @@
 package api
 
 import (
+	"math/rand"
+	"regexp"
 	"testing"
 	"time"
 )
+
+// isLabel against the rule written as a regular expression, on random
+// strings of the characters that matter, lengths 0 to 70.
+func TestIsLabelIsTheRule(t *testing.T) {
+	rule := regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	r := rand.New(rand.NewSource(1))
+	const chars = "az09-A_.é"
+	for i := 0; i < 20000; i++ {
+		b := make([]byte, r.Intn(71))
+		for j := range b {
+			if r.Intn(4) == 0 {
+				b[j] = chars[r.Intn(len(chars))]
+			} else {
+				b[j] = "abcxyz0129-"[r.Intn(11)]
+			}
+		}
+		if s := string(b); isLabel(s) != rule.MatchString(s) {
+			t.Fatalf("%q: isLabel %v, the rule %v", s, isLabel(s), rule.MatchString(s))
+		}
+	}
+}
 
 func TestValidName(t *testing.T) {
 	for _, ok := range []string{"a", "web", "web-1", "0box", "a123456789012345678901234567890123456789012345678901234567890bc"} {
