@@ -145,8 +145,9 @@ type BoxUserFiles interface {
 // that its next Exec without a terminal will be, ahead of that Exec: the
 // runtime's start of a process is then not in the command's time. The
 // warm pool keeps one in each ready pool box. It is a no-op for a box
-// that has one (false); an error says the box cannot have one (its Execs
-// are as before).
+// that has one, or whose start failed a short while ago (false, no
+// error); an error says the start it made or waited for failed: the box
+// cannot have one (its Execs are as before).
 type ExecWarmer interface {
 	WarmExec(ctx context.Context, box string) (bool, error)
 }

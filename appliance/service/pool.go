@@ -189,13 +189,6 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	s.memMu.Lock()
-	for k := range s.coldExec { // pool boxes gone (claimed or swept)
-		if !slices.ContainsFunc(pool, func(p store.PoolBox) bool { return p.Key == k }) {
-			delete(s.coldExec, k)
-		}
-	}
-	s.memMu.Unlock()
 	if len(pool) == 0 {
 		return 0, nil
 	}
@@ -248,16 +241,11 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 // warmExec has the driver start, in a ready pool box, the process its
 // first command will be (driver.ExecWarmer), so that a claimed box's
 // first command does not wait for the runtime. A box that cannot have
-// one is said once and not tried again; its commands start as usual.
+// one is said when its start fails (the driver does not try it again for
+// a while); its commands start as usual.
 func (s *Service) warmExec(ctx context.Context, key string) {
 	w, ok := s.Driver.(driver.ExecWarmer)
 	if !ok {
-		return
-	}
-	s.memMu.Lock()
-	cold := s.coldExec[key]
-	s.memMu.Unlock()
-	if cold {
 		return
 	}
 	started, err := w.WarmExec(ctx, key)
@@ -266,12 +254,6 @@ func (s *Service) warmExec(ctx context.Context, key string) {
 	}
 	if err != nil && ctx.Err() == nil {
 		s.Log.Warn("warm pool box: its first command will start as usual", "key", key, "err", err)
-		s.memMu.Lock()
-		if s.coldExec == nil {
-			s.coldExec = map[string]bool{}
-		}
-		s.coldExec[key] = true
-		s.memMu.Unlock()
 	}
 }
 

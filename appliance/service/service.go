@@ -57,15 +57,13 @@ type Service struct {
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live, restoring, diskGrace and coldExec
+	memMu   sync.Mutex              // guards live, restoring and diskGrace
 	live    map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time
-	// coldExec holds the pool boxes that cannot have a warm exec.
-	coldExec map[string]bool
-	jobs     map[string]chan struct{} // running jobs: closed when done
+	jobs      map[string]chan struct{} // running jobs: closed when done
 
 	// claimCut, when set (by tests), ends a claim just after it is
 	// declared, as a crash there would.

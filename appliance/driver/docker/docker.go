@@ -142,9 +142,7 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	for _, s := range d.warm {
-		if s.timer != nil && s.timer.Stop() {
-			d.bg.Done()
-		}
+		d.callOff(s)
 		if s.w != nil {
 			s.w.att.Close()
 			s.w = nil

@@ -173,8 +173,9 @@ func (s *warmSlot) live() bool { return s != nil && (s.err == nil || time.Now().
 
 // WarmExec starts a warm exec in the running box unless it has one (then
 // it says false); the box's next Exec without a terminal uses it. One
-// being started when it is called is waited for, and counts as its own;
-// one due to start is started now.
+// being started when it is called is waited for, and counts as its own
+// (its error too); one due to start is started now. A box whose start
+// failed less than warmRetry ago is not tried again: false, no error.
 func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Lock()
 	if d.closed {
@@ -182,35 +183,48 @@ func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 		return false, errors.New("the driver is closed")
 	}
 	s := d.warm[box]
-	if s.live() && !(s.timer != nil && s.timer.Stop()) {
+	if !s.live() || d.callOff(s) {
+		s = d.newSlot(box)
 		d.mu.Unlock()
-		var starting bool
-		select {
-		case <-s.done:
-		default:
-			starting = true
-			select {
-			case <-s.done:
-			case <-ctx.Done():
-				return false, ctx.Err()
-			}
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		return starting && s.err == nil, s.err
-	}
-	if s.live() { // its timer was stopped: started here instead
-		s.timer = nil
-		d.bg.Done()
-	} else {
-		s = &warmSlot{done: make(chan struct{})}
-		if d.warm == nil {
-			d.warm = map[string]*warmSlot{}
-		}
-		d.warm[box] = s
+		return d.fill(ctx, box, s)
 	}
 	d.mu.Unlock()
-	return d.fill(ctx, box, s)
+	select {
+	case <-s.done: // there, or failed a while ago
+		return false, nil
+	default:
+	}
+	select {
+	case <-s.done:
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return s.err == nil, s.err
+}
+
+// newSlot puts a new slot, to be filled, in the box's place (d.mu held).
+func (d *Driver) newSlot(box string) *warmSlot {
+	s := &warmSlot{done: make(chan struct{})}
+	if d.warm == nil {
+		d.warm = map[string]*warmSlot{}
+	}
+	d.warm[box] = s
+	return s
+}
+
+// callOff stops the start of s if it is still only due (keepWarm's
+// timer), and says whether it did; the slot is then done and empty
+// (d.mu held).
+func (d *Driver) callOff(s *warmSlot) bool {
+	if s.timer == nil || !s.timer.Stop() {
+		return false
+	}
+	s.timer = nil
+	close(s.done)
+	d.bg.Done()
+	return true
 }
 
 // fill starts the warm exec of slot s and puts it in s, or the error.
@@ -296,10 +310,8 @@ func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 		d.mu.Unlock()
 		return nil
 	}
-	if s.timer != nil && s.timer.Stop() {
+	if d.callOff(s) {
 		delete(d.warm, box)
-		close(s.done)
-		d.bg.Done()
 		d.mu.Unlock()
 		return nil
 	}
@@ -335,11 +347,7 @@ func (d *Driver) keepWarm(box string) {
 	if d.closed || d.warm[box].live() {
 		return
 	}
-	s := &warmSlot{done: make(chan struct{})}
-	if d.warm == nil {
-		d.warm = map[string]*warmSlot{}
-	}
-	d.warm[box] = s
+	s := d.newSlot(box)
 	d.bg.Add(1)
 	s.timer = time.AfterFunc(warmQuiet, func() {
 		defer d.bg.Done()
@@ -357,10 +365,7 @@ func (d *Driver) dropWarm(box string) {
 	var w *warmExec
 	if s != nil {
 		w, s.w = s.w, nil
-		if s.timer != nil && s.timer.Stop() {
-			close(s.done)
-			d.bg.Done()
-		}
+		d.callOff(s)
 	}
 	d.mu.Unlock()
 	if w != nil {
