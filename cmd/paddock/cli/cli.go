@@ -3,10 +3,16 @@
 // Windows, and must not import the engine, nftables, Caddy or SQLite (a test
 // checks the import graph).
 //
-// The CLI keeps the server address, the token and the current box in
-// config.json in its configuration directory (os.UserConfigDir()/paddock,
-// or $PADDOCK_CONFIG_DIR), written with mode 0600. PADDOCK_HOST and
-// PADDOCK_TOKEN override what is stored.
+// The CLI keeps the server address and the token in config.json in its
+// configuration directory (os.UserConfigDir()/paddock, or
+// $PADDOCK_CONFIG_DIR), and the current box's name in the file current
+// beside it, both written whole (a new file renamed over the old) with
+// mode 0600. config.json is flushed to the disk before the command ends;
+// current is not, because new and use write it on every call and a flush
+// costs tens of milliseconds on some disks: a crash of the computer just
+// after one may leave the current box as it was before (or none). A
+// config.json from before current existed keeps its "current" until the
+// first change. PADDOCK_HOST and PADDOCK_TOKEN override what is stored.
 //
 // Exit codes: 0 success; for exec, the command's own code; 1 an error the
 // server or the system reported; 2 a usage error.
@@ -330,6 +336,15 @@ func (e *env) configPath() (string, error) {
 	return filepath.Join(d, "paddock", "config.json"), nil
 }
 
+// currentPath is the file of the current box's name, beside config.json.
+func (e *env) currentPath() (string, error) {
+	p, err := e.configPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "current"), nil
+}
+
 func (e *env) load() (settings, error) {
 	var s settings
 	p, err := e.configPath()
@@ -337,19 +352,26 @@ func (e *env) load() (settings, error) {
 		return s, err
 	}
 	b, err := os.ReadFile(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return s, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return s, err
 	}
-	if err := json.Unmarshal(b, &s); err != nil {
-		return s, fmt.Errorf("%s: %w", p, err)
+	if err == nil {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return s, fmt.Errorf("%s: %w", p, err)
+		}
+	}
+	cp, _ := e.currentPath()
+	c, err := os.ReadFile(cp)
+	if err == nil {
+		s.Current = strings.TrimSpace(string(c))
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return s, err
 	}
 	return s, nil
 }
 
-// save writes the settings atomically with mode 0600.
+// save writes the settings: config.json flushed to the disk, and the
+// current box.
 func (e *env) save(s settings) error {
 	if e.helpOnly {
 		return errHelpOnly
@@ -358,14 +380,26 @@ func (e *env) save(s settings) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-		return err
-	}
+	cur := s.Current
+	s.Current = ""
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(p), ".config-*.json")
+	if err := writeWhole(p, append(b, '\n'), true); err != nil {
+		return err
+	}
+	return e.setCurrent(cur)
+}
+
+// writeWhole writes a file of mode 0600 through a new file renamed over
+// it, so that a reader sees the old content or the new; with flush, the
+// new content is on the disk before the rename.
+func writeWhole(p string, b []byte, flush bool) error {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-*")
 	if err != nil {
 		return err
 	}
@@ -374,13 +408,15 @@ func (e *env) save(s settings) error {
 		f.Close()
 		return err
 	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
+	if _, err := f.Write(b); err != nil {
 		f.Close()
 		return err
 	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
+	if flush {
+		if err := f.Sync(); err != nil {
+			f.Close()
+			return err
+		}
 	}
 	if err := f.Close(); err != nil {
 		return err
@@ -428,13 +464,22 @@ func (e *env) boxName(name string) (string, error) {
 	return s.Current, nil
 }
 
+// setCurrent writes the current box's name (none with ""), without
+// flushing it to the disk (see the package doc).
 func (e *env) setCurrent(name string) error {
-	s, err := e.load()
+	if e.helpOnly {
+		return errHelpOnly
+	}
+	p, err := e.currentPath()
 	if err != nil {
 		return err
 	}
-	s.Current = name
-	return e.save(s)
+	// An empty file (not none) stands for no current box, over the
+	// "current" of an older config.json.
+	if name != "" {
+		name += "\n"
+	}
+	return writeWhole(p, []byte(name), false)
 }
 
 // connect resolves a box argument ("current" too) and returns a client.
