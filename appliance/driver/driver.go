@@ -142,14 +142,16 @@ type BoxUserFiles interface {
 }
 
 // ExecWarmer is a driver that can start, in a running box, the process
-// that its next Exec without a terminal will be, ahead of that Exec: the
-// runtime's start of a process is then not in the command's time. The
-// warm pool keeps one in each ready pool box. It is a no-op for a box
-// that has one, or whose start failed a short while ago (false, no
+// that will start its Execs without a terminal, ahead of them: the
+// runtime's start of a process is then not in the commands' time. The
+// warm pool keeps one in each ready pool box. WarmExec is a no-op for a
+// box that has one, or whose start failed a short while ago (false, no
 // error); an error says the start it made or waited for failed: the box
-// cannot have one (its Execs are as before).
+// cannot have one (its Execs are as before). DropWarm ends the box's, if
+// it has one: its next Exec starts the usual way.
 type ExecWarmer interface {
 	WarmExec(ctx context.Context, box string) (bool, error)
+	DropWarm(box string)
 }
 
 // ImageIDer is a driver that can tell which image a reference names now.

@@ -16,7 +16,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,7 +141,6 @@ func (d *Driver) Close() error {
 		return nil
 	}
 	for _, s := range d.warm {
-		d.callOff(s)
 		if s.w != nil {
 			s.w.att.Close()
 			s.w = nil
@@ -386,21 +384,21 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 
 // StartBox starts a box's container.
 func (d *Driver) StartBox(ctx context.Context, name string) error {
-	d.dropWarm(name) // one of an earlier run of the box is gone with it
+	d.DropWarm(name) // one of an earlier run of the box is gone with it
 	_, err := d.c.ContainerStart(ctx, d.containerName(name), client.ContainerStartOptions{})
 	return wrap(err)
 }
 
 // StopBox stops a box's container.
 func (d *Driver) StopBox(ctx context.Context, name string) error {
-	d.dropWarm(name)
+	d.DropWarm(name)
 	_, err := d.c.ContainerStop(ctx, d.containerName(name), client.ContainerStopOptions{})
 	return wrap(err)
 }
 
 // RemoveBox removes a box's container (not its volumes).
 func (d *Driver) RemoveBox(ctx context.Context, name string) error {
-	d.dropWarm(name)
+	d.DropWarm(name)
 	d.mu.Lock()
 	delete(d.gates, name)
 	d.mu.Unlock()
@@ -631,17 +629,16 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 		w = d.takeWarm(ctx, box)
 	}
 	if w != nil {
-		replay, fallback, err := w.begin(ctx, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
-		if err != nil {
+		code, how, reuse, err := d.runWarm(ctx, w, spec, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
+		if reuse {
+			d.giveBack(box, w)
+		} else {
 			w.att.Close()
-			return -1, err
 		}
-		if !fallback {
-			code, err := d.attached(ctx, w.id, w.att, io.MultiReader(bytes.NewReader(replay), w.att.Reader), spec, true)
+		if how != warmNo {
 			d.keepWarm(box)
 			return code, err
 		}
-		w.att.Close()
 	}
 	opts := client.ExecCreateOptions{
 		User:         user,
@@ -668,41 +665,22 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if err != nil {
 		return -1, wrap(err)
 	}
-	code, err := d.attached(ctx, cr.ID, att, att.Reader, spec, false)
+	code, err := d.attached(ctx, cr.ID, att, spec)
 	if !spec.TTY {
 		d.keepWarm(box)
 	}
 	return code, err
 }
 
-// attached runs the exec id, started and attached as att (its output
-// read from out), to its end: its input, terminal size and timeout, its
-// output, its exit code. A warm exec's input is always attached, and is
-// closed at once when the command has none.
-func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachResult, out io.Reader, spec driver.ExecSpec, warm bool) (int, error) {
+// attached runs the exec id, started and attached as att, to its end:
+// its input, terminal size and timeout, its output, its exit code.
+func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachResult, spec driver.ExecSpec) (int, error) {
+	out := att.Reader
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
-	var timedOut atomic.Bool
-	if spec.Timeout > 0 {
-		ended := make(chan struct{})
-		defer close(ended)
-		go func() {
-			for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-				wait := spec.Timeout
-				if i > 0 {
-					wait = 5 * time.Second
-				}
-				select {
-				case <-ended:
-					return
-				case <-time.After(wait):
-				}
-				timedOut.Store(true)
-				d.signalExec(id, sig)
-			}
-		}()
-	}
+	timedOut := d.timeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(id, sig) })
+	defer timedOut.stop()
 	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		// Engines before API 1.42 ignore the size given at create and
 		// start; set it once the process exists, as the docker CLI does.
@@ -720,8 +698,6 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 				att.CloseWrite()
 			}
 		}()
-	} else if warm {
-		att.CloseWrite()
 	}
 	if spec.Resize != nil {
 		go func() {
@@ -730,13 +706,7 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 			}
 		}()
 	}
-	stdout, stderr := spec.Stdout, spec.Stderr
-	if stdout == nil {
-		stdout = io.Discard
-	}
-	if stderr == nil {
-		stderr = io.Discard
-	}
+	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
 	var err error
 	if spec.TTY {
 		_, err = io.Copy(stdout, out)
@@ -756,7 +726,7 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 			return -1, err
 		}
 		if !ins.Running {
-			if timedOut.Load() {
+			if timedOut.fired() {
 				return 124, nil
 			}
 			return ins.ExitCode, nil
@@ -766,6 +736,48 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// execTimer ends a command past its timeout: SIGTERM, and SIGKILL 5 s
+// later, until stopped.
+type execTimer struct {
+	ended chan struct{}
+	sent  atomic.Bool
+}
+
+// timeout starts the timer of a command with timeout t (none when t <= 0);
+// kill signals the command's process group.
+func (d *Driver) timeout(t time.Duration, kill func(syscall.Signal)) *execTimer {
+	x := &execTimer{ended: make(chan struct{})}
+	if t <= 0 {
+		return x
+	}
+	go func() {
+		for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+			wait := t
+			if i > 0 {
+				wait = 5 * time.Second
+			}
+			select {
+			case <-x.ended:
+				return
+			case <-time.After(wait):
+			}
+			x.sent.Store(true)
+			kill(sig)
+		}
+	}()
+	return x
+}
+
+func (x *execTimer) stop()       { close(x.ended) }
+func (x *execTimer) fired() bool { return x.sent.Load() }
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // signalExec signals an exec's process group. The engine starts each

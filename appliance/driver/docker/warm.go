@@ -1,16 +1,24 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
+	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
 // Warm execs.
@@ -19,55 +27,73 @@ import (
 // (runc's two process starts and its seccomp filter: 80 to 100 ms on two
 // cores), not the command. A warm exec is that process started ahead:
 // an engine exec, as root, of a small Python program (warmScript) that
-// says it is up and then waits on its stdin for one command. Exec hands
-// it the command, user, environment and folder; the program takes the
-// user's ids and groups, the folder and the environment as the engine
-// would (without a group named, the user's groups from /etc/group and
-// its own; HOME from /etc/passwd unless given), says "go" and replaces
-// itself with the command. From there it is an engine exec like any other: the engine
-// carries its output and keeps its exit code, its process group is what
-// a timeout ends, and it has the cgroup, namespaces, seccomp filter and
-// capability bounds of every exec (it is one). It loses its
-// capabilities when it takes a user other than root, as runc's do.
+// says it is up and then waits on its stdin for commands, one at a time.
+// Exec hands it the command, user, environment and folder; the program
+// starts a child that takes the user's ids and groups, the folder and the
+// environment as the engine would (without a group named, the user's
+// groups from /etc/group and its own; HOME from /etc/passwd unless
+// given), leads a session of its own as an exec's process does, and
+// replaces itself with the command. The program carries the command's
+// input and output in frames over the exec's own stream, and its exit
+// code (128 + the signal when a signal ended it, as the engine says) once
+// the command has ended and its output has closed, as the engine waits
+// for both. The command has the cgroup, namespaces, seccomp filter and
+// capability bounds of every exec (its parent is one), and loses its
+// capabilities when it takes a user other than root, as runc's do. A
+// timeout signals its process group from this machine, as for any exec.
 //
-// Whatever the program cannot do as the runtime would (a user, folder or
-// command it cannot find) it does not try: it says "no" and ends, and
-// Exec runs the command the usual way, so errors read as they always do.
-// A box whose image has no python3 gets no warm exec.
+// Whatever the child cannot do as the runtime would (a user, folder or
+// command it cannot find or run) it does not try further: the program
+// says "no", and Exec runs the command the usual way, so errors read as
+// they always do. A box whose image has no python3 gets no warm exec.
 //
-// A warm exec serves one Exec without a terminal, then it is gone. The
-// warm pool keeps one in each ready pool box, so that the first command
-// of a claimed box does not wait for the runtime. With Config.KeepWarm,
-// every command without a terminal has the next one's started in the
-// background once it has ended and the box has been left alone for
-// warmQuiet (keepWarm); a command that comes sooner calls it off and
-// starts the usual way. An Exec that finds one being started waits for
-// it; a second Exec at the same time does not wait, and starts its
-// command the usual way. A box whose warm exec could not start gets none
-// for warmRetry, or until it starts again. In ps, the waiting program
-// reads as python3 with this package's comment line. A warm exec that is
-// never used waits until its box stops, or until paddockd's connection to
-// the engine closes (the program reads the end of its input and exits).
+// A warm exec serves one Exec without a terminal at a time, and after it
+// the next: commands back to back reuse it, and none of them waits for
+// the runtime. One whose command's caller went away (its input and output
+// with it) is not reused: the program waits for the command to end, and
+// exits. The warm pool keeps one in each ready pool box, so that the first
+// command of a claimed box does not wait for the runtime. With
+// Config.KeepWarm, a box whose command ran the usual way (the first, or
+// one beside a command that had the warm exec) has one started in the
+// background as that command ends (keepWarm). An Exec that finds one
+// being started waits for it; a second Exec at the same time does not
+// wait, and starts its command the usual way. A box whose
+// warm exec could not start gets none for warmRetry, or until it starts
+// again. In ps, the program reads as python3 with this package's comment
+// line, the parent of the commands it ran. A warm exec that is never used
+// waits until its box stops, or until paddockd's connection to the engine
+// closes (the program reads the end of its input and exits).
+//
+// Frames, both ways: a type byte, a 4-byte big-endian length, the data.
+// To the program: r (a command, JSON), i (input), c (end of input). From
+// it: R (up), G (the command started), N (run it the usual way), o and e
+// (output), x (the exit code, 4 bytes). Frames of a command that has
+// ended are skipped.
 
 // warmScript is the program a warm exec runs (python3 -c). Its argument
 // says whether the box's own environment lacks HOME (the runtime then
-// gave it the root's, and the command gets its user's instead). The
-// markers are single bytes on stdout: R (up), G (the command follows),
-// N (run it the usual way).
-const warmScript = `# paddock: this box's next command, started ahead (warm exec)
-import os, sys, json, signal, pwd, grp
-def rd(n):
-    b = b''
-    while len(b) < n:
-        c = os.read(0, n - len(b))
-        if not c:
-            os._exit(0)
-        b += c
-    return b
-os.write(1, b'R')
-n = int.from_bytes(rd(4), 'big')
-try:
-    s = json.loads(rd(n))
+// gave it the root's, and the command gets its user's instead).
+const warmScript = `# paddock: this box's commands, started ahead (warm exec)
+import os, sys, json, signal, pwd, grp, select
+buf = bytearray()
+def more():
+    b = os.read(0, 65536)
+    buf.extend(b)
+    return len(b) > 0
+def frame():
+    if len(buf) < 5:
+        return None
+    n = int.from_bytes(buf[1:5], 'big')
+    if len(buf) < 5 + n:
+        return None
+    f = (buf[0], bytes(buf[5:5 + n]))
+    del buf[:5 + n]
+    return f
+def out(t, b=b''):
+    m = memoryview(t + len(b).to_bytes(4, 'big') + b)
+    while m:
+        m = m[os.write(1, m):]
+def prepare(s):
     name, _, group = s['user'].partition(':')
     p = None
     if name.isdigit():
@@ -97,53 +123,204 @@ try:
             env.pop(k, None)
     if b'HOME' not in env:
         env[b'HOME'] = os.fsencode(p.pw_dir if p else '/')
-    later = False
-    if s['dir']:
-        try:
-            os.chdir(s['dir'])
-        except PermissionError:
-            later = True
-    os.setgroups(groups)
-    os.setgid(gid)
-    os.setuid(uid)
-    if later:
-        os.chdir(s['dir'])
     cmd = s['cmd']
     path = None
     if '/' in cmd[0]:
         path = cmd[0]
     else:
-        paths = os.fsdecode(env.get(b'PATH', b''))
-        for d in paths.split(':'):
+        for d in os.fsdecode(env.get(b'PATH', b'')).split(':'):
             f = os.path.join(d or '.', cmd[0])
             if os.path.isfile(f) and os.access(f, os.X_OK):
                 path = f
                 break
-    if path is None or not os.path.isfile(path) or not os.access(path, os.X_OK):
+    if path is None or not os.path.isfile(path):
         raise OSError('not found')
-except Exception:
-    os.write(1, b'N')
-    os._exit(0)
-signal.signal(signal.SIGPIPE, signal.SIG_DFL)
-signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
-os.write(1, b'G')
-try:
-    os.execve(path, cmd, env)
-except OSError as e:
-    os.write(2, ('exec %s: %s\n' % (cmd[0], e.strerror)).encode())
-    os._exit(126)
+    return uid, gid, groups, env, s['dir'], path, cmd
+def child(prep, i, o, e, x):
+    try:
+        uid, gid, groups, env, d, path, cmd = prep
+        os.setsid()
+        os.dup2(i, 0)
+        os.dup2(o, 1)
+        os.dup2(e, 2)
+        later = False
+        if d:
+            try:
+                os.chdir(d)
+            except PermissionError:
+                later = True
+        os.setgroups(groups)
+        os.setgid(gid)
+        os.setuid(uid)
+        if later:
+            os.chdir(d)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        os.execve(path, cmd, env)
+    except BaseException:
+        pass
+    try:
+        os.write(x, b'!')
+    finally:
+        os._exit(127)
+def run(spec):
+    try:
+        prep = prepare(json.loads(spec))
+    except Exception:
+        out(b'N')
+        return
+    i_r, i_w = os.pipe()
+    o_r, o_w = os.pipe()
+    e_r, e_w = os.pipe()
+    x_r, x_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        child(prep, i_r, o_w, e_w, x_w)
+    for f in (i_r, o_w, e_w, x_w):
+        os.close(f)
+    failed = os.read(x_r, 1)
+    os.close(x_r)
+    if failed:
+        os.waitpid(pid, 0)
+        for f in (i_w, o_r, e_r):
+            os.close(f)
+        out(b'N')
+        return
+    out(b'G')
+    pfd = os.pidfd_open(pid)
+    os.set_blocking(i_w, False)
+    pending = bytearray()
+    closing = gone = False
+    status = None
+    reads = {o_r: b'o', e_r: b'e'}
+    while reads or status is None:
+        r = list(reads)
+        if status is None:
+            r.append(pfd)
+        if not gone and len(pending) < (1 << 20):
+            r.append(0)
+        w = [i_w] if i_w is not None and pending else []
+        rr, ww, _ = select.select(r, w, [])
+        if ww:
+            try:
+                del pending[:os.write(i_w, pending)]
+            except BlockingIOError:
+                pass
+            except OSError:
+                os.close(i_w)
+                i_w = None
+                pending.clear()
+        for f in rr:
+            if f == 0:
+                if not more():
+                    gone = True
+                while True:
+                    fr = frame()
+                    if fr is None:
+                        break
+                    if fr[0] == ord('i') and i_w is not None:
+                        pending += fr[1]
+                    elif fr[0] == ord('c'):
+                        closing = True
+            elif f == pfd:
+                status = os.waitpid(pid, 0)[1]
+                os.close(pfd)
+            else:
+                b = os.read(f, 65536)
+                if not b:
+                    os.close(f)
+                    del reads[f]
+                elif not gone:
+                    out(reads[f], b)
+        if i_w is not None and (gone or (closing and not pending)):
+            os.close(i_w)
+            i_w = None
+    if i_w is not None:
+        os.close(i_w)
+    if gone:
+        os._exit(0)
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        code = 128 - code
+    out(b'x', code.to_bytes(4, 'big'))
+out(b'R')
+while True:
+    f = frame()
+    if f is None:
+        if not more():
+            os._exit(0)
+    elif f[0] == ord('r'):
+        run(f[1])
 `
 
-// warmExec is a started warm exec.
+// warmExec is a started warm exec: its program's stream, its output read
+// out of the engine's frames, and its process ID as this machine sees it.
 type warmExec struct {
 	id  string
 	att client.ExecAttachResult
+	out *bufio.Reader
+	pid int
+	buf []byte
+
+	mu    sync.Mutex // one frame at a time to the program
+	ended bool       // the current command has ended: send it nothing more
 }
 
-// warmSlot is a box's warm exec: due to start (timer), being started,
-// started (w until it is taken), or one that could not start (err).
+func newWarmExec(id string, att client.ExecAttachResult) *warmExec {
+	pr, pw := io.Pipe()
+	go func() {
+		_, err := stdcopy.StdCopy(pw, io.Discard, att.Reader)
+		if err == nil {
+			err = io.EOF
+		}
+		pw.CloseWithError(err)
+	}()
+	return &warmExec{id: id, att: att, out: bufio.NewReaderSize(pr, 64<<10)}
+}
+
+// maxFrame bounds a frame from the program (its output frames are 64 KiB).
+const maxFrame = 1 << 20
+
+// send writes one frame to the program; nothing once the command has ended
+// (errEnded), when ofCommand.
+func (w *warmExec) send(t byte, b []byte, ofCommand bool) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if ofCommand && w.ended {
+		return errEnded
+	}
+	m := make([]byte, 5, 5+len(b))
+	m[0] = t
+	binary.BigEndian.PutUint32(m[1:], uint32(len(b)))
+	_, err := w.att.Conn.Write(append(m, b...))
+	return err
+}
+
+var errEnded = errors.New("the command has ended")
+
+// recv reads one frame from the program; its data is valid until the next.
+func (w *warmExec) recv() (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(w.out, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > maxFrame {
+		return 0, nil, fmt.Errorf("a frame of %d bytes from the warm exec", n)
+	}
+	if cap(w.buf) < int(n) {
+		w.buf = make([]byte, n)
+	}
+	b := w.buf[:n]
+	if _, err := io.ReadFull(w.out, b); err != nil {
+		return 0, nil, err
+	}
+	return h[0], b, nil
+}
+
+// warmSlot is a box's warm exec: being started, started (w until it is
+// taken), or one that could not start (err).
 type warmSlot struct {
-	timer   *time.Timer   // keepWarm's, until it fires
 	done    chan struct{} // closed when the start has ended
 	w       *warmExec
 	err     error
@@ -159,14 +336,6 @@ const warmUpTimeout = 10 * time.Second
 // without one (a start of the box ends that).
 const warmRetry = 5 * time.Minute
 
-// warmQuiet is how long a box's commands must have left it alone before
-// keepWarm starts the next one's warm exec. An exec the engine starts
-// while another of the box ends, or starts beside it, slows both (the
-// ending command by about the start's 100 ms, measured on 2 cores), so
-// commands that come back to back start the usual way, none of them
-// waiting for a warm exec, and commands with time between them come warm.
-const warmQuiet = 250 * time.Millisecond
-
 // live says whether s stands for the box: a slot that failed stands
 // until its retry time.
 func (s *warmSlot) live() bool { return s != nil && (s.err == nil || time.Now().Before(s.retry)) }
@@ -174,8 +343,8 @@ func (s *warmSlot) live() bool { return s != nil && (s.err == nil || time.Now().
 // WarmExec starts a warm exec in the running box unless it has one (then
 // it says false); the box's next Exec without a terminal uses it. One
 // being started when it is called is waited for, and counts as its own
-// (its error too); one due to start is started now. A box whose start
-// failed less than warmRetry ago is not tried again: false, no error.
+// (its error too). A box whose start failed less than warmRetry ago is
+// not tried again: false, no error.
 func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Lock()
 	if d.closed {
@@ -183,7 +352,7 @@ func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 		return false, errors.New("the driver is closed")
 	}
 	s := d.warm[box]
-	if !s.live() || d.callOff(s) {
+	if !s.live() {
 		s = d.newSlot(box)
 		d.mu.Unlock()
 		return d.fill(ctx, box, s)
@@ -212,19 +381,6 @@ func (d *Driver) newSlot(box string) *warmSlot {
 	}
 	d.warm[box] = s
 	return s
-}
-
-// callOff stops the start of s if it is still only due (keepWarm's
-// timer), and says whether it did; the slot is then done and empty
-// (d.mu held).
-func (d *Driver) callOff(s *warmSlot) bool {
-	if s.timer == nil || !s.timer.Stop() {
-		return false
-	}
-	s.timer = nil
-	close(s.done)
-	d.bg.Done()
-	return true
 }
 
 // fill starts the warm exec of slot s and puts it in s, or the error.
@@ -284,34 +440,35 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
+	w := newWarmExec(cr.ID, att)
 	deadline, _ := ctx.Deadline()
 	att.Conn.SetReadDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { att.Conn.SetReadDeadline(time.Now()) })
-	m, replay, err := firstOut(att.Reader)
+	m, _, err := w.recv()
 	stop()
 	att.Conn.SetReadDeadline(time.Time{})
-	if err != nil || m != 'R' || len(replay) > 0 {
+	if err == nil && m != 'R' {
+		err = fmt.Errorf("it said %q", m)
+	}
+	if err == nil {
+		// Its process ID, for the timeouts of its commands.
+		var ins client.ExecInspectResult
+		ins, err = d.c.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
+		w.pid = ins.PID
+	}
+	if err != nil {
 		att.Close()
-		if err == nil {
-			err = fmt.Errorf("it said %q", m)
-		}
 		return nil, fmt.Errorf("box %s: no warm exec (python3 in the image?): %w", box, err)
 	}
-	return &warmExec{id: cr.ID, att: att}, nil
+	return w, nil
 }
 
 // takeWarm takes the box's warm exec, if it has one. One being started is
-// waited for unless another Exec waits for it; one due to start (keepWarm)
-// is called off.
+// waited for unless another Exec waits for it.
 func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	d.mu.Lock()
 	s := d.warm[box]
 	if s == nil || s.claimed || s.err != nil {
-		d.mu.Unlock()
-		return nil
-	}
-	if d.callOff(s) {
-		delete(d.warm, box)
 		d.mu.Unlock()
 		return nil
 	}
@@ -335,9 +492,9 @@ func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	return w
 }
 
-// keepWarm has the box's next command's warm exec start once the box has
-// been left alone for warmQuiet, when the driver is to keep one in every
-// box that runs commands (Config.KeepWarm) and the box has none.
+// keepWarm starts a warm exec for the box's next commands in the
+// background, when the driver is to keep one in every box that runs
+// commands (Config.KeepWarm) and the box has none.
 func (d *Driver) keepWarm(box string) {
 	if !d.cfg.KeepWarm {
 		return
@@ -349,23 +506,22 @@ func (d *Driver) keepWarm(box string) {
 	}
 	s := d.newSlot(box)
 	d.bg.Add(1)
-	s.timer = time.AfterFunc(warmQuiet, func() {
+	go func() {
 		defer d.bg.Done()
 		d.fill(d.bgCtx, box, s)
-	})
+	}()
 }
 
-// dropWarm ends the box's warm exec, if it has one (its program reads the
-// end of its input), calls off one due to start, and forgets one that
-// could not start.
-func (d *Driver) dropWarm(box string) {
+// DropWarm ends the box's warm exec, if it has one (its program reads the
+// end of its input), and forgets one that could not start; one being
+// started is ended when it is up. A command it is running goes on.
+func (d *Driver) DropWarm(box string) {
 	d.mu.Lock()
 	s := d.warm[box]
 	delete(d.warm, box)
 	var w *warmExec
 	if s != nil {
 		w, s.w = s.w, nil
-		d.callOff(s)
 	}
 	d.mu.Unlock()
 	if w != nil {
@@ -381,73 +537,130 @@ type warmCommand struct {
 	Cmd  []string `json:"cmd"`
 }
 
-// begin hands w its command. On ok the command runs, and replay is
-// what of its output the engine sent before the "go" was read (frames as
-// the engine frames them), to be read before the rest of the stream. On
-// fallback the command did not start (the program said no, or it was
-// gone before it could say anything): the caller closes w and runs the
-// command the usual way. An error means the command may have started.
-// Nothing of the command's own input has been sent in any case.
-func (w *warmExec) begin(ctx context.Context, c warmCommand) (replay []byte, fallback bool, err error) {
+// warmRun is how a command went in a warm exec.
+type warmRun int
+
+const (
+	warmRan    warmRun = iota // it ran: its code, or the error of its stream
+	warmNo                    // it did not start: run it the usual way
+	warmBroken                // it may have started, and the warm exec failed
+)
+
+// run runs the command in w (spec's streams and timeout, c the rest), and
+// says whether w may serve again (reuse).
+func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec, c warmCommand) (code int, how warmRun, reuse bool, err error) {
 	b, err := json.Marshal(c)
 	if err != nil {
-		return nil, false, err
+		return -1, warmNo, true, nil
 	}
-	msg := binary.BigEndian.AppendUint32(nil, uint32(len(b)))
+	w.mu.Lock()
+	w.ended = false
+	w.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { w.att.Conn.Close() })
 	defer stop()
-	if _, err := w.att.Conn.Write(append(msg, b...)); err != nil {
-		return nil, true, nil
+	if err := w.send('r', b, false); err != nil {
+		return -1, warmNo, false, nil
 	}
-	m, replay, err := firstOut(w.att.Reader)
+	m, _, err := w.recv()
 	switch {
 	case ctx.Err() != nil:
-		return nil, false, ctx.Err()
-	case err == nil && m == 'G':
-		return replay, false, nil
-	case err == nil && m == 'N', errors.Is(err, io.EOF) && len(replay) == 0:
-		return nil, true, nil
-	case err == nil:
-		return nil, false, fmt.Errorf("the warm exec said %q", m)
+		return -1, warmBroken, false, ctx.Err()
+	case errors.Is(err, io.EOF):
+		return -1, warmNo, false, nil // gone before it could say anything
+	case err != nil:
+		return -1, warmBroken, false, fmt.Errorf("the warm exec's stream: %w", err)
+	case m == 'N':
+		return -1, warmNo, true, nil
+	case m != 'G':
+		return -1, warmBroken, false, fmt.Errorf("the warm exec said %q", m)
 	}
-	return nil, false, fmt.Errorf("the warm exec's stream: %w", err)
+	end := func() {
+		w.mu.Lock()
+		w.ended = true
+		w.mu.Unlock()
+	}
+	defer end()
+	if spec.Stdin != nil {
+		go func() {
+			p := make([]byte, 32<<10)
+			for {
+				n, err := spec.Stdin.Read(p)
+				if n > 0 && w.send('i', p[:n], true) != nil {
+					return
+				}
+				if err != nil {
+					w.send('c', nil, true)
+					return
+				}
+			}
+		}()
+	} else if err := w.send('c', nil, true); err != nil {
+		return -1, warmBroken, false, fmt.Errorf("the warm exec's stream: %w", err)
+	}
+	timedOut := d.timeout(spec.Timeout, w.signal)
+	defer timedOut.stop()
+	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
+	for {
+		t, b, err := w.recv()
+		if ctx.Err() != nil {
+			return -1, warmBroken, false, ctx.Err()
+		}
+		if err != nil {
+			return -1, warmBroken, false, fmt.Errorf("exec stream: %w", err)
+		}
+		var werr error
+		switch t {
+		case 'o':
+			_, werr = stdout.Write(b)
+		case 'e':
+			_, werr = stderr.Write(b)
+		case 'x':
+			if len(b) != 4 {
+				return -1, warmBroken, false, fmt.Errorf("the warm exec's exit frame of %d bytes", len(b))
+			}
+			end()
+			if timedOut.fired() {
+				return 124, warmRan, true, nil
+			}
+			return int(int32(binary.BigEndian.Uint32(b))), warmRan, true, nil
+		}
+		if werr != nil {
+			return -1, warmBroken, false, fmt.Errorf("exec stream: %w", werr)
+		}
+	}
 }
 
-// maxReplay bounds what of a command's stderr firstOut keeps while it
-// waits for the marker on stdout.
-const maxReplay = 1 << 20
-
-// firstOut reads the engine's multiplexed stream up to the first byte
-// written to stdout, and returns it. The engine copies stdout and stderr
-// separately, so frames of stderr (the command's, once the marker is
-// written) may come first; they, and the rest of the marker's frame, are
-// returned as frames to be read again.
-func firstOut(r io.Reader) (byte, []byte, error) {
-	var replay []byte
-	for {
-		var h [8]byte
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return 0, replay, err
-		}
-		n := binary.BigEndian.Uint32(h[4:8])
-		if n == 0 {
-			continue
-		}
-		if len(replay)+int(n) > maxReplay {
-			return 0, replay, errors.New("too much output before the marker")
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			return 0, replay, err
-		}
-		if h[0] != 1 {
-			replay = append(append(replay, h[:]...), body...)
-			continue
-		}
-		if n > 1 {
-			binary.BigEndian.PutUint32(h[4:8], n-1)
-			replay = append(append(replay, h[:]...), body[1:]...)
-		}
-		return body[0], replay, nil
+// signal signals the process group of w's command: the program's child,
+// which leads its own.
+func (w *warmExec) signal(sig syscall.Signal) {
+	if w.pid <= 0 {
+		return
 	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", w.pid, w.pid))
+	if err != nil {
+		return
+	}
+	for _, f := range strings.Fields(string(b)) {
+		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
+			if err := syscall.Kill(-pid, sig); err != nil {
+				syscall.Kill(pid, sig)
+			}
+		}
+	}
+}
+
+// giveBack puts w, which has served a command, back as the box's warm
+// exec, unless the box has one (or one being started) by now.
+func (d *Driver) giveBack(box string, w *warmExec) {
+	d.mu.Lock()
+	s := d.warm[box]
+	if d.closed || s.live() {
+		d.mu.Unlock()
+		w.att.Close()
+		return
+	}
+	s = d.newSlot(box)
+	s.w = w
+	close(s.done)
+	d.mu.Unlock()
 }

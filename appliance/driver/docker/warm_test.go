@@ -1,42 +1,175 @@
 package docker
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"io"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
-
-	"github.com/moby/moby/api/pkg/stdcopy"
+	"time"
 )
 
-func frame(stream byte, s string) []byte {
-	h := []byte{stream, 0, 0, 0, 0, 0, 0, 0}
-	binary.BigEndian.PutUint32(h[4:], uint32(len(s)))
-	return append(h, s...)
+// scriptPeer runs warmScript on this machine and speaks its frames, as
+// paddockd does over the engine's stream.
+type scriptPeer struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
 }
 
-// The engine copies stdout and stderr apart: the command's stderr may
-// come before the marker, and its stdout in the marker's frame. Neither
-// is lost, and both come out where they belong.
-func TestFirstOutKeepsWhatCameWithTheMarker(t *testing.T) {
-	var stream []byte
-	stream = append(stream, frame(2, "err first\n")...)
-	stream = append(stream, frame(1, "Gout with it\n")...)
-	stream = append(stream, frame(1, "later\n")...)
-	r := bytes.NewReader(stream)
-	m, replay, err := firstOut(r)
-	if err != nil || m != 'G' {
-		t.Fatalf("firstOut: %q, %v", m, err)
+func startScript(t *testing.T) *scriptPeer {
+	t.Helper()
+	if _, err := exec.LookPath("python3"); err != nil {
+		t.Skip("skipped: no python3 on this machine to run the warm exec's program")
 	}
-	var out, errb strings.Builder
-	if _, err := stdcopy.StdCopy(&out, &errb, io.MultiReader(bytes.NewReader(replay), r)); err != nil {
+	if os.Getuid() != 0 {
+		t.Skip("skipped: the warm exec's program takes the command's user, which needs root")
+	}
+	c := exec.Command("python3", "-c", warmScript, "0")
+	in, err := c.StdinPipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out.String() != "out with it\nlater\n" || errb.String() != "err first\n" {
-		t.Fatalf("stdout %q, stderr %q", out.String(), errb.String())
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, _, err := firstOut(bytes.NewReader(frame(2, strings.Repeat("x", maxReplay+1)))); err == nil {
-		t.Fatal("firstOut kept more than maxReplay")
+	c.Stderr = os.Stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Close(); c.Process.Kill(); c.Wait() })
+	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out)}
+	if m, _ := p.recv(); m != 'R' {
+		t.Fatalf("first frame %q, want R", m)
+	}
+	return p
+}
+
+func (p *scriptPeer) send(typ byte, b []byte) {
+	p.t.Helper()
+	m := []byte{typ, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(m[1:], uint32(len(b)))
+	if _, err := p.in.Write(append(m, b...)); err != nil {
+		p.t.Fatal(err)
+	}
+}
+
+func (p *scriptPeer) recv() (byte, []byte) {
+	p.t.Helper()
+	var h [5]byte
+	if _, err := io.ReadFull(p.out, h[:]); err != nil {
+		p.t.Fatalf("reading a frame: %v", err)
+	}
+	b := make([]byte, binary.BigEndian.Uint32(h[1:]))
+	if _, err := io.ReadFull(p.out, b); err != nil {
+		p.t.Fatalf("reading a frame: %v", err)
+	}
+	return h[0], b
+}
+
+// run hands the program a command (as root) and returns what it said:
+// "N", or its stdout, stderr and code.
+func (p *scriptPeer) run(script string, input ...string) string {
+	p.t.Helper()
+	b, _ := json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", script}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'G' {
+		return string(m)
+	}
+	for _, s := range input {
+		p.send('i', []byte(s))
+	}
+	p.send('c', nil)
+	var out, errb bytes.Buffer
+	for {
+		m, b := p.recv()
+		switch m {
+		case 'o':
+			out.Write(b)
+		case 'e':
+			errb.Write(b)
+		case 'x':
+			return fmt.Sprintf("out %q err %q code %d", out.String(), errb.String(), binary.BigEndian.Uint32(b))
+		default:
+			p.t.Fatalf("frame %q during a command", m)
+		}
+	}
+}
+
+// The warm exec's program runs commands one after another: their input,
+// output and exit code (128 + a signal that ended one) each their own;
+// frames left over from a command that ended are skipped; what it cannot
+// start is refused, and it serves the next; it waits for output that a
+// command's background process holds open, as the engine does; a command
+// that reads none of a large input still ends; when paddockd goes away
+// mid-command, it waits for the command and exits without a word.
+func TestWarmScriptServesCommandsInTurn(t *testing.T) {
+	p := startScript(t)
+	want := func(got, want string) {
+		t.Helper()
+		if got != want {
+			t.Fatalf("got  %s\nwant %s", got, want)
+		}
+	}
+	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
+	// Input for a command that has ended, as a slow reader of the caller's
+	// input may send it.
+	p.send('i', []byte("stale\n"))
+	p.send('c', nil)
+	want(p.run("cat", "fresh\n"), `out "fresh\n" err "" code 0`)
+	want(p.run("exec nosuchcmd"), `out "" err "sh: 1: exec: nosuchcmd: not found\n" code 127`)
+	b, _ := json.Marshal(warmCommand{User: "nosuchuser", Cmd: []string{"true"}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'N' {
+		t.Fatalf("a user it cannot find: %q, want N", m)
+	}
+	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"nosuchcmd"}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'N' {
+		t.Fatalf("a command it cannot find: %q, want N", m)
+	}
+	want(p.run("kill -9 $$"), `out "" err "" code 137`)
+	want(p.run("(sleep 0.3; echo late) & echo now"), `out "now\nlate\n" err "" code 0`)
+	want(p.run("test $$ = $(cut -d' ' -f6 /proc/$$/stat) && echo leads"), `out "leads\n" err "" code 0`)
+	// 2 MiB of input to a command that reads none.
+	big := strings.Repeat("x", 64<<10)
+	go func() {
+		for range 32 {
+			p.send('i', []byte(big))
+		}
+		p.send('c', nil)
+	}()
+	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 0.2; echo done"}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'G' {
+		t.Fatalf("%q", m)
+	}
+	if m, b := p.recv(); m != 'o' || string(b) != "done\n" {
+		t.Fatalf("%q %q", m, b)
+	}
+	if m, b := p.recv(); m != 'x' || binary.BigEndian.Uint32(b) != 0 {
+		t.Fatalf("%q %q", m, b)
+	}
+	time.Sleep(200 * time.Millisecond)
+	want(p.run("echo after"), `out "after\n" err "" code 0`)
+	// paddockd goes away while a command runs.
+	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 0.5; echo unheard"}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'G' {
+		t.Fatalf("%q", m)
+	}
+	start := time.Now()
+	p.in.Close()
+	rest, _ := io.ReadAll(p.out)
+	p.cmd.Wait()
+	if len(rest) != 0 || time.Since(start) < 400*time.Millisecond {
+		t.Fatalf("after paddockd went away: %q, exited after %v", rest, time.Since(start))
 	}
 }
