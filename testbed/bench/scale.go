@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -21,6 +25,7 @@ type scaleRow struct {
 	plan       sample        // a plan with nothing to change
 	create     sample        // one more box: new + first exec (+ rm, untimed)
 	exec       sample        // exec true round trip
+	apiExec    sample        // the same through the API (the Go client): no CLI process
 	execPaced  sample        // the same, 1 s apart
 	rawExec    sample        // docker exec true in the same container
 	policy     sample        // policy set on one box
@@ -68,6 +73,14 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 		}, func(i int) { r.paddock("rm", fmt.Sprintf("x%d", i)) })
 		row.exec = timeIt(n*2, nil, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
 		row.rawExec = timeIt(n*2, nil, func(int) { r.docker("exec", d.Instance+"-s00", "true") }, nil)
+		c := d.Client()
+		row.apiExec = timeIt(n*2, nil, func(int) {
+			code, err := c.Exec(context.Background(), "s00", api.ExecPost{Cmd: []string{"true"}}, client.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+			if err == nil && code != 0 {
+				err = fmt.Errorf("exec true in s00: exit %d", code)
+			}
+			check(err)
+		}, nil)
 		row.execPaced = timeIt(n*2, func(int) { time.Sleep(time.Second) }, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
 		row.policy = timeIt(n*2, nil, func(i int) {
 			pol := "deny-all"
@@ -201,16 +214,18 @@ func printScale(rows []scaleRow, desk int64) {
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	fmt.Printf("\nScale: idle boxes without desktops (each with its Docker engine), one Boxfile project\n\n")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "boxes\tapply, per box added\tidle CPU busy\tplan (no change)\tnew + first exec\texec true\tdocker exec\texec, 1 s apart\tpolicy set\tpaddockd RSS\tbox memory, mean\t")
+	fmt.Fprintln(tw, "boxes\tapply, per box added\tidle CPU busy\tplan (no change)\tnew + first exec\texec true\tthrough the API\tdocker exec\texec, 1 s apart\tpolicy set\tpaddockd RSS\tbox memory, mean\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.boxes, ms(r.applyEach), r.idleBusy*100, ms(r.plan.P50), ms(r.create.P50),
-			ms(r.exec.P50), ms(r.rawExec.P50), ms(r.execPaced.P50), ms(r.policy.P50), mib(r.daemonRSS), mib(r.boxMemMean))
+		fmt.Fprintf(tw, "%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.boxes, ms(r.applyEach), r.idleBusy*100, ms(r.plan.P50), ms(r.create.P50),
+			ms(r.exec.P50), ms(r.apiExec.P50), ms(r.rawExec.P50), ms(r.execPaced.P50), ms(r.policy.P50), mib(r.daemonRSS), mib(r.boxMemMean))
 	}
 	tw.Flush()
 	if len(rows) > 1 {
 		first, last := rows[0], rows[len(rows)-1]
-		fmt.Printf("\nexec round trip at %d boxes / at %d: %.2f (goal ≤ 1.2); docker exec on the same machine: %.2f; 1 s apart: %.2f\n", last.boxes, first.boxes,
-			float64(last.exec.P50)/float64(first.exec.P50), float64(last.rawExec.P50)/float64(first.rawExec.P50), float64(last.execPaced.P50)/float64(first.execPaced.P50))
+		ratio := func(f func(scaleRow) sample) float64 { return float64(f(last).P50) / float64(f(first).P50) }
+		fmt.Printf("\nexec round trip at %d boxes / at %d: %.2f (goal ≤ 1.2); through the API: %.2f; 1 s apart: %.2f; docker exec on the same machine: %.2f\n", last.boxes, first.boxes,
+			ratio(func(r scaleRow) sample { return r.exec }), ratio(func(r scaleRow) sample { return r.apiExec }),
+			ratio(func(r scaleRow) sample { return r.execPaced }), ratio(func(r scaleRow) sample { return r.rawExec }))
 		fit := int64(24<<30) / max(last.boxMemMean, 1)
 		fmt.Printf("idle boxes without a desktop that 24 GiB holds at %s each: %d (goal: 50 comfortably)\n", mib(last.boxMemMean), fit)
 	}
