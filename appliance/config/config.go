@@ -159,10 +159,10 @@ type Config struct {
 	// boxes to claim (e.g. {small = 2}; none: no pool). They are made
 	// from the default image, with a desktop if DesktopDefault says so.
 	WarmPool map[string]int `koanf:"warm_pool"`
-	// WarmExec keeps, in each box that has run a command, the process of
-	// its next command started ahead (a waiting python3, about 4 MiB of
-	// the box's memory), so that a command does not wait for the
-	// runtime to start it. Off, only a pool box's first command has one.
+	// WarmExec keeps, in each box that has run a command, a process
+	// started ahead that starts its commands (a waiting python3, about
+	// 4 MiB of the box's memory), so that commands do not wait for the
+	// runtime. Off, only pool boxes have one, made before their claim.
 	WarmExec bool `koanf:"warm_exec"`
 	// SnapshotKeep is how many snapshots of each box are kept (0: all).
 	// Older ones go as new ones are taken, except those a box is made from.
