@@ -195,7 +195,7 @@ def run(spec):
     reads = {o_r: b'o', e_r: b'e'}
     while reads or status is None:
         r = list(reads)
-        if status is None:
+        if status is None and not reads:
             r.append(pfd)
         if not gone and len(pending) < (1 << 20):
             r.append(0)
@@ -631,22 +631,51 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 }
 
 // signal signals the process group of w's command: the program's child,
-// which leads its own.
+// which leads its own. The program reaps the child only once the
+// command's output has closed, so that the group's ID stays the child's
+// while any process of the group may hold it open, as the engine's
+// exec's does.
 func (w *warmExec) signal(sig syscall.Signal) {
-	if w.pid <= 0 {
-		return
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", w.pid, w.pid))
-	if err != nil {
-		return
-	}
-	for _, f := range strings.Fields(string(b)) {
-		if pid, err := strconv.Atoi(f); err == nil && pid > 0 {
-			if err := syscall.Kill(-pid, sig); err != nil {
-				syscall.Kill(pid, sig)
-			}
+	for _, pid := range childrenOf(w.pid) {
+		if err := syscall.Kill(-pid, sig); err != nil {
+			syscall.Kill(pid, sig)
 		}
 	}
+}
+
+// childrenOf lists the children of process pid (none for pid <= 0), from
+// its task's children file, or where the kernel has none, from the
+// parent of every process.
+func childrenOf(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	var kids []int
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil && k > 0 {
+				kids = append(kids, k)
+			}
+		}
+		return kids
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, k)
+		}
+	}
+	return kids
 }
 
 // giveBack puts w, which has served a command, back as the box's warm

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -159,13 +160,32 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	}
 	time.Sleep(200 * time.Millisecond)
 	want(p.run("echo after"), `out "after\n" err "" code 0`)
+	// A command that has ended while a process of its group holds its
+	// output open: the program keeps the child unreaped, so its group can
+	// still be signalled (a timeout's way), and the exit comes then.
+	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 30 &"}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'G' {
+		t.Fatalf("%q", m)
+	}
+	p.send('c', nil)
+	time.Sleep(300 * time.Millisecond)
+	w := &warmExec{pid: p.cmd.Process.Pid}
+	if kids := childrenOf(w.pid); len(kids) != 1 {
+		t.Fatalf("children of the program while a command's output is open: %v, want its child", kids)
+	}
+	start := time.Now()
+	w.signal(syscall.SIGKILL)
+	if m, b := p.recv(); m != 'x' || binary.BigEndian.Uint32(b) != 0 || time.Since(start) > 5*time.Second {
+		t.Fatalf("after its group was killed: %q %q after %v", m, b, time.Since(start))
+	}
 	// paddockd goes away while a command runs.
 	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 0.5; echo unheard"}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
 	}
-	start := time.Now()
+	start = time.Now()
 	p.in.Close()
 	rest, _ := io.ReadAll(p.out)
 	p.cmd.Wait()

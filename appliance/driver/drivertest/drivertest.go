@@ -297,23 +297,32 @@ func warmExec(t *testing.T, d driver.Driver) {
 			t.Fatalf("%q in %q as %q: warm exec differs from the usual one:\n%s\n---\n%s", spec.Cmd, spec.WorkDir, spec.User, cold, warm)
 		}
 	}
-	// A timeout ends the command and its process group.
-	_, err := wd.WarmExec(ctx, "ct-run")
-	must(t, err)
-	tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	code, err := d.Exec(tctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", "sleep 300 & sleep 301"}, Timeout: time.Second})
-	if err != nil || code != 124 {
-		t.Fatalf("warm exec past its timeout: code %d, %v; want 124", code, err)
-	}
+	// A timeout ends the command and its process group, also once the
+	// command itself has ended and a process of its group holds its
+	// output open: the usual way and warm.
 	sh := rootShell(t, d, "ct-run")
-	if got := sh(`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -cE "^sleep 30[01] $" || true`); got != "0\n" {
-		t.Fatalf("%s sleeps left after a warm exec's timeout", strings.TrimSpace(got))
+	for _, script := range []string{"sleep 300 & sleep 301", "sleep 302 &"} {
+		for _, warm := range []bool{false, true} {
+			wd.DropWarm("ct-run")
+			if warm {
+				_, err := wd.WarmExec(ctx, "ct-run")
+				must(t, err)
+			}
+			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			code, err := d.Exec(tctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", script}, Timeout: time.Second})
+			cancel()
+			if err != nil || code != 124 {
+				t.Fatalf("%q past its timeout (warm %v): code %d, %v; want 124", script, warm, code, err)
+			}
+			if got := sh(`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -cE "^sleep 30[012] $" || true`); got != "0\n" {
+				t.Fatalf("%q (warm %v): %s sleeps left after its timeout", script, warm, strings.TrimSpace(got))
+			}
+		}
 	}
 	// No python3, no warm exec; commands run as before.
 	sh("mv /usr/bin/python3 /usr/bin/python3.off")
 	wd.DropWarm("ct-run")
-	_, err = wd.WarmExec(ctx, "ct-run")
+	_, err := wd.WarmExec(ctx, "ct-run")
 	sh("mv /usr/bin/python3.off /usr/bin/python3")
 	if err == nil {
 		t.Fatal("WarmExec in a box without python3 said nothing")
