@@ -37,11 +37,11 @@ import (
 // box or the user's box declared, never both and never neither, and the
 // next reconcile carries on from there.
 //
-// A pool box is ready once it answers and the process of its first
-// command has been started ahead (a warm exec, driver.ExecWarmer: the
-// engine's exec of a small program that waits for the command, then
-// becomes it), so that a claimed box's first command does not wait the
-// 80-100 ms the runtime takes to start a process.
+// A pool box is ready once it answers and the process that starts its
+// commands has been started ahead (a warm exec, driver.ExecWarmer: the
+// engine's exec of a small program that waits for commands and starts
+// each as the engine would), so that a claimed box's commands do not
+// wait the 80-100 ms the runtime takes to start a process.
 
 // poolProbeTimeout bounds one readiness probe of a pool box.
 const poolProbeTimeout = 10 * time.Second
@@ -238,8 +238,8 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 	return waiting, nil
 }
 
-// warmExec has the driver start, in a ready pool box, the process its
-// first command will be (driver.ExecWarmer), so that a claimed box's
+// warmExec has the driver start, in a ready pool box, the process that
+// will start its commands (driver.ExecWarmer), so that a claimed box's
 // first command does not wait for the runtime. A box that cannot have
 // one is said when its start fails (the driver does not try it again for
 // a while); its commands start as usual.
@@ -250,10 +250,10 @@ func (s *Service) warmExec(ctx context.Context, key string) {
 	}
 	started, err := w.WarmExec(ctx, key)
 	if started {
-		s.Log.Info("warm pool box: its first command's process started ahead", "key", key)
+		s.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}
 	if err != nil && ctx.Err() == nil {
-		s.Log.Warn("warm pool box: its first command will start as usual", "key", key, "err", err)
+		s.Log.Warn("warm pool box: its commands will start as usual", "key", key, "err", err)
 	}
 }
 

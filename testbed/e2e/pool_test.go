@@ -64,8 +64,8 @@ func poolParams(size int, scripts []string, daemonEnv ...string) testscript.Para
 			if !strings.Contains(string(b), "box claimed from the warm pool") {
 				env.T().Fatal("no box of the script was claimed from the warm pool")
 			}
-			if !strings.Contains(string(b), "its first command's process started ahead") {
-				env.T().Fatal("no pool box of the script had its first command's process started ahead")
+			if !strings.Contains(string(b), "the process that starts its commands started ahead") {
+				env.T().Fatal("no pool box of the script had the process that starts its commands started ahead")
 			}
 		})
 		return nil
