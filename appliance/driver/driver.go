@@ -144,11 +144,12 @@ type BoxUserFiles interface {
 // ExecWarmer is a driver that can start, in a running box, the process
 // that will start its Execs without a terminal, ahead of them: the
 // runtime's start of a process is then not in the commands' time. The
-// warm pool keeps one in each ready pool box. WarmExec is a no-op for a
-// box that has one, or whose start failed a short while ago (false, no
-// error); an error says the start it made or waited for failed: the box
-// cannot have one (its Execs are as before). DropWarm ends the box's, if
-// it has one: its next Exec starts the usual way.
+// warm pool keeps one in each ready pool box. WarmExec says true when it
+// started one (or waited for one being started), and is a no-op for a
+// box that has one (false, no error) or whose start failed a short while
+// ago (false, that start's error); an error says the box cannot have one
+// (its Execs are as before). DropWarm ends the box's, if it has one: its
+// next Exec starts the usual way.
 type ExecWarmer interface {
 	WarmExec(ctx context.Context, box string) (bool, error)
 	DropWarm(box string)

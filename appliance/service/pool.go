@@ -241,15 +241,15 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 // warmExec has the driver start, in a ready pool box, the process that
 // will start its commands (driver.ExecWarmer), so that a claimed box's
 // first command does not wait for the runtime. A box that cannot have
-// one is said when its start fails (the driver does not try it again for
-// a while); its commands start as usual.
+// one is said when its start fails; its commands start as usual.
 func (s *Service) warmExec(ctx context.Context, key string) {
 	w, ok := s.Driver.(driver.ExecWarmer)
 	if !ok {
 		return
 	}
-	started, err := w.WarmExec(ctx, key)
-	if started {
+	// Its readiness probe may have had one started already (keepWarm).
+	_, err := w.WarmExec(ctx, key)
+	if err == nil {
 		s.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}
 	if err != nil && ctx.Err() == nil {

@@ -344,7 +344,7 @@ func (s *warmSlot) live() bool { return s != nil && (s.err == nil || time.Now().
 // it says false); the box's next Exec without a terminal uses it. One
 // being started when it is called is waited for, and counts as its own
 // (its error too). A box whose start failed less than warmRetry ago is
-// not tried again: false, no error.
+// not tried again: false, and that start's error.
 func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Lock()
 	if d.closed {
@@ -360,7 +360,9 @@ func (d *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d.mu.Unlock()
 	select {
 	case <-s.done: // there, or failed a while ago
-		return false, nil
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		return false, s.err
 	default:
 	}
 	select {
