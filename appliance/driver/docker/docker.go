@@ -629,13 +629,13 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 		w = d.takeWarm(ctx, box)
 	}
 	if w != nil {
-		code, how, reuse, err := d.runWarm(ctx, w, spec, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
-		if reuse {
+		code, how, err := d.runWarm(ctx, w, spec, warmCommand{User: user, Env: spec.Env, Dir: spec.WorkDir, Cmd: spec.Cmd})
+		if how.reuse() {
 			d.giveBack(box, w)
 		} else {
 			w.att.Close()
 		}
-		if how != warmNo {
+		if how.ran() {
 			d.keepWarm(box)
 			return code, err
 		}
@@ -675,11 +675,10 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 // attached runs the exec id, started and attached as att, to its end:
 // its input, terminal size and timeout, its output, its exit code.
 func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachResult, spec driver.ExecSpec) (int, error) {
-	out := att.Reader
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
-	timedOut := d.timeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(id, sig) })
+	timedOut := startTimeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(id, sig) })
 	defer timedOut.stop()
 	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		// Engines before API 1.42 ignore the size given at create and
@@ -709,9 +708,9 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
 	var err error
 	if spec.TTY {
-		_, err = io.Copy(stdout, out)
+		_, err = io.Copy(stdout, att.Reader)
 	} else {
-		_, err = stdcopy.StdCopy(stdout, stderr, out)
+		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
 	}
 	if err != nil && ctx.Err() == nil {
 		return -1, fmt.Errorf("exec stream: %w", err)
@@ -745,9 +744,9 @@ type execTimer struct {
 	sent  atomic.Bool
 }
 
-// timeout starts the timer of a command with timeout t (none when t <= 0);
-// kill signals the command's process group.
-func (d *Driver) timeout(t time.Duration, kill func(syscall.Signal)) *execTimer {
+// startTimeout starts the timer of a command with timeout t (none when
+// t <= 0); kill signals the command's process group.
+func startTimeout(t time.Duration, kill func(syscall.Signal)) *execTimer {
 	x := &execTimer{ended: make(chan struct{})}
 	if t <= 0 {
 		return x

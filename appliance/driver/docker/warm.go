@@ -256,7 +256,6 @@ while True:
 // warmExec is a started warm exec: its program's stream, its output read
 // out of the engine's frames, and its process ID as this machine sees it.
 type warmExec struct {
-	id  string
 	att client.ExecAttachResult
 	out *bufio.Reader
 	pid int
@@ -266,16 +265,36 @@ type warmExec struct {
 	ended bool       // the current command has ended: send it nothing more
 }
 
-func newWarmExec(id string, att client.ExecAttachResult) *warmExec {
-	pr, pw := io.Pipe()
-	go func() {
-		_, err := stdcopy.StdCopy(pw, io.Discard, att.Reader)
-		if err == nil {
-			err = io.EOF
+func newWarmExec(att client.ExecAttachResult) *warmExec {
+	return &warmExec{att: att, out: bufio.NewReaderSize(&stdoutOf{r: att.Reader}, 64<<10)}
+}
+
+// stdoutOf reads what an exec wrote to its stdout out of the engine's
+// multiplexed stream (stdcopy's frames), and skips its stderr (the warm
+// exec's program's own errors).
+type stdoutOf struct {
+	r    io.Reader
+	left int  // bytes of the current frame not read yet
+	out  bool // the current frame is stdout's
+}
+
+func (s *stdoutOf) Read(p []byte) (int, error) {
+	for s.left == 0 || !s.out {
+		if s.left > 0 {
+			if _, err := io.CopyN(io.Discard, s.r, int64(s.left)); err != nil {
+				return 0, err
+			}
 		}
-		pw.CloseWithError(err)
-	}()
-	return &warmExec{id: id, att: att, out: bufio.NewReaderSize(pr, 64<<10)}
+		var h [8]byte
+		if _, err := io.ReadFull(s.r, h[:]); err != nil {
+			return 0, err
+		}
+		s.out = h[0] == byte(stdcopy.Stdout)
+		s.left = int(binary.BigEndian.Uint32(h[4:]))
+	}
+	n, err := s.r.Read(p[:min(len(p), s.left)])
+	s.left -= n
+	return n, err
 }
 
 // maxFrame bounds a frame from the program (its output frames are 64 KiB).
@@ -442,7 +461,7 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	if err != nil {
 		return nil, wrap(err)
 	}
-	w := newWarmExec(cr.ID, att)
+	w := newWarmExec(att)
 	deadline, _ := ctx.Deadline()
 	att.Conn.SetReadDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { att.Conn.SetReadDeadline(time.Now()) })
@@ -543,17 +562,23 @@ type warmCommand struct {
 type warmRun int
 
 const (
-	warmRan    warmRun = iota // it ran: its code, or the error of its stream
-	warmNo                    // it did not start: run it the usual way
-	warmBroken                // it may have started, and the warm exec failed
+	warmRan    warmRun = iota // it ran: its code, or the error of its stream; w serves again
+	warmNo                    // its program refused it: run it the usual way; w serves again
+	warmGone                  // w was gone before the command started: run it the usual way
+	warmBroken                // it may have started, and w failed
 )
 
-// run runs the command in w (spec's streams and timeout, c the rest), and
-// says whether w may serve again (reuse).
-func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec, c warmCommand) (code int, how warmRun, reuse bool, err error) {
+// reuse says whether the warm exec may serve again after a command went so.
+func (h warmRun) reuse() bool { return h == warmRan || h == warmNo }
+
+// ran says whether the command ran (or may have): its result stands.
+func (h warmRun) ran() bool { return h == warmRan || h == warmBroken }
+
+// runWarm runs the command in w (spec's streams and timeout, c the rest).
+func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec, c warmCommand) (code int, how warmRun, err error) {
 	b, err := json.Marshal(c)
 	if err != nil {
-		return -1, warmNo, true, nil
+		return -1, warmNo, nil
 	}
 	w.mu.Lock()
 	w.ended = false
@@ -561,20 +586,20 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 	stop := context.AfterFunc(ctx, func() { w.att.Conn.Close() })
 	defer stop()
 	if err := w.send('r', b, false); err != nil {
-		return -1, warmNo, false, nil
+		return -1, warmGone, nil
 	}
 	m, _, err := w.recv()
 	switch {
 	case ctx.Err() != nil:
-		return -1, warmBroken, false, ctx.Err()
+		return -1, warmBroken, ctx.Err()
 	case errors.Is(err, io.EOF):
-		return -1, warmNo, false, nil // gone before it could say anything
+		return -1, warmGone, nil // gone before it could say anything
 	case err != nil:
-		return -1, warmBroken, false, fmt.Errorf("the warm exec's stream: %w", err)
+		return -1, warmBroken, fmt.Errorf("the warm exec's stream: %w", err)
 	case m == 'N':
-		return -1, warmNo, true, nil
+		return -1, warmNo, nil
 	case m != 'G':
-		return -1, warmBroken, false, fmt.Errorf("the warm exec said %q", m)
+		return -1, warmBroken, fmt.Errorf("the warm exec said %q", m)
 	}
 	end := func() {
 		w.mu.Lock()
@@ -597,18 +622,18 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 			}
 		}()
 	} else if err := w.send('c', nil, true); err != nil {
-		return -1, warmBroken, false, fmt.Errorf("the warm exec's stream: %w", err)
+		return -1, warmBroken, fmt.Errorf("the warm exec's stream: %w", err)
 	}
-	timedOut := d.timeout(spec.Timeout, w.signal)
+	timedOut := startTimeout(spec.Timeout, w.signal)
 	defer timedOut.stop()
 	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
 	for {
 		t, b, err := w.recv()
 		if ctx.Err() != nil {
-			return -1, warmBroken, false, ctx.Err()
+			return -1, warmBroken, ctx.Err()
 		}
 		if err != nil {
-			return -1, warmBroken, false, fmt.Errorf("exec stream: %w", err)
+			return -1, warmBroken, fmt.Errorf("exec stream: %w", err)
 		}
 		var werr error
 		switch t {
@@ -618,16 +643,16 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 			_, werr = stderr.Write(b)
 		case 'x':
 			if len(b) != 4 {
-				return -1, warmBroken, false, fmt.Errorf("the warm exec's exit frame of %d bytes", len(b))
+				return -1, warmBroken, fmt.Errorf("the warm exec's exit frame of %d bytes", len(b))
 			}
 			end()
 			if timedOut.fired() {
-				return 124, warmRan, true, nil
+				return 124, warmRan, nil
 			}
-			return int(int32(binary.BigEndian.Uint32(b))), warmRan, true, nil
+			return int(int32(binary.BigEndian.Uint32(b))), warmRan, nil
 		}
 		if werr != nil {
-			return -1, warmBroken, false, fmt.Errorf("exec stream: %w", werr)
+			return -1, warmBroken, fmt.Errorf("exec stream: %w", werr)
 		}
 	}
 }
