@@ -161,7 +161,7 @@ func cmdFmt(e *env, args []string) error {
 		unformatted++
 		fmt.Fprintln(e.stdout, n)
 		if !*check {
-			if err := writeFileAtomic(n, out); err != nil {
+			if err := rewriteFile(n, out); err != nil {
 				return err
 			}
 		}
@@ -172,28 +172,13 @@ func cmdFmt(e *env, args []string) error {
 	return nil
 }
 
-func writeFileAtomic(name string, b []byte) error {
+// rewriteFile replaces a file's content, keeping its mode.
+func rewriteFile(name string, b []byte) error {
 	fi, err := os.Stat(name)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), ".fmt-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return writeFileAtomic(name, b, fi.Mode().Perm(), false)
 }
 
 // savedPlan is the file 'plan -out' writes and 'apply FILE' reads.

@@ -386,25 +386,31 @@ func (e *env) save(s settings) error {
 	if err != nil {
 		return err
 	}
-	if err := writeWhole(p, append(b, '\n'), true); err != nil {
+	if err := writeSetting(p, append(b, '\n'), true); err != nil {
 		return err
 	}
 	return e.setCurrent(cur)
 }
 
-// writeWhole writes a file of mode 0600 through a new file renamed over
-// it, so that a reader sees the old content or the new; with flush, the
-// new content is on the disk before the rename.
-func writeWhole(p string, b []byte, flush bool) error {
+// writeSetting writes one of the CLI's files (mode 0600), making its
+// folder if need be.
+func writeSetting(p string, b []byte, flush bool) error {
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return err
 	}
+	return writeFileAtomic(p, b, 0o600, flush)
+}
+
+// writeFileAtomic writes a file of the mode through a new file renamed
+// over it, so that a reader sees the old content or the new; with flush,
+// the new content is on the disk before the rename.
+func writeFileAtomic(p string, b []byte, mode os.FileMode, flush bool) error {
 	f, err := os.CreateTemp(filepath.Dir(p), "."+filepath.Base(p)+"-*")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(f.Name())
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(mode); err != nil {
 		f.Close()
 		return err
 	}
@@ -479,7 +485,7 @@ func (e *env) setCurrent(name string) error {
 	if name != "" {
 		name += "\n"
 	}
-	return writeWhole(p, []byte(name), false)
+	return writeSetting(p, []byte(name), false)
 }
 
 // connect resolves a box argument ("current" too) and returns a client.

@@ -40,14 +40,19 @@ func TestCurrentBoxBesideTheSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	vars := map[string]string{"PADDOCK_CONFIG_DIR": dir}
+	call := func(args ...string) (string, int) {
+		var out strings.Builder
+		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		code := run(e, args)
+		return strings.TrimSpace(out.String()), code
+	}
 	paddock := func(args ...string) string {
 		t.Helper()
-		var out, errb strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
-		if code := run(e, args); code != 0 {
-			t.Fatalf("paddock %s: exit %d, %s", strings.Join(args, " "), code, errb.String())
+		out, code := call(args...)
+		if code != 0 {
+			t.Fatalf("paddock %s: exit %d, %s", strings.Join(args, " "), code, out)
 		}
-		return strings.TrimSpace(out.String())
+		return out
 	}
 	same := func() {
 		t.Helper()
@@ -61,10 +66,8 @@ func TestCurrentBoxBesideTheSettings(t *testing.T) {
 	}
 	paddock("rm", "old")
 	same()
-	var out strings.Builder
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
-	if code := run(e, []string{"current"}); code == 0 {
-		t.Fatalf("a removed current box is still current: %q", out.String())
+	if out, code := call("current"); code == 0 {
+		t.Fatalf("a removed current box is still current: %q", out)
 	}
 	paddock("new", "--name", "web")
 	same()
