@@ -64,11 +64,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	apiNew := func(name, typ string) {
 		_, err := c.CreateBox(ctx, api.BoxPost{Name: name, Type: typ})
 		check(err)
-		code, err := c.Exec(ctx, name, api.ExecPost{Cmd: []string{"true"}}, client.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
-		check(err)
-		if code != 0 {
-			check(fmt.Errorf("exec true in %s: exit %d", name, code))
-		}
+		apiExecTrue(c, name)
 	}
 	var rows []row
 	runs := max(n*2, 10)
@@ -98,6 +94,15 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 		row{"new + first exec, warm pool, API" + with, warm, dk},
 		row{"new + first exec, cold, API" + with, cold, dk})
 	return rows
+}
+
+// apiExecTrue runs exec true in a box through the API, as the SDKs do.
+func apiExecTrue(c *client.Client, box string) {
+	code, err := c.Exec(context.Background(), box, api.ExecPost{Cmd: []string{"true"}}, client.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+	check(err)
+	if code != 0 {
+		check(fmt.Errorf("exec true in %s: exit %d", box, code))
+	}
 }
 
 // rawCreate is what a box is, made by hand: the same container on the box

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,8 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -76,13 +72,7 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 		row.exec = timeIt(n*6, nil, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
 		row.rawExec = timeIt(n*6, nil, func(int) { r.docker("exec", d.Instance+"-s00", "true") }, nil)
 		c := d.Client()
-		row.apiExec = timeIt(n*6, nil, func(int) {
-			code, err := c.Exec(context.Background(), "s00", api.ExecPost{Cmd: []string{"true"}}, client.ExecIO{Stdout: io.Discard, Stderr: io.Discard})
-			if err == nil && code != 0 {
-				err = fmt.Errorf("exec true in s00: exit %d", code)
-			}
-			check(err)
-		}, nil)
+		row.apiExec = timeIt(n*6, nil, func(int) { apiExecTrue(c, "s00") }, nil)
 		row.execPaced = timeIt(n*2, func(int) { time.Sleep(time.Second) }, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
 		row.policy = timeIt(n*2, nil, func(i int) {
 			pol := "deny-all"
