@@ -48,7 +48,8 @@ type Box struct {
 	// its disk use passed its type's disk_gib. Cleared when it starts.
 	Note string `json:"note,omitempty"`
 	// Docker is how the box's own Docker engine is, on a running box asked
-	// for by name with ?detail=1: "up", "starting", "failed: WHY", or "off"
+	// for by name with ?detail=1: "ready" (an engine with no containers:
+	// it starts on first use), "starting", "up", "failed: WHY", or "off"
 	// (its runtime does not allow one).
 	Docker string `json:"docker,omitempty"`
 }

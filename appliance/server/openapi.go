@@ -32,7 +32,7 @@ var ops = map[string]openapi.Op{
 	"DELETE /v1/secrets/{name}":             {Tag: "account", Summary: "Remove a secret", Status: 204},
 	"GET /v1/boxes":                         {Tag: "boxes", Summary: "The boxes the caller sees", Response: []api.Box{}},
 	"POST /v1/boxes":                        {Tag: "boxes", Summary: "Create a box (declared, then reconciled; answers once it runs or failed)", Request: api.BoxPost{}, Response: api.Box{}, Status: 201},
-	"GET /v1/boxes/{name}":                  {Tag: "boxes", Summary: "One box", Response: api.Box{}, Query: [][2]string{{"detail", "1: also ask the box whether its Docker engine is up"}}},
+	"GET /v1/boxes/{name}":                  {Tag: "boxes", Summary: "One box", Response: api.Box{}, Query: [][2]string{{"detail", "1: also ask the box how its Docker engine is (ready, up, ...)"}}},
 	"DELETE /v1/boxes/{name}":               {Tag: "boxes", Summary: "Remove a box, its /var/lib/docker and snapshots; drives stay", Status: 204},
 	"POST /v1/boxes/{name}/stop":            {Tag: "boxes", Summary: "Snapshot the box's filesystem, then stop it", Response: api.Box{}},
 	"POST /v1/boxes/{name}/start":           {Tag: "boxes", Summary: "Start a stopped box; its TTL starts again", Response: api.Box{}},

@@ -114,8 +114,9 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	if b.Status != "running" {
 		return ""
 	}
-	// paddock-init writes /run/paddock-docker once the engine answered or
-	// gave up; PADDOCK_DOCKER says whether it was to start one at all.
+	// paddock-init writes /run/paddock-docker once the engine waits for
+	// its first use, answered or gave up; PADDOCK_DOCKER says whether it
+	// was to start one at all.
 	probe := `cat /run/paddock-docker 2>/dev/null || { [ "${PADDOCK_DOCKER:-}" = 1 ] && echo starting || echo off; }`
 	spec, err := s.CheckExec(b.Name, api.ExecPost{Cmd: []string{"sh", "-c", probe}})
 	if err != nil {

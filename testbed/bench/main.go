@@ -160,8 +160,8 @@ func main() {
 	d.Env = []string{"PADDOCK_LOG_LEVEL=" + *logLevel, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}
 	if *scale {
-		// Boxes run their own Docker engine, as Sysbox lets them in
-		// production (runc boxes here), so that their memory counts it.
+		// Boxes have their own Docker engine, as Sysbox lets them in
+		// production (runc boxes here), so that what it costs counts.
 		d.Env = append(d.Env, "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true")
 	}
 	if err := d.Start(); err != nil {
@@ -185,8 +185,8 @@ func main() {
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}
 	var rows []row
 	if *scale {
-		rows, desk := benchScale(r, d, work, *n, []int{1, 10, 50})
-		printScale(rows, desk)
+		rows, extra := benchScale(r, d, work, *n, []int{1, 10, 50})
+		printScale(rows, extra)
 		return
 	}
 	if *section == "all" || *section == "policies" {

@@ -34,10 +34,10 @@ type scaleRow struct {
 // benchScale grows one Boxfile project of boxes without desktops to each
 // size in turn (applying it) and measures, at that size: a no-change plan,
 // one more box made and used, an exec round trip, a policy change, the
-// memory of paddockd and of the boxes (each running its own Docker
-// engine, as in production). Then the memory of one idle box with a
-// desktop.
-func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) ([]scaleRow, int64) {
+// memory of paddockd and of the boxes (each with its own Docker engine
+// ready, as in production: an engine with no containers starts on first
+// use). Then one idle box with a desktop, and one whose engine was used.
+func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) ([]scaleRow, scaleExtra) {
 	dir := filepath.Join(work, "scale")
 	os.MkdirAll(dir, 0o755)
 	file := filepath.Join(dir, "Boxfile.hcl")
@@ -92,23 +92,46 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 	}
 	r.paddock("destroy", "-f", file, "--auto-approve")
 
+	var x scaleExtra
 	r.paddock("new", "--name", "deskmem", "--desktop")
 	r.paddock("screenshot", "deskmem", "-o", filepath.Join(work, "deskmem.png")) // the desktop is up
 	time.Sleep(5 * time.Second)                                                  // and settled
-	desk := boxMemory([]string{d.Instance + "-deskmem"})
+	x.desk = boxMemory([]string{d.Instance + "-deskmem"})
 	r.paddock("rm", "deskmem")
-	return rows, desk
+
+	// Docker's first use starts the box's engine; the second finds it up.
+	r.paddock("new", "--name", "dockmem")
+	settleBoxes(r, []string{d.Instance + "-dockmem"})
+	x.dockerIdle = boxMemory([]string{d.Instance + "-dockmem"})
+	start := time.Now()
+	r.paddock("exec", "dockmem", "--", "docker", "info")
+	x.dockerFirst = time.Since(start)
+	start = time.Now()
+	r.paddock("exec", "dockmem", "--", "docker", "info")
+	x.dockerNext = time.Since(start)
+	time.Sleep(5 * time.Second)
+	x.dockerUp = boxMemory([]string{d.Instance + "-dockmem"})
+	r.paddock("rm", "dockmem")
+	return rows, x
 }
 
-// settleBoxes waits until every box's own engine has answered (paddock-init
-// writes /run/paddock-docker once it has, or given up), then 5 s more for
-// what an engine does just after its start; it returns how long that took.
+// scaleExtra is what -scale measures on one box after the sizes.
+type scaleExtra struct {
+	desk                    int64         // an idle box with a desktop
+	dockerIdle, dockerUp    int64         // a box before its engine's first use, and after
+	dockerFirst, dockerNext time.Duration // docker info through the CLI: the first (starts the engine), the next
+}
+
+// settleBoxes waits until every box's own engine waits for its first use
+// or has answered (paddock-init writes /run/paddock-docker then, or when
+// it gave up), then 5 s more for what a box does just after its start; it
+// returns how long that took.
 func settleBoxes(r *runner, names []string) time.Duration {
 	start := time.Now()
 	for _, name := range names {
 		for {
 			out, _ := exec.Command("docker", "exec", name, "cat", "/run/paddock-docker").Output()
-			if s := strings.TrimSpace(string(out)); s == "up" || strings.HasPrefix(s, "failed") {
+			if s := strings.TrimSpace(string(out)); s == "ready" || s == "up" || strings.HasPrefix(s, "failed") {
 				break
 			}
 			if time.Since(start) > 5*time.Minute {
@@ -201,10 +224,10 @@ func cgroupMemory(pid string) int64 {
 	return 0
 }
 
-func printScale(rows []scaleRow, desk int64) {
+func printScale(rows []scaleRow, x scaleExtra) {
 	mib := func(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	fmt.Printf("\nScale: idle boxes without desktops (each with its Docker engine), one Boxfile project\n\n")
+	fmt.Printf("\nScale: idle boxes without desktops (each with its Docker engine ready for first use), one Boxfile project\n\n")
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "boxes\tapply, per box added\tidle CPU busy\tplan (no change)\tnew + first exec\texec true\tthrough the API\tdocker exec\texec, 1 s apart\tpolicy set\tpaddockd RSS\tbox memory, mean\t")
 	for _, r := range rows {
@@ -221,5 +244,7 @@ func printScale(rows []scaleRow, desk int64) {
 		fit := int64(24<<30) / max(last.boxMemMean, 1)
 		fmt.Printf("idle boxes without a desktop that 24 GiB holds at %s each: %d (goal: 50 comfortably)\n", mib(last.boxMemMean), fit)
 	}
-	fmt.Printf("one idle box with a desktop: %s\n", mib(desk))
+	fmt.Printf("one idle box with a desktop: %s\n", mib(x.desk))
+	fmt.Printf("one idle box before its Docker engine's first use: %s; after (engine up): %s\n", mib(x.dockerIdle), mib(x.dockerUp))
+	fmt.Printf("docker info through the CLI: first use (starts the engine) %s, the next %s\n", ms(x.dockerFirst), ms(x.dockerNext))
 }
