@@ -6,7 +6,7 @@
 // trip.
 //
 //	go run ./testbed/bench [-n 5] [-big-n 3]
-//	go run ./testbed/bench -scale    # at 1, 10 and 50 idle boxes
+//	go run ./testbed/bench -scale    # at 1, 10, 50 and again 1 idle boxes
 //	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //
 // It needs root and the testbed engine and image (it makes them if missing),
@@ -185,7 +185,7 @@ func main() {
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}
 	var rows []row
 	if *scale {
-		rows, extra := benchScale(r, d, work, *n, []int{1, 10, 50})
+		rows, extra := benchScale(r, d, work, *n, []int{1, 10, 50, 1})
 		printScale(rows, extra)
 		return
 	}

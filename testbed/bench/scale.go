@@ -17,7 +17,7 @@ import (
 // and running.
 type scaleRow struct {
 	boxes      int
-	applyEach  time.Duration // the apply that added them, per box added
+	applyEach  time.Duration // the apply that added them, per box added (0: it removed boxes)
 	plan       sample        // a plan with nothing to change
 	create     sample        // one more box: new + first exec (+ rm, untimed)
 	exec       sample        // exec true round trip
@@ -31,8 +31,8 @@ type scaleRow struct {
 	settle     time.Duration
 }
 
-// benchScale grows one Boxfile project of boxes without desktops to each
-// size in turn (applying it) and measures, at that size: a no-change plan,
+// benchScale grows (or shrinks) one Boxfile project of boxes without
+// desktops to each size in turn (applying it) and measures, at that size: a no-change plan,
 // one more box made and used, an exec round trip, a policy change, the
 // memory of paddockd and of the boxes (each with its own Docker engine
 // ready, as in production: an engine with no containers starts on first
@@ -52,7 +52,10 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 		os.WriteFile(file, []byte(hcl.String()), 0o644)
 		start := time.Now()
 		r.paddock("apply", "-f", file, "--auto-approve")
-		row := scaleRow{boxes: size, applyEach: time.Since(start) / time.Duration(size-prev)}
+		row := scaleRow{boxes: size}
+		if size > prev {
+			row.applyEach = time.Since(start) / time.Duration(size-prev)
+		}
 		prev = size
 		var names []string
 		for i := 0; i < size; i++ {
@@ -231,18 +234,41 @@ func printScale(rows []scaleRow, x scaleExtra) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "boxes\tapply, per box added\tidle CPU busy\tplan (no change)\tnew + first exec\texec true\tthrough the API\tdocker exec\texec, 1 s apart\tpolicy set\tpaddockd RSS\tbox memory, mean\t")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.boxes, ms(r.applyEach), r.idleBusy*100, ms(r.plan.P50), ms(r.create.P50),
+		apply := "(removed)"
+		if r.applyEach > 0 {
+			apply = ms(r.applyEach)
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%.1f%%\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.boxes, apply, r.idleBusy*100, ms(r.plan.P50), ms(r.create.P50),
 			ms(r.exec.P50), ms(r.apiExec.P50), ms(r.rawExec.P50), ms(r.execPaced.P50), ms(r.policy.P50), mib(r.daemonRSS), mib(r.boxMemMean))
 	}
 	tw.Flush()
-	if len(rows) > 1 {
-		first, last := rows[0], rows[len(rows)-1]
-		ratio := func(f func(scaleRow) sample) float64 { return float64(f(last).P50) / float64(f(first).P50) }
-		fmt.Printf("\nexec round trip at %d boxes / at %d: %.2f (goal ≤ 1.2); through the API: %.2f; 1 s apart: %.2f; docker exec on the same machine: %.2f\n", last.boxes, first.boxes,
-			ratio(func(r scaleRow) sample { return r.exec }), ratio(func(r scaleRow) sample { return r.apiExec }),
-			ratio(func(r scaleRow) sample { return r.execPaced }), ratio(func(r scaleRow) sample { return r.rawExec }))
-		fit := int64(24<<30) / max(last.boxMemMean, 1)
-		fmt.Printf("idle boxes without a desktop that 24 GiB holds at %s each: %d (goal: 50 comfortably)\n", mib(last.boxMemMean), fit)
+	// The largest size against the smallest: measured before the growth
+	// and again after the shrink, so that the machine's own drift over
+	// the minutes between shows (the engine's docker exec moves with it).
+	var peak scaleRow
+	var small []scaleRow
+	for _, r := range rows {
+		if r.boxes > peak.boxes {
+			peak = r
+		}
+		if r.boxes == rows[0].boxes {
+			small = append(small, r)
+		}
+	}
+	if peak.boxes > rows[0].boxes {
+		fmt.Println()
+		for i, s := range small {
+			when := "before"
+			if i > 0 {
+				when = "after"
+			}
+			ratio := func(f func(scaleRow) sample) float64 { return float64(f(peak).P50) / float64(f(s).P50) }
+			fmt.Printf("exec round trip at %d boxes / at %d %s: %.2f (goal ≤ 1.2); through the API: %.2f; 1 s apart: %.2f; docker exec on the same machine: %.2f\n", peak.boxes, s.boxes, when,
+				ratio(func(r scaleRow) sample { return r.exec }), ratio(func(r scaleRow) sample { return r.apiExec }),
+				ratio(func(r scaleRow) sample { return r.execPaced }), ratio(func(r scaleRow) sample { return r.rawExec }))
+		}
+		fit := int64(24<<30) / max(peak.boxMemMean, 1)
+		fmt.Printf("idle boxes without a desktop that 24 GiB holds at %s each: %d (goal: 50 comfortably)\n", mib(peak.boxMemMean), fit)
 	}
 	fmt.Printf("one idle box with a desktop: %s\n", mib(x.desk))
 	fmt.Printf("one idle box before its Docker engine's first use: %s; after (engine up): %s\n", mib(x.dockerIdle), mib(x.dockerUp))
