@@ -276,7 +276,9 @@ func (s *Spooled) Close() error {
 // Pack writes the tree at src as a tar stream. A directory's contents are
 // packed relative to it; a single file is packed under its base name.
 // Symlinks are packed as links, and one that points outside src is an error
-// (the receiving side would refuse it anyway).
+// (the receiving side would refuse it anyway). Every packer writes a file
+// with more names in the tree (hard links) once: its later names are hard
+// link entries to the first, as the engine's copies write them.
 func Pack(w io.Writer, src string) error {
 	return pack(w, src, false, true)
 }
@@ -306,16 +308,16 @@ func pack(w io.Writer, src string, named, judge bool) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	tw := tar.NewWriter(bw)
+	p := packer{tw: tar.NewWriter(bw), judge: judge, names: map[fileKey]string{}}
 	if !info.IsDir() {
-		err = packOne(tw, src, info.Name(), info, judge)
+		err = p.one(src, info.Name(), info)
 	} else if named {
-		err = walkPack(tw, src, filepath.Base(src), judge)
+		err = p.walk(src, filepath.Base(src))
 	} else {
-		err = walkPack(tw, src, "", judge)
+		err = p.walk(src, "")
 	}
 	if err == nil {
-		err = tw.Close()
+		err = p.tw.Close()
 	}
 	if err != nil {
 		return err
@@ -323,10 +325,20 @@ func pack(w io.Writer, src string, named, judge bool) error {
 	return bw.Flush()
 }
 
-// walkPack writes the tree under the folder src, each entry named under
+// packer writes entries to tw; judge refuses a symlink out of the tree.
+type packer struct {
+	tw    *tar.Writer
+	judge bool
+	names map[fileKey]string // the first name of each file with more than one
+}
+
+// fileKey is a file's identity on this machine: its device and inode.
+type fileKey struct{ dev, ino uint64 }
+
+// walk writes the tree under the folder src, each entry named under
 // under (src itself as under/), or relative to src when under is "" (src
 // itself left out).
-func walkPack(tw *tar.Writer, src, under string, judge bool) error {
+func (pk *packer) walk(src, under string) error {
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -343,12 +355,14 @@ func walkPack(tw *tar.Writer, src, under string, judge bool) error {
 		if err != nil {
 			return err
 		}
-		return packOne(tw, p, name, fi, judge)
+		return pk.one(p, name, fi)
 	})
 }
 
-// packOne writes one entry; judge refuses a symlink out of the tree.
-func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo, judge bool) error {
+// one writes one entry: a regular file whose other name came first as a
+// hard link to that name.
+func (pk *packer) one(p, name string, fi fs.FileInfo) error {
+	tw, judge := pk.tw, pk.judge
 	link := ""
 	if fi.Mode()&fs.ModeSymlink != 0 {
 		l, err := os.Readlink(p)
@@ -379,6 +393,13 @@ func packOne(tw *tar.Writer, p, name string, fi fs.FileInfo, judge bool) error {
 		// (times to the second) unless a name or size needs more, so
 		// that simple readers of a pull's tar see each name first.
 		h.AccessTime, h.ChangeTime = time.Time{}, time.Time{}
+	}
+	if key, ok := hardLinked(fi); ok {
+		if first, ok := pk.names[key]; ok {
+			h.Typeflag, h.Linkname, h.Size = tar.TypeLink, first, 0
+			return tw.WriteHeader(h)
+		}
+		pk.names[key] = name
 	}
 	if err := tw.WriteHeader(h); err != nil {
 		return err

@@ -58,6 +58,16 @@ func MergeBlocked(src, dst string) (string, error) {
 // without waiting for a writer should it have become a pipe.
 const openFlags = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
+// hardLinked gives the identity of a regular file that has more than one
+// name, so that pack writes its later names as links to its first.
+func hardLinked(fi fs.FileInfo) (fileKey, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || !fi.Mode().IsRegular() || st.Nlink < 2 {
+		return fileKey{}, false
+	}
+	return fileKey{dev: uint64(st.Dev), ino: uint64(st.Ino)}, true
+}
+
 func exists(p string) bool {
 	_, err := os.Lstat(p)
 	return err == nil

@@ -276,6 +276,61 @@ func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
 	}
 }
 
+// A file with two names in the tree travels once, its second name as a
+// hard link to the first (as the engine's copies write it), with every
+// packer; unpacked, the two names are one file again.
+func TestPackersKeepHardLinks(t *testing.T) {
+	src := filepath.Join(t.TempDir(), "proj")
+	tree(t, src, map[string]string{"a/big": "contents", "solo": "s"})
+	if err := os.Link(filepath.Join(src, "a", "big"), filepath.Join(src, "same")); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		pack  func(io.Writer, string) error
+		first string // the name the file is written under first (the walk is in lexical order)
+		strip int    // what an unpack of it drops
+	}{
+		"Pack":         {Pack, "a/big", 0},
+		"PackContents": {PackContents, "a/big", 0},
+		"PackTree":     {PackTree, "proj/a/big", 1},
+	} {
+		var b strings.Builder
+		if err := c.pack(&b, src); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		links, bodies := 0, 0
+		tr := tar.NewReader(strings.NewReader(b.String()))
+		for {
+			h, err := tr.Next()
+			if err != nil {
+				break
+			}
+			body, _ := io.ReadAll(tr)
+			if string(body) == "contents" {
+				bodies++
+			}
+			if h.Typeflag == tar.TypeLink {
+				links++
+				if h.Linkname != c.first || h.Size != 0 {
+					t.Fatalf("%s: %s links to %q (size %d), want %q", name, h.Name, h.Linkname, h.Size, c.first)
+				}
+			}
+		}
+		if links != 1 || bodies != 1 {
+			t.Fatalf("%s: the contents were written %d times, with %d hard link entries; want once, and one", name, bodies, links)
+		}
+		dst := t.TempDir()
+		if err := Unpack(strings.NewReader(b.String()), dst, c.strip); err != nil {
+			t.Fatalf("%s: unpack: %v", name, err)
+		}
+		x, err1 := os.Stat(filepath.Join(dst, "a", "big"))
+		y, err2 := os.Stat(filepath.Join(dst, "same"))
+		if err1 != nil || err2 != nil || !os.SameFile(x, y) {
+			t.Fatalf("%s: unpacked, a/big and same are not one file (%v, %v)", name, err1, err2)
+		}
+	}
+}
+
 // A file swapped for a pipe (or a symlink) after the walk looked at it is
 // not read: no wait for a writer, no following.
 func TestPackDoesNotReadWhatWasSwappedIn(t *testing.T) {
@@ -296,7 +351,8 @@ func TestPackDoesNotReadWhatWasSwappedIn(t *testing.T) {
 			t.Fatal(err)
 		}
 		done := make(chan error, 1)
-		go func() { done <- packOne(tar.NewWriter(io.Discard), p, "f", fi, false) }()
+		pk := packer{tw: tar.NewWriter(io.Discard), names: map[fileKey]string{}}
+		go func() { done <- pk.one(p, "f", fi) }()
 		select {
 		case err := <-done:
 			if err == nil {
