@@ -250,15 +250,7 @@ func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := map[string]string{}
-		tr := tar.NewReader(strings.NewReader(b.String()))
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			body, _ := io.ReadAll(tr)
-			got[h.Name] = string(body) + h.Linkname
-		}
+		eachEntry(b.String(), func(h *tar.Header, body string) { got[h.Name] = body + h.Linkname })
 		return got
 	}
 	want := map[string]string{"proj/": "", "proj/a.txt": "a", "proj/sub/": "", "proj/sub/b.txt": "b", "proj/out": "/etc/passwd", "proj/empty/": ""}
@@ -273,6 +265,20 @@ func TestPackTreeNamesAsTheEngineDoes(t *testing.T) {
 	PackTree(&b, filepath.Join(src, "a.txt"))
 	if !strings.HasPrefix(b.String(), "a.txt\x00") {
 		t.Fatalf("PackTree(file) starts %q, not with a plain header naming it", b.String()[:16])
+	}
+}
+
+// eachEntry calls fn with each entry of the tar stream in s, up to its end
+// or the first error.
+func eachEntry(s string, fn func(h *tar.Header, body string)) {
+	tr := tar.NewReader(strings.NewReader(s))
+	for {
+		h, err := tr.Next()
+		if err != nil {
+			return
+		}
+		body, _ := io.ReadAll(tr)
+		fn(h, string(body))
 	}
 }
 
@@ -299,14 +305,8 @@ func TestPackersKeepHardLinks(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		links, bodies := 0, 0
-		tr := tar.NewReader(strings.NewReader(b.String()))
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			body, _ := io.ReadAll(tr)
-			if string(body) == "contents" {
+		eachEntry(b.String(), func(h *tar.Header, body string) {
+			if body == "contents" {
 				bodies++
 			}
 			if h.Typeflag == tar.TypeLink {
@@ -315,7 +315,7 @@ func TestPackersKeepHardLinks(t *testing.T) {
 					t.Fatalf("%s: %s links to %q (size %d), want %q", name, h.Name, h.Linkname, h.Size, c.first)
 				}
 			}
-		}
+		})
 		if links != 1 || bodies != 1 {
 			t.Fatalf("%s: the contents were written %d times, with %d hard link entries; want once, and one", name, bodies, links)
 		}
