@@ -125,6 +125,31 @@ func TestKeepWarm(t *testing.T) {
 	run("true")
 	settles(1, "after a restart of the box")
 
+	// The program killed in the box while it runs a command: that
+	// command's exit code is lost, and the error says so; the next
+	// command runs.
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		defer cancel()
+		_, err := d.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"sh", "-c", "{ " + warm + "; } >/tmp/how; sleep 30"}})
+		done <- err
+	}()
+	for i := 0; raw(t, "docker", "exec", ctr, "sh", "-c", "pgrep -fx 'sleep 30' || true") == ""; i++ {
+		if i == 100 {
+			t.Fatal("the command did not start")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := raw(t, "docker", "exec", ctr, "cat", "/tmp/how"); got != "warm\n" {
+		t.Fatalf("the command to be cut off ran %q, want warm", got)
+	}
+	raw(t, "docker", "exec", ctr, "pkill", "-9", "-f", "# paddock: this box's commands")
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "its exit code is not known") {
+		t.Fatalf("a command whose warm exec was killed: %v, want its exit code said unknown", err)
+	}
+	run("true")
+
 	must(d.Close())
 	settles(0, "after Close")
 }

@@ -633,7 +633,7 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 			return -1, warmBroken, ctx.Err()
 		}
 		if err != nil {
-			return -1, warmBroken, fmt.Errorf("exec stream: %w", err)
+			return -1, warmBroken, fmt.Errorf("the box's warm exec ended while the command ran (killed in the box, or the box stopped); its exit code is not known: %w", err)
 		}
 		var werr error
 		switch t {
