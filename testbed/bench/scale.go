@@ -32,11 +32,12 @@ type scaleRow struct {
 }
 
 // benchScale grows (or shrinks) one Boxfile project of boxes without
-// desktops to each size in turn (applying it) and measures, at that size: a no-change plan,
-// one more box made and used, an exec round trip, a policy change, the
-// memory of paddockd and of the boxes (each with its own Docker engine
-// ready, as in production: an engine with no containers starts on first
-// use). Then one idle box with a desktop, and one whose engine was used.
+// desktops to each size in turn (applying it) and measures, at that size:
+// a no-change plan, one more box made and used, an exec round trip, a
+// policy change, the memory of paddockd and of the boxes (each with its
+// own Docker engine ready, as in production: an engine with no containers
+// starts on first use). Then one idle box with a desktop, and one whose
+// engine was used.
 func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) ([]scaleRow, scaleExtra) {
 	dir := filepath.Join(work, "scale")
 	os.MkdirAll(dir, 0o755)

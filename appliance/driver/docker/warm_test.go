@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 // scriptPeer runs warmScript on this machine and speaks its frames, as
@@ -26,19 +28,9 @@ type scriptPeer struct {
 
 func startScript(t *testing.T) *scriptPeer {
 	t.Helper()
-	reason := ""
-	if _, err := exec.LookPath("python3"); err != nil {
-		reason = "no python3 on this machine to run the warm exec's program"
-	} else if os.Getuid() != 0 {
-		reason = "the warm exec's program takes the command's user, which needs root"
-	}
-	if reason != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(reason)
-		}
-		t.Skip("SKIP: " + reason)
-	}
-	c := exec.Command("python3", "-c", warmScript, "0")
+	python := harness.Tool(t, "python3") // runs the warm exec's program
+	harness.NeedRoot(t, "the warm exec's program takes the command's user")
+	c := exec.Command(python, "-c", warmScript, "0")
 	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
