@@ -50,7 +50,8 @@ type Box struct {
 	// Docker is how the box's own Docker engine is, on a running box asked
 	// for by name with ?detail=1: "ready" (an engine with no containers:
 	// it starts on first use), "starting", "up", "failed: WHY", or "off"
-	// (its runtime does not allow one).
+	// (its runtime does not allow one). After a failure in a running box,
+	// WHY ends "the next docker command starts it again".
 	Docker string `json:"docker,omitempty"`
 }
 
