@@ -1,8 +1,10 @@
 // Command testlog turns `go test -json` on stdin into what plain `go test`
 // prints (each package's closing line, and the output of tests that fail),
-// and the e2e attacks' tally, then lists the tests that were skipped. With -no-skips it fails when any
-// was: CI uses it so that a missing tool cannot turn into a green run. It
-// exits non-zero when a test or package failed.
+// and the e2e attacks' tally, then lists the tests that were skipped and
+// the slowest tests (so that a CI run that grows says where). With
+// -no-skips it fails when any was skipped: CI uses it so that a missing
+// tool cannot turn into a green run. It exits non-zero when a test or
+// package failed.
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -20,34 +23,53 @@ type event struct {
 	Package string
 	Test    string
 	Output  string
+	Elapsed float64 // seconds, on pass and fail
 }
+
+// slowest is how many of the slowest tests the log lists (those of 5 s
+// or more).
+const slowest = 12
 
 func main() {
 	noSkips := flag.Bool("no-skips", false, "fail when a test was skipped")
 	flag.Parse()
+	os.Exit(run(os.Stdin, os.Stdout, *noSkips))
+}
+
+// run reads go test -json from in, writes the log to out and returns the
+// exit code.
+func run(in io.Reader, out io.Writer, noSkips bool) int {
 	buf := map[string][]string{} // output of a running test, by package and test
 	var skipped []string
+	type took struct {
+		name string
+		secs float64
+	}
+	var times []took
 	failed := false
-	sc := bufio.NewScanner(os.Stdin)
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			fmt.Println(sc.Text()) // build errors and such come as plain text
+			fmt.Fprintln(out, sc.Text()) // build errors and such come as plain text
 			continue
+		}
+		if (e.Action == "pass" || e.Action == "fail") && e.Test != "" && e.Elapsed >= 5 {
+			times = append(times, took{e.Package[strings.LastIndex(e.Package, "/")+1:] + "." + e.Test, e.Elapsed})
 		}
 		key := e.Package + " " + e.Test
 		switch {
 		case e.Action == "output" && e.Test == "":
-			fmt.Print(e.Output)
+			fmt.Fprint(out, e.Output)
 		case e.Action == "output":
 			buf[key] = append(buf[key], e.Output)
 			if strings.HasPrefix(e.Output, "attacks: ") {
-				fmt.Print(e.Output) // the e2e attacks' tally belongs in the log
+				fmt.Fprint(out, e.Output) // the e2e attacks' tally belongs in the log
 			}
 		case e.Action == "fail" && e.Test != "":
 			failed = true
-			fmt.Print(strings.Join(buf[key], ""))
+			fmt.Fprint(out, strings.Join(buf[key], ""))
 			delete(buf, key)
 		case e.Action == "fail":
 			failed = true
@@ -58,20 +80,31 @@ func main() {
 			delete(buf, key)
 		}
 	}
+	sort.Slice(times, func(i, j int) bool { return times[i].secs > times[j].secs })
+	if len(times) > slowest {
+		times = times[:slowest]
+	}
+	if len(times) > 0 {
+		fmt.Fprintf(out, "\nslowest tests (subtests count in their parents too):\n")
+		for _, t := range times {
+			fmt.Fprintf(out, "  %6.1fs  %s\n", t.secs, t.name)
+		}
+	}
 	sort.Strings(skipped)
 	if len(skipped) > 0 {
-		fmt.Printf("\n%d test(s) skipped:\n", len(skipped))
+		fmt.Fprintf(out, "\n%d test(s) skipped:\n", len(skipped))
 		for _, s := range skipped {
-			fmt.Println("  " + s)
+			fmt.Fprintln(out, "  "+s)
 		}
 	}
 	switch {
 	case failed:
-		os.Exit(1)
-	case *noSkips && len(skipped) > 0:
-		fmt.Println("testlog: tests were skipped, and this run may skip none")
-		os.Exit(1)
+		return 1
+	case noSkips && len(skipped) > 0:
+		fmt.Fprintln(out, "testlog: tests were skipped, and this run may skip none")
+		return 1
 	}
+	return 0
 }
 
 // lastLine is the last line a test printed that says why it skipped.
