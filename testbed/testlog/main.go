@@ -85,7 +85,7 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 		times = times[:slowest]
 	}
 	if len(times) > 0 {
-		fmt.Fprintf(out, "\nslowest tests (subtests count in their parents too):\n")
+		fmt.Fprintf(out, "\nslowest tests and subtests (a parent whose subtests run in parallel shows only its own time):\n")
 		for _, t := range times {
 			fmt.Fprintf(out, "  %6.1fs  %s\n", t.secs, t.name)
 		}
