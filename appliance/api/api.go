@@ -51,7 +51,8 @@ type Box struct {
 	// for by name with ?detail=1: "ready" (an engine with no containers:
 	// it starts on first use), "starting", "up", "failed: WHY", or "off"
 	// (its runtime does not allow one). After a failure in a running box,
-	// WHY ends "the next docker command starts it again".
+	// once a pause is over, WHY ends "the next docker command starts it
+	// again".
 	Docker string `json:"docker,omitempty"`
 }
 
