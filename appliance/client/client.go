@@ -18,6 +18,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -366,9 +367,17 @@ func (c *Client) Exec(ctx context.Context, box string, p api.ExecPost, streams E
 	defer stop()
 
 	fw := stream.NewWriter(conn)
+	// The end of input is sent only when the input really ended: one that
+	// failed to read (or to send) ends the exec with an error, so that the
+	// command never takes part of its input for the whole.
+	var inErr atomic.Value
 	go func() {
 		if streams.Stdin != nil {
-			io.Copy(fw.Stream(stream.Stdin), streams.Stdin)
+			if _, err := io.Copy(fw.Stream(stream.Stdin), streams.Stdin); err != nil {
+				inErr.Store(err)
+				conn.Close()
+				return
+			}
 		}
 		fw.Frame(stream.StdinEOF, nil)
 	}()
@@ -394,6 +403,9 @@ func (c *Client) Exec(ctx context.Context, box string, p api.ExecPost, streams E
 		if err != nil {
 			if ctx.Err() != nil {
 				return -1, ctx.Err()
+			}
+			if e, ok := inErr.Load().(error); ok {
+				return -1, fmt.Errorf("sending the command's input: %w (the command got part of it, and no end of input)", e)
 			}
 			return -1, fmt.Errorf("the connection to paddockd broke before the command ended (it may be restarting; the command may still be running in the box): %w", err)
 		}

@@ -687,13 +687,22 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 		d.initialSize(context.WithoutCancel(ctx), id, client.ConsoleSize{Height: uint(spec.Rows), Width: uint(spec.Cols)})
 	}
 
+	var cut atomic.Value // the error that cut the command's input short
 	if spec.Stdin != nil {
 		go func() {
-			io.Copy(att.Conn, spec.Stdin)
-			// End of input closes the command's stdin. A terminal has no
-			// such thing (only ^D, which the terminal itself carries), and
-			// the engine would stop the output with it.
-			if !spec.TTY {
+			_, err := io.Copy(att.Conn, spec.Stdin)
+			switch {
+			case err != nil:
+				cut.Store(err)
+				// Input cut short (its caller went away) is not an end
+				// of input: the command must not take what it got for the
+				// whole. The stream closes, and the output's copy ends
+				// with an error.
+				att.Conn.Close()
+			case !spec.TTY:
+				// End of input closes the command's stdin. A terminal has
+				// no such thing (only ^D, which the terminal itself
+				// carries), and the engine would stop the output with it.
 				att.CloseWrite()
 			}
 		}()
@@ -711,6 +720,9 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 		_, err = io.Copy(stdout, att.Reader)
 	} else {
 		_, err = stdcopy.StdCopy(stdout, stderr, att.Reader)
+	}
+	if err, ok := cut.Load().(error); ok {
+		return -1, inputCut(err)
 	}
 	if err != nil && ctx.Err() == nil {
 		return -1, fmt.Errorf("exec stream: %w", err)
@@ -735,6 +747,11 @@ func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachR
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// inputCut is the error of an exec whose input broke off before its end.
+func inputCut(err error) error {
+	return fmt.Errorf("the command's input was cut short (%v): it was not given an end of input, and its exit code is not reported", err)
 }
 
 // execTimer ends a command past its timeout: SIGTERM, and SIGKILL 5 s

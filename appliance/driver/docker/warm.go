@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -262,7 +263,8 @@ type warmExec struct {
 	buf []byte
 
 	mu    sync.Mutex // one frame at a time to the program
-	ended bool       // the current command has ended: send it nothing more
+	cmd   uint64     // the command being served: frames of any other are not sent
+	ended bool       // the command cmd has ended: send it nothing more
 }
 
 func newWarmExec(att client.ExecAttachResult) *warmExec {
@@ -300,12 +302,14 @@ func (s *stdoutOf) Read(p []byte) (int, error) {
 // maxFrame bounds a frame from the program (its output frames are 64 KiB).
 const maxFrame = 1 << 20
 
-// send writes one frame to the program; nothing once the command has ended
-// (errEnded), when ofCommand.
-func (w *warmExec) send(t byte, b []byte, ofCommand bool) error {
+// send writes one frame to the program. A frame of a command (of > 0) is
+// sent only while that command is the one served and has not ended
+// (errEnded): the input of a command that ended must never reach the next
+// one, whose input the program takes from the same stream.
+func (w *warmExec) send(t byte, b []byte, of uint64) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if ofCommand && w.ended {
+	if of > 0 && (of != w.cmd || w.ended) {
 		return errEnded
 	}
 	m := make([]byte, 5, 5+len(b))
@@ -581,11 +585,13 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 		return -1, warmNo, nil
 	}
 	w.mu.Lock()
+	w.cmd++
+	this := w.cmd
 	w.ended = false
 	w.mu.Unlock()
 	stop := context.AfterFunc(ctx, func() { w.att.Conn.Close() })
 	defer stop()
-	if err := w.send('r', b, false); err != nil {
+	if err := w.send('r', b, 0); err != nil {
 		return -1, warmGone, nil
 	}
 	m, _, err := w.recv()
@@ -607,21 +613,38 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 		w.mu.Unlock()
 	}
 	defer end()
+	var cut atomic.Value // the error that cut the command's input short
 	if spec.Stdin != nil {
+		// This goroutine may outlive the command (its input may end
+		// later, or never): its frames carry the command's identity, and
+		// once another command is served they are not sent.
 		go func() {
 			p := make([]byte, 32<<10)
 			for {
 				n, err := spec.Stdin.Read(p)
-				if n > 0 && w.send('i', p[:n], true) != nil {
+				if n > 0 && w.send('i', p[:n], this) != nil {
 					return
 				}
-				if err != nil {
-					w.send('c', nil, true)
+				switch {
+				case errors.Is(err, io.EOF):
+					w.send('c', nil, this)
+					return
+				case err != nil:
+					// Input cut short (its caller went away) is not an
+					// end of input: the command must not take what it got
+					// for the whole. The stream closes; the program sees
+					// its caller gone and is not served again.
+					w.mu.Lock()
+					if this == w.cmd && !w.ended {
+						cut.Store(err)
+						w.att.Conn.Close()
+					}
+					w.mu.Unlock()
 					return
 				}
 			}
 		}()
-	} else if err := w.send('c', nil, true); err != nil {
+	} else if err := w.send('c', nil, this); err != nil {
 		return -1, warmBroken, fmt.Errorf("the warm exec's stream: %w", err)
 	}
 	timedOut := startTimeout(spec.Timeout, w.signal)
@@ -631,6 +654,9 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 		t, b, err := w.recv()
 		if ctx.Err() != nil {
 			return -1, warmBroken, ctx.Err()
+		}
+		if err, ok := cut.Load().(error); ok {
+			return -1, warmBroken, inputCut(err)
 		}
 		if err != nil {
 			return -1, warmBroken, fmt.Errorf("the box's warm exec ended while the command ran (killed in the box, or the box stopped); its exit code is not known: %w", err)
