@@ -44,7 +44,8 @@ func TestCheck(t *testing.T) {
 		"symlink up":      {{name: "a/l", link: "../../etc", typ: tar.TypeSymlink}},
 		"hardlink out":    {{name: "h", link: "../x", typ: tar.TypeLink}},
 		"through symlink": {{name: "l", link: "d", typ: tar.TypeSymlink}, {name: "l/x", body: "x"}},
-		"device":          {{name: "dev", typ: tar.TypeChar}},
+		"char device":     {{name: "dev", typ: tar.TypeChar}},
+		"block device":    {{name: "blk", typ: tar.TypeBlock}},
 	}
 	for name, es := range bad {
 		if err := Check(mk(es...)); !errors.Is(err, ErrUnsafe) {

@@ -131,6 +131,10 @@ type Config struct {
 	ReconcileInterval time.Duration `koanf:"reconcile_interval"`
 	// DiskCheckInterval is how often boxes' disk use is measured (0: never).
 	DiskCheckInterval time.Duration `koanf:"disk_check_interval"`
+	// DiskGrace is the least time a box started again after being stopped
+	// for its disk has to free space before it is measured again (five
+	// checks, if that is longer).
+	DiskGrace time.Duration `koanf:"disk_grace"`
 	// LogLevel: debug, info, warn, error.
 	LogLevel string `koanf:"log_level"`
 	// Agents is the agent table: name → how it runs a task.
@@ -202,6 +206,7 @@ func Defaults() map[string]any {
 		"types.medium.disk_gib":       40,
 		"types.large.disk_gib":        80,
 		"disk_check_interval":         "2m",
+		"disk_grace":                  "1m",
 		"types.medium.cpus":           2.0,
 		"types.medium.memory_mib":     4096,
 		"types.large.cpus":            4.0,

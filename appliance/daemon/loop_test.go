@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// A burst of kicks is one run, and kicks never start runs closer than
-// kickGap: a box that dies as soon as it starts cannot spin the reconciler.
+// Kicks never start runs closer than kickGap (so a burst of kicks is one
+// run, and a box that dies as soon as it starts cannot spin the
+// reconciler), and no kick is lost: the last one is followed by a run.
+// Neither depends on how fast the machine is: a slower one makes fewer
+// runs, never closer ones.
 func TestLoopCoalescesAndSpacesKicks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -35,12 +38,22 @@ func TestLoopCoalescesAndSpacesKicks(t *testing.T) {
 		send()
 		time.Sleep(50 * time.Millisecond)
 	}
-	time.Sleep(kickGap + 500*time.Millisecond)
+	lastKick := time.Now()
+	send()
+	for i := 0; ; i++ {
+		mu.Lock()
+		served := len(runs) > 0 && runs[len(runs)-1].After(lastKick)
+		mu.Unlock()
+		if served {
+			break
+		}
+		if i == 600 {
+			t.Fatal("the last kick was not followed by a run within a minute")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(runs) < 2 || len(runs) > 3 {
-		t.Fatalf("%d runs for kicks over 3 s; want 2 or 3 (one per %s)", len(runs), kickGap)
-	}
 	for i := 1; i < len(runs); i++ {
 		if gap := runs[i].Sub(runs[i-1]); gap < kickGap {
 			t.Errorf("runs %d and %d were %s apart, under %s", i-1, i, gap, kickGap)

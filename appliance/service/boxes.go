@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -518,8 +519,8 @@ func (s *Service) ExpireTTLs(ctx context.Context) (time.Time, error) {
 }
 
 // diskGrace is how long a box started again after being stopped for its
-// disk has to free space: five checks, and at least a minute.
-func diskGrace(interval time.Duration) time.Duration { return max(5*interval, time.Minute) }
+// disk has to free space: five checks, and at least disk_grace.
+func diskGrace(cfg config.Config) time.Duration { return max(5*cfg.DiskCheckInterval, cfg.DiskGrace) }
 
 // CheckDisk measures what each running box has written and stops those
 // past their type's disk_gib, with a note that says why. It takes no
@@ -542,7 +543,8 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 		}
 		s.memMu.Lock()
 		started, grace := s.diskGrace[b.Name]
-		if grace && s.now().Sub(started) >= diskGrace(s.Cfg.DiskCheckInterval) {
+		graceOver := grace && s.now().Sub(started) >= diskGrace(s.Cfg)
+		if graceOver {
 			delete(s.diskGrace, b.Name)
 			grace = false
 		}
@@ -551,7 +553,11 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			continue
 		}
 		used, err := meter.DiskUsage(ctx, b.Key())
-		if err != nil || float64(used) <= limit*(1<<30) {
+		within := err == nil && float64(used) <= limit*(1<<30)
+		if graceOver && err == nil {
+			s.Log.Info("disk grace over", "box", b.Name, "bytes", used, "disk_gib", limit, "within", within)
+		}
+		if err != nil || within {
 			continue
 		}
 		note := fmt.Sprintf("stopped at %s: it had written %.2f GiB, past types.%s.disk_gib = %g; start it and free space, or give it a larger type",

@@ -52,7 +52,7 @@ func TestCheckDiskStopsABoxPastItsBound(t *testing.T) {
 	if b, _ := s.GetBox("big"); b.Status != "running" {
 		t.Fatalf("stopped again within its grace: %s %q", b.Status, b.Note)
 	}
-	s.Now = func() time.Time { return time.Now().Add(diskGrace(s.Cfg.DiskCheckInterval) + time.Second) }
+	s.Now = func() time.Time { return time.Now().Add(diskGrace(s.Cfg) + time.Second) }
 	if err := s.CheckDisk(ctx); err != nil {
 		t.Fatal(err)
 	}

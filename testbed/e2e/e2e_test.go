@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -149,6 +150,7 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 			"boxipv6":    cmdBoxIPv6,
 			"hostlisten": cmdHostListen,
 			"waitexec":   cmdWaitExec,
+			"waitlog":    cmdWaitLog,
 			"png":        cmdPNG,
 			"pngdiff":    cmdPNGDiff,
 			"boxnet":     cmdBoxNet,
@@ -206,6 +208,34 @@ func cmdWaitBox(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	ts.Fatalf("box %s not %s after %ss (last: %s)", args[0], args[1], args[2], last)
+}
+
+// waitlog SECONDS REGEXP: poll until a line of the daemon's log matches.
+func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: waitlog SECONDS REGEXP")
+	}
+	var secs int
+	fmt.Sscan(args[0], &secs)
+	re, err := regexp.Compile("(?m)" + args[1])
+	if err != nil {
+		ts.Fatalf("waitlog: %v", err)
+	}
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	for {
+		b, err := os.ReadFile(daemonOf(ts).LogPath())
+		if err != nil {
+			ts.Fatalf("waitlog: %v", err)
+		}
+		if m := re.Find(b); m != nil {
+			ts.Logf("log: %s", m)
+			return
+		}
+		if time.Now().After(deadline) {
+			ts.Fatalf("no line of the daemon's log matched %q after %ss", args[1], args[0])
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // eviltar FILE KIND: write a tar whose one bad entry is of KIND: dotdot,

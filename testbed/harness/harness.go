@@ -258,6 +258,9 @@ warm_pool = { small = 0 }
 # Bounds a test can reach quickly (bounds.txtar).
 job_log_max_mib = 1
 disk_check_interval = "2s"
+# A box started again after its disk bound is measured again after 10 s
+# (five checks), not a minute (bounds.txtar waits for it).
+disk_grace = "1s"
 [types.small]
 pids = 512
 disk_gib = 0

@@ -84,8 +84,13 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 	res := Result{Opts: o}
 	c := d.Client()
 	t0 := time.Now()
+	// Heavy requests (box creation, pushes) are paced within the server's
+	// bounds, so that every one of them must succeed on a machine of any
+	// speed.
+	pace := HeavyPacer()
 	var names []string
 	for i := 0; i < o.Boxes; i++ {
+		pace(ctx)
 		n := fmt.Sprintf("load%d", i)
 		if _, err := c.CreateBox(ctx, api.BoxPost{Name: n}); err != nil {
 			return res, fmt.Errorf("making box %s: %w", n, err)
@@ -187,6 +192,9 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 			defer wg.Done()
 			box := names[i%len(names)]
 			for n := 0; lctx.Err() == nil; n++ {
+				if pace(lctx); lctx.Err() != nil {
+					break
+				}
 				if err := c.Push(lctx, box, fmt.Sprintf("/config/load/p%d-%d", i, n%2), bytes.NewReader(payload.Bytes())); err != nil {
 					fail("push", err)
 					continue
