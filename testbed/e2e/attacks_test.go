@@ -50,6 +50,16 @@ func TestAttacks(t *testing.T) {
 		sort.Strings(names)
 		t.Logf("attacks held: %s", strings.Join(names, ", "))
 		fmt.Printf("attacks: %d tried, %d held\n", len(tried), len(held))
+		// Every script must reach its "held": one that loses the line
+		// (or ends before it) has shown nothing.
+		if len(tried) == 0 {
+			t.Error("no attack was tried")
+		}
+		for n := range tried {
+			if !held[n] {
+				t.Errorf("attack %s did not say it held", n)
+			}
+		}
 	})
 	testscript.Run(t, p)
 }
