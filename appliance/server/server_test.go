@@ -117,6 +117,7 @@ func TestErrorsMapToStatusAndField(t *testing.T) {
 		{"rm unknown drive", tok, "DELETE", "/v1/drives/nope", "", 404, "not_found", "", `no drive named "nope"`},
 		{"desktop ticket needs a token", "", "POST", "/v1/boxes/web/desktop", "", 401, "unauthorized", "", "no token"},
 		{"desktop ticket for an unknown box", tok, "POST", "/v1/boxes/nope/desktop", "", 404, "not_found", "", `no box named "nope"`},
+		{"a CIDR with host bits", tok, "POST", "/v1/policies", `{"name":"p","allow_cidrs":["10.1.2.3/16"]}`, 400, "invalid", "policy.p.allow_cidrs", "host bits are set; did you mean 10.1.0.0/16?"},
 		{"a JSON body over 1 MiB", tok, "POST", "/v1/boxes", `{"env":{"A":"` + strings.Repeat("x", 1<<20) + `"}}`, 400, "invalid", "", "over 1024 KiB"},
 	}
 	for _, tt := range tests {
@@ -130,6 +131,13 @@ func TestErrorsMapToStatusAndField(t *testing.T) {
 	// Nothing of the above declared anything.
 	if status, _ := call(t, ts, tok, "GET", "/v1/boxes", ""); status != 200 {
 		t.Fatal(status)
+	}
+	if status, e := call(t, ts, tok, "GET", "/v1/policies/p", ""); status != 404 && status != 405 {
+		t.Fatalf("a refused policy: %d %+v", status, e)
+	}
+	// The positive control: the same CIDR without host bits.
+	if status, e := call(t, ts, tok, "POST", "/v1/policies", `{"name":"p","allow_cidrs":["10.1.0.0/16"]}`); status != 201 {
+		t.Fatalf("a canonical CIDR: %d %+v", status, e)
 	}
 }
 

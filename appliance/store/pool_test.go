@@ -29,7 +29,9 @@ func TestPoolNamesAddressesAndTakes(t *testing.T) {
 	}
 	p1 := PoolBox{Key: "pool-1", UID: "u1", Type: "small", Image: "img", IP: "10.0.0.2", Created: now}
 	p2 := PoolBox{Key: "pool-2", UID: "u2", Type: "small", Image: "img", IP: "10.0.0.3", Created: now.Add(time.Second)}
-	p3 := PoolBox{Key: "pool-3", UID: "u3", Type: "medium", Image: "img", IP: "10.0.0.4", Created: now}
+	// The medium one is the oldest of all: a take that did not ask for
+	// the type would get it first.
+	p3 := PoolBox{Key: "pool-3", UID: "u3", Type: "medium", Image: "img", IP: "10.0.0.4", Created: now.Add(-time.Second)}
 	for _, p := range []PoolBox{p1, p2, p3} {
 		if err := declare(func(tx *Tx) error { return tx.AddPool(p) }); err != nil {
 			t.Fatal(err)
@@ -68,7 +70,7 @@ func TestPoolNamesAddressesAndTakes(t *testing.T) {
 		t.Fatalf("took a pool box without a desktop for one with: %v", err)
 	}
 	if got, err := take("small", false); err != nil || got.Key != "pool-1" {
-		t.Fatalf("took %s %v, want the oldest, pool-1", got.Key, err)
+		t.Fatalf("took %s %v, want the oldest small one, pool-1", got.Key, err)
 	}
 	// A claimed box keeps the key, and so does its tombstone.
 	claimed := Box{Name: "mine", Engine: "pool-1", Type: "small", Created: now}

@@ -23,6 +23,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -155,21 +156,22 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 			return nil
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"daemon":     cmdDaemon,
-			"waitbox":    cmdWaitBox,
-			"eviltar":    cmdEvilTar,
-			"rawpush":    cmdRawPush,
-			"engine":     cmdEngine,
-			"sleep":      cmdSleep,
-			"boxip":      cmdBoxIP,
-			"boxipv6":    cmdBoxIPv6,
-			"hostlisten": cmdHostListen,
-			"waitexec":   cmdWaitExec,
-			"waitlog":    cmdWaitLog,
-			"png":        cmdPNG,
-			"pngdiff":    cmdPNGDiff,
-			"boxnet":     cmdBoxNet,
-			"member":     cmdMember,
+			"daemon":      cmdDaemon,
+			"waitbox":     cmdWaitBox,
+			"eviltar":     cmdEvilTar,
+			"rawpush":     cmdRawPush,
+			"engine":      cmdEngine,
+			"sleep":       cmdSleep,
+			"boxip":       cmdBoxIP,
+			"boxipv6":     cmdBoxIPv6,
+			"hostlisten":  cmdHostListen,
+			"waitexec":    cmdWaitExec,
+			"waitlog":     cmdWaitLog,
+			"portforward": cmdPortForward,
+			"png":         cmdPNG,
+			"pngdiff":     cmdPNGDiff,
+			"boxnet":      cmdBoxNet,
+			"member":      cmdMember,
 		},
 	}
 }
@@ -251,6 +253,32 @@ func cmdWaitLog(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// portforward VAR: a port forward on this machine, as another program
+// could set one up: a DNAT of the box network's gateway address, on a
+// free port, to the test internet's web server, in an nftables table of
+// the test's own (removed when the script ends). VAR is the forwarded
+// address and port.
+func cmdPortForward(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 1 {
+		ts.Fatalf("usage: portforward VAR")
+	}
+	d := daemonOf(ts)
+	n, err := policies.NetworkFor(d.Instance, d.Subnet)
+	ts.Check(err)
+	addr, err := harness.FreeAddr()
+	ts.Check(err)
+	_, port, _ := net.SplitHostPort(addr)
+	table := "fwd-" + d.Instance
+	rules := fmt.Sprintf("table ip %s {\n chain pre {\n  type nat hook prerouting priority -100;\n  ip daddr %s tcp dport %s dnat to %s:80\n }\n}\n", table, n.Gateway, port, harness.InetWeb)
+	cmd := exec.Command("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		ts.Fatalf("portforward: %v\n%s", err, out)
+	}
+	ts.Defer(func() { exec.Command("nft", "delete", "table", "ip", table).Run() })
+	ts.Setenv(args[0], net.JoinHostPort(n.Gateway.String(), port))
 }
 
 // eviltar FILE KIND: write a tar whose one bad entry is of KIND: dotdot,
