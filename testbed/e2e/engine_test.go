@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -21,9 +22,32 @@ import (
 // their new ports, and the stopped one stays stopped. `paddock ls` says
 // so.
 //
-// It runs alone (no t.Parallel): every other test's boxes would stop too.
+// The engine restarted is one of the test's own (harness.OwnEngine, with
+// the small box image), never the machine's: nothing else that uses the
+// machine's engine is disturbed.
 func TestEngineRestart(t *testing.T) {
-	d, cli, must := daemonReconcilingEvery(t, "3s")
+	mini := imageTag(t, "mini")
+	dir, err := os.MkdirTemp("", "pdk-eng-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := harness.StartOwnEngine(dir, mini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so it runs last: after the daemon's cleanup.
+	t.Cleanup(func() { eng.Stop() })
+	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
+		d.Image = mini
+		d.Engine = eng.Host
+	})
+	n, err := policies.NetworkFor(d.Instance, d.Subnet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eng.Forward(n.Bridge); err != nil {
+		t.Fatal(err)
+	}
 	must("policy", "new", "only", "--allow-domain", "allowed.test")
 	must("new", "--name", "up", "--policy", "only")
 	must("new", "--name", "open")
@@ -36,7 +60,7 @@ func TestEngineRestart(t *testing.T) {
 		t.Helper()
 		reach := func(box, url string, want bool) {
 			t.Helper()
-			out, err := cli("exec", box, "--", "curl", "-sS", "-m", "3", url)
+			out, err := cli("exec", box, "--", "busybox", "wget", "-q", "-T", "3", "-O", "-", url)
 			if (err == nil) != want {
 				t.Errorf("%s: box %s reaching %s: err %v, want reached=%v\n%s", when, box, url, err, want, out)
 			}
@@ -49,7 +73,7 @@ func TestEngineRestart(t *testing.T) {
 	fenced("before the restart")
 
 	before := time.Now()
-	if err := harness.RestartEngine(); err != nil {
+	if err := eng.Restart(); err != nil {
 		t.Fatal(err)
 	}
 	back := time.Now()
@@ -132,11 +156,13 @@ func TestEngineEventsRepairAtOnce(t *testing.T) {
 // daemonReconcilingEvery starts a daemon whose reconciler runs every
 // interval, and gives the CLI against it: cli returns its output and
 // error, must fails the test on an error.
-func daemonReconcilingEvery(t *testing.T, interval string, env ...string) (*harness.Daemon, func(...string) (string, error), func(...string) string) {
+func daemonReconcilingEvery(t *testing.T, interval string, opts ...func(*harness.Daemon)) (*harness.Daemon, func(...string) (string, error), func(...string) string) {
 	t.Helper()
 	d := newDaemon(t, t.TempDir())
 	d.Config = fmt.Sprintf("reconcile_interval = %q\n", interval) + harness.TestConfig
-	d.Env = append(d.Env, env...)
+	for _, o := range opts {
+		o(d)
+	}
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +195,11 @@ func daemonReconcilingEvery(t *testing.T, interval string, env ...string) (*harn
 // containerState is what the engine says of a box's container: its
 // status ("absent" when there is none) and when it last started.
 func containerState(d *harness.Daemon, box string) (string, time.Time) {
-	out, err := exec.Command("docker", "inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance+"-"+box).Output()
+	args := []string{"inspect", "-f", "{{.State.Status}} {{.State.StartedAt}}", d.Instance + "-" + box}
+	if d.Engine != "" {
+		args = append([]string{"-H", d.Engine}, args...)
+	}
+	out, err := exec.Command("docker", args...).Output()
 	if err != nil {
 		return "absent", time.Time{}
 	}

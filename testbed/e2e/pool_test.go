@@ -103,7 +103,9 @@ func count(t *testing.T, db *sql.DB, query string) int {
 // declares; and the pool is full and ready again.
 func TestPoolClaimCrash(t *testing.T) {
 	const size, rounds = 3, 4
-	d, cli, _ := daemonReconcilingEvery(t, "3s", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))
+	d, cli, _ := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
+		d.Env = append(d.Env, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))
+	})
 	db := stateDB(t, d)
 	ready := func() {
 		waitFor(t, 2*time.Minute, "a full, ready warm pool", func() bool {

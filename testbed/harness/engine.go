@@ -1,81 +1,137 @@
 package harness
 
 import (
-	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
 
-// RestartEngine stops the Docker engine and starts it again, as an engine
-// upgrade or systemd's restart after a crash would: the engine stops the
-// containers it runs on the way down and starts none of them again (they
-// have no restart policy). Under systemd it asks systemd; otherwise it
-// sends dockerd SIGTERM and starts the same command line again, detached,
-// its output appended to /var/log/dockerd.log. It returns once the engine
-// answers again.
-func RestartEngine() error {
-	if exec.Command("systemctl", "is-active", "--quiet", "docker").Run() == nil {
-		if out, err := exec.Command("systemctl", "restart", "docker").CombinedOutput(); err != nil {
-			return fmt.Errorf("systemctl restart docker: %v: %s", err, out)
+// OwnEngine is a Docker engine of a test's own beside the machine's:
+// its own data root, exec root, socket and containerd, in this network
+// namespace, with no default bridge and no iptables rules of its own
+// (--iptables=false), so that stopping or restarting it disturbs nothing
+// else on the machine. Its boxes' bridge forwards through the machine's
+// firewall by the rules Forward adds.
+type OwnEngine struct {
+	Host string // unix://…, for DOCKER_HOST and paddockd's docker_host
+	dir  string
+	argv []string
+	cmd  *exec.Cmd
+	done chan struct{}
+	undo []func()
+}
+
+// StartOwnEngine starts an engine whose files live under dir (a path
+// short enough for its sockets), and loads images into it from the
+// machine's engine.
+func StartOwnEngine(dir string, images ...string) (*OwnEngine, error) {
+	for _, sub := range []string{"data", "exec"} {
+		if err := os.MkdirAll(dir+"/"+sub, 0o700); err != nil {
+			return nil, err
 		}
-		return waitEngine(60 * time.Second)
 	}
-	out, err := exec.Command("pidof", "dockerd").Output()
-	if err != nil {
-		return fmt.Errorf("no dockerd is running: %v", err)
+	e := &OwnEngine{Host: "unix://" + dir + "/docker.sock", dir: dir}
+	e.argv = []string{"dockerd", "--data-root", dir + "/data", "--exec-root", dir + "/exec",
+		"--pidfile", dir + "/dockerd.pid", "-H", e.Host, "--iptables=false", "--ip-masq=false", "--bridge=none"}
+	if err := e.start(); err != nil {
+		return nil, err
 	}
-	fields := strings.Fields(string(out))
-	if len(fields) != 1 {
-		return fmt.Errorf("want one dockerd, found pids %v", fields)
-	}
-	pid, _ := strconv.Atoi(fields[0])
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return err
-	}
-	argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		return err
-	}
-	deadline := time.Now().Add(90 * time.Second)
-	for syscall.Kill(pid, 0) == nil {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("dockerd (pid %d) did not stop within 90s", pid)
+	for _, img := range images {
+		load := exec.Command("sh", "-c", "docker save \"$1\" | docker -H \"$2\" load", "load", img, e.Host)
+		if out, err := load.CombinedOutput(); err != nil {
+			e.Stop()
+			return nil, fmt.Errorf("loading %s into the test's engine: %v: %s", img, err, out)
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
-	logf, err := os.OpenFile("/var/log/dockerd.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return e, nil
+}
+
+func (e *OwnEngine) start() error {
+	logf, err := os.OpenFile(e.dir+"/dockerd.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(e.argv[0], e.argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %v again: %v", argv, err)
+		return err
 	}
-	go cmd.Wait() // reaps it should it end while the tests run
-	return waitEngine(60 * time.Second)
-}
-
-func waitEngine(within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		var stderr bytes.Buffer
-		cmd := exec.Command("docker", "info", "--format", "{{.ServerVersion}}")
-		cmd.Stderr = &stderr
-		if cmd.Run() == nil {
-			return nil
+	e.cmd, e.done = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(e.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for exec.Command("docker", "-H", e.Host, "info", "--format", "{{.ServerVersion}}").Run() != nil {
+		select {
+		case <-e.done:
+			b, _ := os.ReadFile(e.dir + "/dockerd.log")
+			return fmt.Errorf("the test's engine exited at start:\n%s", b)
+		default:
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the engine did not answer within %s after its restart (see /var/log/dockerd.log): %s", within, strings.TrimSpace(stderr.String()))
+			return fmt.Errorf("the test's engine did not answer within 60s; see %s/dockerd.log", e.dir)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+	return nil
+}
+
+// stop ends the engine with SIGTERM, as systemd's stop does: it stops its
+// containers on the way down.
+func (e *OwnEngine) stop() error {
+	if e.cmd == nil {
+		return nil
+	}
+	e.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-e.done:
+	case <-time.After(90 * time.Second):
+		e.cmd.Process.Kill()
+		<-e.done
+		return errors.New("the test's engine did not stop within 90s")
+	}
+	e.cmd = nil
+	return nil
+}
+
+// Restart stops the engine and starts it again, as an upgrade or a crash
+// and systemd's restart would: it stops its containers on the way down and
+// starts none of them again. It returns once the engine answers again.
+func (e *OwnEngine) Restart() error {
+	if err := e.stop(); err != nil {
+		return err
+	}
+	return e.start()
+}
+
+// Forward lets the engine's bridge br forward through the machine's
+// firewall, as the machine's engine's own rules do for its bridges (the
+// DOCKER-USER chain, where it exists); Stop removes the rules.
+func (e *OwnEngine) Forward(br string) error {
+	if exec.Command("iptables", "-n", "-L", "DOCKER-USER").Run() != nil {
+		return nil // no engine rules that drop forwarded traffic
+	}
+	for _, dir := range []string{"-i", "-o"} {
+		rule := []string{"DOCKER-USER", dir, br, "-j", "ACCEPT"}
+		if out, err := exec.Command("iptables", append([]string{"-I"}, rule...)...).CombinedOutput(); err != nil {
+			return fmt.Errorf("iptables: %v: %s", err, out)
+		}
+		e.undo = append(e.undo, func() { exec.Command("iptables", append([]string{"-D"}, rule...)...).Run() })
+	}
+	return nil
+}
+
+// Stop stops the engine, removes its files and the rules Forward added.
+func (e *OwnEngine) Stop() error {
+	err := e.stop()
+	for _, u := range e.undo {
+		u()
+	}
+	e.undo = nil
+	exec.Command("umount", "-R", e.dir+"/data").Run()
+	os.RemoveAll(e.dir)
+	return err
 }

@@ -139,6 +139,9 @@ type Daemon struct {
 	Env []string
 	// Config is the TOML configuration file's content (default: TestConfig).
 	Config string
+	// Engine is the Docker engine's address (docker_host) when it is not
+	// the machine's (an OwnEngine's).
+	Engine string
 
 	cmd     *exec.Cmd
 	done    chan error
@@ -352,6 +355,9 @@ func (d *Daemon) start() error {
 		"--state-dir", d.StateDir, "--socket", d.Socket, "--listen", d.Listen,
 		"--instance", d.Instance, "--runtime", "runc", "--image", d.Image, "--log-level", "debug")
 	cmd.Env = append(os.Environ(), "PADDOCK_SUBNET="+d.Subnet, "PADDOCK_SSH_LISTEN="+d.SSH)
+	if d.Engine != "" {
+		cmd.Env = append(cmd.Env, "PADDOCK_DOCKER_HOST="+d.Engine)
+	}
 	if up := os.Getenv("PADDOCK_TEST_DNS_UPSTREAM"); up != "" {
 		cmd.Env = append(cmd.Env, "PADDOCK_DNS_UPSTREAM="+up)
 	}
