@@ -11,10 +11,12 @@ import (
 
 // OwnEngine is a Docker engine of a test's own beside the machine's:
 // its own data root, exec root, socket and containerd, in this network
-// namespace, with no default bridge and no iptables rules of its own
-// (--iptables=false), so that stopping or restarting it disturbs nothing
-// else on the machine. Its boxes' bridge forwards through the machine's
-// firewall by the rules Forward adds.
+// namespace, with a default bridge of its own (ownBridge, made here: an
+// engine told --bridge=none deletes docker0, the machine's engine's) and
+// no iptables rules of its own (--iptables=false), so that starting,
+// stopping or restarting it disturbs nothing else on the machine. Its
+// boxes' bridge forwards through the machine's firewall by the rules
+// Forward adds.
 type OwnEngine struct {
 	Host string // unix://…, for DOCKER_HOST and paddockd's docker_host
 	dir  string
@@ -34,9 +36,22 @@ func StartOwnEngine(dir string, images ...string) (*OwnEngine, error) {
 		}
 	}
 	e := &OwnEngine{Host: "unix://" + dir + "/docker.sock", dir: dir}
+	exec.Command("ip", "link", "del", ownBridge).Run() // a killed run's
+	for _, c := range [][]string{
+		{"ip", "link", "add", "name", ownBridge, "type", "bridge"},
+		{"ip", "addr", "add", ownBridgeAddr, "dev", ownBridge},
+		{"ip", "link", "set", ownBridge, "up"},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			exec.Command("ip", "link", "del", ownBridge).Run()
+			return nil, fmt.Errorf("%v: %v: %s", c, err, out)
+		}
+	}
+	e.undo = append(e.undo, func() { exec.Command("ip", "link", "del", ownBridge).Run() })
 	e.argv = []string{"dockerd", "--data-root", dir + "/data", "--exec-root", dir + "/exec",
-		"--pidfile", dir + "/dockerd.pid", "-H", e.Host, "--iptables=false", "--ip-masq=false", "--bridge=none"}
+		"--pidfile", dir + "/dockerd.pid", "-H", e.Host, "--iptables=false", "--ip-masq=false", "--bridge", ownBridge}
 	if err := e.start(); err != nil {
+		e.Stop()
 		return nil, err
 	}
 	for _, img := range images {
@@ -48,6 +63,14 @@ func StartOwnEngine(dir string, images ...string) (*OwnEngine, error) {
 	}
 	return e, nil
 }
+
+// The test engine's default bridge: a name and an address of the test
+// ranges that nothing else on the machine uses (one such engine at a
+// time).
+const (
+	ownBridge     = "pdk-owneng"
+	ownBridgeAddr = "198.19.254.1/24"
+)
 
 func (e *OwnEngine) start() error {
 	logf, err := os.OpenFile(e.dir+"/dockerd.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
