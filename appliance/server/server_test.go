@@ -147,7 +147,7 @@ func TestConflicts(t *testing.T) {
 		t.Fatalf("create: %d %+v", status, e)
 	}
 	status, e := call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`)
-	if status != 409 || e.Code != "conflict" || !strings.Contains(e.Message, `"web" already exists`) {
+	if status != 409 || e.Code != "conflict" || !strings.Contains(e.Message, `the box name "web" is taken`) {
 		t.Fatalf("duplicate: %d %+v", status, e)
 	}
 	call(t, ts, tok, "POST", "/v1/drives", `{"name":"d"}`)

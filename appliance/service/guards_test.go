@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +104,50 @@ func TestSnapshotOfAnotherBoxIsNotFound(t *testing.T) {
 	notFound("a member's restore with the owner's snapshot", err)
 	if _, err := s.GetBox("af2"); err == nil {
 		t.Fatal("a refused fork left a box behind")
+	}
+}
+
+// A taken box name gets one answer whoever holds it (the caller, another
+// user, a removed box still being cleaned up): it says nothing of whose
+// it is. The warm pool's names are reserved for every caller, whether a
+// pool box holds one or not, so that no name of a pool box can be claimed.
+func TestTakenNamesSayNotWhose(t *testing.T) {
+	s, drv := newService(t)
+	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	for _, n := range []string{"mine", "hers", "gone"} {
+		ctx := asOlga
+		if n == "mine" {
+			ctx = asMia
+		}
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: n}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	drv.Fail = func(op string) error {
+		if op == "remove gone" {
+			return errors.New("engine busy")
+		}
+		return nil
+	}
+	s.RemoveBox(asOlga, "gone") // a tombstone: its container is left
+	answer := func(name string) string {
+		t.Helper()
+		_, err := s.CreateBox(asMia, api.BoxPost{Name: name})
+		if err == nil {
+			t.Fatalf("box name %q was taken and given again", name)
+		}
+		return strings.ReplaceAll(err.Error(), name, "NAME")
+	}
+	own, others, removed := answer("mine"), answer("hers"), answer("gone")
+	if own != others || own != removed {
+		t.Fatalf("answers differ by who holds the name:\n own:     %s\n other's: %s\n removed: %s", own, others, removed)
+	}
+	for _, n := range []string{"pool-0123abcd", "pool-x"} {
+		var ae *api.Error
+		if _, err := s.CreateBox(asMia, api.BoxPost{Name: n}); !errors.As(err, &ae) || ae.Code != api.CodeInvalid || !strings.Contains(ae.Message, "reserved") {
+			t.Fatalf("box name %q: %v, want it refused as reserved", n, err)
+		}
 	}
 }
