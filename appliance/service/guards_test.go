@@ -151,3 +151,38 @@ func TestTakenNamesSayNotWhose(t *testing.T) {
 		}
 	}
 }
+
+// A Boxfile that names another user's box, drive or policy is told the
+// name is taken, not where the other user's object belongs; the caller's
+// own object of another project is still named with its project.
+func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
+	s, _ := newService(t)
+	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "secret-plans", Boxes: []api.BoxSpec{{Name: "web"}}}}
+	p, err := s.PlanProject(asOlga, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ApplyProject(asOlga, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateDrive(asOlga, api.DrivePost{Name: "cache"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range []api.ProjectSpec{
+		{Project: "mine", Boxes: []api.BoxSpec{{Name: "web"}}},
+		{Project: "mine", Drives: []api.DriveSpec{{Name: "cache"}}},
+	} {
+		_, err := s.PlanProject(asMia, api.PlanRequest{Spec: spec})
+		if err == nil || !strings.Contains(err.Error(), "is taken") || strings.Contains(err.Error(), "secret-plans") || strings.Contains(err.Error(), "paddock new") {
+			t.Fatalf("a member's Boxfile naming another user's object: %v", err)
+		}
+	}
+	// The positive control: the owner's own object of another project.
+	_, err = s.PlanProject(asOlga, api.PlanRequest{Spec: api.ProjectSpec{Project: "other", Boxes: []api.BoxSpec{{Name: "web"}}}})
+	if err == nil || !strings.Contains(err.Error(), `belongs to project "secret-plans"`) {
+		t.Fatalf("the owner's Boxfile naming their own box of another project: %v", err)
+	}
+}
