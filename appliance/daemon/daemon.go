@@ -122,6 +122,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
+	users, err := st.Users()
+	if err != nil {
+		return err
+	}
+	if err := service.CheckUnsafeSetting(cfg.UnsafeDockerInRuncBoxes, users); err != nil {
+		return err
+	}
 
 	boxNet, err := policies.NetworkFor(cfg.Instance, cfg.Subnet)
 	if err != nil {

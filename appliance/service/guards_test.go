@@ -186,3 +186,38 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 		t.Fatalf("the owner's Boxfile naming their own box of another project: %v", err)
 	}
 }
+
+// unsafe_docker_in_runc_boxes makes root in any box root on the machine:
+// while it is set, no member is invited nor joins by an invite made
+// before it was set, and paddockd does not start with members.
+func TestUnsafeSettingTakesNoMembers(t *testing.T) {
+	s, _ := newService(t)
+	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
+	asOlga := WithUser(context.Background(), olga)
+	early, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Cfg.UnsafeDockerInRuncBoxes = true
+	if _, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleMember}); !errors.Is(err, ErrUnsafeWithMembers) {
+		t.Fatalf("a member invited with the setting on: %v", err)
+	}
+	if _, _, err := s.Redeem(early.Token, "mia", "a long enough password"); !errors.Is(err, ErrUnsafeWithMembers) {
+		t.Fatalf("an earlier invite redeemed with the setting on: %v", err)
+	}
+	// Owners may still be invited (the positive control).
+	if _, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleOwner}); err != nil {
+		t.Fatalf("an owner invited with the setting on: %v", err)
+	}
+	s.Cfg.UnsafeDockerInRuncBoxes = false
+	if _, _, err := s.Redeem(early.Token, "mia", "a long enough password"); err != nil {
+		t.Fatalf("the invite with the setting off: %v", err)
+	}
+	users, _ := s.Store.Users()
+	if err := CheckUnsafeSetting(true, users); err == nil || !strings.Contains(err.Error(), "mia") {
+		t.Fatalf("the setting with a member: %v", err)
+	}
+	if err := CheckUnsafeSetting(false, users); err != nil {
+		t.Fatal(err)
+	}
+}
