@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -220,4 +221,46 @@ func TestUnsafeSettingTakesNoMembers(t *testing.T) {
 	if err := CheckUnsafeSetting(false, users); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// Tokens cost nothing to make, so what a user may mint is bounded: API
+// tokens held at once, and API tokens and sign-in links made per hour.
+// Another user's budget is their own.
+func TestMintsAreBoundedPerUser(t *testing.T) {
+	s, _ := newService(t)
+	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	tooMany := func(what string, err error) {
+		t.Helper()
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Code != api.CodeTooMany {
+			t.Fatalf("%s: %v, want too many", what, err)
+		}
+	}
+	for i := range MintsPerHour {
+		if _, _, err := s.SignInLink(asMia, "/"); err != nil {
+			t.Fatalf("sign-in link %d: %v", i, err)
+		}
+	}
+	_, _, err := s.SignInLink(asMia, "/")
+	tooMany("one sign-in link past the hour's", err)
+	if _, _, err := s.SignInLink(asOlga, "/"); err != nil {
+		t.Fatalf("another user's sign-in link: %v", err)
+	}
+	for i := range MintsPerHour {
+		if _, err := s.CreateToken(asMia, fmt.Sprintf("t%d", i)); err != nil {
+			t.Fatalf("token %d: %v", i, err)
+		}
+	}
+	_, err = s.CreateToken(asMia, "one-more")
+	tooMany("one token past the hour's", err)
+	// Held at once: MaxTokens, whatever the pace.
+	for i := range MaxTokens {
+		if err := s.Store.AddToken(store.Token{Hash: fmt.Sprint("h", i), Name: fmt.Sprintf("held%d", i), UserID: olga.ID, Kind: store.TokenAPI, Created: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.CreateToken(asOlga, "one-more")
+	tooMany("one token past the most held", err)
 }

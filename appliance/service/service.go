@@ -51,6 +51,7 @@ type Service struct {
 	Devices Devices
 	// SignIns holds the dashboard's sign-in links not yet used.
 	SignIns SignIns
+	mints   mintLimits
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way

@@ -33,6 +33,9 @@ func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Tim
 	if !ok {
 		return "", time.Time{}, &api.Error{Code: api.CodeUnauthorized, Message: "a sign-in link is for a user"}
 	}
+	if err := s.mint(ctx, "sign-in links"); err != nil {
+		return "", time.Time{}, err
+	}
 	tok, hash := auth.NewToken()
 	exp := s.now().Add(SignInTTL)
 	s.SignIns.mu.Lock()
