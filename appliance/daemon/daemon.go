@@ -160,7 +160,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw, Sealer: sealer}
-	rec.ForgetJobs = svc.ForgetJobLogs
+	rec.Forget = svc.ForgetBox
 	rec.Restoring = svc.DriveRestoring
 	if err := svc.RecoverJobs(); err != nil {
 		return err

@@ -346,7 +346,6 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	s.forgetScreenshots(name)
 	return s.reconcileFor(ctx, "box."+name, "volume.boxdata."+name)
 }
 
