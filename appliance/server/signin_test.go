@@ -2,12 +2,14 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/testbed/forms"
@@ -82,5 +84,66 @@ func TestSignInLinkSwitchesNoSessionSilently(t *testing.T) {
 	}
 	if code, _ := forms.Get(t, forms.Browser(), ts.URL+theirs); code != http.StatusGone {
 		t.Fatalf("a used link's page: %d", code)
+	}
+}
+
+// The events stream is bounded: a user past MaxWatchesPerUser open streams
+// gets 429 and a message that says so; another user still gets one; a
+// closed stream frees its place.
+func TestEventsStreamsAreBoundedPerUser(t *testing.T) {
+	ts, _, svc := wired(t)
+	owner := addOwner(t, svc)
+	mia, _ := svc.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	other, hash := auth.NewToken()
+	svc.Store.AddToken(store.Token{Hash: hash, Name: "m", UserID: mia.ID, Created: time.Now()})
+	open := func(tok string) (*http.Response, context.CancelFunc) {
+		t.Helper()
+		ctx, cancel := context.WithCancel(context.Background())
+		req, _ := http.NewRequestWithContext(ctx, "GET", ts.URL+"/v1/events", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp, cancel
+	}
+	var cancels []context.CancelFunc
+	defer func() {
+		for _, c := range cancels {
+			c()
+		}
+	}()
+	for i := range service.MaxWatchesPerUser {
+		resp, cancel := open(owner)
+		cancels = append(cancels, cancel)
+		if resp.StatusCode != 200 {
+			t.Fatalf("stream %d: %d", i, resp.StatusCode)
+		}
+	}
+	resp, cancel := open(owner)
+	var body []byte
+	if resp.StatusCode != 200 {
+		body, _ = io.ReadAll(resp.Body)
+	}
+	cancel()
+	if resp.StatusCode != http.StatusTooManyRequests || !strings.Contains(string(body), "events streams open") {
+		t.Fatalf("one stream past the user's bound: %d %s", resp.StatusCode, body)
+	}
+	if resp, cancel := open(other); resp.StatusCode != 200 {
+		t.Fatalf("another user's stream: %d", resp.StatusCode)
+	} else {
+		cancel()
+	}
+	cancels[0]()
+	for i := 0; ; i++ {
+		resp, cancel := open(owner)
+		cancel()
+		if resp.StatusCode == 200 {
+			break
+		}
+		if i == 100 {
+			t.Fatalf("a closed stream's place was not freed: %d", resp.StatusCode)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

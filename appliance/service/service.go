@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/big"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -52,6 +53,10 @@ type Service struct {
 	// SignIns holds the dashboard's sign-in links not yet used.
 	SignIns SignIns
 	mints   mintLimits
+	watches watches
+	// viewsRead counts the events streams' reads of the store's view
+	// (one per change and audience, however many streams watch).
+	viewsRead atomic.Int64
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
