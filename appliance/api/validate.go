@@ -36,12 +36,21 @@ func ValidName(kind, name string) error {
 	if name == "current" {
 		return &Error{Code: CodeInvalid, Field: "name", Message: fmt.Sprintf("%s name %q is reserved (it means the current box)", kind, name)}
 	}
+	for _, p := range ReservedPrefixes {
+		if strings.HasPrefix(name, p) {
+			return &Error{Code: CodeInvalid, Field: "name", Message: fmt.Sprintf("%s name %q is reserved: names beginning with %q are Paddock's own", kind, name, p)}
+		}
+	}
 	if !isLabel(name) {
 		return &Error{Code: CodeInvalid, Field: "name", Message: fmt.Sprintf(
 			"invalid %s name %q: use 1-63 lowercase letters, digits and '-', starting and ending with a letter or digit", kind, name)}
 	}
 	return nil
 }
+
+// ReservedPrefixes begin the names Paddock gives its own objects (the
+// engine names of warm pool boxes): no user's object may take one.
+var ReservedPrefixes = []string{"pool-"}
 
 // BoxTypes are the sizes a box may have; server configuration maps each to
 // CPU and memory limits.

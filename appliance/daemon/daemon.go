@@ -122,6 +122,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	defer st.Close()
+	users, err := st.Users()
+	if err != nil {
+		return err
+	}
+	if err := service.CheckUnsafeSetting(cfg.UnsafeDockerInRuncBoxes, users); err != nil {
+		return err
+	}
 
 	boxNet, err := policies.NetworkFor(cfg.Instance, cfg.Subnet)
 	if err != nil {
@@ -153,7 +160,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw, Sealer: sealer}
-	rec.ForgetJobs = svc.ForgetJobLogs
+	rec.Forget = svc.ForgetBox
 	rec.Restoring = svc.DriveRestoring
 	if err := svc.RecoverJobs(); err != nil {
 		return err

@@ -54,7 +54,8 @@ const appCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-
 	"connect-src 'self'; frame-src 'self'; font-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
 
 func (p *Pages) appRoutes(t *route.Table) {
-	t.Add("GET /signin/{token}", route.Public, p.guard(p.signIn))
+	t.Add("GET /signin/{token}", route.Public, p.guard(p.signInPage))
+	t.Add("POST /signin/{token}", route.Public, p.guard(p.signIn))
 	t.Add("GET /boxes/{box}", route.Session, p.guard(p.app("box")))
 	t.Add("GET /drives", route.Session, p.guard(p.app("drives")))
 	t.Add("GET /policies", route.Session, p.guard(p.app("policies")))
@@ -71,20 +72,45 @@ func (p *Pages) appRoutes(t *route.Table) {
 	}))
 }
 
-// signIn redeems a link from 'paddock dashboard': a session cookie, then
-// the page it was made for.
+// signInPage shows what a link from 'paddock dashboard' does before it
+// does it: the account it signs in as, and the one this browser would
+// leave. A link opened by any navigation (another user's page could make
+// one) signs nobody in: only the form it shows does, sent from this
+// server's own page (guard's origin check).
+func (p *Pages) signInPage(w http.ResponseWriter, r *http.Request) {
+	if p.limited(w, r, "") {
+		return
+	}
+	u, err := p.Svc.PeekSignIn(r.PathValue("token"))
+	if err != nil {
+		p.linkGone(w, err)
+		return
+	}
+	v := view{Title: "Sign in", User: u.Name, Token: r.PathValue("token")}
+	if _, cur, ok := p.Session(r); ok && cur.ID != u.ID {
+		v.Kind = cur.Name // the account this browser is signed in as now
+	}
+	p.render(w, http.StatusOK, "signin", v)
+}
+
+func (p *Pages) linkGone(w http.ResponseWriter, err error) {
+	msg := err.Error()
+	var ae *api.Error
+	if errors.As(err, &ae) {
+		msg = ae.Message
+	}
+	p.render(w, http.StatusGone, "error", view{Title: "Link not valid", Error: msg})
+}
+
+// signIn redeems a link from 'paddock dashboard' by its confirmation
+// page's form: a session cookie, then the page it was made for.
 func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r, "") {
 		return
 	}
 	u, sess, next, err := p.Svc.RedeemSignIn(r.PathValue("token"))
 	if err != nil {
-		msg := err.Error()
-		var ae *api.Error
-		if errors.As(err, &ae) {
-			msg = ae.Message
-		}
-		p.render(w, http.StatusGone, "error", view{Title: "Link not valid", Error: msg})
+		p.linkGone(w, err)
 		return
 	}
 	p.Log.Info("dashboard sign-in", "user", u.Name, "addr", ClientAddr(r))

@@ -1,7 +1,11 @@
 // Package mcpserver serves Paddock to coding agents over the Model Context
 // Protocol (the official Go SDK): tools to list, create, stop, start and
 // remove boxes, run a command, read and write a file, push and pull a
-// folder, take a screenshot and start a prompt. Each tool does what the
+// folder, take a screenshot and start a prompt. push and pull reach only
+// the files under one folder of this computer (New's root: the folder
+// 'paddock mcp' started in, or --root), through no symlink. Each tool
+// says whether it only reads, only adds, or may change or delete (MCP's
+// readOnlyHint and destructiveHint). Each tool does what the
 // matching CLI command does, through the API as the CLI's logged-in user,
 // so a member's agent meets the same "not found" for another user's box.
 //
@@ -16,11 +20,14 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -37,15 +44,71 @@ const MaxOutput = 1 << 20
 
 // Server is an MCP server over one API client.
 type Server struct {
-	c *client.Client
-	s *mcp.Server
+	c    *client.Client
+	s    *mcp.Server
+	root string // the folder push and pull may read and write, symlinks resolved
 }
 
-// New makes the server and its tools.
-func New(c *client.Client, version string) *Server {
-	srv := &Server{c: c, s: mcp.NewServer(&mcp.Implementation{Name: "paddock", Version: version}, nil)}
+// New makes the server and its tools. push and pull reach only files
+// under root on this computer: a box's output reaches the calling agent,
+// so a prompt injected through a box must not be able to have the agent
+// copy a key out of the user's home, or write over their shell's startup
+// file.
+func New(c *client.Client, version, root string) (*Server, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err = filepath.EvalSymlinks(abs); err != nil {
+		return nil, fmt.Errorf("the MCP server's root: %w", err)
+	}
+	srv := &Server{c: c, s: mcp.NewServer(&mcp.Implementation{Name: "paddock", Version: version}, nil), root: abs}
 	srv.tools()
-	return srv
+	return srv, nil
+}
+
+// Local resolves p, a path on this computer (relative to the root, or
+// absolute), to one under the root reached through no symlink: each part
+// that exists is a folder or (the last) a file, never a link, and a path
+// outside the root is refused. With make, the missing folders are made
+// through an os.Root on the root, which cannot reach outside it.
+func (s *Server) Local(p string, mk bool) (string, error) {
+	full := p
+	if !filepath.IsAbs(full) {
+		full = filepath.Join(s.root, p)
+	}
+	full = filepath.Clean(full)
+	rel, err := filepath.Rel(s.root, full)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s is outside %s, the folder this MCP server may read and write (paddock mcp --root DIR)", p, s.root)
+	}
+	cur := s.root
+	if rel != "." {
+		for _, part := range strings.Split(rel, string(filepath.Separator)) {
+			cur = filepath.Join(cur, part)
+			fi, err := os.Lstat(cur)
+			if errors.Is(err, fs.ErrNotExist) && mk {
+				break
+			}
+			if err != nil {
+				return "", err
+			}
+			if fi.Mode()&fs.ModeSymlink != 0 {
+				return "", fmt.Errorf("%s: %s is a symlink, and links are not followed from %s", p, cur, s.root)
+			}
+		}
+	}
+	if mk {
+		r, err := os.OpenRoot(s.root)
+		if err != nil {
+			return "", err
+		}
+		defer r.Close()
+		if err := r.MkdirAll(rel, 0o755); err != nil {
+			return "", err
+		}
+	}
+	return full, nil
 }
 
 // Run serves on t (stdio for 'paddock mcp') until the client goes.
@@ -97,7 +160,7 @@ type WriteIn struct {
 // PushIn copies a local folder or file into a box.
 type PushIn struct {
 	Box   string `json:"box" jsonschema:"the box's name"`
-	Local string `json:"local" jsonschema:"a file or folder on this computer"`
+	Local string `json:"local" jsonschema:"a file or folder on this computer, under the folder the MCP server was started in (relative to it, or absolute)"`
 	To    string `json:"to" jsonschema:"the absolute folder in the box that the file, or the folder's contents, go into"`
 }
 
@@ -105,7 +168,7 @@ type PushIn struct {
 type PullIn struct {
 	Box   string `json:"box" jsonschema:"the box's name"`
 	Path  string `json:"path" jsonschema:"an absolute path in the box"`
-	Local string `json:"local" jsonschema:"the folder on this computer it goes into (made if missing)"`
+	Local string `json:"local" jsonschema:"the folder on this computer it goes into (made if missing), under the folder the MCP server was started in"`
 }
 
 // PromptIn hands an agent a task.
@@ -126,8 +189,23 @@ func asText(v any) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 }
 
-func tool[In any](s *Server, name, desc string, destructive bool, fn func(context.Context, In) (*mcp.CallToolResult, error)) {
-	t := &mcp.Tool{Name: name, Description: desc, Annotations: &mcp.ToolAnnotations{DestructiveHint: &destructive}}
+// effect is what a tool does to its world, for the agent's client (MCP's
+// hints): reads only, adds only, or may change or delete what is there.
+type effect int
+
+const (
+	readOnly effect = iota
+	additive
+	destructive
+)
+
+func (e effect) annotations() *mcp.ToolAnnotations {
+	d := e == destructive
+	return &mcp.ToolAnnotations{ReadOnlyHint: e == readOnly, DestructiveHint: &d}
+}
+
+func tool[In any](s *Server, name, desc string, e effect, fn func(context.Context, In) (*mcp.CallToolResult, error)) {
+	t := &mcp.Tool{Name: name, Description: desc, Annotations: e.annotations()}
 	mcp.AddTool(s.s, t, func(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToolResult, any, error) {
 		r, err := fn(ctx, in)
 		return r, nil, err
@@ -136,11 +214,11 @@ func tool[In any](s *Server, name, desc string, destructive bool, fn func(contex
 
 func (s *Server) tools() {
 	c := s.c
-	tool(s, "list_boxes", "List the boxes you can use: name, state, type, policy, TTL.", false, func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, error) {
+	tool(s, "list_boxes", "List the boxes you can use: name, state, type, policy, TTL.", readOnly, func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, error) {
 		bs, err := c.Boxes(ctx)
 		return asText(bs), err
 	})
-	tool(s, "create_box", "Create a box (a Linux computer of your own) and wait until it runs. Remember its name.", false, func(ctx context.Context, in CreateIn) (*mcp.CallToolResult, error) {
+	tool(s, "create_box", "Create a box (a Linux computer of your own) and wait until it runs. Remember its name.", additive, func(ctx context.Context, in CreateIn) (*mcp.CallToolResult, error) {
 		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, Policy: in.Policy}
 		if in.Desktop {
 			p.Desktop = &in.Desktop
@@ -148,21 +226,21 @@ func (s *Server) tools() {
 		b, err := c.CreateBox(ctx, p)
 		return asText(b), err
 	})
-	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", true, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", destructive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
 		b, err := c.StopBox(ctx, in.Box)
 		return asText(b), err
 	})
-	tool(s, "start_box", "Start a stopped box.", false, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "start_box", "Start a stopped box.", additive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
 		b, err := c.StartBox(ctx, in.Box)
 		return asText(b), err
 	})
-	tool(s, "remove_box", "Remove a box and its files for good (drives stay). Only when the user asked; pull results first.", true, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "remove_box", "Remove a box and its files for good (drives stay). Only when the user asked; pull results first.", destructive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
 		if err := c.RemoveBox(ctx, in.Box); err != nil {
 			return nil, err
 		}
 		return asText(map[string]string{"removed": in.Box}), nil
 	})
-	tool(s, "exec", "Run a bash command line in a box and return its exit code, stdout and stderr (each cut at 1 MiB).", false, func(ctx context.Context, in ExecIn) (*mcp.CallToolResult, error) {
+	tool(s, "exec", "Run a bash command line in a box and return its exit code, stdout and stderr (each cut at 1 MiB).", destructive, func(ctx context.Context, in ExecIn) (*mcp.CallToolResult, error) {
 		timeout := 600 * time.Second
 		if in.TimeoutSeconds > 0 {
 			timeout = time.Duration(in.TimeoutSeconds) * time.Second
@@ -182,7 +260,7 @@ func (s *Server) tools() {
 		}
 		return asText(ExecOut{ExitCode: code, Stdout: stdout.b.String(), Stderr: stderr.b.String(), Truncated: stdout.over || stderr.over}), nil
 	})
-	tool(s, "read_file", "Read a file of a box (at most 1 MiB); text as is, anything else as base64.", false, func(ctx context.Context, in FileIn) (*mcp.CallToolResult, error) {
+	tool(s, "read_file", "Read a file of a box (at most 1 MiB); text as is, anything else as base64.", readOnly, func(ctx context.Context, in FileIn) (*mcp.CallToolResult, error) {
 		rc, err := c.Pull(ctx, in.Box, in.Path)
 		if err != nil {
 			return nil, err
@@ -208,7 +286,7 @@ func (s *Server) tools() {
 		}
 		return asText(map[string]any{"base64": base64.StdEncoding.EncodeToString(b), "size": len(b)}), nil
 	})
-	tool(s, "write_file", "Write a text file in a box (replacing it); its folder is made if missing.", false, func(ctx context.Context, in WriteIn) (*mcp.CallToolResult, error) {
+	tool(s, "write_file", "Write a text file in a box (replacing it); its folder is made if missing.", destructive, func(ctx context.Context, in WriteIn) (*mcp.CallToolResult, error) {
 		if !path.IsAbs(in.Path) {
 			return nil, fmt.Errorf("path %q must be absolute", in.Path)
 		}
@@ -222,19 +300,24 @@ func (s *Server) tools() {
 		}
 		return asText(map[string]any{"written": in.Path, "bytes": len(in.Content)}), nil
 	})
-	tool(s, "push", "Copy a file, or the contents of a folder, from this computer into a folder of a box (as paddock push does).", false, func(ctx context.Context, in PushIn) (*mcp.CallToolResult, error) {
-		if _, err := os.Stat(in.Local); err != nil {
+	tool(s, "push", "Copy a file, or the contents of a folder, from this computer into a folder of a box (as paddock push does).", destructive, func(ctx context.Context, in PushIn) (*mcp.CallToolResult, error) {
+		local, err := s.Local(in.Local, false)
+		if err != nil {
 			return nil, err
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(archive.Pack(pw, in.Local)) }()
+		go func() { pw.CloseWithError(archive.Pack(pw, local)) }()
 		if err := c.Push(ctx, in.Box, in.To, pr); err != nil {
 			pr.CloseWithError(err)
 			return nil, err
 		}
 		return asText(map[string]string{"pushed": in.Local, "to": in.To}), nil
 	})
-	tool(s, "pull", "Copy a file or folder of a box into a folder on this computer; checked whole before anything is written.", false, func(ctx context.Context, in PullIn) (*mcp.CallToolResult, error) {
+	tool(s, "pull", "Copy a file or folder of a box into a folder on this computer; checked whole before anything is written.", destructive, func(ctx context.Context, in PullIn) (*mcp.CallToolResult, error) {
+		// Refused before anything is asked of the box.
+		if _, err := s.Local(in.Local, false); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, err
+		}
 		rc, err := c.Pull(ctx, in.Box, in.Path)
 		if err != nil {
 			return nil, err
@@ -245,26 +328,27 @@ func (s *Server) tools() {
 			return nil, fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
 		}
 		defer sp.Close()
-		if err := os.MkdirAll(in.Local, 0o755); err != nil {
+		local, err := s.Local(in.Local, true)
+		if err != nil {
 			return nil, err
 		}
-		if err := archive.Unpack(sp, in.Local, 0); err != nil {
+		if err := archive.Unpack(sp, local, 0); err != nil {
 			return nil, err
 		}
-		return asText(map[string]string{"pulled": in.Path, "into": filepath.Join(in.Local, path.Base(path.Clean(in.Path)))}), nil
+		return asText(map[string]string{"pulled": in.Path, "into": filepath.Join(local, path.Base(path.Clean(in.Path)))}), nil
 	})
-	tool(s, "screenshot", "A PNG of a box's desktop now (the box needs a desktop).", false, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "screenshot", "A PNG of a box's desktop now (the box needs a desktop).", readOnly, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
 		png, err := c.Screenshot(ctx, in.Box)
 		if err != nil {
 			return nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: png, MIMEType: "image/png"}}}, nil
 	})
-	tool(s, "prompt", "Hand a coding agent in a box a task; it runs in the background as a job (read it with job_log).", false, func(ctx context.Context, in PromptIn) (*mcp.CallToolResult, error) {
+	tool(s, "prompt", "Hand a coding agent in a box a task; it runs in the background as a job (read it with job_log).", destructive, func(ctx context.Context, in PromptIn) (*mcp.CallToolResult, error) {
 		j, err := c.Prompt(ctx, in.Box, api.PromptPost{Agent: in.Agent, Task: in.Task})
 		return asText(j), err
 	})
-	tool(s, "job_log", "A background job's state and output so far (the last 1 MiB).", false, func(ctx context.Context, in JobIn) (*mcp.CallToolResult, error) {
+	tool(s, "job_log", "A background job's state and output so far (the last 1 MiB).", readOnly, func(ctx context.Context, in JobIn) (*mcp.CallToolResult, error) {
 		j, err := c.Job(ctx, in.Box, in.Job)
 		if err != nil {
 			return nil, err

@@ -54,9 +54,17 @@ func owner(project string) string {
 	return "project " + strconv.Quote(project)
 }
 
+// Foreign stands as the project of an object that is not the caller's:
+// the state holds it (names are one namespace), but a plan says nothing
+// of where it belongs.
+const Foreign = "\x00another user's"
+
 func taken(kind, name, project string) error {
-	return &api.Error{Code: api.CodeConflict, Field: kind + "." + name,
-		Message: fmt.Sprintf("%s %q already exists and belongs to %s", kind, name, owner(project))}
+	msg := fmt.Sprintf("%s %q already exists and belongs to %s", kind, name, owner(project))
+	if project == Foreign {
+		msg = fmt.Sprintf("the %s name %q is taken; choose another", kind, name)
+	}
+	return &api.Error{Code: api.CodeConflict, Field: kind + "." + name, Message: msg}
 }
 
 // Normalize fills in defaults so that a spec compares equal to what the

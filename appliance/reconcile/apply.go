@@ -38,9 +38,11 @@ type Reconciler struct {
 	// no box that mounts it is made or started meanwhile (it waits, and
 	// its status says why).
 	Restoring func(drive string) bool
-	// ForgetJobs, when set, hears of the jobs of a removed box that went
-	// with its tombstone (their logs can go).
-	ForgetJobs func(ids []string)
+	// Forget, when set, hears of a removed box whose tombstone went (its
+	// engine objects are gone and its name is free), with the ids of its
+	// jobs that went with it: whatever else is kept of the box outside the
+	// engine can go. Every path that removes a box ends here.
+	Forget func(t store.Tombstone, jobs []string)
 
 	mu sync.Mutex
 	// liveMu guards what runs share with claims and policy changes, which
@@ -594,8 +596,8 @@ func (r *Reconciler) buryRemoved(ctx context.Context, now []driver.BoxState) err
 		if err != nil {
 			return err
 		}
-		if r.ForgetJobs != nil && len(jobs) > 0 {
-			r.ForgetJobs(jobs)
+		if r.Forget != nil {
+			r.Forget(t, jobs)
 		}
 	}
 	return nil

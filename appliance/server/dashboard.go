@@ -49,6 +49,11 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 // server-sent events: everything first, then "ready", then each change.
 // A comment line every 15 s keeps proxies from closing a quiet stream.
 func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
+	release, err := s.Svc.OpenWatch(r.Context())
+	if err != nil {
+		return err
+	}
+	defer release()
 	rc := http.NewResponseController(w)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")

@@ -60,7 +60,7 @@ type Server struct {
 	// CLI serves the client binaries and their installers (nil: none).
 	CLI *clients.Handler
 
-	// Heavy bounds, per token, the routes that make or copy much (nil:
+	// Heavy bounds, per user, the routes that make or copy much (nil:
 	// HeavyBurst, then one per HeavyEvery).
 	Heavy *auth.Limiter
 
@@ -190,9 +190,10 @@ func (s *Server) Handler() http.Handler {
 	})
 }
 
-// Expensive routes are rate limited per token: a burst of HeavyBurst, then
-// one per HeavyEvery. They make boxes, snapshots or screenshots, or move
-// whole archives.
+// Expensive routes are rate limited per user (all of a user's tokens and
+// sessions share one budget; a token of no user has its own): a burst of
+// HeavyBurst, then one per HeavyEvery. They make boxes, snapshots or
+// screenshots, or move whole archives.
 const (
 	HeavyBurst = 120
 	HeavyEvery = 250 * time.Millisecond
@@ -211,10 +212,14 @@ var heavy = map[string]bool{
 func (s *Server) limited(h handler) handler {
 	return func(w http.ResponseWriter, r *http.Request) error {
 		t, _ := r.Context().Value(tokenKey{}).(store.Token)
-		if ok, wait := s.Heavy.Allow(t.Hash); !ok {
+		key := "token:" + t.Hash
+		if t.UserID != 0 {
+			key = fmt.Sprint("user:", t.UserID)
+		}
+		if ok, wait := s.Heavy.Allow(key); !ok {
 			secs := int(wait/time.Second) + 1
 			w.Header().Set("Retry-After", fmt.Sprint(secs))
-			return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("too many heavy requests with this token: try again in %d s", secs)}
+			return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("too many heavy requests from this user: try again in %d s", secs)}
 		}
 		return h(w, r)
 	}

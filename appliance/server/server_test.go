@@ -147,7 +147,7 @@ func TestConflicts(t *testing.T) {
 		t.Fatalf("create: %d %+v", status, e)
 	}
 	status, e := call(t, ts, tok, "POST", "/v1/boxes", `{"name":"web"}`)
-	if status != 409 || e.Code != "conflict" || !strings.Contains(e.Message, `"web" already exists`) {
+	if status != 409 || e.Code != "conflict" || !strings.Contains(e.Message, `the box name "web" is taken`) {
 		t.Fatalf("duplicate: %d %+v", status, e)
 	}
 	call(t, ts, tok, "POST", "/v1/drives", `{"name":"d"}`)
@@ -213,9 +213,10 @@ func TestDesktopTickets(t *testing.T) {
 	}
 }
 
-// Heavy routes are rate limited per token: past the burst a token gets
-// 429 with Retry-After and nothing is made; another token is not held up.
-func TestHeavyRoutesAreLimitedPerToken(t *testing.T) {
+// Heavy routes are rate limited per user: past the burst a token gets
+// 429 with Retry-After and nothing is made; a new token of the same user
+// is held up as well (tokens are free to make); another user is not.
+func TestHeavyRoutesAreLimitedPerUser(t *testing.T) {
 	ts, srv, svc := wired(t)
 	srv.Heavy.Burst, srv.Heavy.Every = 2, time.Hour
 	routed := map[string]bool{}
@@ -239,11 +240,20 @@ func TestHeavyRoutesAreLimitedPerToken(t *testing.T) {
 	if code, _ := call(t, ts, owner, "GET", "/v1/boxes", ""); code != 200 {
 		t.Fatalf("a light route after the limit: %d", code)
 	}
-	other, hash := auth.NewToken()
+	same, hash := auth.NewToken()
 	u, _ := svc.Store.UserByName("boss")
-	svc.Store.AddToken(store.Token{Hash: hash, Name: "other", UserID: u.ID, Created: time.Now()})
-	if code, e := call(t, ts, other, "POST", "/v1/boxes", `{"name":"h3"}`); code != 201 {
-		t.Fatalf("another token: %d %+v", code, e)
+	svc.Store.AddToken(store.Token{Hash: hash, Name: "second", UserID: u.ID, Created: time.Now()})
+	if code, e := call(t, ts, same, "POST", "/v1/boxes", `{"name":"h3"}`); code != 429 {
+		t.Fatalf("a second token of the same user: %d %+v", code, e)
+	}
+	mia, err := svc.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, hash := auth.NewToken()
+	svc.Store.AddToken(store.Token{Hash: hash, Name: "hers", UserID: mia.ID, Created: time.Now()})
+	if code, e := call(t, ts, other, "POST", "/v1/boxes", `{"name":"h4"}`); code != 201 {
+		t.Fatalf("another user: %d %+v", code, e)
 	}
 }
 

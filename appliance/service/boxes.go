@@ -72,11 +72,11 @@ func (s *Service) createBox(tx *store.Tx, b store.Box) error {
 	if err := s.checkLimit(tx, b.Owner, "boxes"); err != nil {
 		return err
 	}
+	// One answer whoever holds the name (the caller, another user, a
+	// removed box still being cleaned up): it says nothing of whose it is.
 	switch err := tx.CreateBox(b); {
-	case errors.Is(err, store.ErrConflict):
-		return conflict("a box named %q already exists", b.Name)
-	case errors.Is(err, store.ErrRemoving):
-		return conflict("a box named %q was removed and is still being cleaned up; try again in a moment", b.Name)
+	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrRemoving):
+		return conflict("the box name %q is taken (a box removed a moment ago keeps its name until it is cleaned up); choose another", b.Name)
 	default:
 		return err
 	}
@@ -346,7 +346,6 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	s.forgetScreenshots(name)
 	return s.reconcileFor(ctx, "box."+name, "volume.boxdata."+name)
 }
 

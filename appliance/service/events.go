@@ -4,7 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"sync"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // Event is one change on the events stream: Kind is "box", "drive",
@@ -17,6 +22,102 @@ type Event struct {
 
 // WatchEvery is how often Watch compares the caller's view.
 const WatchEvery = 500 * time.Millisecond
+
+// Bounds on the events streams open at once: per user, and in all.
+const (
+	MaxWatchesPerUser = 16
+	MaxWatches        = 256
+)
+
+// watches counts the events streams open, and keeps the newest view of
+// the store each audience (all, for owners; a member's own) was shown, so
+// that a change is read once for all the streams that see it, not once
+// per stream.
+type watches struct {
+	mu      sync.Mutex
+	perUser map[int64]int
+	total   int
+	views   map[string]*sharedView
+}
+
+// sharedView is an audience's view of the store at one value of its Seen
+// counter, computed once (ready closes when view and err are set).
+type sharedView struct {
+	seen  int64
+	ready chan struct{}
+	view  map[string]watched
+	err   error
+}
+
+// OpenWatch admits one more events stream for the user of ctx, or says
+// why not (too many open: theirs, or the server's); release ends it.
+func (s *Service) OpenWatch(ctx context.Context) (release func(), err error) {
+	u, _ := UserFrom(ctx)
+	w := &s.watches
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.perUser == nil {
+		w.perUser = map[int64]int{}
+	}
+	switch {
+	case w.perUser[u.ID] >= MaxWatchesPerUser:
+		return nil, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you have %d events streams open, the most a user may: close one first", w.perUser[u.ID])}
+	case w.total >= MaxWatches:
+		return nil, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("the server has %d events streams open, the most it keeps: try again later", w.total)}
+	}
+	w.perUser[u.ID]++
+	w.total++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			w.total--
+			if w.perUser[u.ID]--; w.perUser[u.ID] <= 0 {
+				delete(w.perUser, u.ID)
+			}
+		})
+	}, nil
+}
+
+// audience names who sees what the user of ctx sees: owners (and the
+// daemon) see all, a member their own.
+func audience(ctx context.Context) string {
+	u, ok := UserFrom(ctx)
+	if !ok || u.Role == store.RoleOwner {
+		return "all"
+	}
+	return fmt.Sprint("user:", u.ID)
+}
+
+// sharedViewAt is the view of the audience of ctx at Seen counter n,
+// computed by the first stream that asks and shared with the others.
+func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched, error) {
+	key := audience(ctx)
+	w := &s.watches
+	w.mu.Lock()
+	if w.views == nil {
+		w.views = map[string]*sharedView{}
+	}
+	sv := w.views[key]
+	if sv == nil || sv.seen != n {
+		sv = &sharedView{seen: n, ready: make(chan struct{})}
+		w.views[key] = sv
+		w.mu.Unlock()
+		// For every stream of the audience: not ended by the first one's end.
+		sv.view, sv.err = s.view(context.WithoutCancel(ctx))
+		s.viewsRead.Add(1)
+		close(sv.ready)
+	} else {
+		w.mu.Unlock()
+		select {
+		case <-sv.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return sv.view, sv.err
+}
 
 // Watch sends, through send, every object the user of ctx sees, then
 // "ready", then each change until ctx ends or send fails. The changes are
@@ -43,7 +144,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Even
 		}
 		if first || n != last {
 			last = n
-			if seen, err = s.sendChanges(ctx, seen, send); err != nil {
+			if seen, err = s.sendChanges(ctx, n, seen, send); err != nil {
 				return err
 			}
 		}
@@ -63,8 +164,8 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Even
 
 // sendChanges sends what differs between the view seen and the user's
 // view now, and returns the view now.
-func (s *Service) sendChanges(ctx context.Context, seen map[string]watched, send func(Event) error) (map[string]watched, error) {
-	now, err := s.view(ctx)
+func (s *Service) sendChanges(ctx context.Context, n int64, seen map[string]watched, send func(Event) error) (map[string]watched, error) {
+	now, err := s.sharedViewAt(ctx, n)
 	if err != nil {
 		return seen, err
 	}

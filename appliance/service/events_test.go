@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -67,4 +68,41 @@ func TestWatchShowsEveryWriterAndIsQuietWhenIdle(t *testing.T) {
 func raw(e Event) string {
 	b, _ := json.Marshal(e.Data)
 	return string(b)
+}
+
+// Many streams of one audience read the store's view once per change, not
+// once each: the change is computed for all of them together.
+func TestWatchReadsEachChangeOnceForAllStreams(t *testing.T) {
+	s, _ := newService(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	const streams = 20
+	var ready, sawBox sync.WaitGroup
+	ready.Add(streams)
+	sawBox.Add(streams)
+	for range streams {
+		go func() {
+			readied, saw := false, false
+			s.Watch(ctx, 20*time.Millisecond, func(e Event) error {
+				if e.Kind == "ready" && !readied {
+					readied = true
+					ready.Done()
+				}
+				if e.Kind == "box" && !saw {
+					saw = true
+					sawBox.Done()
+				}
+				return nil
+			})
+		}()
+	}
+	ready.Wait()
+	before := s.viewsRead.Load()
+	if _, err := s.CreateBox(context.Background(), api.BoxPost{Name: "web"}); err != nil {
+		t.Fatal(err)
+	}
+	sawBox.Wait()
+	if n := s.viewsRead.Load() - before; n >= streams {
+		t.Fatalf("%d streams read the view %d times for one change", streams, n)
+	}
 }

@@ -34,7 +34,7 @@ func TestRemovedBoxHoldsItsName(t *testing.T) {
 	}
 	s.RemoveBox(ctx, "web") // the container stays: the engine failed
 	_, err = s.CreateBox(ctx, api.BoxPost{Name: "web"})
-	if err == nil || !strings.Contains(err.Error(), "still being cleaned up") {
+	if err == nil || !strings.Contains(err.Error(), `the box name "web" is taken`) {
 		t.Fatalf("a new box took the name of a removed box whose container is left: %v", err)
 	}
 	drv.Fail = nil

@@ -54,6 +54,27 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 	return st, nil
 }
 
+// maskForeign keeps another user's objects in st by their names (one
+// namespace) but not where they belong: a plan that meets one says only
+// that the name is taken. After checkProjectOwner, which needs them.
+func maskForeign(ctx context.Context, st *project.State) {
+	for i := range st.Boxes {
+		if !visible(ctx, st.Boxes[i].Owner) {
+			st.Boxes[i].Project = project.Foreign
+		}
+	}
+	for i := range st.Drives {
+		if !visible(ctx, st.Drives[i].Owner) {
+			st.Drives[i].Project = project.Foreign
+		}
+	}
+	for i := range st.Policies {
+		if !visible(ctx, st.Policies[i].Owner) {
+			st.Policies[i].Project = project.Foreign
+		}
+	}
+}
+
 // checkProjectOwner refuses a project whose objects belong to a user that
 // the user of ctx may not touch.
 func checkProjectOwner(ctx context.Context, proj string, st project.State) error {
@@ -120,6 +141,7 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 	if err := checkProjectOwner(ctx, req.Spec.Project, st); err != nil {
 		return api.Plan{}, err
 	}
+	maskForeign(ctx, &st)
 	plan, err := project.Plan(req.Spec, st, s.planOptions(req))
 	if err != nil {
 		return plan, err
@@ -152,6 +174,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if err := checkProjectOwner(ctx, spec.Project, st); err != nil {
 			return err
 		}
+		maskForeign(ctx, &st)
 		if st.Serial != req.Serial {
 			return conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
 		}

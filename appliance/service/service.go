@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"math/big"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -51,6 +52,11 @@ type Service struct {
 	Devices Devices
 	// SignIns holds the dashboard's sign-in links not yet used.
 	SignIns SignIns
+	mints   mintLimits
+	watches watches
+	// viewsRead counts the events streams' reads of the store's view
+	// (one per change and audience, however many streams watch).
+	viewsRead atomic.Int64
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way

@@ -12,14 +12,31 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // KeptScreenshots is how many screenshots of each box the server keeps
 // for its gallery; older ones go as new ones come.
 const KeptScreenshots = 12
 
-func (s *Service) shotsDir(box string) string {
-	return filepath.Join(s.Cfg.StateDir, "screenshots", box)
+// galleryOf is where the screenshots of the box with id uid (name, for a
+// box made before ids) are kept: by its id, so that a later box of the
+// same name never sees them.
+func (s *Service) galleryOf(uid, name string) string {
+	key := "id-" + uid
+	if uid == "" {
+		key = "name-" + name
+	}
+	return filepath.Join(s.Cfg.StateDir, "screenshots", key)
+}
+
+// shotsDir is the gallery of the box named name now.
+func (s *Service) shotsDir(name string) (string, error) {
+	b, err := s.Store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return "", notFound("box", name)
+	}
+	return s.galleryOf(b.UID, b.Name), err
 }
 
 // TakeScreenshot takes a screenshot of a box's desktop and keeps it in
@@ -29,7 +46,10 @@ func (s *Service) TakeScreenshot(ctx context.Context, name string) (api.Screensh
 	if err != nil {
 		return api.Screenshot{}, err
 	}
-	dir := s.shotsDir(name)
+	dir, err := s.shotsDir(name)
+	if err != nil {
+		return api.Screenshot{}, err
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return api.Screenshot{}, err
 	}
@@ -57,7 +77,11 @@ func (s *Service) Screenshots(name string) ([]api.Screenshot, error) {
 	if _, err := s.GetBox(name); err != nil {
 		return nil, err
 	}
-	ents, err := os.ReadDir(s.shotsDir(name))
+	dir, err := s.shotsDir(name)
+	if err != nil {
+		return nil, err
+	}
+	ents, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return []api.Screenshot{}, nil
 	}
@@ -89,16 +113,51 @@ func (s *Service) ScreenshotFile(name, id string) (string, error) {
 	if _, err := strconv.ParseInt(id, 10, 64); err != nil {
 		return "", notFound("screenshot", id)
 	}
-	p := filepath.Join(s.shotsDir(name), id+".png")
+	dir, err := s.shotsDir(name)
+	if err != nil {
+		return "", err
+	}
+	p := filepath.Join(dir, id+".png")
 	if _, err := os.Stat(p); err != nil {
 		return "", &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("box %q has no screenshot %q", name, id)}
 	}
 	return p, nil
 }
 
-// forgetScreenshots drops a removed box's gallery.
-func (s *Service) forgetScreenshots(name string) {
-	if name != "" && !strings.ContainsAny(name, "/.") {
-		os.RemoveAll(s.shotsDir(name))
+// boxState is everything the server keeps of a box outside the engine
+// and the declared state, by the box's id or name. ForgetBox removes each
+// when the box's tombstone goes, whatever removed the box (rm, a
+// Boxfile's apply or destroy); a test removes a box every way and checks
+// every item.
+var boxState = []struct {
+	What   string
+	forget func(s *Service, t store.Tombstone, jobs []string)
+}{
+	{"job logs", func(s *Service, _ store.Tombstone, jobs []string) { s.ForgetJobLogs(jobs) }},
+	{"staging leftovers", func(s *Service, t store.Tombstone, _ []string) {
+		// The box's files went with it; a push to a later box of the same
+		// name that is under way keeps its own.
+		ls, _ := s.Store.Leftovers()
+		for _, l := range ls {
+			s.memMu.Lock()
+			live := s.live[l]
+			s.memMu.Unlock()
+			if l.Kind == "box" && l.Target == t.Name && !live {
+				s.Store.DoneLeftover(l)
+			}
+		}
+	}},
+	{"screenshots", func(s *Service, t store.Tombstone, _ []string) {
+		if !strings.ContainsAny(t.UID+t.Name, "/.") {
+			os.RemoveAll(s.galleryOf(t.UID, t.Name))
+		}
+	}},
+}
+
+// ForgetBox removes what the server kept of a removed box (boxState),
+// once its tombstone went (the reconciler's Forget).
+func (s *Service) ForgetBox(t store.Tombstone, jobs []string) {
+	for _, st := range boxState {
+		st.forget(s, t, jobs)
 	}
 }

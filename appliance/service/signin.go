@@ -33,6 +33,9 @@ func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Tim
 	if !ok {
 		return "", time.Time{}, &api.Error{Code: api.CodeUnauthorized, Message: "a sign-in link is for a user"}
 	}
+	if err := s.mint(ctx, "sign-in links"); err != nil {
+		return "", time.Time{}, err
+	}
 	tok, hash := auth.NewToken()
 	exp := s.now().Add(SignInTTL)
 	s.SignIns.mu.Lock()
@@ -51,6 +54,23 @@ func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Tim
 	}
 	s.SignIns.byHash[hash] = signIn{user: u.ID, next: next, expires: exp}
 	return tok, exp, nil
+}
+
+// PeekSignIn says whose a live sign-in link is, without using it (the
+// confirmation page names the account before the browser signs in).
+func (s *Service) PeekSignIn(token string) (store.User, error) {
+	s.SignIns.mu.Lock()
+	l, ok := s.SignIns.byHash[auth.Hash(token)]
+	s.SignIns.mu.Unlock()
+	gone := &api.Error{Code: api.CodeGone, Message: "this sign-in link has been used or has expired; run 'paddock dashboard' again"}
+	if !ok || s.now().After(l.expires) {
+		return store.User{}, gone
+	}
+	u, err := s.Store.GetUser(l.user)
+	if err != nil {
+		return store.User{}, gone
+	}
+	return u, nil
 }
 
 // RedeemSignIn uses a sign-in link once: it starts a browser session for

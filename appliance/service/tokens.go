@@ -3,6 +3,9 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -23,6 +26,12 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 		if t.Name == name {
 			return api.TokenCreated{}, conflict("a token named %q exists", name)
 		}
+	}
+	if len(ts) >= MaxTokens {
+		return api.TokenCreated{}, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you hold %d API tokens, the most a user may: revoke one first ('paddock token rm NAME')", len(ts))}
+	}
+	if err := s.mint(ctx, "API tokens"); err != nil {
+		return api.TokenCreated{}, err
 	}
 	tok, hash := auth.NewToken()
 	if err := s.Store.AddToken(store.Token{Hash: hash, Name: name, UserID: ownerID(ctx), Kind: store.TokenAPI, Created: s.now()}); err != nil {
@@ -51,6 +60,33 @@ func (s *Service) RevokeToken(ctx context.Context, name string) error {
 		return notFound("token", name)
 	} else if err != nil {
 		return err
+	}
+	return nil
+}
+
+// What a user may mint: API tokens held at once, and API tokens and
+// dashboard sign-in links made per hour (each kind its own budget, a
+// burst of MintsPerHour, then one every hour/MintsPerHour). Rate limits
+// count per user, so that new tokens buy no new budget, and these bound
+// the tokens and links themselves.
+const (
+	MaxTokens    = 50
+	MintsPerHour = 30
+)
+
+type mintLimits struct {
+	once sync.Once
+	l    *auth.Limiter
+}
+
+// mint takes one of the user's hourly mints of kind, or says when the
+// next comes.
+func (s *Service) mint(ctx context.Context, kind string) error {
+	s.mints.once.Do(func() {
+		s.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}
+	})
+	if ok, wait := s.mints.l.Allow(fmt.Sprint(kind, ":", ownerID(ctx))); !ok {
+		return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you made %d %s within the hour, the most a user may: the next in %s", MintsPerHour, kind, wait.Round(time.Second))}
 	}
 	return nil
 }

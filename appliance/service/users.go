@@ -102,6 +102,9 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 	if p.Role != store.RoleMember && p.Role != store.RoleOwner {
 		return api.InviteCreated{}, invalid("role", "role must be %q or %q, not %q", store.RoleMember, store.RoleOwner, p.Role)
 	}
+	if err := s.membersAllowed(p.Role); err != nil {
+		return api.InviteCreated{}, err
+	}
 	tok, hash := auth.NewToken()
 	now := s.now()
 	exp := now.Add(s.linkTTL())
@@ -109,6 +112,38 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 		return api.InviteCreated{}, err
 	}
 	return api.InviteCreated{Token: tok, Role: p.Role, Expires: exp}, nil
+}
+
+// ErrUnsafeWithMembers is why a server whose boxes may run Docker on runc
+// (unsafe_docker_in_runc_boxes: root in any box is root on the machine)
+// takes no member: every member would own the machine.
+var ErrUnsafeWithMembers = &api.Error{Code: api.CodeConflict, Message: "this server has unsafe_docker_in_runc_boxes = true, which makes root in any box root on this machine: it takes no members; turn the setting off first"}
+
+// membersAllowed refuses a member (role) while the server's boxes may
+// run Docker on runc.
+func (s *Service) membersAllowed(role string) error {
+	if role == store.RoleMember && s.Cfg.UnsafeDockerInRuncBoxes {
+		return ErrUnsafeWithMembers
+	}
+	return nil
+}
+
+// CheckUnsafeSetting refuses unsafe_docker_in_runc_boxes while the
+// server has a member (paddockd does not start so).
+func CheckUnsafeSetting(unsafe bool, users []store.User) error {
+	if !unsafe {
+		return nil
+	}
+	var members []string
+	for _, u := range users {
+		if u.Role == store.RoleMember {
+			members = append(members, u.Name)
+		}
+	}
+	if len(members) > 0 {
+		return fmt.Errorf("unsafe_docker_in_runc_boxes = true makes root in any box root on this machine, and this server has members (%s): remove them or turn the setting off", strings.Join(members, ", "))
+	}
+	return nil
 }
 
 // LinkKind says what a live one-time link does ("setup" or "invite");
@@ -134,6 +169,11 @@ func (s *Service) Redeem(token, name, password string) (store.User, api.Session,
 	}
 	if err := auth.CheckNewPassword(password); err != nil {
 		return store.User{}, api.Session{}, invalid("password", "%v", err)
+	}
+	if l, err := s.Store.GetLink(auth.Hash(token), s.now()); err == nil {
+		if err := s.membersAllowed(l.Role); err != nil {
+			return store.User{}, api.Session{}, err
+		}
 	}
 	hash, err := auth.HashPassword(password)
 	if err != nil {

@@ -196,6 +196,12 @@ func TestDashboard(t *testing.T) {
 	// Sign in with the link 'paddock dashboard' prints; it works once.
 	link := signInURL(t, d, d.Token)
 	b.do(chromedp.Navigate(link))
+	// The link's page names the account; only its button signs in.
+	if who := eval[string](b, `document.querySelector("#account")?.textContent || ""`); !strings.Contains(who, "Sign in to this Paddock server as ") {
+		t.Fatalf("the sign-in link's page: %q", who)
+	}
+	b.shots(shotDir, "signin")
+	b.do(chromedp.Click(chromedp.CSS("#signin")))
 	poll[bool](b, "the boxes page", `document.body.dataset.page === "boxes" && location.pathname === "/"`, 10*time.Second)
 	b.do(chromedp.Navigate(link))
 	if msg := eval[string](b, `document.querySelector("#error")?.textContent || ""`); !strings.Contains(msg, "used or has expired") {
@@ -439,7 +445,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := newBrowser(t, base, 2*time.Minute)
-	m.do(chromedp.Navigate(signInURL(t, d, mtok)))
+	m.do(chromedp.Navigate(signInURL(t, d, mtok)), chromedp.Click(chromedp.CSS("#signin")))
 	poll[bool](m, "the member's list", `!!document.querySelector('#boxes tr[data-box="mine"]')`, 20*time.Second)
 	if eval[bool](m, `!!document.querySelector('#boxes tr[data-box="fromcli"]')`) {
 		t.Fatal("a member's list shows the owner's box")

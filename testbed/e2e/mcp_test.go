@@ -15,11 +15,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// mcpSession runs the real 'paddock mcp' as the holder of token and
-// connects the MCP SDK's own client to it.
-func mcpSession(t *testing.T, ctx context.Context, listen, token string) *mcp.ClientSession {
+// mcpSession runs the real 'paddock mcp' as the holder of token, in the
+// folder root (the one its push and pull may use), and connects the MCP
+// SDK's own client to it.
+func mcpSession(t *testing.T, ctx context.Context, listen, token, root string) *mcp.ClientSession {
 	t.Helper()
 	cmd := exec.Command(bins.Paddock, "mcp")
+	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "PADDOCK_HOST=http://"+listen, "PADDOCK_TOKEN="+token, "PADDOCK_CONFIG_DIR="+t.TempDir())
 	cmd.Stderr = os.Stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
@@ -59,7 +61,8 @@ func TestMCP(t *testing.T) {
 	t.Cleanup(d.Cleanup)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cs := mcpSession(t, ctx, d.Listen, d.Token)
+	local := t.TempDir()
+	cs := mcpSession(t, ctx, d.Listen, d.Token, local)
 
 	tools, err := cs.ListTools(ctx, nil)
 	if err != nil {
@@ -68,6 +71,19 @@ func TestMCP(t *testing.T) {
 	var names []string
 	for _, tl := range tools.Tools {
 		names = append(names, tl.Name)
+		// What each tool may do, as the agent's client reads it.
+		a := tl.Annotations
+		readOnly := a != nil && a.ReadOnlyHint
+		destructive := a != nil && (a.DestructiveHint == nil || *a.DestructiveHint)
+		want := map[string]string{"list_boxes": "reads", "read_file": "reads", "screenshot": "reads", "job_log": "reads",
+			"create_box": "adds", "start_box": "adds"}[tl.Name]
+		if want == "" {
+			want = "changes"
+		}
+		got := map[bool]string{true: "reads", false: map[bool]string{true: "changes", false: "adds"}[destructive]}[readOnly]
+		if got != want {
+			t.Errorf("tool %s says it %s, want %s", tl.Name, got, want)
+		}
 	}
 	sort.Strings(names)
 	want := "create_box exec job_log list_boxes prompt pull push read_file remove_box screenshot start_box stop_box write_file"
@@ -112,18 +128,43 @@ func TestMCP(t *testing.T) {
 		t.Fatalf("read_file: %q", got)
 	}
 
-	local := t.TempDir()
 	os.MkdirAll(filepath.Join(local, "proj", "src"), 0o755)
 	os.WriteFile(filepath.Join(local, "proj", "src", "main.txt"), []byte("pushed"), 0o644)
-	ok("push", map[string]any{"box": "agentbox", "local": filepath.Join(local, "proj"), "to": "/config/in"})
+	ok("push", map[string]any{"box": "agentbox", "local": "proj", "to": "/config/in"})
 	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "cat /config/in/src/main.txt"})), &out)
 	if out.Stdout != "pushed" {
 		t.Fatalf("after push: %+v", out)
 	}
-	back := t.TempDir()
-	ok("pull", map[string]any{"box": "agentbox", "path": "/config/w", "local": back})
-	if b, err := os.ReadFile(filepath.Join(back, "w", "hello.txt")); err != nil || string(b) != "hi from mcp\n" {
+	ok("pull", map[string]any{"box": "agentbox", "path": "/config/w", "local": filepath.Join(local, "back")})
+	if b, err := os.ReadFile(filepath.Join(local, "back", "w", "hello.txt")); err != nil || string(b) != "hi from mcp\n" {
 		t.Fatalf("after pull: %q %v", b, err)
+	}
+	// Nothing outside the folder it started in: not a key from the
+	// user's home (by its path, by "..", or through a link in the
+	// folder), and no pull over the user's files.
+	home := t.TempDir()
+	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
+	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600)
+	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("mine\n"), 0o644)
+	os.Symlink(home, filepath.Join(local, "home"))
+	rel, _ := filepath.Rel(local, home)
+	for _, from := range []string{filepath.Join(home, ".ssh"), filepath.Join(rel, ".ssh"), "home/.ssh", "home"} {
+		if text, _, isErr := callTool(t, ctx, cs, "push", map[string]any{"box": "agentbox", "local": from, "to": "/config/stolen"}); !isErr {
+			t.Errorf("push of %s from outside the folder: %q", from, text)
+		}
+	}
+	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "grep -rl 'PRIVATE KEY' /config/stolen 2>/dev/null || echo none"})), &out)
+	if out.Stdout != "none\n" {
+		t.Fatalf("the key reached the box: %+v", out)
+	}
+	ok("exec", map[string]any{"box": "agentbox", "command": "mkdir -p /config/evil && echo planted > /config/evil/.bashrc"})
+	for _, into := range []string{home, rel, "home"} {
+		if text, _, isErr := callTool(t, ctx, cs, "pull", map[string]any{"box": "agentbox", "path": "/config/evil/.bashrc", "local": into}); !isErr {
+			t.Errorf("pull into %s outside the folder: %q", into, text)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "mine\n" {
+		t.Fatalf("the user's file after pulls outside the folder: %q", b)
 	}
 
 	_, png, isErr := callTool(t, ctx, cs, "screenshot", map[string]any{"box": "agentbox"})
@@ -143,7 +184,7 @@ func TestMCP(t *testing.T) {
 	}
 
 	// A member's agent: the owner's box is not found, as a tool error.
-	member := mcpSession(t, ctx, d.Listen, memberToken(t, d, "agentmember"))
+	member := mcpSession(t, ctx, d.Listen, memberToken(t, d, "agentmember"), t.TempDir())
 	text, _, isErr := callTool(t, ctx, member, "stop_box", map[string]any{"box": "agentbox"})
 	if !isErr || !strings.Contains(text, `no box named "agentbox"`) {
 		t.Fatalf("a member stopping the owner's box: error %v, %q", isErr, text)

@@ -22,6 +22,7 @@ func cmdMCP(e *env, args []string) error {
 		return mcpInstall(e, args[1:])
 	}
 	fs := flags("mcp")
+	root := fs.String("root", ".", "the folder on this computer that push and pull may read and write (links out of it are refused)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -32,7 +33,11 @@ func cmdMCP(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return mcpserver.New(c, version.Version).Run(e.ctx, &mcp.StdioTransport{})
+	srv, err := mcpserver.New(c, version.Version, *root)
+	if err != nil {
+		return err
+	}
+	return srv.Run(e.ctx, &mcp.StdioTransport{})
 }
 
 // mcpInstall writes the server into an agent's MCP configuration, keeping
