@@ -95,7 +95,7 @@ func poll[T any](b *browserSession, what, js string, timeout time.Duration) T {
 	for {
 		v, err := chromedp.Run(b.ctx, chromedp.Poll[T](js, chromedp.WithPollingTimeout(time.Until(deadline)), chromedp.WithPollingInterval(100*time.Millisecond)))
 		// A navigation under way destroys the page's context: poll the next page.
-		if err != nil && time.Now().Before(deadline) && (strings.Contains(err.Error(), "context with specified id") || strings.Contains(err.Error(), "context was destroyed")) {
+		if err != nil && time.Now().Before(deadline) && (strings.Contains(err.Error(), "context with specified id") || strings.Contains(err.Error(), "context was destroyed") || strings.Contains(err.Error(), "navigated or closed")) {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
