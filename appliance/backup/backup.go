@@ -4,10 +4,18 @@
 // that seals secrets, the SSH gateway's host key, local mode's token, the
 // front door's certificates and account, and the configuration file.
 // Restore puts them back on a stopped server's (empty) state directory.
+//
+// A backup holds the keys to the server (the key that seals every secret,
+// the local token), so it is always encrypted, with age: to a passphrase
+// the owner gives (scrypt) or to age public keys, and restored only with
+// that passphrase or a matching identity. Without it the file reveals no
+// secret and no token. Every file inside is 0600.
 package backup
 
 import (
 	"archive/tar"
+	"bufio"
+	"bytes"
 	"compress/gzip"
 	"errors"
 	"fmt"
@@ -18,6 +26,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"filippo.io/age"
+
 	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -26,9 +36,49 @@ import (
 // beside the database.
 var Files = []string{"secret.key", "ssh_host_ed25519_key", "local.token", "caddy"}
 
+// Key is what a backup is encrypted to (Recipients) or opened with
+// (Identities).
+type Key struct {
+	Recipients []age.Recipient
+	Identities []age.Identity
+}
+
+// MinPassphrase is the shortest passphrase a backup is encrypted to.
+const MinPassphrase = 12
+
+// Passphrase is the key of a passphrase, both ways.
+func Passphrase(p string) (Key, error) {
+	if len(p) < MinPassphrase {
+		return Key{}, fmt.Errorf("a backup's passphrase needs at least %d characters", MinPassphrase)
+	}
+	r, err := age.NewScryptRecipient(p)
+	if err != nil {
+		return Key{}, err
+	}
+	i, err := age.NewScryptIdentity(p)
+	if err != nil {
+		return Key{}, err
+	}
+	return Key{Recipients: []age.Recipient{r}, Identities: []age.Identity{i}}, nil
+}
+
 // Write writes the backup of the state in stateDir (and the configuration
-// file at configPath, if there is one) to w.
-func Write(w io.Writer, st *store.Store, stateDir, configPath string) error {
+// file at configPath, if there is one) to w, encrypted to key.
+func Write(w io.Writer, key Key, st *store.Store, stateDir, configPath string) error {
+	if len(key.Recipients) == 0 {
+		return errors.New("a backup holds the keys to the server: give a passphrase or an age recipient to encrypt it to")
+	}
+	enc, err := age.Encrypt(w, key.Recipients...)
+	if err != nil {
+		return err
+	}
+	if err := write(enc, st, stateDir, configPath); err != nil {
+		return err
+	}
+	return enc.Close()
+}
+
+func write(w io.Writer, st *store.Store, stateDir, configPath string) error {
 	tmp, err := os.MkdirTemp(stateDir, ".backup-")
 	if err != nil {
 		return err
@@ -56,7 +106,9 @@ func Write(w io.Writer, st *store.Store, stateDir, configPath string) error {
 			}
 			h.Name = path.Join(name, filepath.ToSlash(rel))
 			h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
+			h.Mode = 0o600 // the database and keys: for root alone
 			if d.IsDir() {
+				h.Mode = 0o700
 				h.Name += "/"
 				return tw.WriteHeader(h)
 			}
@@ -107,11 +159,21 @@ func Write(w io.Writer, st *store.Store, stateDir, configPath string) error {
 // database (unless force), and the configuration file to configPath when
 // the backup has one and configPath is not "". The archive is checked
 // whole (no name may leave its folder) before anything is written.
-func Restore(r io.Reader, stateDir, configPath string, force bool) error {
+func Restore(r io.Reader, key Key, stateDir, configPath string, force bool) error {
 	if _, err := os.Stat(filepath.Join(stateDir, "paddock.db")); err == nil && !force {
 		return fmt.Errorf("%s already holds a database: restore into an empty state directory, or give --force", stateDir)
 	}
-	gz, err := gzip.NewReader(r)
+	br := bufio.NewReader(r)
+	var plain io.Reader = br
+	if magic, _ := br.Peek(2); !bytes.Equal(magic, []byte{0x1f, 0x8b}) {
+		// A backup from before they were encrypted is a plain gzip.
+		dec, err := age.Decrypt(br, key.Identities...)
+		if err != nil {
+			return fmt.Errorf("cannot open the backup (a wrong passphrase or key?): %w", err)
+		}
+		plain = dec
+	}
+	gz, err := gzip.NewReader(plain)
 	if err != nil {
 		return fmt.Errorf("not a paddock backup: %w", err)
 	}

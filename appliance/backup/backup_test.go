@@ -27,22 +27,58 @@ func TestBackupAndRestore(t *testing.T) {
 	if _, err := st.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(src, "secret.key"), []byte("key"), 0o600)
+	const sealKey, localToken = "SEALING-KEY-MATERIAL-0123", "pdk_local_TOKENVALUE"
+	os.WriteFile(filepath.Join(src, "secret.key"), []byte(sealKey), 0o600)
+	os.WriteFile(filepath.Join(src, "local.token"), []byte(localToken), 0o600)
 	os.MkdirAll(filepath.Join(src, "caddy", "certificates"), 0o700)
 	os.WriteFile(filepath.Join(src, "caddy", "certificates", "c.pem"), []byte("cert"), 0o600)
 	os.MkdirAll(filepath.Join(src, "jobs"), 0o700)
 	os.WriteFile(filepath.Join(src, "jobs", "j1.log"), []byte("big log"), 0o600)
 	conf := filepath.Join(t.TempDir(), "paddock.toml")
 	os.WriteFile(conf, []byte("image = \"x\"\n"), 0o644)
-	var buf bytes.Buffer
-	if err := Write(&buf, st, src, conf); err != nil {
+	key, err := Passphrase("correct horse battery staple")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := Write(&bytes.Buffer{}, Key{}, st, src, conf); err == nil {
+		t.Fatal("a backup was written with no key to encrypt it to")
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, key, st, src, conf); err != nil {
+		t.Fatal(err)
+	}
+	// Without the passphrase the file says nothing: not the sealing key,
+	// not the token, not even the database's or the archive's own marks;
+	// and a wrong passphrase opens nothing and writes nothing.
+	for _, secret := range []string{sealKey, localToken, "SQLite format", "olga", "secret.key"} {
+		if bytes.Contains(buf.Bytes(), []byte(secret)) {
+			t.Fatalf("the backup shows %q without its passphrase", secret)
+		}
+	}
+	if _, err := gzip.NewReader(bytes.NewReader(buf.Bytes())); err == nil {
+		t.Fatal("the backup reads as a plain gzip")
+	}
+	wrong, _ := Passphrase("not the right passphrase")
+	nowhere := filepath.Join(t.TempDir(), "state")
+	if err := Restore(bytes.NewReader(buf.Bytes()), wrong, nowhere, "", false); err == nil || !strings.Contains(err.Error(), "wrong passphrase") {
+		t.Fatalf("a restore with the wrong passphrase: %v", err)
+	}
+	if _, err := os.Stat(nowhere); err == nil {
+		t.Fatal("a restore with the wrong passphrase wrote the state directory")
 	}
 
 	dst := filepath.Join(t.TempDir(), "state")
 	conf2 := filepath.Join(t.TempDir(), "etc", "paddock.toml")
-	if err := Restore(bytes.NewReader(buf.Bytes()), dst, conf2, false); err != nil {
+	if err := Restore(bytes.NewReader(buf.Bytes()), key, dst, conf2, false); err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range []string{"paddock.db", "secret.key", "local.token"} {
+		if fi, err := os.Stat(filepath.Join(dst, f)); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Fatalf("%s restored: %v %v", f, fi, err)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dst, "secret.key")); string(b) != sealKey {
+		t.Fatalf("secret.key restored: %q", b)
 	}
 	st2, err := store.Open(dst)
 	if err != nil {
@@ -64,7 +100,7 @@ func TestBackupAndRestore(t *testing.T) {
 	if b, _ := os.ReadFile(conf2); string(b) != "image = \"x\"\n" {
 		t.Fatalf("the configuration: %q", b)
 	}
-	if err := Restore(bytes.NewReader(buf.Bytes()), dst, "", false); err == nil || !strings.Contains(err.Error(), "already holds a database") {
+	if err := Restore(bytes.NewReader(buf.Bytes()), key, dst, "", false); err == nil || !strings.Contains(err.Error(), "already holds a database") {
 		t.Fatalf("a second restore: %v", err)
 	}
 
@@ -78,7 +114,7 @@ func TestBackupAndRestore(t *testing.T) {
 	tw.Close()
 	gz.Close()
 	empty := filepath.Join(t.TempDir(), "s")
-	if err := Restore(&evil, empty, "", false); err == nil {
+	if err := Restore(&evil, key, empty, "", false); err == nil {
 		t.Fatal("an archive with ../ was restored")
 	}
 	if _, err := os.Stat(filepath.Join(empty, "paddock.db")); err == nil {

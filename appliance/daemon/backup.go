@@ -6,8 +6,10 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"filippo.io/age"
 	"github.com/spf13/pflag"
 
 	"github.com/paddock-dev/paddock/appliance/backup"
@@ -21,12 +23,21 @@ func backupCmd(args, environ []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("paddockd backup", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config.Flags(fs)
-	to := fs.String("to", "", "the backup file to write (a gzipped tar; - for stdout)")
+	to := fs.String("to", "", "the backup file to write (an age-encrypted gzipped tar; - for stdout)")
+	pass := fs.String("passphrase-file", "", "encrypt to the passphrase on this file's first line (at least 12 characters)")
+	recips := fs.StringArray("recipient", nil, "encrypt to this age public key (age1...); repeatable")
+	recipFile := fs.String("recipients-file", "", "encrypt to the age public keys in this file")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *to == "" || fs.NArg() > 0 {
-		fmt.Fprintln(stderr, "usage: paddockd backup --to FILE [--state-dir D] [--config F]")
+	if *to == "" || fs.NArg() > 0 || (*pass == "" && len(*recips) == 0 && *recipFile == "") {
+		fmt.Fprintln(stderr, "usage: paddockd backup --to FILE (--passphrase-file F | --recipient AGE1... | --recipients-file F) [--state-dir D] [--config F]")
+		fmt.Fprintln(stderr, "a backup holds the keys to the server (the key that seals every secret, the local token): it is always encrypted")
+		return 2
+	}
+	key, err := backupKey(*pass, *recips, *recipFile, "")
+	if err != nil {
+		fmt.Fprintln(stderr, "paddockd backup:", err)
 		return 2
 	}
 	cfg, err := config.Load(fs, environ)
@@ -46,16 +57,16 @@ func backupCmd(args, environ []string, stdout, stderr io.Writer) int {
 	defer st.Close()
 	confPath, _ := config.Path(fs, environ)
 	if *to == "-" {
-		err = backup.Write(stdout, st, cfg.StateDir, confPath)
+		err = backup.Write(stdout, key, st, cfg.StateDir, confPath)
 	} else {
-		err = writeAtomically(*to, func(w io.Writer) error { return backup.Write(w, st, cfg.StateDir, confPath) })
+		err = writeAtomically(*to, func(w io.Writer) error { return backup.Write(w, key, st, cfg.StateDir, confPath) })
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "paddockd backup:", err)
 		return 1
 	}
 	if *to != "-" {
-		fmt.Fprintf(stdout, "wrote %s: the state of %s (not boxes or drives: they have snapshots and drive backups)\n", *to, cfg.StateDir)
+		fmt.Fprintf(stdout, "wrote %s: the state of %s, encrypted (not boxes or drives: they have snapshots and drive backups); keep the passphrase or key apart from it\n", *to, cfg.StateDir)
 	}
 	return 0
 }
@@ -89,11 +100,18 @@ func restoreCmd(args, environ []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config.Flags(fs)
 	force := fs.Bool("force", false, "replace a state directory that holds a database")
+	pass := fs.String("passphrase-file", "", "the backup's passphrase, on this file's first line")
+	ident := fs.String("identity", "", "a file of age identities (AGE-SECRET-KEY-...) one of which opens the backup")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: paddockd restore FILE [--state-dir D] [--config F] [--force]")
+		fmt.Fprintln(stderr, "usage: paddockd restore FILE (--passphrase-file F | --identity F) [--state-dir D] [--config F] [--force]")
+		return 2
+	}
+	key, err := backupKey(*pass, nil, "", *ident)
+	if err != nil {
+		fmt.Fprintln(stderr, "paddockd restore:", err)
 		return 2
 	}
 	cfg, err := config.Load(fs, environ)
@@ -123,10 +141,59 @@ func restoreCmd(args, environ []string, stdout, stderr io.Writer) int {
 	}
 	defer f.Close()
 	confPath, _ := config.Path(fs, environ)
-	if err := backup.Restore(f, cfg.StateDir, confPath, *force); err != nil {
+	if err := backup.Restore(f, key, cfg.StateDir, confPath, *force); err != nil {
 		fmt.Fprintln(stderr, "paddockd restore:", err)
 		return 1
 	}
 	fmt.Fprintf(stdout, "restored %s into %s; start paddockd\n", fs.Arg(0), cfg.StateDir)
 	return 0
+}
+
+// backupKey makes a backup's key from the flags: a passphrase (its file's
+// first line), age public keys (to encrypt to) and identities (to open
+// with).
+func backupKey(passFile string, recipients []string, recipientsFile, identityFile string) (backup.Key, error) {
+	var k backup.Key
+	if passFile != "" {
+		b, err := os.ReadFile(passFile)
+		if err != nil {
+			return k, err
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if k, err = backup.Passphrase(strings.TrimRight(line, "\r")); err != nil {
+			return k, err
+		}
+	}
+	for _, r := range recipients {
+		rc, err := age.ParseX25519Recipient(r)
+		if err != nil {
+			return k, fmt.Errorf("--recipient %q: %w", r, err)
+		}
+		k.Recipients = append(k.Recipients, rc)
+	}
+	if recipientsFile != "" {
+		f, err := os.Open(recipientsFile)
+		if err != nil {
+			return k, err
+		}
+		defer f.Close()
+		rs, err := age.ParseRecipients(f)
+		if err != nil {
+			return k, fmt.Errorf("%s: %w", recipientsFile, err)
+		}
+		k.Recipients = append(k.Recipients, rs...)
+	}
+	if identityFile != "" {
+		f, err := os.Open(identityFile)
+		if err != nil {
+			return k, err
+		}
+		defer f.Close()
+		ids, err := age.ParseIdentities(f)
+		if err != nil {
+			return k, fmt.Errorf("%s: %w", identityFile, err)
+		}
+		k.Identities = append(k.Identities, ids...)
+	}
+	return k, nil
 }

@@ -46,20 +46,35 @@ func TestBackupRestore(t *testing.T) {
 		t.Fatal("no container for keepbox")
 	}
 
-	file := filepath.Join(t.TempDir(), "paddock-backup.tgz")
+	file := filepath.Join(t.TempDir(), "paddock-backup.age")
 	conf := filepath.Join(filepath.Dir(d.StateDir), d.Instance+".toml")
-	if out, err := exec.Command(bins.Paddockd, "backup", "--to", file, "--state-dir", d.StateDir, "--config", conf).CombinedOutput(); err != nil {
+	pass := filepath.Join(t.TempDir(), "pass")
+	os.WriteFile(pass, []byte("a passphrase for the backup\n"), 0o600)
+	// Never in clear: no backup without a passphrase or a key.
+	if out, err := exec.Command(bins.Paddockd, "backup", "--to", file, "--state-dir", d.StateDir, "--config", conf).CombinedOutput(); err == nil || !strings.Contains(string(out), "always encrypted") {
+		t.Fatalf("a backup without a key: %v %s", err, out)
+	}
+	if out, err := exec.Command(bins.Paddockd, "backup", "--to", file, "--state-dir", d.StateDir, "--config", conf, "--passphrase-file", pass).CombinedOutput(); err != nil {
 		t.Fatalf("paddockd backup: %v\n%s", err, out)
 	}
+	raw, _ := os.ReadFile(file)
+	if tok, _ := os.ReadFile(filepath.Join(d.StateDir, "local.token")); len(tok) == 0 || strings.Contains(string(raw), strings.TrimSpace(string(tok))) {
+		t.Fatalf("the backup shows the local token (%d bytes of it)", len(tok))
+	}
 	// A running server is not restored over.
-	if out, err := exec.Command(bins.Paddockd, "restore", file, "--state-dir", t.TempDir(), "--socket", d.Socket).CombinedOutput(); err == nil || !strings.Contains(string(out), "paddockd is running") {
+	if out, err := exec.Command(bins.Paddockd, "restore", file, "--state-dir", t.TempDir(), "--socket", d.Socket, "--passphrase-file", pass).CombinedOutput(); err == nil || !strings.Contains(string(out), "paddockd is running") {
 		t.Fatalf("restore while it runs: %v %s", err, out)
 	}
 	d.Stop()
 
 	fresh := filepath.Join(t.TempDir(), "state")
 	restoredConf := filepath.Join(t.TempDir(), "paddock.toml")
-	if out, err := exec.Command(bins.Paddockd, "restore", file, "--state-dir", fresh, "--config", restoredConf, "--socket", d.Socket).CombinedOutput(); err != nil {
+	wrong := filepath.Join(t.TempDir(), "wrong")
+	os.WriteFile(wrong, []byte("not the passphrase at all\n"), 0o600)
+	if out, err := exec.Command(bins.Paddockd, "restore", file, "--state-dir", fresh, "--config", restoredConf, "--socket", d.Socket, "--passphrase-file", wrong).CombinedOutput(); err == nil || !strings.Contains(string(out), "wrong passphrase") {
+		t.Fatalf("a restore with the wrong passphrase: %v %s", err, out)
+	}
+	if out, err := exec.Command(bins.Paddockd, "restore", file, "--state-dir", fresh, "--config", restoredConf, "--socket", d.Socket, "--passphrase-file", pass).CombinedOutput(); err != nil {
 		t.Fatalf("paddockd restore: %v\n%s", err, out)
 	}
 	if b, err := os.ReadFile(restoredConf); err != nil || !strings.Contains(string(b), "[agents.say]") {
