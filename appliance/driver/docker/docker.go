@@ -665,20 +665,54 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	if err != nil {
 		return -1, wrap(err)
 	}
-	code, err := d.attached(ctx, cr.ID, att, spec)
+	code, err := d.attached(ctx, box, cr.ID, att, spec)
 	if !spec.TTY {
 		d.keepWarm(box)
 	}
 	return code, err
 }
 
+// boxCgroup is the cgroup of the box's container as this machine sees it:
+// where every process of the box is, and the only place a timeout's
+// signal may go (signal.go).
+func (d *Driver) boxCgroup(ctx context.Context, box string) (string, error) {
+	ins, err := d.c.ContainerInspect(ctx, d.containerName(box), client.ContainerInspectOptions{})
+	if err != nil {
+		return "", wrap(err)
+	}
+	return containerCgroup(ins.Container.ID, ins.Container.State.Pid)
+}
+
+// containerCgroup is the cgroup of the container id whose first process
+// is pid: it must name the container, or it is no box's.
+func containerCgroup(id string, pid int) (string, error) {
+	if pid <= 0 {
+		return "", fmt.Errorf("container %.12s is not running", id)
+	}
+	cg, err := cgroupOf(pid)
+	if err != nil {
+		return "", err
+	}
+	if id == "" || !strings.Contains(cg, id) {
+		return "", fmt.Errorf("container %.12s: its process is in cgroup %q, not its own", id, cg)
+	}
+	return cg, nil
+}
+
 // attached runs the exec id, started and attached as att, to its end:
 // its input, terminal size and timeout, its output, its exit code.
-func (d *Driver) attached(ctx context.Context, id string, att client.ExecAttachResult, spec driver.ExecSpec) (int, error) {
+func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAttachResult, spec driver.ExecSpec) (int, error) {
 	defer att.Close()
 	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
 	defer stop()
-	timedOut := startTimeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(id, sig) })
+	var cg string
+	if spec.Timeout > 0 {
+		var err error
+		if cg, err = d.boxCgroup(ctx, box); err != nil {
+			return -1, fmt.Errorf("the command's timeout: %w", err)
+		}
+	}
+	timedOut := startTimeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(cg, id, sig) })
 	defer timedOut.stop()
 	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		// Engines before API 1.42 ignore the size given at create and
@@ -796,18 +830,18 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// signalExec signals an exec's process group. The engine starts each
+// signalExec signals an exec's process group, of the box's processes
+// only (cg, its cgroup when the command started). The engine starts each
 // exec as the leader of its own session, and reports its process ID as
-// the host sees it, where paddockd runs; so the group is everything the
-// command started that did not leave it (a daemon's setsid does).
-func (d *Driver) signalExec(id string, sig syscall.Signal) {
+// the host sees it; so the group is everything the command started that
+// did not leave it (a daemon's setsid does). The number may be stale by
+// now: inside the box's cgroup it can only name the box's own processes.
+func (d *Driver) signalExec(cg, id string, sig syscall.Signal) {
 	ins, err := d.c.ExecInspect(context.Background(), id, client.ExecInspectOptions{})
 	if err != nil || ins.PID <= 0 {
 		return
 	}
-	if err := syscall.Kill(-ins.PID, sig); err != nil {
-		syscall.Kill(ins.PID, sig)
-	}
+	signalGroup(cg, ins.PID, sig)
 }
 
 // StatPath says whether path in the box is a folder, or a symlink to one

@@ -260,6 +260,7 @@ type warmExec struct {
 	att client.ExecAttachResult
 	out *bufio.Reader
 	pid int
+	cg  string // the box's cgroup: where its commands' signals may go
 	buf []byte
 
 	mu    sync.Mutex // one frame at a time to the program
@@ -476,10 +477,14 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 		err = fmt.Errorf("it said %q", m)
 	}
 	if err == nil {
-		// Its process ID, for the timeouts of its commands.
-		var ins client.ExecInspectResult
-		ins, err = d.c.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
-		w.pid = ins.PID
+		// Its process ID and the box's cgroup, for the timeouts of its
+		// commands.
+		var ei client.ExecInspectResult
+		ei, err = d.c.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
+		w.pid = ei.PID
+		if err == nil {
+			w.cg, err = containerCgroup(ins.Container.ID, ins.Container.State.Pid)
+		}
 	}
 	if err != nil {
 		att.Close()
@@ -687,12 +692,12 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 // which leads its own. The program reaps the child only once the
 // command's output has closed, so that the group's ID stays the child's
 // while any process of the group may hold it open, as the engine's
-// exec's does.
+// exec's does. Only the box's processes are signalled (signal.go): the
+// program's children found inside the box's cgroup, then their groups
+// there.
 func (w *warmExec) signal(sig syscall.Signal) {
 	for _, pid := range childrenOf(w.pid) {
-		if err := syscall.Kill(-pid, sig); err != nil {
-			syscall.Kill(pid, sig)
-		}
+		signalGroup(w.cg, pid, sig)
 	}
 }
 

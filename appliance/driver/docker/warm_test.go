@@ -24,6 +24,7 @@ type scriptPeer struct {
 	cmd *exec.Cmd
 	in  io.WriteCloser
 	out *bufio.Reader
+	cg  string
 }
 
 func startScript(t *testing.T) *scriptPeer {
@@ -44,7 +45,9 @@ func startScript(t *testing.T) *scriptPeer {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { in.Close(); c.Process.Kill(); c.Wait() })
-	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out)}
+	// In a cgroup of its own, as in a box: only there may a timeout's
+	// signal go.
+	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out), cg: cgroupFor(t, c.Process.Pid)}
 	if m, _ := p.recv(); m != 'R' {
 		t.Fatalf("first frame %q, want R", m)
 	}
@@ -169,7 +172,7 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	}
 	p.send('c', nil)
 	time.Sleep(300 * time.Millisecond)
-	w := &warmExec{pid: p.cmd.Process.Pid}
+	w := &warmExec{pid: p.cmd.Process.Pid, cg: p.cg}
 	if kids := childrenOf(w.pid); len(kids) != 1 {
 		t.Fatalf("children of the program while a command's output is open: %v, want its child", kids)
 	}
