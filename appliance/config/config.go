@@ -66,6 +66,9 @@ type Limits struct {
 	Drives int `koanf:"drives"`
 	// Jobs counts a member's running jobs and prompts.
 	Jobs int `koanf:"jobs"`
+	// DriveGiB bounds what a member's drives hold together, measured
+	// with the boxes' disks (disk_check_interval); 0: no bound.
+	DriveGiB float64 `koanf:"drive_gib"`
 }
 
 // Config is paddockd's configuration.
@@ -189,6 +192,7 @@ func Defaults() map[string]any {
 		"limits.boxes":                20,
 		"limits.drives":               20,
 		"limits.jobs":                 50,
+		"limits.drive_gib":            100,
 		"archive_max_mib":             16384,
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,

@@ -118,6 +118,8 @@ type PathStater interface {
 // writable layer and its /var/lib/docker volume (not its drives).
 type DiskMeter interface {
 	DiskUsage(ctx context.Context, box string) (int64, error)
+	// VolumeUsage is what a volume (a drive) holds on disk.
+	VolumeUsage(ctx context.Context, v VolumeRef) (int64, error)
 }
 
 // Hostnamer is a driver that can give a running box another hostname

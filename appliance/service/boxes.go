@@ -570,7 +570,81 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, s.checkDrives(ctx, meter))
 	return errors.Join(errs...)
+}
+
+// checkDrives measures what each member's drives hold together and,
+// past limits.drive_gib, stops the member's running boxes that mount one
+// of them (out of a start's grace), with a note that says why: a drive
+// is written only through a box, so this is what stops it growing. It
+// takes no snapshot, as for a box's own disk.
+func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error {
+	limit := s.Cfg.Limits.DriveGiB
+	if limit <= 0 {
+		return nil
+	}
+	users, err := s.Store.Users()
+	if err != nil {
+		return err
+	}
+	member := map[int64]bool{}
+	for _, u := range users {
+		member[u.ID] = u.Role == store.RoleMember
+	}
+	drives, err := s.Store.ListDrives()
+	if err != nil {
+		return err
+	}
+	held := map[int64]int64{}
+	ownerOf := map[string]int64{}
+	for _, d := range drives {
+		if !member[d.Owner] {
+			continue
+		}
+		ownerOf[d.Name] = d.Owner
+		if n, err := meter.VolumeUsage(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: d.Name}); err == nil {
+			held[d.Owner] += n
+		}
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range boxes {
+		n := held[b.Owner]
+		if float64(n) <= limit*(1<<30) || b.Desired != "running" || b.Observed != "running" || s.inDiskGrace(b.Name) {
+			continue
+		}
+		mounts := false
+		for _, m := range b.Mounts {
+			mounts = mounts || ownerOf[m.Drive] == b.Owner
+		}
+		if !mounts {
+			continue
+		}
+		note := fmt.Sprintf("stopped at %s: your drives hold %.2f GiB, past limits.drive_gib = %g; start it and free space on a drive, or remove one",
+			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), limit)
+		s.Log.Warn("a member's drives past their bound, stopping a box that mounts one", "box", b.Name, "bytes", n, "drive_gib", limit)
+		err := s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
+			sb.Desired, sb.Note = "stopped", note
+			return nil
+		})
+		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inDiskGrace says whether the box was started again after a disk stop
+// less than its grace ago.
+func (s *Service) inDiskGrace(name string) bool {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	started, ok := s.diskGrace[name]
+	return ok && s.now().Sub(started) < diskGrace(s.Cfg)
 }
 
 // usedBy lists the boxes that mount a drive.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // A running box past its type's disk_gib is stopped, without a snapshot,
@@ -58,5 +59,88 @@ func TestCheckDiskStopsABoxPastItsBound(t *testing.T) {
 	}
 	if b, _ := s.GetBox("big"); b.Status != "stopped" {
 		t.Fatalf("still past its bound after its grace: %s", b.Status)
+	}
+}
+
+// A member's drives together count against limits.drive_gib: past it, the
+// member's running boxes that mount one of them are stopped with a note
+// that names the bound (their other boxes, and an owner's, run on); a
+// box started again has its grace, and is stopped again after it unless
+// space was freed.
+func TestCheckDiskBoundsAMembersDrives(t *testing.T) {
+	s, drv := newService(t)
+	s.Cfg.Limits.DriveGiB = 1
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
+	asMia, asBoss := WithUser(context.Background(), mia), WithUser(context.Background(), boss)
+	ctx := context.Background()
+	for _, d := range []struct {
+		ctx  context.Context
+		name string
+	}{{asMia, "data"}, {asMia, "more"}, {asBoss, "bossdata"}} {
+		if _, err := s.CreateDrive(d.ctx, api.DrivePost{Name: d.name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, b := range []struct {
+		ctx   context.Context
+		name  string
+		drive string
+	}{{asMia, "writer", "data"}, {asMia, "other", ""}, {asBoss, "bosses", "bossdata"}} {
+		p := api.BoxPost{Name: b.name}
+		if b.drive != "" {
+			p.Mounts = []api.Mount{{Drive: b.drive, Path: "/mnt/" + b.drive}}
+		}
+		if _, err := s.CreateBox(b.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each of mia's drives is under the bound; together they are past it.
+	drv.Usage = map[string]int64{"drive:data": 3 << 28, "drive:more": 3 << 28, "drive:bossdata": 8 << 30}
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	status := func(name string) (string, string) {
+		b, err := s.GetBox(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Status, b.Note
+	}
+	if st, note := status("writer"); st != "stopped" || !strings.Contains(note, "your drives hold 1.50 GiB, past limits.drive_gib = 1") {
+		t.Fatalf("the member's box that mounts a drive: %s %q", st, note)
+	}
+	for _, n := range []string{"other", "bosses"} {
+		if st, note := status(n); st != "running" || note != "" {
+			t.Fatalf("box %s: %s %q", n, st, note)
+		}
+	}
+	if _, err := s.StartBox(asMia, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := status("writer"); st != "running" {
+		t.Fatalf("stopped again within its grace: %s", st)
+	}
+	s.Now = func() time.Time { return time.Now().Add(diskGrace(s.Cfg) + time.Second) }
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := status("writer"); st != "stopped" {
+		t.Fatalf("still past the bound after its grace: %s", st)
+	}
+	s.Now = nil
+	if _, err := s.StartBox(asMia, "writer"); err != nil {
+		t.Fatal(err)
+	}
+	drv.Usage["drive:more"] = 0
+	s.Now = func() time.Time { return time.Now().Add(diskGrace(s.Cfg) + time.Second) }
+	if err := s.CheckDisk(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st, note := status("writer"); st != "running" {
+		t.Fatalf("space freed, after its grace: %s %q", st, note)
 	}
 }

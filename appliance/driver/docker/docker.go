@@ -444,6 +444,18 @@ func (d *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
 	return n, nil
 }
 
+// VolumeUsage sums the disk blocks of what volume v holds.
+func (d *Driver) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, error) {
+	res, err := d.c.VolumeInspect(ctx, d.volumeName(v), client.VolumeInspectOptions{})
+	if err != nil {
+		return 0, wrap(err)
+	}
+	if res.Volume.Mountpoint == "" {
+		return 0, fmt.Errorf("volume %s has no mountpoint on this machine", d.volumeName(v))
+	}
+	return blocksUnder(res.Volume.Mountpoint), nil
+}
+
 // blocksUnder sums the disk blocks of the files under dir (sparse files
 // count what they hold, hard links once).
 func blocksUnder(dir string) int64 {

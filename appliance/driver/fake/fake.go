@@ -39,7 +39,8 @@ type Driver struct {
 	Fail func(op string) error
 	// Ops records every operation that changed something, in order.
 	Ops []string
-	// Usage is what DiskUsage reports per box (set by tests).
+	// Usage is what DiskUsage reports per box, and VolumeUsage per
+	// volume as "kind:name" (set by tests).
 	Usage map[string]int64
 	// ExecFunc, when set, answers Exec (the fake runs no commands).
 	ExecFunc func(box string, spec driver.ExecSpec) (int, error)
@@ -359,6 +360,16 @@ func (d *Driver) WriteVolume(_ context.Context, v driver.VolumeRef, _ string, ta
 		return errNoRuntime
 	}
 	return fn(v, tar)
+}
+
+// VolumeUsage reports Usage["kind:name"] for an existing volume.
+func (d *Driver) VolumeUsage(_ context.Context, v driver.VolumeRef) (int64, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.volumes[v] {
+		return 0, driver.ErrNotFound
+	}
+	return d.Usage[v.Kind+":"+v.Name], nil
 }
 
 // DiskUsage reports Usage[box] for an existing box.
