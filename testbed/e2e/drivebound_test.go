@@ -29,7 +29,7 @@ func TestDrivesCountAgainstAMembersBound(t *testing.T) {
 	}
 	oc := d.Client()
 	for _, c := range []struct {
-		c           *client.Client
+		c          *client.Client
 		drive, box string
 	}{{mc, "fill", "filler-box"}, {oc, "ownerfill", "owner-box"}} {
 		if _, err := c.c.CreateDrive(ctx, c.drive); err != nil {
