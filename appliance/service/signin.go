@@ -56,19 +56,21 @@ func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Tim
 	return tok, exp, nil
 }
 
+// errSignInGone answers a sign-in link that was used, expired or never was.
+var errSignInGone = &api.Error{Code: api.CodeGone, Message: "this sign-in link has been used or has expired; run 'paddock dashboard' again"}
+
 // PeekSignIn says whose a live sign-in link is, without using it (the
 // confirmation page names the account before the browser signs in).
 func (s *Service) PeekSignIn(token string) (store.User, error) {
 	s.SignIns.mu.Lock()
 	l, ok := s.SignIns.byHash[auth.Hash(token)]
 	s.SignIns.mu.Unlock()
-	gone := &api.Error{Code: api.CodeGone, Message: "this sign-in link has been used or has expired; run 'paddock dashboard' again"}
 	if !ok || s.now().After(l.expires) {
-		return store.User{}, gone
+		return store.User{}, errSignInGone
 	}
 	u, err := s.Store.GetUser(l.user)
 	if err != nil {
-		return store.User{}, gone
+		return store.User{}, errSignInGone
 	}
 	return u, nil
 }
@@ -81,13 +83,12 @@ func (s *Service) RedeemSignIn(token string) (store.User, api.Session, string, e
 	l, ok := s.SignIns.byHash[hash]
 	delete(s.SignIns.byHash, hash)
 	s.SignIns.mu.Unlock()
-	gone := &api.Error{Code: api.CodeGone, Message: "this sign-in link has been used or has expired; run 'paddock dashboard' again"}
 	if !ok || s.now().After(l.expires) {
-		return store.User{}, api.Session{}, "", gone
+		return store.User{}, api.Session{}, "", errSignInGone
 	}
 	u, err := s.Store.GetUser(l.user)
 	if err != nil {
-		return store.User{}, api.Session{}, "", gone // the user was removed meanwhile
+		return store.User{}, api.Session{}, "", errSignInGone // the user was removed meanwhile
 	}
 	sess, err := s.NewSession(u)
 	return u, sess, l.next, err
