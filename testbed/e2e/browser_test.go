@@ -5,6 +5,8 @@ import (
 	"sync"
 
 	"context"
+	"github.com/chromedp/cdproto/fetch"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"os"
 	"os/exec"
@@ -72,12 +74,22 @@ func TestDesktopInBrowser(t *testing.T) {
 	bctx, cancel = context.WithTimeout(bctx, 120*time.Second)
 	defer cancel()
 
+	// The first load of one of noVNC's modules fails, as a browser fails
+	// the requests in flight when its network changes (boxes starting on
+	// this machine change it): the page must load itself again and still
+	// connect with its ticket.
+	const flaky = "/novnc/core/util/events.js"
+	paused := make(chan fetch.RequestID, 8)
 	var logMu sync.Mutex
 	var consoleLog []string
 	chromedp.Listen(bctx, func(ev any) {
 		logMu.Lock()
 		defer logMu.Unlock()
 		switch e := ev.(type) {
+		case *fetch.EventRequestPaused:
+			paused <- e.RequestID
+		case *network.EventLoadingFailed:
+			consoleLog = append(consoleLog, "load failed: "+e.ErrorText)
 		case *runtime.EventConsoleAPICalled:
 			for _, a := range e.Args {
 				consoleLog = append(consoleLog, string(e.Type)+": "+string(a.Value)+" "+a.Description)
@@ -93,17 +105,58 @@ func TestDesktopInBrowser(t *testing.T) {
 			logMu.Unlock()
 		}
 	}()
+	if err := chromedp.Do(bctx); err != nil { // start the browser
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*" + flaky}}}); err != nil {
+		t.Fatal(err)
+	}
+	failed := make(chan struct{})
+	go func() {
+		first := true
+		for {
+			select {
+			case <-bctx.Done():
+				return
+			case id := <-paused:
+				if first {
+					chromedp.Call(bctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonConnectionReset})
+					first = false
+					close(failed)
+				} else {
+					chromedp.Call(bctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+				}
+			}
+		}
+	}()
 	pageState := func() (string, error) {
 		// about:blank first: the same URL again would only change the fragment.
 		if err := chromedp.Do(bctx, chromedp.Navigate("about:blank"), chromedp.Navigate(url)); err != nil {
 			return "", err
 		}
-		return chromedp.Run(bctx, chromedp.Poll[string](`document.body.dataset.state`,
-			chromedp.WithPollingTimeout(30*time.Second), chromedp.WithPollingInterval(200*time.Millisecond)))
+		// Wait until the page ends in a state; it may load itself again
+		// first, which ends any one evaluation in it.
+		var state string
+		var err error
+		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+			state, err = chromedp.Run(bctx, chromedp.Evaluate[string](`document.body.dataset.state || ""`))
+			if err == nil && (state == "connected" || state == "disconnected" || state == "failed") {
+				return state, nil
+			}
+		}
+		return state, fmt.Errorf("no end state in 30s (last error: %v)", err)
 	}
 	state, err := pageState()
 	if err != nil || state != "connected" {
 		t.Fatalf("page state %q: %v", state, err)
+	}
+	select {
+	case <-failed:
+	default:
+		t.Fatalf("the page connected without loading %s", flaky)
 	}
 	// Wait for the first frames: count the colours on the canvas.
 	colours, err := chromedp.Run(bctx, chromedp.Poll[int](`(() => {
