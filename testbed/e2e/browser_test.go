@@ -1,13 +1,7 @@
 package e2e
 
 import (
-	"fmt"
-	"sync"
-
 	"context"
-	"github.com/chromedp/cdproto/fetch"
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"os"
 	"os/exec"
 	"strings"
@@ -41,7 +35,6 @@ func chromium(t *testing.T) string {
 // through the websocket bridge and draws the box's desktop; the ticket
 // works once.
 func TestDesktopInBrowser(t *testing.T) {
-	browser := chromium(t)
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
 	c := d.Client()
@@ -60,124 +53,36 @@ func TestDesktopInBrowser(t *testing.T) {
 	}
 	url := "http://" + d.Listen + ticket.Path
 
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(browser), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 860))
-	actx, cancel := chromedp.NewExecAllocator(ctx, opts...)
-	defer cancel()
-	bctx, cancel := chromedp.NewContext(actx, chromedp.WithLogf(t.Logf))
-	defer cancel()
 	// A bound for the whole browser session, not a measurement: it runs
 	// to 50 s when the machine is loaded twice over.
-	bctx, cancel = context.WithTimeout(bctx, 120*time.Second)
-	defer cancel()
-
-	// The first load of one of noVNC's modules fails, as a browser fails
-	// the requests in flight when its network changes (boxes starting on
-	// this machine change it): the page must load itself again and still
-	// connect with its ticket.
-	const flaky = "/novnc/core/util/events.js"
-	paused := make(chan fetch.RequestID, 8)
-	var logMu sync.Mutex
-	var consoleLog []string
-	chromedp.Listen(bctx, func(ev any) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		switch e := ev.(type) {
-		case *fetch.EventRequestPaused:
-			paused <- e.RequestID
-		case *network.EventLoadingFailed:
-			consoleLog = append(consoleLog, "load failed: "+e.ErrorText)
-		case *runtime.EventConsoleAPICalled:
-			for _, a := range e.Args {
-				consoleLog = append(consoleLog, string(e.Type)+": "+string(a.Value)+" "+a.Description)
-			}
-		case *runtime.EventExceptionThrown:
-			consoleLog = append(consoleLog, "exception: "+e.ExceptionDetails.Text+" "+fmt.Sprint(e.ExceptionDetails.Exception))
-		}
-	})
-	defer func() {
-		if t.Failed() {
-			logMu.Lock()
-			t.Logf("browser console:\n%s", strings.Join(consoleLog, "\n"))
-			logMu.Unlock()
-		}
-	}()
-	if err := chromedp.Do(bctx); err != nil { // start the browser
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := chromedp.Call(bctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*" + flaky}}}); err != nil {
-		t.Fatal(err)
-	}
-	failed := make(chan struct{})
-	go func() {
-		first := true
-		for {
-			select {
-			case <-bctx.Done():
-				return
-			case id := <-paused:
-				if first {
-					chromedp.Call(bctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonConnectionReset})
-					first = false
-					close(failed)
-				} else {
-					chromedp.Call(bctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
-				}
-			}
-		}
-	}()
-	pageState := func() (string, error) {
+	b := newBrowser(t, "http://"+d.Listen, 120*time.Second)
+	// The first load of one of noVNC's modules fails: the page loads itself
+	// again and still connects with its ticket.
+	flaky := b.failOnce("/novnc/core/util/events.js")
+	pageState := func() string {
 		// about:blank first: the same URL again would only change the fragment.
-		if err := chromedp.Do(bctx, chromedp.Navigate("about:blank"), chromedp.Navigate(url)); err != nil {
-			return "", err
-		}
-		// Wait until the page ends in a state; it may load itself again
-		// first, which ends any one evaluation in it.
-		var state string
-		var err error
-		for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-			state, err = chromedp.Run(bctx, chromedp.Evaluate[string](`document.body.dataset.state || ""`))
-			if err == nil && (state == "connected" || state == "disconnected" || state == "failed") {
-				return state, nil
-			}
-		}
-		return state, fmt.Errorf("no end state in 30s (last error: %v)", err)
+		b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(url))
+		return poll[string](b, "the page's end state", `["connected", "disconnected", "failed"].includes(document.body.dataset.state) && document.body.dataset.state`, 30*time.Second)
 	}
-	state, err := pageState()
-	if err != nil || state != "connected" {
-		t.Fatalf("page state %q: %v", state, err)
+	if state := pageState(); state != "connected" {
+		t.Fatalf("page state %q", state)
 	}
-	select {
-	case <-failed:
-	default:
-		t.Fatalf("the page connected without loading %s", flaky)
+	if !served(flaky) {
+		t.Fatal("the page connected without loading noVNC's events.js")
 	}
 	// Wait for the first frames: count the colours on the canvas.
-	colours, err := chromedp.Run(bctx, chromedp.Poll[int](`(() => {
+	colours := poll[int](b, "the canvas to draw", `(() => {
 		const c = document.querySelector("#screen canvas");
 		const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
 		const seen = new Set();
 		for (let i = 0; i < d.length; i += 4 * 97) seen.add((d[i] << 16) | (d[i+1] << 8) | d[i+2]);
 		return seen.size >= 4 ? seen.size : 0;
-	})()`, chromedp.WithPollingTimeout(20*time.Second), chromedp.WithPollingInterval(500*time.Millisecond)))
-	if err != nil {
-		if png, err := chromedp.Run(bctx, chromedp.CaptureScreenshot()); err == nil {
-			os.WriteFile("/tmp/browser-debug.png", png, 0o644)
-		}
-		t.Fatalf("the canvas stays blank: %v", err)
-	}
+	})()`, 20*time.Second)
 	t.Logf("%d colours sampled on the canvas", colours)
 
 	// The ticket was used: a second page with it does not connect.
-	again, err := pageState()
-	if err != nil || !strings.Contains(again, "disconnected") {
-		t.Fatalf("a used ticket: page state %q, %v", again, err)
+	if again := pageState(); again != "disconnected" {
+		t.Fatalf("a used ticket: page state %q", again)
 	}
 }
 

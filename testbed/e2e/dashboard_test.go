@@ -16,6 +16,7 @@ import (
 
 	"github.com/chromedp/cdproto/browser"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/fetch"
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -62,6 +63,8 @@ func newBrowser(t *testing.T, base string, timeout time.Duration) *browserSessio
 			for _, a := range e.Args {
 				b.console = append(b.console, string(e.Type)+": "+string(a.Value)+" "+a.Description)
 			}
+		case *network.EventLoadingFailed:
+			b.console = append(b.console, "load failed: "+e.ErrorText)
 		case *runtime.EventExceptionThrown:
 			b.console = append(b.console, "exception: "+e.ExceptionDetails.Text+" "+fmt.Sprint(e.ExceptionDetails.Exception.Description))
 		}
@@ -79,6 +82,51 @@ func newBrowser(t *testing.T, base string, timeout time.Duration) *browserSessio
 		}
 	})
 	return b
+}
+
+// failOnce makes the browser's first request for a path ending in suffix
+// fail, as a browser fails the requests in flight when its network changes
+// (boxes starting on the machine change it); later requests go through.
+// The channel closes when the failure has been served.
+func (b *browserSession) failOnce(suffix string) <-chan struct{} {
+	b.t.Helper()
+	paused := make(chan fetch.RequestID, 16)
+	chromedp.Listen(b.ctx, func(ev any) {
+		if e, ok := ev.(*fetch.EventRequestPaused); ok {
+			paused <- e.RequestID
+		}
+	})
+	b.do() // the browser runs before its target is told what to intercept
+	if _, err := chromedp.Call(b.ctx, fetch.Enable, fetch.EnableParams{Patterns: []*fetch.RequestPattern{{URLPattern: "*" + suffix}}}); err != nil {
+		b.t.Fatal(err)
+	}
+	failed := make(chan struct{})
+	go func() {
+		for first := true; ; first = false {
+			select {
+			case <-b.ctx.Done():
+				return
+			case id := <-paused:
+				if first {
+					chromedp.Call(b.ctx, fetch.FailRequest, fetch.FailRequestParams{RequestID: id, ErrorReason: network.ErrorReasonConnectionReset})
+					close(failed)
+				} else {
+					chromedp.Call(b.ctx, fetch.ContinueRequest, fetch.ContinueRequestParams{RequestID: id})
+				}
+			}
+		}
+	}()
+	return failed
+}
+
+// served says whether failOnce's failure happened.
+func served(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 func (b *browserSession) do(actions ...chromedp.Action[chromedp.Void]) {
@@ -244,9 +292,14 @@ func TestDashboard(t *testing.T) {
 	t.Logf("figure: Create in the form to running in the list %v; 'paddock new' in the same run %v", formNew.Round(time.Millisecond), cliNew.Round(time.Millisecond))
 	b.shots(shotDir, "boxes")
 
-	// The box's page: a shell in the terminal tab.
+	// The box's page: a shell in the terminal tab. One of its modules fails
+	// to load the first time: the page loads itself again and works.
+	flaky := b.failOnce("/ui/tar.js")
 	b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] a`)))
 	poll[bool](b, "the box's page", `document.body.dataset.box === "dash" && document.body.dataset.ready === "1"`, 10*time.Second)
+	if !served(flaky) {
+		t.Fatal("the box's page was ready without loading /ui/tar.js")
+	}
 	b.shots(shotDir, "box-overview")
 	assets := eval[string](b, `(() => { let n = 0, bytes = 0; for (const e of performance.getEntriesByType("resource")) if (e.name.includes("/ui/")) { n++; bytes += e.decodedBodySize; } return n + " files, " + bytes + " bytes"; })()`)
 	t.Logf("figure: the box page's assets: %s", assets)
