@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,10 +12,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/paddock-dev/paddock/policies"
+	"github.com/paddock-dev/paddock/testbed/forms"
 )
 
 // TestAttacks runs each script under testdata/attacks: one attack of a
@@ -103,6 +108,31 @@ func cmdMember(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Fatalf("usage: member NAME")
 	}
 	ts.Setenv("MEMBER_TOKEN", memberToken(scriptTB{ts}, daemonOf(ts), args[0]))
+}
+
+// redeem FILE NAME: redeem the invitation link in FILE (as 'paddock user
+// invite' prints it) as a browser does, for an account NAME; print the
+// answer's status and body. "! redeem" expects it refused.
+func cmdRedeem(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: redeem FILE NAME")
+	}
+	d := daemonOf(ts)
+	// The link names the address the CLI used (the contract proxy's):
+	// its path, on the daemon's own address.
+	link, err := url.Parse(strings.TrimSpace(ts.ReadFile(args[0])))
+	if err != nil || !strings.HasPrefix(link.Path, "/") {
+		ts.Fatalf("redeem: %q is not a link", ts.ReadFile(args[0]))
+	}
+	base := "http://" + d.Listen
+	jar, _ := cookiejar.New(nil)
+	b := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	code, body := forms.Post(scriptTB{ts}, b, base, link.Path,
+		url.Values{"name": {args[1]}, "password": {"a long password"}, "password2": {"a long password"}})
+	fmt.Fprintf(ts.Stdout(), "%d\n%s\n", code, body)
+	if (code == http.StatusCreated) == neg {
+		ts.Fatalf("redeeming the invitation: %d", code)
+	}
 }
 
 // TestDockerInBox runs testdata/docker against a daemon whose runc boxes

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -172,6 +173,7 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 			"pngdiff":     cmdPNGDiff,
 			"boxnet":      cmdBoxNet,
 			"member":      cmdMember,
+			"redeem":      cmdRedeem,
 		},
 	}
 }
@@ -180,10 +182,12 @@ func daemonOf(ts *testscript.TestScript) *harness.Daemon {
 	return ts.Value("daemon").(*harness.Daemon)
 }
 
-// daemon stop|start|kill
+// daemon stop|start|kill: start may add NAME=VALUE settings to the
+// daemon's environment for that start only. "! daemon start" expects
+// paddockd not to start, and prints why (its last log lines) on stderr.
 func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: daemon stop|start|kill")
+	if len(args) < 1 || (args[0] != "start" && len(args) != 1) {
+		ts.Fatalf("usage: daemon stop|start [NAME=VALUE...]|kill")
 	}
 	d := daemonOf(ts)
 	var err error
@@ -193,11 +197,20 @@ func cmdDaemon(ts *testscript.TestScript, neg bool, args []string) {
 	case "kill":
 		err = d.Kill()
 	case "start":
+		saved := d.Env
+		d.Env = append(slices.Clone(d.Env), args[1:]...)
 		err = d.Start()
+		d.Env = saved
 	default:
 		ts.Fatalf("unknown daemon action %q", args[0])
 	}
-	if err != nil {
+	switch {
+	case neg && err == nil:
+		ts.Fatalf("daemon %s did what it was expected not to", args[0])
+	case neg:
+		lines := strings.Split(strings.TrimSpace(err.Error()), "\n")
+		fmt.Fprintln(ts.Stderr(), strings.Join(lines[max(0, len(lines)-4):], "\n"))
+	case err != nil:
 		ts.Fatalf("daemon %s: %v", args[0], err)
 	}
 }
