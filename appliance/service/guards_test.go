@@ -229,7 +229,7 @@ func TestUnsafeSettingTakesNoMembers(t *testing.T) {
 func TestMintsAreBoundedPerUser(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
-	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Password: "x", Created: time.Now()})
 	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
 	tooMany := func(what string, err error) {
 		t.Helper()
@@ -255,6 +255,12 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 	}
 	_, err = s.CreateToken(asMia, "one-more")
 	tooMany("one token past the hour's", err)
+	// A device login's approval makes a token too: the same bounds.
+	dc, err := s.DeviceStart("laptop", "127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tooMany("a device login approved past the hour's tokens", s.DeviceApprove(asMia, dc.UserCode, true))
 	// Held at once: MaxTokens, whatever the pace.
 	for i := range MaxTokens {
 		if err := s.Store.AddToken(store.Token{Hash: fmt.Sprint("h", i), Name: fmt.Sprintf("held%d", i), UserID: olga.ID, Kind: store.TokenAPI, Created: time.Now()}); err != nil {
@@ -263,4 +269,5 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 	}
 	_, err = s.CreateToken(asOlga, "one-more")
 	tooMany("one token past the most held", err)
+	tooMany("a device login approved past the most held", s.DeviceApprove(asOlga, dc.UserCode, true))
 }

@@ -27,10 +27,7 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 			return api.TokenCreated{}, conflict("a token named %q exists", name)
 		}
 	}
-	if len(ts) >= MaxTokens {
-		return api.TokenCreated{}, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you hold %d API tokens, the most a user may: revoke one first ('paddock token rm NAME')", len(ts))}
-	}
-	if err := s.mint(ctx, "API tokens"); err != nil {
+	if err := s.mayMintToken(ctx, len(ts)); err != nil {
 		return api.TokenCreated{}, err
 	}
 	tok, hash := auth.NewToken()
@@ -81,6 +78,16 @@ type mintLimits struct {
 
 // mint takes one of the user's hourly mints of kind, or says when the
 // next comes.
+// mayMintToken refuses one more API token to the user of ctx, who holds
+// held, past MaxTokens held or MintsPerHour made. Every way of making one
+// passes here: 'paddock token create' and a device login's approval.
+func (s *Service) mayMintToken(ctx context.Context, held int) error {
+	if held >= MaxTokens {
+		return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you hold %d API tokens, the most a user may: revoke one first ('paddock token rm NAME')", held)}
+	}
+	return s.mint(ctx, "API tokens")
+}
+
 func (s *Service) mint(ctx context.Context, kind string) error {
 	s.mints.once.Do(func() {
 		s.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}

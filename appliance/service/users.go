@@ -388,6 +388,13 @@ func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) 
 		d.denied = true
 		return nil
 	}
+	held, err := s.Store.Tokens(u.ID, store.TokenAPI)
+	if err != nil {
+		return err
+	}
+	if err := s.mayMintToken(ctx, len(held)); err != nil {
+		return err
+	}
 	tok, hash := auth.NewToken()
 	if err := s.Store.AddToken(store.Token{Hash: hash, Name: d.name, UserID: u.ID, Kind: store.TokenAPI, Created: s.now()}); err != nil {
 		return err
