@@ -72,7 +72,13 @@ func New(c *client.Client, version, root string) (*Server, error) {
 // that exists is a folder or (the last) a file, never a link, and a path
 // outside the root is refused. With make, the missing folders are made
 // through an os.Root on the root, which cannot reach outside it.
+//
+// "~" is refused rather than read as a folder of that name: an agent that
+// writes it means the user's home, which is outside the root.
 func (s *Server) Local(p string, mk bool) (string, error) {
+	if p == "~" || strings.HasPrefix(p, "~"+string(filepath.Separator)) {
+		return "", fmt.Errorf("%s: ~ is not expanded; give a path relative to %s, the folder this MCP server may read and write (paddock mcp --root DIR)", p, s.root)
+	}
 	full := p
 	if !filepath.IsAbs(full) {
 		full = filepath.Join(s.root, p)

@@ -31,7 +31,7 @@ func TestLocalPathsStayUnderTheRoot(t *testing.T) {
 			t.Errorf("%q (inside): %q %v", p, got, err)
 		}
 	}
-	for _, p := range []string{filepath.Join(home, ".ssh"), "../home/.ssh", "/", "h/.ssh", "h", "key", "src/../../home"} {
+	for _, p := range []string{filepath.Join(home, ".ssh"), "../home/.ssh", "/", "h/.ssh", "h", "key", "src/../../home", "~", "~/.ssh"} {
 		if got, err := s.Local(p, false); err == nil {
 			t.Errorf("%q (outside, or through a link): %q, no error", p, got)
 		}

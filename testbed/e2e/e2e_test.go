@@ -174,6 +174,7 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 			"boxnet":      cmdBoxNet,
 			"member":      cmdMember,
 			"redeem":      cmdRedeem,
+			"mcp":         cmdMCP,
 		},
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/rogpeppe/go-internal/testscript"
 )
 
 // mcpSession runs the real 'paddock mcp' as the holder of token, in the
@@ -51,6 +53,42 @@ func callTool(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 		}
 	}
 	return text.String(), img, res.IsError
+}
+
+// mcp TOOL JSON: call TOOL of 'paddock mcp', run in the script's current
+// folder as the script's user, with the MCP SDK's own client; print the
+// tool's text. "! mcp" expects a tool error.
+func cmdMCP(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 2 {
+		ts.Fatalf("usage: mcp TOOL JSON")
+	}
+	var targs map[string]any
+	if err := json.Unmarshal([]byte(args[1]), &targs); err != nil {
+		ts.Fatalf("mcp: the arguments: %v", err)
+	}
+	cmd := exec.Command(bins.Paddock, "mcp")
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Env = os.Environ()
+	for _, v := range []string{"HOME", "PADDOCK_HOST", "PADDOCK_TOKEN", "PADDOCK_CONFIG_DIR"} {
+		cmd.Env = append(cmd.Env, v+"="+ts.Getenv(v))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	ts.Check(err)
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: args[0], Arguments: targs})
+	if err != nil {
+		ts.Fatalf("mcp %s: a protocol error: %v", args[0], err)
+	}
+	for _, c := range res.Content {
+		if c, ok := c.(*mcp.TextContent); ok {
+			fmt.Fprintln(ts.Stdout(), c.Text)
+		}
+	}
+	if res.IsError != neg {
+		ts.Fatalf("mcp %s: tool error %v", args[0], res.IsError)
+	}
 }
 
 // The MCP server, called by the SDK's own client against a real paddockd:
@@ -139,34 +177,6 @@ func TestMCP(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(local, "back", "w", "hello.txt")); err != nil || string(b) != "hi from mcp\n" {
 		t.Fatalf("after pull: %q %v", b, err)
 	}
-	// Nothing outside the folder it started in: not a key from the
-	// user's home (by its path, by "..", or through a link in the
-	// folder), and no pull over the user's files.
-	home := t.TempDir()
-	os.MkdirAll(filepath.Join(home, ".ssh"), 0o700)
-	os.WriteFile(filepath.Join(home, ".ssh", "id_ed25519"), []byte("PRIVATE KEY"), 0o600)
-	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("mine\n"), 0o644)
-	os.Symlink(home, filepath.Join(local, "home"))
-	rel, _ := filepath.Rel(local, home)
-	for _, from := range []string{filepath.Join(home, ".ssh"), filepath.Join(rel, ".ssh"), "home/.ssh", "home"} {
-		if text, _, isErr := callTool(t, ctx, cs, "push", map[string]any{"box": "agentbox", "local": from, "to": "/config/stolen"}); !isErr {
-			t.Errorf("push of %s from outside the folder: %q", from, text)
-		}
-	}
-	json.Unmarshal([]byte(ok("exec", map[string]any{"box": "agentbox", "command": "grep -rl 'PRIVATE KEY' /config/stolen 2>/dev/null || echo none"})), &out)
-	if out.Stdout != "none\n" {
-		t.Fatalf("the key reached the box: %+v", out)
-	}
-	ok("exec", map[string]any{"box": "agentbox", "command": "mkdir -p /config/evil && echo planted > /config/evil/.bashrc"})
-	for _, into := range []string{home, rel, "home"} {
-		if text, _, isErr := callTool(t, ctx, cs, "pull", map[string]any{"box": "agentbox", "path": "/config/evil/.bashrc", "local": into}); !isErr {
-			t.Errorf("pull into %s outside the folder: %q", into, text)
-		}
-	}
-	if b, _ := os.ReadFile(filepath.Join(home, ".bashrc")); string(b) != "mine\n" {
-		t.Fatalf("the user's file after pulls outside the folder: %q", b)
-	}
-
 	_, png, isErr := callTool(t, ctx, cs, "screenshot", map[string]any{"box": "agentbox"})
 	if isErr || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("screenshot: error %v, %d bytes", isErr, len(png))
