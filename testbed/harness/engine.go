@@ -132,8 +132,13 @@ func (e *OwnEngine) Restart() error {
 
 // Forward lets the engine's bridge br forward through the machine's
 // firewall, as the machine's engine's own rules do for its bridges (the
-// DOCKER-USER chain, where it exists); Stop removes the rules.
+// DOCKER-USER chain, where it exists); Stop removes the rules, and the
+// bridge.
 func (e *OwnEngine) Forward(br string) error {
+	// The engine leaves its networks' bridges when it stops, and its
+	// files, which name them, go with Stop: the bridge goes too, else a
+	// later run's network on the same addresses is routed to it.
+	e.undo = append(e.undo, func() { exec.Command("ip", "link", "del", br).Run() })
 	if exec.Command("iptables", "-n", "-L", "DOCKER-USER").Run() != nil {
 		return nil // no engine rules that drop forwarded traffic
 	}

@@ -171,11 +171,12 @@ var (
 )
 
 // freeSubnet hands each daemon its own /24 for its box network, one that
-// overlaps no network the engine already has (a Paddock running on this
-// machine with the default 10.213.0.0/16 takes that whole range; the
-// tests then use 10.215.0.0/16 and on; 10.214.0.0/16 is the driver
-// contract tests') nor one another live run chose and has not made yet
-// (chosen under a lock shared by the runs, and listed in the run's file).
+// overlaps no network the engine already has, no address of this
+// machine's interfaces (a Paddock running on this machine with the
+// default 10.213.0.0/16 takes that whole range; the tests then use
+// 10.215.0.0/16 and on; 10.214.0.0/16 is the driver contract tests') and
+// none another live run chose and has not made yet (chosen under a lock
+// shared by the runs, and listed in the run's file).
 func freeSubnet() string {
 	subnetMu.Lock()
 	defer subnetMu.Unlock()
@@ -188,6 +189,18 @@ func freeSubnet() string {
 	for _, s := range claimedSubnets() {
 		if p, err := netip.ParsePrefix(s); err == nil {
 			used = append(used, p)
+		}
+	}
+	// Addresses on this machine's interfaces too: a bridge that an engine
+	// left (one whose files are gone) still takes the route.
+	if ifs, err := net.Interfaces(); err == nil {
+		for _, ifc := range ifs {
+			addrs, _ := ifc.Addrs()
+			for _, a := range addrs {
+				if p, err := netip.ParsePrefix(a.String()); err == nil {
+					used = append(used, p.Masked())
+				}
+			}
 		}
 	}
 	out, _ := exec.Command("sh", "-c", `docker network ls -q | xargs -r docker network inspect --format '{{range .IPAM.Config}}{{.Subnet}} {{end}}'`).Output()
