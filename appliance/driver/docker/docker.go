@@ -715,7 +715,21 @@ func containerCgroup(id string, pid int) (string, error) {
 // its input, terminal size and timeout, its output, its exit code.
 func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAttachResult, spec driver.ExecSpec) (int, error) {
 	defer att.Close()
-	stop := context.AfterFunc(ctx, func() { att.Conn.Close() })
+	// Input cut short (its caller went away) is not an end of input: the
+	// command must not take what it got for the whole. Its process group
+	// is killed before the stream closes (the engine would give it an end
+	// of input then), and the exec ends with an error.
+	var inputEnded atomic.Bool
+	killCut := func() {
+		if spec.Stdin == nil || inputEnded.Load() {
+			return
+		}
+		d.killExec(context.WithoutCancel(ctx), box, id)
+	}
+	stop := context.AfterFunc(ctx, func() {
+		killCut()
+		att.Conn.Close()
+	})
 	defer stop()
 	var cg string
 	if spec.Timeout > 0 {
@@ -737,14 +751,14 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 	if spec.Stdin != nil {
 		go func() {
 			_, err := io.Copy(att.Conn, spec.Stdin)
+			if err == nil {
+				inputEnded.Store(true)
+			}
 			switch {
 			case err != nil:
 				cut.Store(err)
-				// Input cut short (its caller went away) is not an end
-				// of input: the command must not take what it got for the
-				// whole. The stream closes, and the output's copy ends
-				// with an error.
-				att.Conn.Close()
+				killCut()
+				att.Conn.Close() // the output's copy ends with an error
 			case !spec.TTY:
 				// End of input closes the command's stdin. A terminal has
 				// no such thing (only ^D, which the terminal itself
@@ -854,6 +868,29 @@ func (d *Driver) signalExec(cg, id string, sig syscall.Signal) {
 		return
 	}
 	signalGroup(cg, ins.PID, sig)
+}
+
+// killExec kills the exec's process group (of the box's processes only),
+// once it has one: the engine may not have started its process yet, and
+// would start it with what input it was given and an end of input.
+func (d *Driver) killExec(ctx context.Context, box, id string) {
+	cg, err := d.boxCgroup(ctx, box)
+	if err != nil {
+		return
+	}
+	for range 500 {
+		ins, err := d.c.ExecInspect(ctx, id, client.ExecInspectOptions{})
+		switch {
+		case err != nil:
+			return
+		case ins.Running && ins.PID > 0:
+			signalGroup(cg, ins.PID, syscall.SIGKILL)
+			return
+		case ins.PID > 0 || ins.ExitCode != 0:
+			return // ended
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // StatPath says whether path in the box is a folder, or a symlink to one

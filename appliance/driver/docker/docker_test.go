@@ -15,44 +15,13 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
-	"github.com/paddock-dev/paddock/policies"
-	"github.com/paddock-dev/paddock/testbed/harness"
+	"github.com/paddock-dev/paddock/testbed/drivers"
 )
 
 // engine returns a driver on the real engine with an instance of its own,
-// and the test image; outside CI it skips (saying why) where there is none.
+// and the test image.
 func engine(t *testing.T, opts ...func(*docker.Config)) (*docker.Driver, string) {
-	if reason := harness.EngineReason(); reason != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(reason)
-		}
-		t.Skip("SKIP: " + reason)
-	}
-	image, err := harness.Image()
-	if err != nil {
-		t.Fatal(err)
-	}
-	inst := fmt.Sprintf("pdkct-%d", time.Now().UnixNano()%1e9)
-	// The contract tests use 10.214.0.0/16; the e2e daemons 10.213.0.0/16.
-	n, err := policies.NetworkFor(inst, fmt.Sprintf("10.214.%d.0/24", time.Now().UnixNano()%256))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cfg := docker.Config{Instance: inst, Runtime: "runc", User: "paddock", Bridge: n.Bridge, Subnet: n.Subnet, Gateway: n.Gateway}
-	for _, o := range opts {
-		o(&cfg)
-	}
-	d, err := docker.New(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		harness.Sweep(inst)
-		d.Close()
-	})
-	return d, image
+	return drivers.Docker(t, opts...)
 }
 
 // runningBox makes and starts a box without drives, named from prefix, and

@@ -92,9 +92,9 @@ func TestWarmInputStaysWithItsCommand(t *testing.T) {
 }
 
 // Input cut short (the caller went away mid-input) is not an end of
-// input: the command does not take what it got for the whole, and the
-// exec ends with an error, not the command's exit code; the same with a
-// warm exec and the usual way.
+// input: the command is ended before it could take what it got for the
+// whole, and the exec ends with an error, not the command's exit code;
+// the same with a warm exec and the usual way.
 func TestCutInputIsNoEndOfInput(t *testing.T) {
 	for _, keepWarm := range []bool{false, true} {
 		name := map[bool]string{false: "usual", true: "warm"}[keepWarm]
@@ -127,6 +127,17 @@ func TestCutInputIsNoEndOfInput(t *testing.T) {
 			// took the input.
 			if strings.Contains(out.String(), "took") || !strings.Contains(err.Error(), "input was cut short") {
 				t.Fatalf("cut input: the caller read %q and the error %q", out.String(), err)
+			}
+			// Nor was the command: it was ended before any end of input,
+			// so wc never counted the half it got. (Given an end of
+			// input, it counts within milliseconds; this looks for three
+			// seconds, and never fails a driver that keeps the rule.)
+			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+				var count bytes.Buffer
+				d.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"cat", "/tmp/count"}, Stdout: &count})
+				if strings.TrimSpace(count.String()) != "" {
+					t.Fatalf("cut input: the command took it for all of it: wc counted %q", count.String())
+				}
 			}
 		})
 	}

@@ -234,6 +234,13 @@ def run(spec):
                 elif not gone:
                     out(reads[f], b)
         if i_w is not None and (gone or (closing and not pending)):
+            if gone and not closing and status is None:
+                # The caller went before the end of the input: no end of
+                # input for the command, which is ended (it leads its group).
+                try:
+                    os.killpg(pid, signal.SIGKILL)
+                except OSError:
+                    pass
             os.close(i_w)
             i_w = None
     if i_w is not None:
@@ -638,7 +645,8 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 					// Input cut short (its caller went away) is not an
 					// end of input: the command must not take what it got
 					// for the whole. The stream closes; the program sees
-					// its caller gone and is not served again.
+					// its caller gone before the end of input, kills the
+					// command's group, and is not served again.
 					w.mu.Lock()
 					if this == w.cmd && !w.ended {
 						cut.Store(err)

@@ -191,19 +191,42 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	case <-time.After(5 * time.Minute):
 		t.Fatal("the command's group was killed and its exit did not come")
 	}
-	// paddockd goes away while a command runs: the program waits for the
-	// command (which marks its end in a file), says nothing, and exits.
+	// paddockd goes away while a command runs, after the command's end of
+	// input: the program waits for the command (which marks its end in a
+	// file), says nothing, and exits.
 	mark := t.TempDir() + "/ended"
 	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "read x; sleep 1; echo unheard; touch " + mark}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
 	}
+	p.send('i', []byte("line\n"))
+	p.send('c', nil)
 	p.in.Close()
 	rest, _ := io.ReadAll(p.out)
 	p.cmd.Wait()
 	if _, err := os.Stat(mark); len(rest) != 0 || err != nil {
 		t.Fatalf("after paddockd went away: %q; the command's end: %v", rest, err)
+	}
+}
+
+// paddockd goes away before a command's end of input: that is no end of
+// input, so the program kills the command's group (it never reads one),
+// says nothing, and exits.
+func TestWarmScriptKillsACommandWhoseInputIsCut(t *testing.T) {
+	p := startScript(t)
+	mark := t.TempDir() + "/ended"
+	b, _ := json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "read x; echo unheard; touch " + mark}})
+	p.send('r', b)
+	if m, _ := p.recv(); m != 'G' {
+		t.Fatalf("%q", m)
+	}
+	p.send('i', []byte("half a li"))
+	p.in.Close()
+	rest, _ := io.ReadAll(p.out)
+	p.cmd.Wait()
+	if _, err := os.Stat(mark); len(rest) != 0 || err == nil {
+		t.Fatalf("after paddockd went away mid-input: %q; the command ran on and marked its end", rest)
 	}
 }
 

@@ -1,0 +1,54 @@
+// Package drivers gives tests the real drivers of this machine's engines,
+// each with an instance of its own that goes when the test ends.
+package drivers
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/policies"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// Docker is a Docker driver on the machine's engine with an
+// instance of its own (swept when the test ends), and the test image.
+// Where there is no engine it skips, saying why, outside CI; in CI it
+// fails.
+func Docker(t testing.TB, opts ...func(*docker.Config)) (*docker.Driver, string) {
+	t.Helper()
+	if reason := harness.EngineReason(); reason != "" {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(reason)
+		}
+		t.Skip("SKIP: " + reason)
+	}
+	image, err := harness.Image()
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := fmt.Sprintf("pdkct-%d", time.Now().UnixNano()%1e9)
+	// The contract tests use 10.214.0.0/16; the e2e daemons 10.213.0.0/16.
+	n, err := policies.NetworkFor(inst, fmt.Sprintf("10.214.%d.0/24", time.Now().UnixNano()%256))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := docker.Config{Instance: inst, Runtime: "runc", User: "paddock", Bridge: n.Bridge, Subnet: n.Subnet, Gateway: n.Gateway}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d, err := docker.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		harness.Sweep(inst)
+		d.Close()
+	})
+	return d, image
+}
