@@ -1,0 +1,209 @@
+package node
+
+import (
+	"context"
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Agent serves a node's driver to the control plane.
+type Agent struct {
+	Driver driver.Driver
+	Log    *slog.Logger
+}
+
+// Handler is the agent's routes. It trusts its caller: serve it only
+// behind mutual TLS (Serve).
+func (a *Agent) Handler() http.Handler {
+	m := http.NewServeMux()
+	call := func(pattern string, f func(r *http.Request) (any, error)) {
+		m.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			v, err := f(r)
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			writeJSON(w, v)
+		})
+	}
+	d := a.Driver
+	p := Prefix
+	call("POST "+p+"prepare", func(r *http.Request) (any, error) { return nil, d.Prepare(r.Context()) })
+	call("POST "+p+"image-exists", func(r *http.Request) (any, error) {
+		var in struct{ Ref string }
+		if err := readJSON(r, &in); err != nil {
+			return nil, err
+		}
+		ok, err := d.ImageExists(r.Context(), in.Ref)
+		return map[string]bool{"exists": ok}, err
+	})
+	call("GET "+p+"boxes", func(r *http.Request) (any, error) { return d.Boxes(r.Context()) })
+	call("POST "+p+"boxes", func(r *http.Request) (any, error) {
+		var spec driver.BoxSpec
+		if err := readJSON(r, &spec); err != nil {
+			return nil, err
+		}
+		return nil, d.CreateBox(r.Context(), spec)
+	})
+	call("POST "+p+"boxes/{name}/start", func(r *http.Request) (any, error) { return nil, d.StartBox(r.Context(), r.PathValue("name")) })
+	call("POST "+p+"boxes/{name}/stop", func(r *http.Request) (any, error) { return nil, d.StopBox(r.Context(), r.PathValue("name")) })
+	call("DELETE "+p+"boxes/{name}", func(r *http.Request) (any, error) { return nil, d.RemoveBox(r.Context(), r.PathValue("name")) })
+	call("GET "+p+"snapshots", func(r *http.Request) (any, error) { return d.Snapshots(r.Context()) })
+	call("POST "+p+"snapshots", func(r *http.Request) (any, error) {
+		var in struct{ Box, ID string }
+		if err := readJSON(r, &in); err != nil {
+			return nil, err
+		}
+		return nil, d.Snapshot(r.Context(), in.Box, in.ID)
+	})
+	call("DELETE "+p+"snapshots/{id}", func(r *http.Request) (any, error) { return nil, d.RemoveSnapshot(r.Context(), r.PathValue("id")) })
+	call("GET "+p+"volumes", func(r *http.Request) (any, error) { return d.Volumes(r.Context()) })
+	call("POST "+p+"volumes", func(r *http.Request) (any, error) {
+		var v driver.VolumeRef
+		if err := readJSON(r, &v); err != nil {
+			return nil, err
+		}
+		return nil, d.CreateVolume(r.Context(), v)
+	})
+	call("DELETE "+p+"volumes/{kind}/{name}", func(r *http.Request) (any, error) { return nil, d.RemoveVolume(r.Context(), volumeOf(r)) })
+	call("POST "+p+"volumes/{kind}/{name}/clean", func(r *http.Request) (any, error) {
+		return nil, d.CleanVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"))
+	})
+
+	m.HandleFunc("GET "+p+"boxes/{name}/exec", a.serveExec)
+	m.HandleFunc("PUT "+p+"boxes/{name}/files", func(w http.ResponseWriter, r *http.Request) {
+		if err := d.CopyTo(r.Context(), r.PathValue("name"), r.URL.Query().Get("dir"), r.Body); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, nil)
+	})
+	m.HandleFunc("GET "+p+"boxes/{name}/files", func(w http.ResponseWriter, r *http.Request) {
+		rc, err := d.CopyFrom(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
+		stream(w, rc, err)
+	})
+	m.HandleFunc("GET "+p+"volumes/{kind}/{name}/archive", func(w http.ResponseWriter, r *http.Request) {
+		rc, err := d.ReadVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"))
+		stream(w, rc, err)
+	})
+	m.HandleFunc("PUT "+p+"volumes/{kind}/{name}/archive", func(w http.ResponseWriter, r *http.Request) {
+		if err := d.WriteVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"), r.Body); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, nil)
+	})
+
+	// What the node's driver may do besides (driver's optional interfaces).
+	call("GET "+p+"boxes/{name}/stat", func(r *http.Request) (any, error) {
+		st, ok := d.(driver.PathStater)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		dir, err := st.StatPath(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
+		return map[string]bool{"dir": dir}, err
+	})
+	call("GET "+p+"boxes/{name}/disk", func(r *http.Request) (any, error) {
+		m, ok := d.(driver.DiskMeter)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		n, err := m.DiskUsage(r.Context(), r.PathValue("name"))
+		return map[string]int64{"bytes": n}, err
+	})
+	call("GET "+p+"volumes/{kind}/{name}/usage", func(r *http.Request) (any, error) {
+		m, ok := d.(driver.DiskMeter)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		n, err := m.VolumeUsage(r.Context(), volumeOf(r))
+		return map[string]int64{"bytes": n}, err
+	})
+	call("POST "+p+"boxes/{name}/hostname", func(r *http.Request) (any, error) {
+		h, ok := d.(driver.Hostnamer)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		var in struct{ Hostname string }
+		if err := readJSON(r, &in); err != nil {
+			return nil, err
+		}
+		return nil, h.SetHostname(r.Context(), r.PathValue("name"), in.Hostname)
+	})
+	call("POST "+p+"boxes/{name}/warm", func(r *http.Request) (any, error) {
+		wd, ok := d.(driver.ExecWarmer)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		started, err := wd.WarmExec(r.Context(), r.PathValue("name"))
+		return map[string]bool{"started": started}, err
+	})
+	call("DELETE "+p+"boxes/{name}/warm", func(r *http.Request) (any, error) {
+		if wd, ok := d.(driver.ExecWarmer); ok {
+			wd.DropWarm(r.PathValue("name"))
+		}
+		return nil, nil
+	})
+	call("GET "+p+"images/id", func(r *http.Request) (any, error) {
+		ider, ok := d.(driver.ImageIDer)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		id, err := ider.ImageID(r.Context(), r.URL.Query().Get("ref"))
+		return map[string]string{"id": id}, err
+	})
+	call("GET "+p+"snapshots/{id}/size", func(r *http.Request) (any, error) {
+		sz, ok := d.(driver.SnapshotSizer)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		n, err := sz.SnapshotSize(r.Context(), r.PathValue("id"))
+		return map[string]int64{"bytes": n}, err
+	})
+	return m
+}
+
+func volumeOf(r *http.Request) driver.VolumeRef {
+	return driver.VolumeRef{Kind: r.PathValue("kind"), Name: r.PathValue("name")}
+}
+
+// stream answers with rc's bytes, and a trailer that says whether they
+// are all of them.
+func stream(w http.ResponseWriter, rc io.ReadCloser, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	defer rc.Close()
+	w.Header().Set("Trailer", streamTrailer)
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	if _, err := io.Copy(w, rc); err != nil {
+		w.Header().Set(streamTrailer, "cut: "+err.Error())
+		return
+	}
+	w.Header().Set(streamTrailer, "complete")
+}
+
+// Serve serves the agent on l with cfg, which must require and verify
+// client certificates (CA.ServerConfig makes one), until ctx ends.
+func (a *Agent) Serve(ctx context.Context, l net.Listener, cfg *tls.Config) error {
+	srv := &http.Server{Handler: a.Handler(), TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+	}()
+	err := srv.Serve(tls.NewListener(l, cfg))
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

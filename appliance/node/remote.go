@@ -1,0 +1,294 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Remote is the driver of one node, through its agent.
+type Remote struct {
+	// Name is the node's name, in errors.
+	Name string
+	base string
+	hc   *http.Client
+}
+
+var (
+	_ driver.Driver        = (*Remote)(nil)
+	_ driver.PathStater    = (*Remote)(nil)
+	_ driver.DiskMeter     = (*Remote)(nil)
+	_ driver.Hostnamer     = (*Remote)(nil)
+	_ driver.ExecWarmer    = (*Remote)(nil)
+	_ driver.ImageIDer     = (*Remote)(nil)
+	_ driver.SnapshotSizer = (*Remote)(nil)
+)
+
+// NewRemote is the driver of the node called name whose agent is at addr
+// (host:port), reached with cfg (CA.ClientConfig).
+func NewRemote(name, addr string, cfg *tls.Config) *Remote {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = cfg
+	tr.ForceAttemptHTTP2 = false
+	return &Remote{Name: name, base: "https://" + addr + Prefix, hc: &http.Client{Transport: tr}}
+}
+
+func (r *Remote) url(p string) string { return r.base + p }
+
+func pathEscape(s string) string { return url.PathEscape(s) }
+
+func volPath(v driver.VolumeRef) string {
+	return "volumes/" + pathEscape(v.Kind) + "/" + pathEscape(v.Name)
+}
+
+// do sends a call and decodes its JSON answer into out (when not nil).
+func (r *Remote) do(ctx context.Context, method, p string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		b, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, r.url(p), body)
+	if err != nil {
+		return err
+	}
+	if in != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", r.Name, err)
+	}
+	defer resp.Body.Close()
+	return r.answer(resp, out)
+}
+
+func (r *Remote) answer(resp *http.Response, out any) error {
+	if resp.StatusCode >= 300 {
+		var w wireError
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&w); err != nil || w.Error == "" {
+			return fmt.Errorf("node %s: %s", r.Name, resp.Status)
+		}
+		return fromWire(w)
+	}
+	if out == nil {
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		return fmt.Errorf("node %s: the answer: %w", r.Name, err)
+	}
+	return nil
+}
+
+// Prepare makes the node's shared objects.
+func (r *Remote) Prepare(ctx context.Context) error { return r.do(ctx, "POST", "prepare", nil, nil) }
+
+// ImageExists says whether the node has an image.
+func (r *Remote) ImageExists(ctx context.Context, ref string) (bool, error) {
+	var out struct{ Exists bool }
+	err := r.do(ctx, "POST", "image-exists", map[string]string{"Ref": ref}, &out)
+	return out.Exists, err
+}
+
+// Boxes lists the node's boxes.
+func (r *Remote) Boxes(ctx context.Context) ([]driver.BoxState, error) {
+	var out []driver.BoxState
+	return out, r.do(ctx, "GET", "boxes", nil, &out)
+}
+
+// CreateBox makes a box on the node.
+func (r *Remote) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
+	return r.do(ctx, "POST", "boxes", spec, nil)
+}
+
+// StartBox starts a box of the node.
+func (r *Remote) StartBox(ctx context.Context, name string) error {
+	return r.do(ctx, "POST", "boxes/"+pathEscape(name)+"/start", nil, nil)
+}
+
+// StopBox stops a box of the node.
+func (r *Remote) StopBox(ctx context.Context, name string) error {
+	return r.do(ctx, "POST", "boxes/"+pathEscape(name)+"/stop", nil, nil)
+}
+
+// RemoveBox removes a box of the node.
+func (r *Remote) RemoveBox(ctx context.Context, name string) error {
+	return r.do(ctx, "DELETE", "boxes/"+pathEscape(name), nil, nil)
+}
+
+// Snapshots lists the node's snapshots.
+func (r *Remote) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
+	var out []driver.SnapshotState
+	return out, r.do(ctx, "GET", "snapshots", nil, &out)
+}
+
+// Snapshot records a box's filesystem on its node.
+func (r *Remote) Snapshot(ctx context.Context, box, id string) error {
+	return r.do(ctx, "POST", "snapshots", map[string]string{"Box": box, "ID": id}, nil)
+}
+
+// RemoveSnapshot removes a snapshot of the node.
+func (r *Remote) RemoveSnapshot(ctx context.Context, id string) error {
+	return r.do(ctx, "DELETE", "snapshots/"+pathEscape(id), nil, nil)
+}
+
+// Volumes lists the node's volumes.
+func (r *Remote) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
+	var out []driver.VolumeRef
+	return out, r.do(ctx, "GET", "volumes", nil, &out)
+}
+
+// CreateVolume makes a volume on the node.
+func (r *Remote) CreateVolume(ctx context.Context, v driver.VolumeRef) error {
+	return r.do(ctx, "POST", "volumes", v, nil)
+}
+
+// RemoveVolume removes a volume of the node.
+func (r *Remote) RemoveVolume(ctx context.Context, v driver.VolumeRef) error {
+	return r.do(ctx, "DELETE", volPath(v), nil, nil)
+}
+
+// CleanVolume removes what a cut-off WriteVolume left.
+func (r *Remote) CleanVolume(ctx context.Context, v driver.VolumeRef, image string) error {
+	return r.do(ctx, "POST", volPath(v)+"/clean?image="+url.QueryEscape(image), nil, nil)
+}
+
+// put sends body as a call's request body.
+func (r *Remote) put(ctx context.Context, p string, body io.Reader) error {
+	req, err := http.NewRequestWithContext(ctx, "PUT", r.url(p), io.NopCloser(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-tar")
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", r.Name, err)
+	}
+	defer resp.Body.Close()
+	return r.answer(resp, nil)
+}
+
+// get opens a streamed answer; reading it to its end fails unless the
+// node said it was whole.
+func (r *Remote) get(ctx context.Context, p string) (io.ReadCloser, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", r.url(p), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", r.Name, err)
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		return nil, r.answer(resp, nil)
+	}
+	return &wholeReader{resp: resp, node: r.Name}, nil
+}
+
+// wholeReader is a streamed answer that ends in EOF only when the node's
+// trailer says it is whole.
+type wholeReader struct {
+	resp *http.Response
+	node string
+}
+
+func (w *wholeReader) Read(p []byte) (int, error) {
+	n, err := w.resp.Body.Read(p)
+	if errors.Is(err, io.EOF) {
+		if t := w.resp.Trailer.Get(streamTrailer); t != "complete" {
+			if t == "" {
+				t = "no end"
+			}
+			return n, fmt.Errorf("node %s: the stream was cut short (%s)", w.node, strings.TrimPrefix(t, "cut: "))
+		}
+	}
+	return n, err
+}
+
+func (w *wholeReader) Close() error { return w.resp.Body.Close() }
+
+// CopyTo extracts a tar stream into dir in a box of the node.
+func (r *Remote) CopyTo(ctx context.Context, box, dir string, tar io.Reader) error {
+	return r.put(ctx, "boxes/"+pathEscape(box)+"/files?dir="+url.QueryEscape(dir), tar)
+}
+
+// CopyFrom returns a tar stream of path in a box of the node.
+func (r *Remote) CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error) {
+	return r.get(ctx, "boxes/"+pathEscape(box)+"/files?path="+url.QueryEscape(path))
+}
+
+// ReadVolume returns a tar stream of a volume of the node.
+func (r *Remote) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
+	return r.get(ctx, volPath(v)+"/archive?image="+url.QueryEscape(image))
+}
+
+// WriteVolume replaces a volume's contents with a tar stream's.
+func (r *Remote) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
+	return r.put(ctx, volPath(v)+"/archive?image="+url.QueryEscape(image), tar)
+}
+
+// StatPath says whether path in a box is a folder.
+func (r *Remote) StatPath(ctx context.Context, box, path string) (bool, error) {
+	var out struct{ Dir bool }
+	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/stat?path="+url.QueryEscape(path), nil, &out)
+	return out.Dir, err
+}
+
+// DiskUsage is what a box has written on its node.
+func (r *Remote) DiskUsage(ctx context.Context, box string) (int64, error) {
+	var out struct{ Bytes int64 }
+	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/disk", nil, &out)
+	return out.Bytes, err
+}
+
+// VolumeUsage is what a volume of the node holds.
+func (r *Remote) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, error) {
+	var out struct{ Bytes int64 }
+	err := r.do(ctx, "GET", volPath(v)+"/usage", nil, &out)
+	return out.Bytes, err
+}
+
+// SetHostname gives a running box of the node another hostname.
+func (r *Remote) SetHostname(ctx context.Context, box, hostname string) error {
+	return r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/hostname", map[string]string{"Hostname": hostname}, nil)
+}
+
+// WarmExec starts a box's warm exec on its node.
+func (r *Remote) WarmExec(ctx context.Context, box string) (bool, error) {
+	var out struct{ Started bool }
+	err := r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/warm", nil, &out)
+	return out.Started, err
+}
+
+// DropWarm ends a box's warm exec.
+func (r *Remote) DropWarm(box string) {
+	r.do(context.Background(), "DELETE", "boxes/"+pathEscape(box)+"/warm", nil, nil)
+}
+
+// ImageID says which image a reference names on the node.
+func (r *Remote) ImageID(ctx context.Context, ref string) (string, error) {
+	var out struct{ ID string }
+	err := r.do(ctx, "GET", "images/id?ref="+url.QueryEscape(ref), nil, &out)
+	return out.ID, err
+}
+
+// SnapshotSize is what a snapshot of the node adds to its base.
+func (r *Remote) SnapshotSize(ctx context.Context, id string) (int64, error) {
+	var out struct{ Bytes int64 }
+	err := r.do(ctx, "GET", "snapshots/"+pathEscape(id)+"/size", nil, &out)
+	return out.Bytes, err
+}
