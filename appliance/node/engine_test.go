@@ -19,8 +19,7 @@ import (
 // execs) and archives.
 func TestRemoteEngineContract(t *testing.T) {
 	d, image := drivers.Docker(t)
-	addr, ca := serve(t, d, "n1")
-	r := remote(t, ca, "n1", addr)
+	r, _ := serve(t, d, "n1")
 	t.Run("lifecycle", func(t *testing.T) { drivertest.Lifecycle(t, r, image) })
 	t.Run("runtime", func(t *testing.T) { drivertest.Runtime(t, r, image) })
 }
@@ -42,8 +41,7 @@ func (c *cutReader) Read(p []byte) (int, error) {
 // all its input.
 func TestRemoteCutInputIsNoEndOfInput(t *testing.T) {
 	d, image := drivers.Docker(t)
-	addr, ca := serve(t, d, "n1")
-	r := remote(t, ca, "n1", addr)
+	r, _ := serve(t, d, "n1")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	spec := drivertest.Spec("cutin", image)

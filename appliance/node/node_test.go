@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
-	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -14,42 +13,23 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver/drivertest"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/node"
+	"github.com/paddock-dev/paddock/testbed/drivers"
 )
 
-// serve runs an agent for d on loopback behind the authority's mutual TLS
-// and returns the address and the authority.
-func serve(t *testing.T, d driver.Driver, name string) (string, *node.CA) {
+// serve runs an agent for d behind a new authority's mutual TLS and
+// returns the control plane's driver of it, and the authority.
+func serve(t *testing.T, d driver.Driver, name string) (*node.Remote, *node.CA) {
 	t.Helper()
 	ca, err := node.NewCA()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return serveWith(t, d, ca, name), ca
+	return drivers.Node(t, ca, name, d), ca
 }
 
-func serveWith(t *testing.T, d driver.Driver, ca *node.CA, name string) string {
-	t.Helper()
-	cert, err := ca.Issue(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&node.Agent{Driver: d}).Serve(ctx, l, ca.ServerConfig(cert)) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("the agent: %v", err)
-		}
-	})
-	return l.Addr().String()
-}
-
-func remote(t *testing.T, ca *node.CA, name, addr string) *node.Remote {
+// caller is the control plane's driver of the agent at addr, that meant
+// to call node name.
+func caller(t *testing.T, ca *node.CA, name, addr string) *node.Remote {
 	t.Helper()
 	cert, err := ca.Issue("control-plane")
 	if err != nil {
@@ -61,16 +41,17 @@ func remote(t *testing.T, ca *node.CA, name, addr string) *node.Remote {
 // Through an agent, a driver keeps the driver contract: the fake's here,
 // the real engine's in TestRemoteEngineContract.
 func TestRemoteContract(t *testing.T) {
-	addr, ca := serve(t, fake.New("base:1"), "n1")
-	drivertest.Lifecycle(t, remote(t, ca, "n1", addr), "base:1")
+	r, _ := serve(t, fake.New("base:1"), "n1")
+	drivertest.Lifecycle(t, r, "base:1")
 }
 
 // Only callers with a certificate of the cluster's authority reach an
 // agent, and a caller accepts only the node it meant.
 func TestOnlyTheClusterTalks(t *testing.T) {
-	addr, ca := serve(t, fake.New("base:1"), "n1")
+	r, ca := serve(t, fake.New("base:1"), "n1")
+	addr := r.Addr()
 	ctx := context.Background()
-	if _, err := remote(t, ca, "n1", addr).Boxes(ctx); err != nil {
+	if _, err := r.Boxes(ctx); err != nil {
 		t.Fatalf("the control plane's call (positive control): %v", err)
 	}
 	// No certificate.
@@ -87,7 +68,7 @@ func TestOnlyTheClusterTalks(t *testing.T) {
 		t.Fatal("a caller with another authority's certificate was answered")
 	}
 	// The right authority, another node's name: the caller refuses it.
-	if _, err := remote(t, ca, "n2", addr).Boxes(ctx); err == nil || !strings.Contains(err.Error(), "n2") {
+	if _, err := caller(t, ca, "n2", addr).Boxes(ctx); err == nil || !strings.Contains(err.Error(), "n2") {
 		t.Fatalf("a caller that meant n2 talked to n1: %v", err)
 	}
 }
@@ -107,8 +88,8 @@ func (errReader) Read([]byte) (int, error) { return 0, errors.New("the disk went
 // a shorter archive.
 func TestCutArchiveIsAnError(t *testing.T) {
 	f := fake.New("base:1")
-	addr, ca := serve(t, cutDriver{f}, "n1")
-	rc, err := remote(t, ca, "n1", addr).CopyFrom(context.Background(), "b", "/x")
+	r, _ := serve(t, cutDriver{f}, "n1")
+	rc, err := r.CopyFrom(context.Background(), "b", "/x")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -44,6 +44,11 @@ func NewRemote(name, addr string, cfg *tls.Config) *Remote {
 
 func (r *Remote) url(p string) string { return r.base + p }
 
+// Addr is the agent's address.
+func (r *Remote) Addr() string {
+	return strings.TrimSuffix(strings.TrimPrefix(r.base, "https://"), Prefix)
+}
+
 func pathEscape(s string) string { return url.PathEscape(s) }
 
 func volPath(v driver.VolumeRef) string {

@@ -1,15 +1,19 @@
 // Package drivers gives tests the real drivers of this machine's engines,
-// each with an instance of its own that goes when the test ends.
+// each with an instance of its own that goes when the test ends, and
+// node agents serving them.
 package drivers
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
@@ -51,4 +55,33 @@ func Docker(t testing.TB, opts ...func(*docker.Config)) (*docker.Driver, string)
 		d.Close()
 	})
 	return d, image
+}
+
+// Node serves d as node name's agent on loopback, behind the mutual TLS
+// of ca, for the test's time, and returns the control plane's driver of
+// it (node.Remote).
+func Node(t testing.TB, ca *node.CA, name string, d driver.Driver) *node.Remote {
+	t.Helper()
+	cert, err := ca.Issue(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&node.Agent{Driver: d}).Serve(ctx, l, ca.ServerConfig(cert)) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("the agent of %s: %v", name, err)
+		}
+	})
+	cp, err := ca.Issue("control-plane")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return node.NewRemote(name, l.Addr().String(), ca.ClientConfig(cp, name))
 }

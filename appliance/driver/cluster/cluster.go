@@ -1,0 +1,337 @@
+// Package cluster is the driver of a Paddock that spans several servers:
+// one driver.Driver over the drivers of its nodes (node.Remote for a node
+// reached through its agent). Each call about an object goes to the node
+// that holds it, as the control plane placed it (Where); lists are every
+// node's together, and fail when a node does not answer, so that nothing
+// above reads a node that is down as a node without boxes (and makes them
+// again elsewhere: a box never runs twice).
+//
+// Objects do not move between nodes here: a box, its volumes and its
+// snapshots are on one node, and moving them is an explicit operation of
+// the control plane.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+// Object kinds Where is asked about.
+const (
+	KindBox      = "box"
+	KindSnapshot = "snapshot"
+	// Volumes are asked about by their own kind (driver.KindDrive,
+	// driver.KindBoxData).
+)
+
+// Driver routes each call to the node that holds its object.
+type Driver struct {
+	// Nodes are the nodes' drivers by node name.
+	Nodes map[string]driver.Driver
+	// Where names the node of an object (a kind above, or a volume's
+	// kind, and its name): a new one's is where the control plane placed
+	// it. An object on no node is driver.ErrNotFound.
+	Where func(kind, name string) (string, error)
+}
+
+var (
+	_ driver.Driver        = (*Driver)(nil)
+	_ driver.PathStater    = (*Driver)(nil)
+	_ driver.DiskMeter     = (*Driver)(nil)
+	_ driver.Hostnamer     = (*Driver)(nil)
+	_ driver.ExecWarmer    = (*Driver)(nil)
+	_ driver.SnapshotSizer = (*Driver)(nil)
+)
+
+// ErrNoSuchNode is an object placed on a node the cluster does not have.
+var ErrNoSuchNode = fmt.Errorf("no such node")
+
+func (c *Driver) node(kind, name string) (driver.Driver, error) {
+	n, err := c.Where(kind, name)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := c.Nodes[n]
+	if !ok {
+		return nil, fmt.Errorf("%s %s is on node %q: %w", kind, name, n, ErrNoSuchNode)
+	}
+	return d, nil
+}
+
+func (c *Driver) names() []string {
+	ns := make([]string, 0, len(c.Nodes))
+	for n := range c.Nodes {
+		ns = append(ns, n)
+	}
+	sort.Strings(ns)
+	return ns
+}
+
+// each calls f on every node, in name order, and stops at the first
+// error, which names the node.
+func (c *Driver) each(f func(name string, d driver.Driver) error) error {
+	for _, n := range c.names() {
+		if err := f(n, c.Nodes[n]); err != nil {
+			return fmt.Errorf("node %s: %w", n, err)
+		}
+	}
+	return nil
+}
+
+// Prepare makes every node's shared objects.
+func (c *Driver) Prepare(ctx context.Context) error {
+	return c.each(func(_ string, d driver.Driver) error { return d.Prepare(ctx) })
+}
+
+// ImageExists says whether every node has the image: a box may be placed
+// on any of them.
+func (c *Driver) ImageExists(ctx context.Context, ref string) (bool, error) {
+	all := true
+	err := c.each(func(_ string, d driver.Driver) error {
+		ok, err := d.ImageExists(ctx, ref)
+		all = all && ok
+		return err
+	})
+	return all && err == nil, err
+}
+
+// Boxes lists every node's boxes.
+func (c *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
+	var all []driver.BoxState
+	err := c.each(func(_ string, d driver.Driver) error {
+		bs, err := d.Boxes(ctx)
+		all = append(all, bs...)
+		return err
+	})
+	return all, err
+}
+
+// CreateBox makes a box on its node (a fork's is its snapshot's).
+func (c *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
+	d, err := c.node(KindBox, spec.Name)
+	if err != nil {
+		return err
+	}
+	return d.CreateBox(ctx, spec)
+}
+
+func (c *Driver) box(name string, f func(driver.Driver) error) error {
+	d, err := c.node(KindBox, name)
+	if err != nil {
+		return err
+	}
+	return f(d)
+}
+
+// StartBox starts a box on its node.
+func (c *Driver) StartBox(ctx context.Context, name string) error {
+	return c.box(name, func(d driver.Driver) error { return d.StartBox(ctx, name) })
+}
+
+// StopBox stops a box on its node.
+func (c *Driver) StopBox(ctx context.Context, name string) error {
+	return c.box(name, func(d driver.Driver) error { return d.StopBox(ctx, name) })
+}
+
+// RemoveBox removes a box from its node.
+func (c *Driver) RemoveBox(ctx context.Context, name string) error {
+	return c.box(name, func(d driver.Driver) error { return d.RemoveBox(ctx, name) })
+}
+
+// Snapshots lists every node's snapshots.
+func (c *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
+	var all []driver.SnapshotState
+	err := c.each(func(_ string, d driver.Driver) error {
+		ss, err := d.Snapshots(ctx)
+		all = append(all, ss...)
+		return err
+	})
+	return all, err
+}
+
+// Snapshot records a box on its node.
+func (c *Driver) Snapshot(ctx context.Context, box, id string) error {
+	return c.box(box, func(d driver.Driver) error { return d.Snapshot(ctx, box, id) })
+}
+
+// RemoveSnapshot removes a snapshot from its node.
+func (c *Driver) RemoveSnapshot(ctx context.Context, id string) error {
+	d, err := c.node(KindSnapshot, id)
+	if err != nil {
+		return err
+	}
+	return d.RemoveSnapshot(ctx, id)
+}
+
+// Volumes lists every node's volumes.
+func (c *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
+	var all []driver.VolumeRef
+	err := c.each(func(_ string, d driver.Driver) error {
+		vs, err := d.Volumes(ctx)
+		all = append(all, vs...)
+		return err
+	})
+	return all, err
+}
+
+func (c *Driver) volume(v driver.VolumeRef) (driver.Driver, error) { return c.node(v.Kind, v.Name) }
+
+// CreateVolume makes a volume on its node.
+func (c *Driver) CreateVolume(ctx context.Context, v driver.VolumeRef) error {
+	d, err := c.volume(v)
+	if err != nil {
+		return err
+	}
+	return d.CreateVolume(ctx, v)
+}
+
+// RemoveVolume removes a volume from its node.
+func (c *Driver) RemoveVolume(ctx context.Context, v driver.VolumeRef) error {
+	d, err := c.volume(v)
+	if err != nil {
+		return err
+	}
+	return d.RemoveVolume(ctx, v)
+}
+
+// Exec runs a command in a box on its node.
+func (c *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (int, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return -1, err
+	}
+	return d.Exec(ctx, box, spec)
+}
+
+// CopyTo extracts a tar stream into a box on its node.
+func (c *Driver) CopyTo(ctx context.Context, box, dir string, tar io.Reader) error {
+	return c.box(box, func(d driver.Driver) error { return d.CopyTo(ctx, box, dir, tar) })
+}
+
+// CopyFrom returns a tar stream of a path in a box on its node.
+func (c *Driver) CopyFrom(ctx context.Context, box, path string) (io.ReadCloser, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return nil, err
+	}
+	return d.CopyFrom(ctx, box, path)
+}
+
+// ReadVolume returns a tar stream of a volume on its node.
+func (c *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image string) (io.ReadCloser, error) {
+	d, err := c.volume(v)
+	if err != nil {
+		return nil, err
+	}
+	return d.ReadVolume(ctx, v, image)
+}
+
+// WriteVolume replaces a volume's contents on its node.
+func (c *Driver) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
+	d, err := c.volume(v)
+	if err != nil {
+		return err
+	}
+	return d.WriteVolume(ctx, v, image, tar)
+}
+
+// CleanVolume cleans a volume on its node.
+func (c *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image string) error {
+	d, err := c.volume(v)
+	if err != nil {
+		return err
+	}
+	return d.CleanVolume(ctx, v, image)
+}
+
+// errNo is a call whose node's driver lacks an optional interface.
+func errNo(what string) error { return fmt.Errorf("the node's driver has no %s", what) }
+
+// StatPath says what a path in a box is, on its node.
+func (c *Driver) StatPath(ctx context.Context, box, path string) (bool, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return false, err
+	}
+	st, ok := d.(driver.PathStater)
+	if !ok {
+		return false, errNo("StatPath")
+	}
+	return st.StatPath(ctx, box, path)
+}
+
+// DiskUsage is what a box has written, on its node.
+func (c *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return 0, err
+	}
+	m, ok := d.(driver.DiskMeter)
+	if !ok {
+		return 0, errNo("DiskUsage")
+	}
+	return m.DiskUsage(ctx, box)
+}
+
+// VolumeUsage is what a volume holds, on its node.
+func (c *Driver) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, error) {
+	d, err := c.volume(v)
+	if err != nil {
+		return 0, err
+	}
+	m, ok := d.(driver.DiskMeter)
+	if !ok {
+		return 0, errNo("VolumeUsage")
+	}
+	return m.VolumeUsage(ctx, v)
+}
+
+// SetHostname renames a running box, on its node.
+func (c *Driver) SetHostname(ctx context.Context, box, hostname string) error {
+	return c.box(box, func(d driver.Driver) error {
+		h, ok := d.(driver.Hostnamer)
+		if !ok {
+			return errNo("SetHostname")
+		}
+		return h.SetHostname(ctx, box, hostname)
+	})
+}
+
+// WarmExec starts a box's warm exec, on its node.
+func (c *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return false, err
+	}
+	w, ok := d.(driver.ExecWarmer)
+	if !ok {
+		return false, errNo("WarmExec")
+	}
+	return w.WarmExec(ctx, box)
+}
+
+// DropWarm ends a box's warm exec, on its node.
+func (c *Driver) DropWarm(box string) {
+	if d, err := c.node(KindBox, box); err == nil {
+		if w, ok := d.(driver.ExecWarmer); ok {
+			w.DropWarm(box)
+		}
+	}
+}
+
+// SnapshotSize is what a snapshot adds, on its node.
+func (c *Driver) SnapshotSize(ctx context.Context, id string) (int64, error) {
+	d, err := c.node(KindSnapshot, id)
+	if err != nil {
+		return 0, err
+	}
+	sz, ok := d.(driver.SnapshotSizer)
+	if !ok {
+		return 0, errNo("SnapshotSize")
+	}
+	return sz.SnapshotSize(ctx, id)
+}
