@@ -54,6 +54,11 @@ type Box struct {
 	// once a pause is over, WHY ends "the next docker command starts it
 	// again".
 	Docker string `json:"docker,omitempty"`
+	// DesktopState is how the desktop of a running box with one is, asked
+	// for by name with ?detail=1: "starting", "up" (its X server answers
+	// on :1), "down" (it started and answers no more: screenshots and the
+	// desktop page fail) or "failed: WHY" (it did not start).
+	DesktopState string `json:"desktop_state,omitempty"`
 }
 
 // Dir is a directory in a box (GET /v1/boxes/NAME/dir?path=).

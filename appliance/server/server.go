@@ -496,6 +496,7 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	}
 	if r.URL.Query().Get("detail") == "1" {
 		b.Docker = s.Svc.BoxDocker(r.Context(), b) // a command in the box: asked for only
+		b.DesktopState = s.Svc.BoxDesktop(r.Context(), b)
 	}
 	return writeJSON(w, http.StatusOK, b)
 }

@@ -132,6 +132,31 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	return strings.TrimSpace(out.String())
 }
 
+// desktopProbe says how a box's desktop is: what paddock-init wrote of
+// its start, checked against the X server itself.
+const desktopProbe = `s=$(cat /run/paddock-desktop 2>/dev/null || echo starting)
+if [ "$s" = up ] && ! xdpyinfo >/dev/null 2>&1; then s=down; fi
+echo "$s"`
+
+// BoxDesktop says how the desktop of a running box with one is (see
+// api.Box.DesktopState); "" when it has none, does not run or cannot be
+// asked.
+func (s *Service) BoxDesktop(ctx context.Context, b api.Box) string {
+	if b.Status != "running" || !b.Desktop {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	code, err := s.Driver.Exec(ctx, s.engineName(b.Name), driver.ExecSpec{
+		Cmd: []string{"sh", "-c", desktopProbe}, Env: []string{"DISPLAY=" + Display},
+		Stdout: &out, Stderr: io.Discard})
+	if err != nil || code != 0 {
+		return ""
+	}
+	return strings.TrimSpace(out.String())
+}
+
 // checkJobLimit refuses one more running job in a member's boxes when the
 // member has limits.jobs running, naming the limit.
 func (s *Service) checkJobLimit(box string) error {

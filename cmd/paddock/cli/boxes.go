@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -167,7 +168,16 @@ func cmdShow(e *env, args []string) error {
 	}
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
 	fmt.Fprintf(tw, "policy:\t%s\n", b.Policy)
-	fmt.Fprintf(tw, "desktop:\t%v\n", b.Desktop)
+	switch {
+	case !b.Desktop:
+		fmt.Fprintf(tw, "desktop:\tno\n")
+	case b.DesktopState == "down" || strings.HasPrefix(b.DesktopState, "failed"):
+		fmt.Fprintf(tw, "desktop:\t%s (start it again: 'paddock stop %s; paddock start %s')\n", b.DesktopState, name, name)
+	case b.DesktopState != "":
+		fmt.Fprintf(tw, "desktop:\t%s\n", b.DesktopState)
+	default:
+		fmt.Fprintf(tw, "desktop:\tyes\n")
+	}
 	if b.Docker != "" {
 		fmt.Fprintf(tw, "docker:\t%s\n", b.Docker)
 	}

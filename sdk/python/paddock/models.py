@@ -40,7 +40,7 @@ class AttrChange(_AttrChangeRequired, _AttrChangeOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "mounts": "Optional[List[Mount]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "mounts": "Optional[List[Mount]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):

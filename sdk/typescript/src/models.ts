@@ -36,6 +36,7 @@ export interface Box {
   created: string;
   desired: string;
   desktop?: boolean;
+  desktop_state?: string;
   docker?: string;
   env?: Record<string, string> | null;
   error?: string;
