@@ -32,6 +32,7 @@ var examples = map[string][]string{
 	"key":        {"paddock key add ~/.ssh/id_ed25519.pub", "paddock key ls", "paddock key rm laptop"},
 	"ssh":        {"paddock ssh web", "paddock ssh web -- uname -a"},
 	"logs":       {"paddock logs web j1a2b3c4 -f"},
+	"wait":       {"paddock wait web j1a2b3c4"},
 	"push":       {"paddock push web . --to /config/project"},
 	"pull":       {"paddock pull web /config/project/dist --to ./dist"},
 	"drive":      {"paddock drive new cache", "paddock drive ls --json", "paddock drive backup cache --to cache.tar", "paddock drive restore cache cache.tar"},

@@ -141,7 +141,65 @@ func cmdLogs(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout)
+	if err := c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout); err != nil || !*follow {
+		return err
+	}
+	// Followed to its end: exit as the job did.
+	j, err := c.Job(e.ctx, name, fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	code, err := jobCode(j)
+	if err == nil && code != 0 {
+		return exitError{code}
+	}
+	return err
+}
+
+// jobCode is the exit code of a job that has ended.
+func jobCode(j api.Job) (int, error) {
+	switch {
+	case j.State == "running":
+		return 0, fmt.Errorf("job %s is still running", j.ID)
+	case j.ExitCode != nil:
+		return *j.ExitCode, nil
+	}
+	return 0, fmt.Errorf("job %s was lost (state %s): its exit code is not known", j.ID, j.State)
+}
+
+// cmdWait waits for a job to end and prints its exit code (as docker wait
+// does: the command itself exits 0 unless the job's code is not known).
+func cmdWait(e *env, args []string) error {
+	fs := flags("wait")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and a job id")
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	for pause := 100 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		j, err := c.Job(e.ctx, name, fs.Arg(1))
+		if err != nil {
+			return err
+		}
+		if j.State != "running" {
+			code, err := jobCode(j)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, code)
+			return nil
+		}
+		select {
+		case <-e.ctx.Done():
+			return e.ctx.Err()
+		case <-time.After(pause):
+		}
+	}
 }
 
 func cmdScreenshot(e *env, args []string) error {
