@@ -165,13 +165,34 @@ func subcommands(c command) []string {
 		return nil
 	}
 	var out []string
-	for _, alt := range strings.Split(c.args, "|") {
+	for _, alt := range alternatives(c.args) {
 		f := strings.Fields(alt)
 		if len(f) > 0 && strings.ToLower(f[0]) == f[0] && !strings.HasPrefix(f[0], "-") && !strings.HasPrefix(f[0], "[") {
 			out = append(out, f[0])
 		}
 	}
 	return out
+}
+
+// alternatives splits a usage line at its top-level "|": not at those
+// of a flag's values in brackets ("[--agent claude|codex]").
+func alternatives(usage string) []string {
+	var out []string
+	depth, start := 0, 0
+	for i, r := range usage {
+		switch r {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case '|':
+			if depth == 0 {
+				out = append(out, usage[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(out, usage[start:])
 }
 
 // commandFlags are a command's flags, learnt as --help learns them.

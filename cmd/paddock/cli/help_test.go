@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,12 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		if subs := subcommands(c); len(subs) > 0 && !strings.Contains(out.String(), "subcommands: "+strings.Join(subs, ", ")) {
 			t.Errorf("%s --help does not list its subcommands", c.name)
 		}
+		// A subcommand is a word, never a piece of a flag's values.
+		for _, sub := range subcommands(c) {
+			if !regexp.MustCompile(`^[a-z][a-z-]*$`).MatchString(sub) || !outsideBrackets(c.args, sub) {
+				t.Errorf("%s lists %q as a subcommand", c.name, sub)
+			}
+		}
 		for _, x := range ex {
 			args := words(x)
 			if args[0] != "paddock" || args[1] != c.name {
@@ -102,4 +109,18 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			t.Errorf("examples of %q, which is no command", name)
 		}
 	}
+}
+
+// outsideBrackets says whether word begins an alternative of usage that is
+// in no brackets.
+func outsideBrackets(usage, word string) bool {
+	for i := 0; i <= len(usage)-len(word); i++ {
+		if usage[i:i+len(word)] != word || (i > 0 && !strings.HasSuffix(strings.TrimRight(usage[:i], " "), "|")) {
+			continue
+		}
+		if strings.Count(usage[:i], "[") == strings.Count(usage[:i], "]") {
+			return true
+		}
+	}
+	return strings.HasPrefix(usage, word)
 }
