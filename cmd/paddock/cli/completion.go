@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"github.com/paddock-dev/paddock/appliance/api"
 	"io"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -115,6 +117,14 @@ func candidates(e *env, before []string, cur string) []string {
 		return append([]string{"allow-all", "deny-all"}, names(e, "policies")...)
 	case "--drive":
 		return names(e, "drives")
+	case "--type":
+		return api.BoxTypes
+	}
+	// A flag whose values the usage line lists ("--agent claude|codex").
+	if last := before[len(before)-1]; strings.HasPrefix(last, "--") {
+		if m := regexp.MustCompile(regexp.QuoteMeta(last) + ` ([a-z0-9-]+(\|[a-z0-9-]+)+)`).FindStringSubmatch(cmd.args); m != nil {
+			return strings.Split(m[1], "|")
+		}
 	}
 	if cmd.name == "completion" {
 		return []string{"bash", "fish", "powershell", "zsh"}
