@@ -28,14 +28,14 @@ func cmdNew(e *env, args []string) error {
 	}
 	// Check what can be checked here, so that a typo never reaches the server.
 	if err := api.ValidType(*typ); err != nil {
-		return usagef("%v", err)
+		return invalidf("%v", err)
 	}
 	if _, err := api.ParseTTL(*ttl); err != nil {
-		return usagef("%v", err)
+		return invalidf("%v", err)
 	}
 	if *name != "" {
 		if err := api.ValidName("box", *name); err != nil {
-			return usagef("%v", err)
+			return invalidf("%v", err)
 		}
 	}
 	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy}
@@ -45,7 +45,7 @@ func cmdNew(e *env, args []string) error {
 	for _, d := range *drives {
 		m, err := api.ParseMount(d)
 		if err != nil {
-			return usagef("%v", err)
+			return invalidf("%v", err)
 		}
 		post.Mounts = append(post.Mounts, m)
 	}
@@ -336,7 +336,7 @@ func cmdFork(e *env, args []string) error {
 	}
 	if *name != "" {
 		if err := api.ValidName("box", *name); err != nil {
-			return usagef("%v", err)
+			return invalidf("%v", err)
 		}
 	}
 	src, c, err := e.connect(fs.Arg(0))

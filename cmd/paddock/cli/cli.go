@@ -114,6 +114,15 @@ func (u usageError) Error() string { return u.msg }
 
 func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
 
+// invalidError is a value a command was given that is not one it takes
+// (a bad name, duration, path): exit code 2 like a usage error, with the
+// message alone (it says what is wrong; the usage line would not).
+type invalidError struct{ msg string }
+
+func (i invalidError) Error() string { return i.msg }
+
+func invalidf(format string, args ...any) error { return invalidError{fmt.Sprintf(format, args...)} }
+
 // exitError carries an exit code chosen by a command (exec).
 type exitError struct{ code int }
 
@@ -163,6 +172,11 @@ func report(e *env, c command, err error) int {
 	var ue usageError
 	if errors.As(err, &ue) {
 		fmt.Fprintf(e.stderr, "paddock %s: %s\nusage: paddock %s %s\n", c.name, ue.msg, c.name, c.args)
+		return 2
+	}
+	var ie invalidError
+	if errors.As(err, &ie) {
+		fmt.Fprintf(e.stderr, "paddock %s: %s\n", c.name, ie.msg)
 		return 2
 	}
 	var hf helpFlags
@@ -526,10 +540,10 @@ func parseEnv(pairs []string) (map[string]string, error) {
 	for _, p := range pairs {
 		k, v, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, usagef("bad --env %q: use KEY=VALUE", p)
+			return nil, invalidf("bad --env %q: use KEY=VALUE", p)
 		}
 		if err := api.ValidEnvName(k); err != nil {
-			return nil, usagef("%v", err)
+			return nil, invalidf("%v", err)
 		}
 		m[k] = v
 	}

@@ -68,7 +68,7 @@ func cmdCompletion(e *env, args []string) error {
 	}
 	script, ok := completionScripts[fs.Arg(0)]
 	if !ok {
-		return usagef("no completion for %q: the shells are %s", fs.Arg(0), strings.Join(shells, ", "))
+		return invalidf("no completion for %q: the shells are %s", fs.Arg(0), strings.Join(shells, ", "))
 	}
 	_, err := io.WriteString(e.stdout, script)
 	return err

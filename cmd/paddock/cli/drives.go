@@ -27,7 +27,7 @@ func cmdDrive(e *env, args []string) error {
 			return usagef("drive new NAME")
 		}
 		if err := api.ValidName("drive", args[1]); err != nil {
-			return usagef("%v", err)
+			return invalidf("%v", err)
 		}
 		d, err := c.CreateDrive(e.ctx, args[1])
 		if err != nil {

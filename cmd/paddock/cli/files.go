@@ -31,7 +31,7 @@ func cmdPush(e *env, args []string) error {
 		return usagef("give --to PATH, a directory in the box")
 	}
 	if !path.IsAbs(*to) {
-		return usagef("--to %q must be an absolute path in the box", *to)
+		return invalidf("--to %q must be an absolute path in the box", *to)
 	}
 	name, err := e.boxName(fs.Arg(0))
 	if err != nil {
@@ -78,7 +78,7 @@ func cmdPull(e *env, args []string) error {
 	}
 	src := fs.Arg(1)
 	if !path.IsAbs(src) {
-		return usagef("path %q must be absolute in the box", src)
+		return invalidf("path %q must be absolute in the box", src)
 	}
 	dest := *to
 	if dest == "" {

@@ -95,7 +95,8 @@ func TestEveryCommandHasExamples(t *testing.T) {
 			probe := *e
 			probe.helpOnly = true
 			var ue usageError
-			if err := c.run(&probe, args[2:]); errors.As(err, &ue) {
+			var ie invalidError
+			if err := c.run(&probe, args[2:]); errors.As(err, &ue) || errors.As(err, &ie) {
 				t.Errorf("example %q: %v", x, err)
 			}
 		}
@@ -123,4 +124,27 @@ func outsideBrackets(usage, word string) bool {
 		}
 	}
 	return strings.HasPrefix(usage, word)
+}
+
+// A value a command does not take is said alone, with exit code 2; a
+// command called the wrong way also gets its usage line.
+func TestBadValuesAreSaidAlone(t *testing.T) {
+	call := func(args ...string) (int, string) {
+		var stderr strings.Builder
+		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }, ctx: context.Background()}
+		return run(e, args), stderr.String()
+	}
+	for _, args := range [][]string{
+		{"new", "--ttl", "soon"}, {"new", "--type", "huge"}, {"new", "--name", "Bad_Name"}, {"new", "--drive", "Bad_Name:/mnt/x"},
+		{"new", "--env", "NOEQUALS"}, {"push", "web", ".", "--to", "relative"}, {"pull", "web", "relative"},
+		{"skill", "install", "--agent", "nosuch"}, {"completion", "nosuch"},
+	} {
+		code, stderr := call(args...)
+		if code != 2 || strings.Contains(stderr, "usage:") || strings.Count(strings.TrimSpace(stderr), "\n") != 0 {
+			t.Errorf("paddock %s: exit %d, %q; want 2 and one line that says what is wrong", strings.Join(args, " "), code, stderr)
+		}
+	}
+	if code, stderr := call("show", "a", "b"); code != 2 || !strings.Contains(stderr, "usage: paddock show") {
+		t.Errorf("paddock show a b: exit %d, %q; want 2 and the usage line", code, stderr)
+	}
 }

@@ -64,7 +64,7 @@ func cmdPolicy(e *env, args []string) error {
 		}
 		p := api.PolicyPost{Name: fs.Arg(0), AllowDomains: *domains, AllowCIDRs: *cidrs}
 		if err := api.ValidateProject(api.ProjectSpec{Policies: []api.PolicySpec{p}}); err != nil {
-			return usagef("%v", err)
+			return invalidf("%v", err)
 		}
 		c, err := e.client()
 		if err != nil {

@@ -78,7 +78,7 @@ func cmdSkill(e *env, args []string) error {
 			for _, a := range names {
 				parts, ok := skillDirs[a]
 				if !ok {
-					return usagef("no agent %q: use claude, codex, opencode, pi or all", a)
+					return invalidf("no agent %q: use claude, codex, opencode, pi or all", a)
 				}
 				targets = append(targets, filepath.Join(append([]string{home}, parts...)...))
 			}
