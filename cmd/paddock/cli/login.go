@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
 )
 
@@ -71,6 +72,10 @@ func cmdLogin(e *env, args []string) error {
 		return err
 	}
 	who, err := c.Whoami(e.ctx)
+	var ae *api.Error
+	if errors.As(err, &ae) && ae.Code == api.CodeUnauthorized {
+		return fmt.Errorf("%s does not take this token (%.8s…): check it ('paddock token create NAME' makes one; paddockd --local prints its own at start), or log in without --token to approve the login in a browser", server, *token)
+	}
 	if err != nil {
 		return err
 	}
