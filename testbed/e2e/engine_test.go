@@ -127,6 +127,15 @@ func TestEngineRestart(t *testing.T) {
 		t.Errorf("box up's file after the restart: %q", out)
 	}
 	fenced("after the restart")
+	// A command's timeout still ends it, and what it started, in a box
+	// whose container the engine restarted.
+	out, err := cli("exec", "--timeout", "2s", "up", "--", "sh", "-c", "sleep 3600 & sleep 3601; echo not-reached")
+	if err == nil || strings.Contains(out, "not-reached") || !strings.Contains(out, "ran out of time") {
+		t.Errorf("a timeout after the restart: %v\n%s", err, out)
+	}
+	if left := must("exec", "up", "--", "sh", "-c", `for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -E "^sleep 360[01] $" || echo no-sleep-left`); strings.TrimSpace(left) != "no-sleep-left" {
+		t.Errorf("after the timeout, in the box: %q", left)
+	}
 }
 
 // A box changed under paddockd (its container killed, or removed, by
