@@ -344,8 +344,8 @@ func cmdRawPush(ts *testscript.TestScript, neg bool, args []string) {
 }
 
 // engine containers N | engine volume NAME present|absent | engine state
-// BOX STATE: check the engine. engine rm BOX and engine root BOX CMD...
-// change a box behind Paddock's back.
+// BOX STATE: check the engine. engine rm BOX, engine restart BOX and engine
+// root BOX CMD... change a box behind Paddock's back.
 func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 	inst := daemonOf(ts).Instance
 	switch {
@@ -356,6 +356,11 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		}
 	case len(args) == 2 && args[0] == "rm":
 		ts.Check(exec.Command("docker", "rm", "-f", boxContainer(ts, args[1])).Run())
+	case len(args) == 2 && args[0] == "restart":
+		// The engine restarts the box's container, behind Paddock's back.
+		if out, err := exec.Command("docker", "restart", "-t", "1", boxContainer(ts, args[1])).CombinedOutput(); err != nil {
+			ts.Fatalf("engine restart %s: %v\n%s", args[1], err, out)
+		}
 	case len(args) > 2 && args[0] == "root":
 		// A command as root in the box, behind Paddock's back.
 		out, err := exec.Command("docker", append([]string{"exec", "-u", "0", boxContainer(ts, args[1])}, args[2:]...)...).CombinedOutput()
