@@ -775,6 +775,8 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 		}()
 	}
 	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
+	guard := &startGuard{w: stdout}
+	stdout = guard
 	var err error
 	if spec.TTY {
 		_, err = io.Copy(stdout, att.Reader)
@@ -800,7 +802,11 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 			if timedOut.fired() {
 				return 124, nil
 			}
-			return ins.ExitCode, nil
+			errOut := stderr
+			if spec.TTY {
+				errOut = guard.w // a terminal has one stream
+			}
+			return guard.end(ins.ExitCode, errOut, strings.Join(spec.Cmd[:min(1, len(spec.Cmd))], "")), nil
 		}
 		if i > 500 {
 			return -1, errors.New("exec stream ended but the command is still running")

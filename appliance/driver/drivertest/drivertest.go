@@ -186,6 +186,30 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 		t.Fatalf("exec: code %d stdout %q stderr %q", code, out.String(), errb.String())
 	}
 
+	// A command that cannot start is said as a shell says it: not found
+	// 127, not executable 126, on the error output; nothing on the output.
+	for _, c := range []struct {
+		cmd  string
+		code int
+		says string
+	}{{"nosuchcmd", 127, "command not found: nosuchcmd\n"}, {"/no/such/cmd", 127, "command not found: /no/such/cmd\n"}, {"/etc/hostname", 126, "/etc/hostname: permission denied\n"}} {
+		out.Reset()
+		errb.Reset()
+		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{c.cmd, "arg"}, Stdout: &out, Stderr: &errb})
+		must(t, err)
+		if code != c.code || out.Len() != 0 || errb.String() != c.says {
+			t.Fatalf("exec of %s: code %d stdout %q stderr %q; want %d and %q", c.cmd, code, out.String(), errb.String(), c.code, c.says)
+		}
+	}
+	// Output that only looks like the engine's message at first is the
+	// command's.
+	out.Reset()
+	code, err = d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", "printf OC; sleep 0.1; printf 'I runs'; exit 126"}, Stdout: &out})
+	must(t, err)
+	if code != 126 || out.String() != "OCI runs" {
+		t.Fatalf("a command's own output: code %d stdout %q", code, out.String())
+	}
+
 	var tarball bytes.Buffer
 	tw := tar.NewWriter(&tarball)
 	tw.WriteHeader(&tar.Header{Name: "hello.txt", Mode: 0o644, Size: 6, Typeflag: tar.TypeReg})
