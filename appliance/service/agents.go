@@ -5,10 +5,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -129,8 +131,30 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		return api.Job{}, invalid("secrets", "agent %q needs the secret(s) %s: set them with 'paddock secret set NAME' (the value on stdin)",
 			agentName, strings.Join(missing, ", "))
 	}
+	if err := s.agentInstalled(name, agentName, agent.Command[0]); err != nil {
+		return api.Job{}, err
+	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
 	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
+}
+
+// agentInstalled refuses an agent whose command the box does not have,
+// before a job starts that could only fail.
+func (s *Service) agentInstalled(box, agent, command string) error {
+	spec, err := s.CheckExec(box, api.ExecPost{Cmd: []string{"sh", "-c", `command -v "$1" >/dev/null 2>&1`, "agent", command}})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	code, err := s.Exec(ctx, box, spec, ExecIO{Stdout: io.Discard, Stderr: io.Discard})
+	if err != nil {
+		return err
+	}
+	if code != 0 {
+		return invalid("agent", "agent %q is not installed in box %q (no %s there): install it in the box, or choose one it has ('paddock agents %s')", agent, box, command, box)
+	}
+	return nil
 }
 
 // BoxAgents tells, for each agent of the table, whether the box has it
