@@ -226,7 +226,7 @@ func main() {
 		p = timeIt(*n, nil, func(i int) {
 			r.paddock("new", "--name", fmt.Sprintf("c%d", i))
 			r.paddock("exec", fmt.Sprintf("c%d", i), "--", "true")
-		}, func(i int) { r.paddock("rm", fmt.Sprintf("c%d", i)) })
+		}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("c%d", i)) })
 		dk = timeIt(*n, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
 		rows = append(rows, row{"create + first exec", p, dk})
 	}
@@ -333,7 +333,7 @@ func main() {
 
 	p = timeIt(*n, nil, func(i int) {
 		r.paddock("fork", "bench", "--name", fmt.Sprintf("f%d", i))
-	}, func(i int) { r.paddock("rm", fmt.Sprintf("f%d", i)) })
+	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("f%d", i)) })
 	dk = timeIt(*n, nil, func(i int) {
 		ref := fmt.Sprintf("%s-fork:%d", raw, i)
 		r.docker("commit", "-c", "LABEL "+label, rawBox, ref)

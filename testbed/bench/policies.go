@@ -91,7 +91,7 @@ func benchPolicies(r *runner, d *harness.Daemon, work string, n, count int) []ro
 	exec.Command("nft", "delete", "table", "inet", "pdkbench-raw").Run()
 	rows = append(rows, row{fmt.Sprintf("paddock policy set, %d boxes", count), p, raw})
 	for i := 0; i < count; i++ {
-		r.paddock("rm", fmt.Sprintf("p%03d", i))
+		r.paddock("rm", "--force", fmt.Sprintf("p%03d", i))
 	}
 
 	// 3. Throughput of an allow-all box to the testbed internet, with the

@@ -76,7 +76,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	cli := timeIt(runs, full, func(i int) {
 		r.paddock("new", "--name", fmt.Sprintf("wc%d", i))
 		r.paddock("exec", fmt.Sprintf("wc%d", i), "--", "true")
-	}, func(i int) { claimed(fmt.Sprintf("wc%d", i)); r.paddock("rm", fmt.Sprintf("wc%d", i)) })
+	}, func(i int) { claimed(fmt.Sprintf("wc%d", i)); r.paddock("rm", "--force", fmt.Sprintf("wc%d", i)) })
 	warm := timeIt(runs, full, func(i int) { apiNew(fmt.Sprintf("wa%d", i), "small") },
 		func(i int) { claimed(fmt.Sprintf("wa%d", i)); check(c.RemoveBox(ctx, fmt.Sprintf("wa%d", i))) })
 	cold := timeIt(n, full, func(i int) { apiNew(fmt.Sprintf("ca%d", i), "medium") },

@@ -70,7 +70,7 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 		row.create = timeIt(n, nil, func(i int) {
 			r.paddock("new", "--name", fmt.Sprintf("x%d", i))
 			r.paddock("exec", fmt.Sprintf("x%d", i), "--", "true")
-		}, func(i int) { r.paddock("rm", fmt.Sprintf("x%d", i)) })
+		}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("x%d", i)) })
 		// Round trips of 20 to 60 ms move by a few ms with the machine's
 		// background: more runs than the other rows, for a steady median.
 		row.exec = timeIt(n*6, nil, func(int) { r.paddock("exec", "s00", "--", "true") }, nil)
@@ -101,7 +101,7 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 	r.paddock("screenshot", "deskmem", "-o", filepath.Join(work, "deskmem.png")) // the desktop is up
 	time.Sleep(5 * time.Second)                                                  // and settled
 	x.desk = boxMemory([]string{d.Instance + "-deskmem"})
-	r.paddock("rm", "deskmem")
+	r.paddock("rm", "--force", "deskmem")
 
 	// Docker's first use starts the box's engine; the second finds it up.
 	r.paddock("new", "--name", "dockmem")
@@ -115,7 +115,7 @@ func benchScale(r *runner, d *harness.Daemon, work string, n int, sizes []int) (
 	x.dockerNext = time.Since(start)
 	time.Sleep(5 * time.Second)
 	x.dockerUp = boxMemory([]string{d.Instance + "-dockmem"})
-	r.paddock("rm", "dockmem")
+	r.paddock("rm", "--force", "dockmem")
 	return rows, x
 }
 

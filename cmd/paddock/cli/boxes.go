@@ -2,9 +2,12 @@ package cli
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -60,7 +63,7 @@ func cmdNew(e *env, args []string) error {
 	}
 	b, err := c.CreateBox(e.ctx, post)
 	if b.Name != "" {
-		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
+		if serr := e.becomeCurrent(b.Name); serr != nil && err == nil {
 			err = serr
 		}
 	}
@@ -345,7 +348,7 @@ func cmdFork(e *env, args []string) error {
 	}
 	b, err := c.Fork(e.ctx, src, api.ForkPost{Name: *name, Snapshot: *snap})
 	if b.Name != "" {
-		if serr := e.setCurrent(b.Name); serr != nil && err == nil {
+		if serr := e.becomeCurrent(b.Name); serr != nil && err == nil {
 			err = serr
 		}
 	}
@@ -357,6 +360,12 @@ func cmdFork(e *env, args []string) error {
 }
 
 func cmdRm(e *env, args []string) error {
+	fs := flags("rm")
+	force := fs.BoolP("force", "f", false, "remove running boxes without asking")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) == 0 {
 		return usagef("give at least one box name")
 	}
@@ -368,6 +377,9 @@ func cmdRm(e *env, args []string) error {
 	var failed []string
 	for _, a := range args {
 		name, err := e.boxName(a)
+		if err == nil && !*force {
+			err = e.confirmRemove(c, name)
+		}
 		if err == nil {
 			err = c.RemoveBox(e.ctx, name)
 		}
@@ -376,13 +388,49 @@ func cmdRm(e *env, args []string) error {
 			failed = append(failed, a)
 			continue
 		}
+		fmt.Fprintf(e.stdout, "removed %s\n", name)
 		if name == s.Current {
 			e.setCurrent("")
+			fmt.Fprintf(e.stderr, "%s was the current box; there is none now ('paddock use BOX' sets one)\n", name)
 		}
-		fmt.Fprintf(e.stdout, "removed %s\n", name)
 	}
 	if len(failed) > 0 {
 		return exitError{1}
+	}
+	return nil
+}
+
+// confirmRemove asks, on a terminal, before a running box goes with its
+// files and snapshots; without one it refuses (--force says yes).
+func (e *env) confirmRemove(c *client.Client, name string) error {
+	b, err := c.Box(e.ctx, name)
+	if err != nil {
+		return err
+	}
+	if b.Status != "running" && b.Desired != "running" {
+		return nil
+	}
+	snaps, _ := c.Snapshots(e.ctx, name)
+	f, ok := e.stdin.(*os.File)
+	if !ok || !term.IsTerminal(int(f.Fd())) {
+		return fmt.Errorf("box %s is running: its files and %d snapshot(s) would go with it; stop it first, or add --force", name, len(snaps))
+	}
+	return e.confirm(fmt.Sprintf("Box %s is running. Remove it, its files and its %d snapshot(s)? Type its name to confirm: ", name, len(snaps)), name, "--force")
+}
+
+// becomeCurrent makes name the current box, and says so on stderr when
+// that changes which box commands without a box name act on.
+func (e *env) becomeCurrent(name string) error {
+	s, _ := e.load()
+	if err := e.setCurrent(name); err != nil {
+		return err
+	}
+	switch s.Current {
+	case name:
+	case "":
+		fmt.Fprintf(e.stderr, "%s is now the current box\n", name)
+	default:
+		fmt.Fprintf(e.stderr, "%s is now the current box (it was %s: 'paddock use %s' goes back)\n", name, s.Current, s.Current)
 	}
 	return nil
 }

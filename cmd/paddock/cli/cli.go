@@ -77,7 +77,7 @@ func init() {
 		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
 		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},
 		{"fork", "BOX [--name N] [--snapshot S]", "new box from a snapshot of BOX (default: one taken now)", cmdFork},
-		{"rm", "BOX...", "remove boxes (drives are kept)", cmdRm},
+		{"rm", "BOX... [--force]", "remove boxes (drives are kept); a running one is asked about first", cmdRm},
 		{"exec", "[BOX] [-t] [--detach] [--desktop] [--workdir D] [--env K=V] -- CMD...", "run a command in a box (default: the current box)", cmdExec},
 		{"jobs", "BOX [--json]", "list a box's detached jobs", cmdJobs},
 		{"screenshot", "[BOX] [-o FILE]", "save a PNG of the box's desktop (default: the current box)", cmdScreenshot},

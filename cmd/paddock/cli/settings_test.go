@@ -64,7 +64,7 @@ func TestCurrentBoxBesideTheSettings(t *testing.T) {
 	if c := paddock("current"); c != "old" {
 		t.Fatalf("current from an older config.json: %q", c)
 	}
-	paddock("rm", "old")
+	paddock("rm", "--force", "old")
 	same()
 	if out, code := call("current"); code == 0 {
 		t.Fatalf("a removed current box is still current: %q", out)
