@@ -428,15 +428,32 @@ func readySnapshot(tx *store.Tx, box, id string) (store.Snapshot, error) {
 // Restore replaces a box's filesystem with a snapshot's. Drives and the
 // box's /var/lib/docker volume are untouched.
 func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, error) {
+	var before string
 	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		sn, err := readySnapshot(tx, name, snapshot)
 		if err != nil {
 			return err
 		}
 		b.From = sn.ID
+		// What the restore replaces is kept first, as a snapshot of its
+		// own: a restore loses nothing. The box names its new source
+		// before that snapshot may prune the oldest, so that the source
+		// is never pruned.
+		if b.Observed == "running" || b.Observed == "stopped" {
+			if err := tx.UpdateBox(*b); err != nil {
+				return err
+			}
+			pre, err := s.addSnapshot(tx, name, "restore")
+			before = pre.ID
+			return err
+		}
 		return nil
 	})
-	return s.settle(ctx, name, err, "box."+name)
+	addrs := []string{"box." + name}
+	if before != "" {
+		addrs = append([]string{"snapshot." + before}, addrs...)
+	}
+	return s.settle(ctx, name, err, addrs...)
 }
 
 // Fork makes a new box from a snapshot of src: the named one, or one taken

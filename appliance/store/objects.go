@@ -127,10 +127,13 @@ func (t *Tx) PruneSnapshots(box string, keep int) error {
 	return err
 }
 
-// NewestSnapshot returns a box's newest ready or pending snapshot.
+// NewestSnapshot returns a box's newest ready or pending snapshot, but
+// for those taken of what a restore replaced (reason "restore"): a
+// restore's default is the newest point the box was saved at, not the
+// state the last restore left behind.
 func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
 	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size FROM snapshots
-		WHERE box=? AND state IN ('ready','pending') ORDER BY created DESC, id DESC LIMIT 1`, box))
+		WHERE box=? AND state IN ('ready','pending') AND reason != 'restore' ORDER BY created DESC, id DESC LIMIT 1`, box))
 }
 
 func scanSnapshot(r scanner) (Snapshot, error) {

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -323,7 +324,19 @@ func cmdRestore(e *env, args []string) error {
 		snap = args[1]
 	}
 	return boxVerb(e, args[:1], func(c *client.Client, name string) (api.Box, error) {
-		return c.Restore(e.ctx, name, snap)
+		before, _ := c.Snapshots(e.ctx, name)
+		b, err := c.Restore(e.ctx, name, snap)
+		if err != nil {
+			return b, err
+		}
+		// The server kept what the restore replaced: say under what name.
+		after, _ := c.Snapshots(e.ctx, name)
+		for _, sn := range after {
+			if sn.Reason == "restore" && !slices.ContainsFunc(before, func(o api.Snapshot) bool { return o.ID == sn.ID }) {
+				fmt.Fprintf(e.stderr, "what the restore replaced is kept as snapshot %s ('paddock restore %s %s' brings it back)\n", sn.ID, name, sn.ID)
+			}
+		}
+		return b, nil
 	})
 }
 
