@@ -247,6 +247,10 @@ type Whoami struct {
 	Server string `json:"server"`
 	// SSHPort is the SSH gateway's port (0: none).
 	SSHPort int `json:"ssh_port,omitempty"`
+	// SSHHostKey is the SSH gateway's host key, as a known_hosts line
+	// takes it ("ssh-ed25519 AAAA..."): 'paddock ssh' trusts that key
+	// for the gateway and no other.
+	SSHHostKey string `json:"ssh_host_key,omitempty"`
 	// Version is the server's release (see package version).
 	Version string `json:"version"`
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/spf13/pflag"
+	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
@@ -201,7 +202,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	defer resolver.Shutdown()
 	log.Info("box resolver", "listen", resolver.Addr, "upstream", upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 
-	sshPort := 0
+	sshPort, sshHostKey := 0, ""
 	if cfg.SSHListen != "" {
 		key, err := sshgate.HostKey(filepath.Join(cfg.StateDir, "ssh_host_ed25519_key"))
 		if err != nil {
@@ -213,6 +214,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		}
 		defer gw.Close()
 		sshPort = gw.Addr().(*net.TCPAddr).Port
+		sshHostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey())))
 		log.Info("ssh gateway", "listen", gw.Addr().String())
 	}
 
@@ -222,7 +224,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg)}
 	}
 	srv := &http.Server{
-		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort,
+		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
 			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev,
 			CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,

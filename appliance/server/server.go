@@ -47,8 +47,10 @@ type Server struct {
 	Log   *slog.Logger
 	// Name is reported by whoami (the host name, or "local").
 	Name string
-	// SSHPort is reported by whoami.
-	SSHPort int
+	// SSHPort and SSHHostKey (authorized_keys form) are reported by
+	// whoami.
+	SSHPort    int
+	SSHHostKey string
 	// Desktop serves box desktops to browsers (nil: none).
 	Desktop *desktop.Proxy
 	// Pages are the browser pages (setup, login, device approval).
@@ -388,7 +390,7 @@ func decode(r *http.Request, v any) error {
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	t, _ := r.Context().Value(tokenKey{}).(store.Token)
 	u, _ := service.UserFrom(r.Context())
-	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, Version: version.Version})
+	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version})
 }
 
 // logout revokes the token the request was made with.

@@ -304,7 +304,7 @@ User = TypedDict("User", {"created": "str", "name": "str", "role": "str"})
 
 
 _WhoamiRequired = TypedDict("_WhoamiRequired", {"role": "str", "server": "str", "token": "str", "user": "str", "version": "str"})
-_WhoamiOptional = TypedDict("_WhoamiOptional", {"ssh_port": "int"}, total=False)
+_WhoamiOptional = TypedDict("_WhoamiOptional", {"ssh_host_key": "str", "ssh_port": "int"}, total=False)
 
 
 class Whoami(_WhoamiRequired, _WhoamiOptional):

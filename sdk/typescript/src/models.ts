@@ -367,6 +367,7 @@ export interface User {
 export interface Whoami {
   role: string;
   server: string;
+  ssh_host_key?: string;
   ssh_port?: number;
   token: string;
   user: string;
