@@ -303,6 +303,12 @@ func TestDashboard(t *testing.T) {
 	b.shots(shotDir, "box-overview")
 	assets := eval[string](b, `(() => { let n = 0, bytes = 0; for (const e of performance.getEntriesByType("resource")) if (e.name.includes("/ui/")) { n++; bytes += e.decodedBodySize; } return n + " files, " + bytes + " bytes"; })()`)
 	t.Logf("figure: the box page's assets: %s", assets)
+	// The address's fragment opens the tab it names, after the page loaded
+	// too (a link to #files, back and forward).
+	eval[string](b, `location.hash = "#files"`)
+	poll[bool](b, "the files tab from the fragment", `document.querySelector("#tab-files").getAttribute("aria-selected") === "true" && !document.querySelector("#panel-files").hidden`, 10*time.Second)
+	b.do(chromedp.NavigateBack())
+	poll[bool](b, "the overview tab again, back", `document.querySelector("#tab-overview").getAttribute("aria-selected") === "true"`, 10*time.Second)
 	b.do(chromedp.Click(chromedp.CSS("#tab-terminal")))
 	poll[bool](b, "the shell", `document.body.dataset.term === "open"`, 20*time.Second)
 	// The shell's prompt first, then type as a person does.

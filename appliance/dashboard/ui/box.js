@@ -305,4 +305,8 @@ events({
   "snapshot-removed": (k) => { snaps.delete(k.id); renderSnaps(); },
   ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); },
 });
-select(tabs.some((t) => t.id === "tab-" + location.hash.slice(1)) ? location.hash.slice(1) : "overview");
+// The fragment names the tab at load, and later too: a link to #files,
+// or the browser's back and forward, open the tab it names.
+const fromHash = () => (tabs.some((t) => t.id === "tab-" + location.hash.slice(1)) ? location.hash.slice(1) : "overview");
+window.addEventListener("hashchange", () => select(fromHash()));
+select(fromHash());
