@@ -291,6 +291,17 @@ func TestDashboard(t *testing.T) {
 	formNew := time.Since(t0)
 	t.Logf("figure: Create in the form to running in the list %v; 'paddock new' in the same run %v", formNew.Round(time.Millisecond), cliNew.Round(time.Millisecond))
 	b.shots(shotDir, "boxes")
+	// At both sizes the list keeps each box's state and every action in
+	// view.
+	for _, sz := range [][2]int64{{390, 844}, {1280, 800}} {
+		b.do(chromedp.EmulateViewport(sz[0], sz[1]))
+		poll[bool](b, fmt.Sprintf("the state and actions in view at %d px", sz[0]), `(() => {
+			const r = document.querySelector('#boxes tr[data-box="dash"]');
+			const st = r.querySelector(".state").getBoundingClientRect();
+			const bs = [...r.querySelectorAll(".acts button")].map((b) => b.getBoundingClientRect());
+			return st.width > 0 && st.right <= innerWidth && bs.length > 0 && bs.every((b) => b.width > 0 && b.right <= innerWidth);
+		})()`, 10*time.Second)
+	}
 
 	// The box's page: a shell in the terminal tab. One of its modules fails
 	// to load the first time: the page loads itself again and works.

@@ -27,15 +27,15 @@ function row(b) {
   const drives = (b.mounts || []).map((m) => m.drive).join(", ");
   return el("tr", { "data-box": b.name },
     el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name)),
-    owner ? el("td", {}, b.owner || "") : null,
-    el("td", {}, b.project || ""),
-    el("td", {}, b.type),
+    owner ? el("td", { class: "wide" }, b.owner || "") : null,
+    el("td", { class: "wide" }, b.project || ""),
+    el("td", { class: "wide" }, b.type),
     el("td", { class: "status" }, stateBadge(b.status), b.error ? el("div", { class: "error small" }, b.error) : null,
       b.note ? el("div", { class: "note small" }, b.note) : null),
-    el("td", { class: "ttl num", "data-expires": b.expires_at || "" }, ttlLeft(b)),
-    el("td", {}, b.policy || "allow-all"),
-    el("td", {}, drives),
-    el("td", {}, when(b.created)),
+    el("td", { class: "ttl num wide", "data-expires": b.expires_at || "" }, ttlLeft(b)),
+    el("td", { class: "wide" }, b.policy || "allow-all"),
+    el("td", { class: "wide" }, drives),
+    el("td", { class: "wide" }, when(b.created)),
     actions(b));
 }
 
