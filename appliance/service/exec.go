@@ -117,40 +117,33 @@ func (s *Service) BoxDocker(ctx context.Context, b api.Box) string {
 	// paddock-init writes /run/paddock-docker once the engine waits for
 	// its first use, answered or gave up; PADDOCK_DOCKER says whether it
 	// was to start one at all.
-	probe := `cat /run/paddock-docker 2>/dev/null || { [ "${PADDOCK_DOCKER:-}" = 1 ] && echo starting || echo off; }`
-	spec, err := s.CheckExec(b.Name, api.ExecPost{Cmd: []string{"sh", "-c", probe}})
+	return s.probe(ctx, b.Name, `cat /run/paddock-docker 2>/dev/null || { [ "${PADDOCK_DOCKER:-}" = 1 ] && echo starting || echo off; }`)
+}
+
+// BoxDesktop says how the desktop of a running box with one is (see
+// api.Box.DesktopState); "" when it has none, does not run or cannot be
+// asked. It reads what paddock-init wrote of the desktop's start, checked
+// against the X server itself.
+func (s *Service) BoxDesktop(ctx context.Context, b api.Box) string {
+	if b.Status != "running" || !b.Desktop {
+		return ""
+	}
+	return s.probe(ctx, b.Name, `s=$(cat /run/paddock-desktop 2>/dev/null || echo starting)
+if [ "$s" = up ] && ! DISPLAY=`+Display+` xdpyinfo >/dev/null 2>&1; then s=down; fi
+echo "$s"`)
+}
+
+// probe runs a short shell script in a box for what it prints; "" when it
+// cannot run, fails, or takes more than a few seconds.
+func (s *Service) probe(ctx context.Context, box, script string) string {
+	spec, err := s.CheckExec(box, api.ExecPost{Cmd: []string{"sh", "-c", script}})
 	if err != nil {
 		return ""
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	code, err := s.Exec(ctx, b.Name, spec, ExecIO{Stdout: &out, Stderr: io.Discard})
-	if err != nil || code != 0 {
-		return ""
-	}
-	return strings.TrimSpace(out.String())
-}
-
-// desktopProbe says how a box's desktop is: what paddock-init wrote of
-// its start, checked against the X server itself.
-const desktopProbe = `s=$(cat /run/paddock-desktop 2>/dev/null || echo starting)
-if [ "$s" = up ] && ! xdpyinfo >/dev/null 2>&1; then s=down; fi
-echo "$s"`
-
-// BoxDesktop says how the desktop of a running box with one is (see
-// api.Box.DesktopState); "" when it has none, does not run or cannot be
-// asked.
-func (s *Service) BoxDesktop(ctx context.Context, b api.Box) string {
-	if b.Status != "running" || !b.Desktop {
-		return ""
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	var out bytes.Buffer
-	code, err := s.Driver.Exec(ctx, s.engineName(b.Name), driver.ExecSpec{
-		Cmd: []string{"sh", "-c", desktopProbe}, Env: []string{"DISPLAY=" + Display},
-		Stdout: &out, Stderr: io.Discard})
+	code, err := s.Exec(ctx, box, spec, ExecIO{Stdout: &out, Stderr: io.Discard})
 	if err != nil || code != 0 {
 		return ""
 	}

@@ -76,8 +76,6 @@ type mintLimits struct {
 	l    *auth.Limiter
 }
 
-// mint takes one of the user's hourly mints of kind, or says when the
-// next comes.
 // mayMintToken refuses one more API token to the user of ctx, who holds
 // held, past MaxTokens held or MintsPerHour made. Every way of making one
 // passes here: 'paddock token create' and a device login's approval.
@@ -88,6 +86,8 @@ func (s *Service) mayMintToken(ctx context.Context, held int) error {
 	return s.mint(ctx, "API tokens")
 }
 
+// mint takes one of the user's hourly mints of kind, or says when the
+// next comes.
 func (s *Service) mint(ctx context.Context, kind string) error {
 	s.mints.once.Do(func() {
 		s.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}

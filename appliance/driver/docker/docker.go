@@ -806,7 +806,7 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 			if spec.TTY {
 				errOut = guard.w // a terminal has one stream
 			}
-			return guard.end(ins.ExitCode, errOut, strings.Join(spec.Cmd[:min(1, len(spec.Cmd))], "")), nil
+			return guard.end(ins.ExitCode, errOut, spec.Cmd), nil
 		}
 		if i > 500 {
 			return -1, errors.New("exec stream ended but the command is still running")

@@ -44,17 +44,19 @@ func (g *startGuard) Write(p []byte) (int, error) {
 }
 
 // end gives the exec's exit code as a shell would give it, saying why on
-// stderr, when the command could not start; else it passes what it held.
-func (g *startGuard) end(code int, stderr io.Writer, cmd string) int {
+// stderr, when the command argv could not start; else it passes what it
+// held.
+func (g *startGuard) end(code int, stderr io.Writer, argv []string) int {
 	msg := g.held.String()
 	g.held.Reset()
 	if g.decided || msg == "" {
 		return code
 	}
-	if code != 126 || !strings.HasPrefix(msg, ociStartFailed) {
+	if code != 126 || !strings.HasPrefix(msg, ociStartFailed) || len(argv) == 0 {
 		g.w.Write([]byte(msg))
 		return code
 	}
+	cmd := argv[0]
 	switch {
 	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
 		fmt.Fprintf(stderr, "command not found: %s\n", cmd)

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -424,8 +421,7 @@ func (e *env) confirmRemove(c *client.Client, name string) error {
 		return nil
 	}
 	snaps, _ := c.Snapshots(e.ctx, name)
-	f, ok := e.stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(e.stdin) {
 		return fmt.Errorf("box %s is running: its files and %d snapshot(s) would go with it; stop it first, or add --force", name, len(snaps))
 	}
 	return e.confirm(fmt.Sprintf("Box %s is running. Remove it, its files and its %d snapshot(s)? Type its name to confirm: ", name, len(snaps)), name, "--force")

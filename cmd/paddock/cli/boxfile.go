@@ -325,8 +325,7 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 // confirm asks on the terminal and wants the exact answer. Without a
 // terminal it refuses, naming skip, the flag that says yes beforehand.
 func (e *env) confirm(prompt, want, skip string) error {
-	f, ok := e.stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(e.stdin) {
 		return usagef("not asking for confirmation without a terminal: add %s", skip)
 	}
 	fmt.Fprint(e.stdout, prompt)

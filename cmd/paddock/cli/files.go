@@ -167,8 +167,10 @@ func writeSingle(r io.Reader, target string) error {
 	return f.Close()
 }
 
-func isTerminal(w io.Writer) bool {
-	f, ok := w.(*os.File)
+// isTerminal says whether a stream of the CLI (stdin, stdout, stderr) is
+// a terminal.
+func isTerminal(stream any) bool {
+	f, ok := stream.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 
