@@ -59,6 +59,9 @@ type Box struct {
 	// on :1), "down" (it started and answers no more: screenshots and the
 	// desktop page fail) or "failed: WHY" (it did not start).
 	DesktopState string `json:"desktop_state,omitempty"`
+	// Node is the server the box is on, once the server has more than
+	// one (see Node).
+	Node string `json:"node,omitempty"`
 }
 
 // Dir is a directory in a box (GET /v1/boxes/NAME/dir?path=).
@@ -424,4 +427,67 @@ type DeviceTokenPost struct {
 // DeviceToken is the token a device login made.
 type DeviceToken struct {
 	Token string `json:"token"`
+}
+
+// NodeJoin is a one-time join token for a server (POST /v1/nodes/joins,
+// the owner's): Command is what to run on the new server.
+type NodeJoin struct {
+	Token     string    `json:"token"`
+	ExpiresAt time.Time `json:"expires_at"`
+	// CASHA256 is the cluster authority's fingerprint: the joining server
+	// trusts that authority and no other.
+	CASHA256 string `json:"ca_sha256"`
+	Command  string `json:"command"`
+}
+
+// NodeJoinRequest is what a server sends to join (POST /v1/nodes/join,
+// authenticated by its token alone).
+type NodeJoinRequest struct {
+	Token string `json:"token"`
+	// Name is the name the server asks for (its host name); the answer
+	// says the one it got.
+	Name string `json:"name"`
+	// Addr is where its agent answers (host:port, a private address the
+	// control plane reaches).
+	Addr string `json:"addr"`
+	// PublicKey is its agent's public key (PEM, PKIX): the private half
+	// never leaves it.
+	PublicKey string `json:"public_key"`
+}
+
+// NodeJoined is what a server that joined needs to serve as a node.
+type NodeJoined struct {
+	Name string `json:"name"`
+	// Cert is its agent's certificate, CA the cluster authority's (PEM).
+	Cert string `json:"cert"`
+	CA   string `json:"ca"`
+	// Subnet is its box network; Instance names its engine objects and
+	// its nftables table.
+	Subnet   string `json:"subnet"`
+	Instance string `json:"instance"`
+	// Caller is the name in the certificate of the control plane, the one
+	// caller its agent answers.
+	Caller string `json:"caller"`
+}
+
+// Node is a server of this Paddock (GET /v1/nodes, the owner's).
+type Node struct {
+	Name string `json:"name"`
+	// ControlPlane marks the server paddockd runs on.
+	ControlPlane bool              `json:"control_plane,omitempty"`
+	Addr         string            `json:"addr,omitempty"`
+	Subnet       string            `json:"subnet"`
+	Labels       map[string]string `json:"labels"`
+	// State is "up", or "down" with Error saying why.
+	State       string    `json:"state"`
+	Error       string    `json:"error,omitempty"`
+	Boxes       int       `json:"boxes"`
+	Pool        int       `json:"pool"`
+	Drives      int       `json:"drives"`
+	CPUs        int       `json:"cpus,omitempty"`
+	MemoryBytes int64     `json:"memory_bytes,omitempty"`
+	MemoryFree  int64     `json:"memory_free,omitempty"`
+	DiskBytes   int64     `json:"disk_bytes,omitempty"`
+	DiskFree    int64     `json:"disk_free,omitempty"`
+	Joined      time.Time `json:"joined,omitempty"`
 }

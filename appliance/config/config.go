@@ -123,6 +123,14 @@ type Config struct {
 	// Subnet of the box network. Boxes get fixed addresses in it; it must
 	// not change while boxes exist.
 	Subnet string `koanf:"subnet"`
+	// NodeSubnets is where the box networks of the servers that join
+	// (nodes) are carved out, a /24 each; it must not overlap Subnet nor
+	// any network of the nodes.
+	NodeSubnets string `koanf:"node_subnets"`
+	// NodeListen is where a node's agent answers the control plane
+	// (paddockd node): host:port; the host defaults to the address the
+	// node reaches the control plane from.
+	NodeListen string `koanf:"node_listen"`
 	// DNSUpstream is where the boxes' resolver forwards allowed names
 	// (host:port); empty takes the first nameserver of /etc/resolv.conf.
 	DNSUpstream string `koanf:"dns_upstream"`
@@ -199,6 +207,8 @@ func Defaults() map[string]any {
 		"box_user":                    "paddock",
 		"box_uid":                     1000,
 		"subnet":                      "10.213.0.0/16",
+		"node_subnets":                "10.214.0.0/16",
+		"node_listen":                 ":7443",
 		"dns_upstream":                "",
 		"docker_host":                 "",
 		"types.small.cpus":            1.0,

@@ -138,7 +138,8 @@ type Hostnamer interface {
 // groups), so that it can do nothing the box's user could not do from
 // inside. Files it makes are the box user's. fn must use absolute paths
 // and must not start goroutines for file work (they run elsewhere); its
-// error is AsBoxUser's.
+// error is AsBoxUser's. A box this machine does not run (one on another
+// node) is errors.ErrUnsupported, and fn does not run.
 type BoxUserFiles interface {
 	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
 }

@@ -10,12 +10,39 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/policies"
 )
 
-// Agent serves a node's driver to the control plane.
+// Agent serves a node's driver, its egress rules and what it says of
+// itself to the control plane.
 type Agent struct {
 	Driver driver.Driver
-	Log    *slog.Logger
+	// Firewall is the node's egress rules (nil: the node has none, and
+	// says so when asked to apply them).
+	Firewall Firewall
+	// Info says what the node has (nil: only its name).
+	Info func(ctx context.Context) (Info, error)
+	Name string
+	Log  *slog.Logger
+}
+
+// Firewall is a node's egress rules: policies.Manager.
+type Firewall interface {
+	Sync(boxes []policies.Box) error
+	Report(box string) (policies.Report, error)
+}
+
+// Info is what a node says of itself: what placement weighs, and what
+// 'paddock nodes' shows.
+type Info struct {
+	Name        string  `json:"name"`
+	CPUs        int     `json:"cpus"`
+	MemoryBytes int64   `json:"memory_bytes"`
+	MemoryFree  int64   `json:"memory_free"`
+	DiskBytes   int64   `json:"disk_bytes"`
+	DiskFree    int64   `json:"disk_free"`
+	Load1       float64 `json:"load1"`
+	Engine      string  `json:"engine"`
 }
 
 // Handler is the agent's routes. It trusts its caller: serve it only
@@ -74,6 +101,29 @@ func (a *Agent) Handler() http.Handler {
 	call("DELETE "+p+"volumes/{kind}/{name}", func(r *http.Request) (any, error) { return nil, d.RemoveVolume(r.Context(), volumeOf(r)) })
 	call("POST "+p+"volumes/{kind}/{name}/clean", func(r *http.Request) (any, error) {
 		return nil, d.CleanVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"))
+	})
+
+	call("GET "+p+"info", func(r *http.Request) (any, error) {
+		if a.Info == nil {
+			return Info{Name: a.Name}, nil
+		}
+		return a.Info(r.Context())
+	})
+	call("PUT "+p+"firewall", func(r *http.Request) (any, error) {
+		if a.Firewall == nil {
+			return nil, ErrUnsupported
+		}
+		var boxes []policies.Box
+		if err := readJSON(r, &boxes); err != nil {
+			return nil, err
+		}
+		return nil, a.Firewall.Sync(boxes)
+	})
+	call("GET "+p+"firewall/{box}", func(r *http.Request) (any, error) {
+		if a.Firewall == nil {
+			return nil, ErrUnsupported
+		}
+		return a.Firewall.Report(r.PathValue("box"))
 	})
 
 	m.HandleFunc("GET "+p+"boxes/{name}/exec", a.serveExec)

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -121,13 +122,24 @@ func (ca *CA) Fingerprint() string {
 	return hex.EncodeToString(s[:])
 }
 
-// Issue makes a certificate for name (a node, or "control-plane"), good
-// to serve as name and to call as it.
+// Issue makes a key and a certificate for name (a node, or
+// "control-plane"), good to serve as name and to call as it.
 func (ca *CA) Issue(name string) (tls.Certificate, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	der, err := ca.Sign(name, &key.PublicKey)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	leaf, _ := x509.ParseCertificate(der)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+}
+
+// Sign makes a certificate (DER) for name's public key: a joining node
+// sends its key's public half, and its private half never leaves it.
+func (ca *CA) Sign(name string, pub crypto.PublicKey) ([]byte, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial(),
 		Subject:      pkix.Name{CommonName: name},
@@ -137,12 +149,26 @@ func (ca *CA) Issue(name string) (tls.Certificate, error) {
 		KeyUsage:     x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.Key)
-	if err != nil {
-		return tls.Certificate{}, err
+	return x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
+}
+
+// Trusting is the authority as a node knows it: its certificate alone,
+// which it checks callers against, and no key.
+func Trusting(caPEM []byte) (*CA, error) {
+	b, _ := pem.Decode(caPEM)
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("the cluster authority: not a PEM certificate")
 	}
-	leaf, _ := x509.ParseCertificate(der)
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("the cluster authority: %w", err)
+	}
+	return &CA{Cert: c, PEM: caPEM}, nil
+}
+
+// CertPEM is a certificate's first (leaf) certificate as PEM.
+func CertPEM(c tls.Certificate) []byte {
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Certificate[0]})
 }
 
 func (ca *CA) pool() *x509.CertPool {
@@ -151,14 +177,26 @@ func (ca *CA) pool() *x509.CertPool {
 	return p
 }
 
-// ServerConfig is an agent's TLS: it serves cert and accepts only callers
-// whose certificate the authority signed.
+// ControlPlane is the name in the control plane's certificate: the one
+// caller an agent answers. No node may have it.
+const ControlPlane = "control-plane"
+
+// ServerConfig is an agent's TLS: it serves cert and answers only the
+// control plane, by a certificate the authority signed for ControlPlane
+// (another node's certificate, signed by the same authority, is refused:
+// one node taken over does not reach the others).
 func (ca *CA) ServerConfig(cert tls.Certificate) *tls.Config {
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
 		ClientAuth:   tls.RequireAndVerifyClientCert,
 		ClientCAs:    ca.pool(),
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || cs.PeerCertificates[0].Subject.CommonName != ControlPlane {
+				return errors.New("only the control plane may call a node's agent")
+			}
+			return nil
+		},
 	}
 }
 

@@ -31,7 +31,7 @@ func serve(t *testing.T, d driver.Driver, name string) (*node.Remote, *node.CA) 
 // to call node name.
 func caller(t *testing.T, ca *node.CA, name, addr string) *node.Remote {
 	t.Helper()
-	cert, err := ca.Issue("control-plane")
+	cert, err := ca.Issue(node.ControlPlane)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,10 +62,16 @@ func TestOnlyTheClusterTalks(t *testing.T) {
 	}
 	// A certificate of another authority.
 	other, _ := node.NewCA()
-	stranger, _ := other.Issue("control-plane")
+	stranger, _ := other.Issue(node.ControlPlane)
 	cfg := ca.ClientConfig(stranger, "n1")
 	if _, err := node.NewRemote("n1", addr, cfg).Boxes(ctx); err == nil {
 		t.Fatal("a caller with another authority's certificate was answered")
+	}
+	// The right authority, but another node's certificate as the caller:
+	// one node does not reach another.
+	n2, _ := ca.Issue("n2")
+	if _, err := node.NewRemote("n1", addr, ca.ClientConfig(n2, "n1")).Boxes(ctx); err == nil {
+		t.Fatal("a node's certificate was answered as a caller")
 	}
 	// The right authority, another node's name: the caller refuses it.
 	if _, err := caller(t, ca, "n2", addr).Boxes(ctx); err == nil || !strings.Contains(err.Error(), "n2") {

@@ -11,8 +11,10 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/policies"
 )
 
 // Remote is the driver of one node, through its agent.
@@ -296,4 +298,31 @@ func (r *Remote) SnapshotSize(ctx context.Context, id string) (int64, error) {
 	var out struct{ Bytes int64 }
 	err := r.do(ctx, "GET", "snapshots/"+pathEscape(id)+"/size", nil, &out)
 	return out.Bytes, err
+}
+
+// Info is what the node says of itself.
+func (r *Remote) Info(ctx context.Context) (Info, error) {
+	var in Info
+	err := r.do(ctx, "GET", "info", nil, &in)
+	return in, err
+}
+
+// Sync applies the egress rules of the node's boxes (every box of the
+// node: one left out loses its rules).
+func (r *Remote) Sync(boxes []policies.Box) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if boxes == nil {
+		boxes = []policies.Box{}
+	}
+	return r.do(ctx, "PUT", "firewall", boxes, nil)
+}
+
+// Report is what a box's egress rules did on the node.
+func (r *Remote) Report(box string) (policies.Report, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var rep policies.Report
+	err := r.do(ctx, "GET", "firewall/"+pathEscape(box), nil, &rep)
+	return rep, err
 }

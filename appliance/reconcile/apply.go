@@ -221,7 +221,7 @@ func PoolSpec(p store.PoolBox, types map[string]BoxType) driver.BoxSpec {
 // PoolAsBox is the declared box a pool box becomes when claimed, but for
 // its name, owner and what the claim asks for beyond its container.
 func PoolAsBox(p store.PoolBox) store.Box {
-	return store.Box{Name: p.Key, Engine: p.Key, UID: p.UID, Type: p.Type, Image: p.Image, IP: p.IP, Desktop: p.Desktop}
+	return store.Box{Name: p.Key, Engine: p.Key, UID: p.UID, Type: p.Type, Image: p.Image, IP: p.IP, Desktop: p.Desktop, Node: p.Node}
 }
 
 // Load reads the declared state.

@@ -77,6 +77,9 @@ var ops = map[string]openapi.Op{
 	"POST /v1/boxes/{name}/setup":           {Tag: "projects", Summary: "Record the outcome of a Boxfile box's one-time setup", Request: api.SetupPost{}, Status: 204},
 	"GET /v1/events":                        {Tag: "events", Summary: "Server-sent events: every object the caller sees, then 'ready', then each change", ResponseType: "text/event-stream", Notes: "Events: box, drive, job, snapshot (data: the object as the API shows it) and box-removed, drive-removed, job-removed, snapshot-removed (data: its key). A comment line every 15 s keeps proxies from closing it."},
 	"GET /v1/openapi.json":                  {Tag: "meta", Summary: "This document", Response: map[string]any{}},
+	"GET /v1/nodes":                         {Tag: "nodes", Summary: "The servers boxes are placed on, the control plane's first (the owner's)", Response: []api.Node{}},
+	"POST /v1/nodes/joins":                  {Tag: "nodes", Summary: "A one-time token, and the command that lets a server join with it (the owner's)", Response: api.NodeJoin{}, Status: 201},
+	"POST /v1/nodes/join":                   {Tag: "nodes", Summary: "Join as a node, with a join token (no other credentials)", Request: api.NodeJoinRequest{}, Response: api.NodeJoined{}, Status: 201},
 }
 
 // openapiState is the document, built once per server.

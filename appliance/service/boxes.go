@@ -46,7 +46,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 			return err
 		}
 		if !claimed {
-			if err := s.assignIP(tx, &b); err != nil {
+			if err := s.place(tx, &b); err != nil {
 				return err
 			}
 		}
@@ -206,6 +206,7 @@ func (s *Service) GetBox(name string) (api.Box, error) {
 	if u, err := s.Store.GetUser(b.Owner); err == nil {
 		out.Owner = u.Name
 	}
+	out.Node = s.boxNode(b.Node)
 	return out, nil
 }
 
@@ -217,12 +218,20 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 	}
 	out := make([]api.Box, 0, len(bs))
 	names := s.ownerNames()
+	local := s.boxNode("") // one look at the nodes for the whole list
+	nodeOf := func(n string) string {
+		if n == "" {
+			return local
+		}
+		return n
+	}
 	for _, b := range bs {
 		if !visible(ctx, b.Owner) {
 			continue
 		}
 		ab := toAPIBox(b, s.Cfg.Types)
 		ab.Owner = names[b.Owner]
+		ab.Node = nodeOf(b.Node)
 		out = append(out, ab)
 	}
 	return out, nil
@@ -495,7 +504,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		}
 		snapID = sn.ID
 		nb.From = sn.ID
-		if err := s.assignIP(tx, &nb); err != nil {
+		if err := s.place(tx, &nb); err != nil {
 			return err
 		}
 		if err := s.createBox(tx, nb); err != nil {
@@ -688,7 +697,11 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		if err := s.checkLimit(tx, ownerID(ctx), "drives"); err != nil {
 			return err
 		}
-		err := tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: ownerID(ctx)})
+		where, err := s.driveNode(tx)
+		if err != nil {
+			return err
+		}
+		err = tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: ownerID(ctx), Node: where})
 		if errors.Is(err, store.ErrConflict) {
 			d, _ := tx.GetDrive(p.Name)
 			if d.State == "deleting" {

@@ -456,6 +456,8 @@ func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	switch {
 	case notFolder != "":
 		return true, invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, name, notFolder)
+	case errors.Is(err, errors.ErrUnsupported):
+		return false, nil // a box of another node
 	case err != nil:
 		s.Log.Warn("push by the engine: the box's files could not be opened as its user", "box", name, "dir", dir, "err", err)
 		return false, nil
@@ -613,6 +615,8 @@ func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	switch {
 	case missing:
 		return nil, true, noSuchPath(name, p)
+	case errors.Is(err, errors.ErrUnsupported):
+		return nil, false, nil // a box of another node
 	case err != nil:
 		s.Log.Warn("pull by the engine: the box's files could not be opened as its user", "box", name, "path", p, "err", err)
 		return nil, false, nil

@@ -67,7 +67,7 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	b.Engine, b.UID, b.IP = p.Key, p.UID, p.IP
+	b.Engine, b.UID, b.IP, b.Node = p.Key, p.UID, p.IP, p.Node
 	return true, nil
 }
 
@@ -162,10 +162,10 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 				p := store.PoolBox{Key: "pool-" + uid, UID: uid, Type: t, Image: s.Cfg.Image, ImageID: imageID,
 					Desktop: s.Cfg.DesktopDefault, Created: s.now()}
 				b := reconcile.PoolAsBox(p)
-				if err := s.assignIP(tx, &b); err != nil {
+				if err := s.place(tx, &b); err != nil {
 					return err
 				}
-				p.IP = b.IP
+				p.IP, p.Node = b.IP, b.Node
 				if err := tx.AddPool(p); err != nil {
 					return err
 				}

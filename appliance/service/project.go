@@ -284,7 +284,10 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 			d := drives[name]
 			switch c.Action {
 			case api.ActionCreate:
-				err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels, Owner: owner})
+				var where string
+				if where, err = s.driveNode(tx); err == nil {
+					err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels, Owner: owner, Node: where})
+				}
 			case api.ActionUpdate:
 				err = tx.UpdateDrive(store.Drive{Name: name, Size: d.Size, Labels: d.Labels})
 			case api.ActionDelete:
@@ -326,7 +329,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 			return err
 		}
 		if !claimed {
-			if err := s.assignIP(tx, &nb); err != nil {
+			if err := s.place(tx, &nb); err != nil {
 				return err
 			}
 		}

@@ -37,7 +37,11 @@ type Service struct {
 	// Net is the box network; boxes get fixed addresses in it.
 	Net policies.Network
 	// Firewall reports drops and DNS decisions (nil: none).
-	Firewall *policies.Manager
+	Firewall interface {
+		Report(box string) (policies.Report, error)
+	}
+	// Cluster is the servers the boxes are placed on (nil: this one only).
+	Cluster *Cluster
 	// Sealer encrypts secrets at rest (nil: no secrets).
 	Sealer *auth.Sealer
 	// Life bounds background work (jobs); it ends when the daemon stops.
@@ -208,6 +212,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		Error: b.ObservedEr, Created: b.Created, From: b.From,
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
 		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
+		Node: b.Node,
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError
@@ -227,19 +232,6 @@ func Types(c config.Config) map[string]reconcile.BoxType {
 	return out
 }
 
-// assignIP gives a box a free address on the box network.
-func (s *Service) assignIP(tx *store.Tx, b *store.Box) error {
-	if b.IP != "" || !s.Net.Subnet.IsValid() {
-		return nil
-	}
-	ip, err := tx.FreeIP(s.Net.Subnet, s.Net.Gateway)
-	if err != nil {
-		return err
-	}
-	b.IP = ip.String()
-	return nil
-}
-
 // AssignMissingIPs gives every box that has no address one (boxes made
 // before addresses were fixed).
 func (s *Service) AssignMissingIPs() error {
@@ -248,11 +240,15 @@ func (s *Service) AssignMissingIPs() error {
 		if err != nil {
 			return err
 		}
+		ns, err := tx.ListNodes()
+		if err != nil {
+			return err
+		}
 		for _, b := range boxes {
-			if b.IP != "" {
+			if b.IP != "" || !s.Net.Subnet.IsValid() {
 				continue
 			}
-			if err := s.assignIP(tx, &b); err != nil {
+			if err := s.address(tx, &b, ns); err != nil {
 				return err
 			}
 			if err := tx.UpdateBox(b); err != nil {

@@ -54,6 +54,9 @@ type Box struct {
 	// box's own: a box claimed from the warm pool keeps the pool's. Never
 	// changes.
 	Engine string
+	// Node is the server the box is on ("" for the control plane's own);
+	// its container, volumes and snapshots are there.
+	Node string
 }
 
 // Key is the name the box's engine objects have.
@@ -71,7 +74,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node`
 
 type scanner interface{ Scan(...any) error }
 
@@ -82,7 +85,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -141,9 +144,9 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -201,7 +204,7 @@ func (t *Tx) DeleteBox(name string) error {
 	if _, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name); err != nil {
 		return err
 	}
-	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine) VALUES (?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine)
+	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine, node) VALUES (?,?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine, b.Node)
 	return err
 }
 

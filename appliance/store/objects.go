@@ -18,15 +18,18 @@ type Drive struct {
 	Size    string
 	Labels  map[string]string
 	Owner   int64
+	// Node is the server the drive's volume is on ("" for the control
+	// plane's own): boxes that mount it are placed there.
+	Node string
 }
 
-const driveCols = `name, state, created, project, size, labels, owner`
+const driveCols = `name, state, created, project, size, labels, owner, node`
 
 func scanDrive(r scanner) (Drive, error) {
 	var d Drive
 	var c int64
 	var labels string
-	err := r.Scan(&d.Name, &d.State, &c, &d.Project, &d.Size, &labels, &d.Owner)
+	err := r.Scan(&d.Name, &d.State, &c, &d.Project, &d.Size, &labels, &d.Owner, &d.Node)
 	if errors.Is(err, sql.ErrNoRows) {
 		return d, ErrNotFound
 	}
@@ -42,7 +45,7 @@ func (t *Tx) CreateDrive(d Drive) error {
 	if d.Labels == nil {
 		d.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO drives (`+driveCols+`) VALUES (?,?,?,?,?,?,?)`, d.Name, d.State, unix(d.Created), d.Project, d.Size, mustJSON(d.Labels), d.Owner)
+	_, err := t.tx.Exec(`INSERT INTO drives (`+driveCols+`) VALUES (?,?,?,?,?,?,?,?)`, d.Name, d.State, unix(d.Created), d.Project, d.Size, mustJSON(d.Labels), d.Owner, d.Node)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -99,8 +102,9 @@ type Snapshot struct {
 
 // AddSnapshot declares a snapshot.
 func (t *Tx) AddSnapshot(s Snapshot) error {
-	_, err := t.tx.Exec(`INSERT INTO snapshots (id, box, reason, state, error, created) VALUES (?,?,?,?,?,?)`,
-		s.ID, s.Box, s.Reason, s.State, s.Error, unix(s.Created))
+	_, err := t.tx.Exec(`INSERT INTO snapshots (id, box, reason, state, error, created, node)
+		VALUES (?,?,?,?,?,?, coalesce((SELECT node FROM boxes WHERE name=?), ''))`,
+		s.ID, s.Box, s.Reason, s.State, s.Error, unix(s.Created), s.Box)
 	return err
 }
 

@@ -27,14 +27,17 @@ type PoolBox struct {
 	// Ready: its container was seen running and answered a command (and
 	// its desktop came up, if it has one). Only ready boxes are claimed.
 	Ready bool
+	// Node is the server the pool box is on ("" for the control plane's);
+	// a box claimed from it is there too.
+	Node string
 }
 
-const poolCols = `key, uid, type, image, image_id, desktop, ip, created, ready`
+const poolCols = `key, uid, type, image, image_id, desktop, ip, created, ready, node`
 
 func scanPool(r scanner) (PoolBox, error) {
 	var p PoolBox
 	var created int64
-	if err := r.Scan(&p.Key, &p.UID, &p.Type, &p.Image, &p.ImageID, &p.Desktop, &p.IP, &created, &p.Ready); err != nil {
+	if err := r.Scan(&p.Key, &p.UID, &p.Type, &p.Image, &p.ImageID, &p.Desktop, &p.IP, &created, &p.Ready, &p.Node); err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return p, ErrNotFound
 		}
@@ -63,8 +66,8 @@ func (t *Tx) AddPool(p PoolBox) error {
 	if n > 0 {
 		return ErrConflict
 	}
-	_, err := t.tx.Exec(`INSERT INTO pool (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?)`,
-		p.Key, p.UID, p.Type, p.Image, p.ImageID, p.Desktop, p.IP, unix(p.Created), p.Ready)
+	_, err := t.tx.Exec(`INSERT INTO pool (`+poolCols+`) VALUES (?,?,?,?,?,?,?,?,?,?)`,
+		p.Key, p.UID, p.Type, p.Image, p.ImageID, p.Desktop, p.IP, unix(p.Created), p.Ready, p.Node)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}

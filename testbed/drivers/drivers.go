@@ -79,7 +79,7 @@ func Node(t testing.TB, ca *node.CA, name string, d driver.Driver) *node.Remote 
 			t.Errorf("the agent of %s: %v", name, err)
 		}
 	})
-	cp, err := ca.Issue("control-plane")
+	cp, err := ca.Issue(node.ControlPlane)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
+	"sync"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -30,12 +32,47 @@ const (
 
 // Driver routes each call to the node that holds its object.
 type Driver struct {
-	// Nodes are the nodes' drivers by node name.
+	// Nodes are the nodes' drivers by node name; SetNode adds one while
+	// the driver is in use.
 	Nodes map[string]driver.Driver
 	// Where names the node of an object (a kind above, or a volume's
 	// kind, and its name): a new one's is where the control plane placed
-	// it. An object on no node is driver.ErrNotFound.
+	// it. An object it does not know (driver.ErrNotFound, or any error
+	// that wraps it) is looked for where the last list saw it: what the
+	// reconciler removes because nothing declares it is found there.
 	Where func(kind, name string) (string, error)
+
+	mu sync.RWMutex
+	// seen is the node each object was on at the last list, by kind and
+	// name.
+	seen map[[2]string]string
+}
+
+// SetNode adds (or replaces) a node's driver.
+func (c *Driver) SetNode(name string, d driver.Driver) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.Nodes == nil {
+		c.Nodes = map[string]driver.Driver{}
+	}
+	c.Nodes[name] = d
+}
+
+// Node is a node's driver.
+func (c *Driver) Node(name string) (driver.Driver, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.Nodes[name]
+	return d, ok
+}
+
+func (c *Driver) saw(kind, name, node string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[[2]string]string{}
+	}
+	c.seen[[2]string{kind, name}] = node
 }
 
 var (
@@ -45,6 +82,8 @@ var (
 	_ driver.Hostnamer     = (*Driver)(nil)
 	_ driver.ExecWarmer    = (*Driver)(nil)
 	_ driver.SnapshotSizer = (*Driver)(nil)
+	_ driver.ImageIDer     = (*Driver)(nil)
+	_ driver.BoxUserFiles  = (*Driver)(nil)
 )
 
 // ErrNoSuchNode is an object placed on a node the cluster does not have.
@@ -52,10 +91,18 @@ var ErrNoSuchNode = fmt.Errorf("no such node")
 
 func (c *Driver) node(kind, name string) (driver.Driver, error) {
 	n, err := c.Where(kind, name)
+	if errors.Is(err, driver.ErrNotFound) {
+		c.mu.RLock()
+		seen, ok := c.seen[[2]string{kind, name}]
+		c.mu.RUnlock()
+		if ok {
+			n, err = seen, nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	d, ok := c.Nodes[n]
+	d, ok := c.Node(n)
 	if !ok {
 		return nil, fmt.Errorf("%s %s is on node %q: %w", kind, name, n, ErrNoSuchNode)
 	}
@@ -63,6 +110,8 @@ func (c *Driver) node(kind, name string) (driver.Driver, error) {
 }
 
 func (c *Driver) names() []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
 	ns := make([]string, 0, len(c.Nodes))
 	for n := range c.Nodes {
 		ns = append(ns, n)
@@ -75,7 +124,8 @@ func (c *Driver) names() []string {
 // error, which names the node.
 func (c *Driver) each(f func(name string, d driver.Driver) error) error {
 	for _, n := range c.names() {
-		if err := f(n, c.Nodes[n]); err != nil {
+		d, _ := c.Node(n)
+		if err := f(n, d); err != nil {
 			return fmt.Errorf("node %s: %w", n, err)
 		}
 	}
@@ -102,8 +152,11 @@ func (c *Driver) ImageExists(ctx context.Context, ref string) (bool, error) {
 // Boxes lists every node's boxes.
 func (c *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 	var all []driver.BoxState
-	err := c.each(func(_ string, d driver.Driver) error {
+	err := c.each(func(n string, d driver.Driver) error {
 		bs, err := d.Boxes(ctx)
+		for _, b := range bs {
+			c.saw(KindBox, b.Name, n)
+		}
 		all = append(all, bs...)
 		return err
 	})
@@ -145,8 +198,11 @@ func (c *Driver) RemoveBox(ctx context.Context, name string) error {
 // Snapshots lists every node's snapshots.
 func (c *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
 	var all []driver.SnapshotState
-	err := c.each(func(_ string, d driver.Driver) error {
+	err := c.each(func(n string, d driver.Driver) error {
 		ss, err := d.Snapshots(ctx)
+		for _, sn := range ss {
+			c.saw(KindSnapshot, sn.ID, n)
+		}
 		all = append(all, ss...)
 		return err
 	})
@@ -170,8 +226,11 @@ func (c *Driver) RemoveSnapshot(ctx context.Context, id string) error {
 // Volumes lists every node's volumes.
 func (c *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
 	var all []driver.VolumeRef
-	err := c.each(func(_ string, d driver.Driver) error {
+	err := c.each(func(n string, d driver.Driver) error {
 		vs, err := d.Volumes(ctx)
+		for _, v := range vs {
+			c.saw(v.Kind, v.Name, n)
+		}
 		all = append(all, vs...)
 		return err
 	})
@@ -334,4 +393,32 @@ func (c *Driver) SnapshotSize(ctx context.Context, id string) (int64, error) {
 		return 0, errNo("SnapshotSize")
 	}
 	return sz.SnapshotSize(ctx, id)
+}
+
+// ImageID is what ref is on the control plane's own node (""): the name
+// pool boxes are kept against. Nodes are expected to hold the same
+// images (see the README on loading images into nodes).
+func (c *Driver) ImageID(ctx context.Context, ref string) (string, error) {
+	d, ok := c.Node("")
+	if !ok {
+		return "", errNo("ImageID")
+	}
+	ider, ok := d.(driver.ImageIDer)
+	if !ok {
+		return "", errNo("ImageID")
+	}
+	return ider.ImageID(ctx, ref)
+}
+
+// AsBoxUser runs fn in a box's files as its user, where the box's node is
+// this machine; for a box on another node it is errors.ErrUnsupported (the
+// caller goes the engine's way instead).
+func (c *Driver) AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error {
+	return c.box(box, func(d driver.Driver) error {
+		bu, ok := d.(driver.BoxUserFiles)
+		if !ok {
+			return fmt.Errorf("box %s is on another node: %w", box, errors.ErrUnsupported)
+		}
+		return bu.AsBoxUser(ctx, box, uid, fn)
+	})
 }

@@ -379,6 +379,11 @@ func boxUser(t *testing.T, d driver.Driver) {
 		return
 	}
 	ctx := context.Background()
+	// A driver that reaches some boxes' files this way and not others'
+	// (a cluster: the boxes of this machine only) says so.
+	if err := bu.AsBoxUser(ctx, "ct-run", 1000, func() error { return nil }); errors.Is(err, errors.ErrUnsupported) {
+		return
+	}
 	sh := rootShell(t, d, "ct-run")
 	sh("mkdir -p /tmp/bu && chown 1000:1000 /tmp/bu && echo secret > /tmp/rootonly && chmod 600 /tmp/rootonly && ln -sfn / /tmp/bu/up")
 	boxHost := sh("cat /etc/hostname")

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "Node", "NodeJoin", "NodeJoinRequest", "NodeJoined", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -40,7 +40,7 @@ class AttrChange(_AttrChangeRequired, _AttrChangeOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "mounts": "Optional[List[Mount]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "mounts": "Optional[List[Mount]]", "node": "str", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -182,6 +182,23 @@ _MountOptional = TypedDict("_MountOptional", {"readonly": "bool"}, total=False)
 
 class Mount(_MountRequired, _MountOptional):
     pass
+
+
+_NodeRequired = TypedDict("_NodeRequired", {"boxes": "int", "drives": "int", "labels": "Optional[Dict[str, str]]", "name": "str", "pool": "int", "state": "str", "subnet": "str"})
+_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int"}, total=False)
+
+
+class Node(_NodeRequired, _NodeOptional):
+    pass
+
+
+NodeJoin = TypedDict("NodeJoin", {"ca_sha256": "str", "command": "str", "expires_at": "str", "token": "str"})
+
+
+NodeJoinRequest = TypedDict("NodeJoinRequest", {"addr": "str", "name": "str", "public_key": "str", "token": "str"})
+
+
+NodeJoined = TypedDict("NodeJoined", {"ca": "str", "caller": "str", "cert": "str", "instance": "str", "name": "str", "subnet": "str"})
 
 
 _PlanRequired = TypedDict("_PlanRequired", {"changes": "Optional[List[Change]]", "project": "str", "serial": "int"})

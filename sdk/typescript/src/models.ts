@@ -47,6 +47,7 @@ export interface Box {
   memory_mib: number;
   mounts?: Mount[] | null;
   name: string;
+  node?: string;
   note?: string;
   owner?: string;
   policy?: string;
@@ -223,6 +224,48 @@ export interface Mount {
   drive: string;
   path: string;
   readonly?: boolean;
+}
+
+export interface Node {
+  addr?: string;
+  boxes: number;
+  control_plane?: boolean;
+  cpus?: number;
+  disk_bytes?: number;
+  disk_free?: number;
+  drives: number;
+  error?: string;
+  joined?: string;
+  labels: Record<string, string> | null;
+  memory_bytes?: number;
+  memory_free?: number;
+  name: string;
+  pool: number;
+  state: string;
+  subnet: string;
+}
+
+export interface NodeJoin {
+  ca_sha256: string;
+  command: string;
+  expires_at: string;
+  token: string;
+}
+
+export interface NodeJoinRequest {
+  addr: string;
+  name: string;
+  public_key: string;
+  token: string;
+}
+
+export interface NodeJoined {
+  ca: string;
+  caller: string;
+  cert: string;
+  instance: string;
+  name: string;
+  subnet: string;
 }
 
 export interface Plan {

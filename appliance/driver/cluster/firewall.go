@@ -1,0 +1,102 @@
+package cluster
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+	"sync"
+
+	"github.com/paddock-dev/paddock/policies"
+)
+
+// NodeFirewall is one node's egress rules: its policies.Manager, here or
+// through its agent (node.Remote).
+type NodeFirewall interface {
+	Sync(boxes []policies.Box) error
+	Report(box string) (policies.Report, error)
+}
+
+// Firewall sends each node the egress rules of its own boxes. A node's
+// boxes are those whose address is in its box network (each node has its
+// own, carved out by the control plane), so the rules are made from what
+// is declared alone, as on a single server.
+type Firewall struct {
+	// NodeOf names the node of a box by its name, for Report.
+	NodeOf func(box string) (string, error)
+
+	mu    sync.RWMutex
+	nodes map[string]fwNode
+}
+
+type fwNode struct {
+	subnet netip.Prefix
+	fw     NodeFirewall
+}
+
+// SetNode adds (or replaces) a node's rules, for the boxes of subnet.
+func (f *Firewall) SetNode(name string, subnet netip.Prefix, fw NodeFirewall) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.nodes == nil {
+		f.nodes = map[string]fwNode{}
+	}
+	f.nodes[name] = fwNode{subnet: subnet, fw: fw}
+}
+
+// Sync gives every node its boxes' rules (a node with none gets an empty
+// list: the rules of boxes that went are removed there too). Every node
+// is tried; the error names those that failed.
+func (f *Firewall) Sync(boxes []policies.Box) error {
+	f.mu.RLock()
+	nodes := make(map[string]fwNode, len(f.nodes))
+	for n, fn := range f.nodes {
+		nodes[n] = fn
+	}
+	f.mu.RUnlock()
+	per := map[string][]policies.Box{}
+	for _, b := range boxes {
+		for n, fn := range nodes {
+			if fn.subnet.Contains(b.IP) {
+				per[n] = append(per[n], b)
+				break
+			}
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var errs []error
+	for _, n := range names {
+		if err := nodes[n].fw.Sync(per[n]); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", displayName(n), err))
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("egress rules: %v", errs)
+	}
+	return nil
+}
+
+// Report is what a box's rules did, on its node.
+func (f *Firewall) Report(box string) (policies.Report, error) {
+	n, err := f.NodeOf(box)
+	if err != nil {
+		return policies.Report{}, err
+	}
+	f.mu.RLock()
+	fn, ok := f.nodes[n]
+	f.mu.RUnlock()
+	if !ok {
+		return policies.Report{}, fmt.Errorf("box %s is on node %q: %w", box, n, ErrNoSuchNode)
+	}
+	return fn.fw.Report(box)
+}
+
+func displayName(n string) string {
+	if n == "" {
+		return "(control plane)"
+	}
+	return n
+}

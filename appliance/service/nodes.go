@@ -1,0 +1,510 @@
+package service
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/driver/cluster"
+	"github.com/paddock-dev/paddock/appliance/node"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Cluster is what the control plane keeps of the servers it spans: the
+// drivers and egress rules of every node (its own server is the node ""),
+// the cluster's authority, and what each node last said of itself. A
+// server with no node but its own keeps all of this and works exactly as
+// a single server: every box is on node "".
+type Cluster struct {
+	Driver   *cluster.Driver
+	Firewall *cluster.Firewall
+	// Dir keeps the authority (ca.pem, ca.key).
+	Dir string
+	// Name is the control plane's own server's name (its host name).
+	Name string
+	// URL is the control plane's address a joining server calls.
+	URL string
+	// Local says what the control plane's own server has.
+	Local func(ctx context.Context) (node.Info, error)
+
+	mu     sync.Mutex
+	ca     *node.CA
+	caller tls.Certificate
+	// seen is what each node said at its last look (Watch), by name.
+	seen map[string]nodeSeen
+}
+
+type nodeSeen struct {
+	info node.Info
+	err  error
+	at   time.Time
+}
+
+// JoinTokenLife is how long a join token lasts.
+const JoinTokenLife = time.Hour
+
+func (c *Cluster) authority() (*node.CA, tls.Certificate, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ca == nil {
+		ca, err := node.LoadCA(c.Dir)
+		if err != nil {
+			return nil, tls.Certificate{}, err
+		}
+		cert, err := ca.Issue(node.ControlPlane)
+		if err != nil {
+			return nil, tls.Certificate{}, err
+		}
+		c.ca, c.caller = ca, cert
+	}
+	return c.ca, c.caller, nil
+}
+
+// Attach makes a joined node reachable: its driver and its egress rules
+// go through its agent.
+func (c *Cluster) Attach(n store.Node) error {
+	ca, caller, err := c.authority()
+	if err != nil {
+		return err
+	}
+	subnet, err := netip.ParsePrefix(n.Subnet)
+	if err != nil {
+		return fmt.Errorf("node %s: its subnet %q: %w", n.Name, n.Subnet, err)
+	}
+	r := node.NewRemote(n.Name, n.Addr, ca.ClientConfig(caller, n.Name))
+	c.Driver.SetNode(n.Name, r)
+	c.Firewall.SetNode(n.Name, subnet, r)
+	return nil
+}
+
+// AttachAll makes every joined node reachable (at start).
+func (s *Service) AttachAll() error {
+	if s.Cluster == nil {
+		return nil
+	}
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return err
+	}
+	for _, n := range ns {
+		if err := s.Cluster.Attach(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LookAtNodes asks every node what it has, and keeps the answers for
+// placement and 'paddock nodes'. A node that does not answer in time is
+// down until it does.
+func (s *Service) LookAtNodes(ctx context.Context) {
+	c := s.Cluster
+	if c == nil {
+		return
+	}
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return
+	}
+	names := []string{""}
+	for _, n := range ns {
+		names = append(names, n.Name)
+	}
+	var wg sync.WaitGroup
+	seen := make([]nodeSeen, len(names))
+	for i, n := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			var info node.Info
+			var err error
+			if n == "" {
+				if c.Local != nil {
+					info, err = c.Local(cctx)
+				}
+			} else if d, ok := c.Driver.Node(n); !ok {
+				err = fmt.Errorf("not attached")
+			} else if r, ok := d.(*node.Remote); ok {
+				info, err = r.Info(cctx)
+			}
+			seen[i] = nodeSeen{info: info, err: err, at: time.Now()}
+		}()
+	}
+	wg.Wait()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.seen == nil {
+		c.seen = map[string]nodeSeen{}
+	}
+	for i, n := range names {
+		c.seen[n] = seen[i]
+	}
+}
+
+func (c *Cluster) lastSeen(name string) (nodeSeen, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ns, ok := c.seen[name]
+	return ns, ok
+}
+
+var nodeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// NodeJoinToken makes a one-time token that lets one server join (the
+// owner's).
+func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
+	if err := requireOwner(ctx, "add servers"); err != nil {
+		return api.NodeJoin{}, err
+	}
+	if s.Cluster == nil || s.Cluster.URL == "" {
+		return api.NodeJoin{}, conflict("this server cannot take nodes: it has no address other servers reach (local mode serves on loopback only)")
+	}
+	ca, _, err := s.Cluster.authority()
+	if err != nil {
+		return api.NodeJoin{}, err
+	}
+	tok, _ := auth.NewToken()
+	tok = "pdkjoin_" + strings.TrimPrefix(tok, "pdk_")
+	exp := s.now().Add(JoinTokenLife)
+	if err := s.Store.AddJoinToken(auth.Hash(tok), exp); err != nil {
+		return api.NodeJoin{}, err
+	}
+	fp := ca.Fingerprint()
+	return api.NodeJoin{
+		Token: tok, ExpiresAt: exp, CASHA256: fp,
+		Command: fmt.Sprintf("paddockd node --join %s --token %s --ca-sha256 %s", s.Cluster.URL, tok, fp),
+	}, nil
+}
+
+// errJoin is every refusal of a join token: unknown, spent and expired
+// are not told apart.
+var errJoin = &api.Error{Code: api.CodeUnauthorized, Message: "the join token is not valid (unknown, used, or expired): make a new one with 'paddock node add'"}
+
+// JoinNode lets a server in with a join token: it gets a name, a box
+// network, and a certificate for its agent's key; from then on boxes may
+// be placed on it.
+func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.NodeJoined, error) {
+	c := s.Cluster
+	if c == nil {
+		return api.NodeJoined{}, errJoin
+	}
+	if !strings.HasPrefix(req.Token, "pdkjoin_") {
+		return api.NodeJoined{}, errJoin
+	}
+	name := strings.ToLower(req.Name)
+	if !nodeName.MatchString(name) || name == node.ControlPlane || name == c.Name {
+		return api.NodeJoined{}, invalid("name", "node name %q: give a host name (lower-case letters, digits and '-') other than %q and %q", req.Name, c.Name, node.ControlPlane)
+	}
+	host, port, err := net.SplitHostPort(req.Addr)
+	if err != nil || port == "" || net.ParseIP(host) == nil {
+		return api.NodeJoined{}, invalid("addr", "agent address %q: give IP:PORT", req.Addr)
+	}
+	blk, _ := pem.Decode([]byte(req.PublicKey))
+	if blk == nil {
+		return api.NodeJoined{}, invalid("public_key", "not a PEM public key")
+	}
+	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
+	if err != nil {
+		return api.NodeJoined{}, invalid("public_key", "%v", err)
+	}
+	ca, _, err := c.authority()
+	if err != nil {
+		return api.NodeJoined{}, err
+	}
+	subnet, err := s.freeNodeSubnet()
+	if err != nil {
+		return api.NodeJoined{}, err
+	}
+	der, err := ca.Sign(name, pub)
+	if err != nil {
+		return api.NodeJoined{}, err
+	}
+	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	n := store.Node{Name: name, Addr: req.Addr, Subnet: subnet.String(), Joined: s.now(), Cert: string(certPEM)}
+	switch err := s.Store.JoinNode(auth.Hash(req.Token), n); {
+	case errors.Is(err, store.ErrNotFound):
+		return api.NodeJoined{}, errJoin
+	case errors.Is(err, store.ErrConflict):
+		return api.NodeJoined{}, conflict("a node named %q has joined already (the token is spent: make a new one)", name)
+	case err != nil:
+		return api.NodeJoined{}, err
+	}
+	if err := c.Attach(n); err != nil {
+		return api.NodeJoined{}, err
+	}
+	s.Log.Info("node joined", "node", name, "addr", req.Addr, "subnet", subnet)
+	return api.NodeJoined{Name: name, Cert: string(certPEM), CA: string(ca.PEM), Subnet: subnet.String(), Instance: s.Cfg.Instance, Caller: node.ControlPlane}, nil
+}
+
+// freeNodeSubnet is the lowest /24 of node_subnets no node has.
+func (s *Service) freeNodeSubnet() (netip.Prefix, error) {
+	pool, err := netip.ParsePrefix(s.Cfg.NodeSubnets)
+	if err != nil || !pool.Addr().Is4() || pool.Bits() > 24 {
+		return netip.Prefix{}, fmt.Errorf("node_subnets %q: give an IPv4 prefix of /24 or larger", s.Cfg.NodeSubnets)
+	}
+	if s.Net.Subnet.IsValid() && pool.Overlaps(s.Net.Subnet) {
+		return netip.Prefix{}, fmt.Errorf("node_subnets %s overlaps the box network %s", pool, s.Net.Subnet)
+	}
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	used := map[netip.Prefix]bool{}
+	for _, n := range ns {
+		if p, err := netip.ParsePrefix(n.Subnet); err == nil {
+			used[p.Masked()] = true
+		}
+	}
+	for a := pool.Masked().Addr(); pool.Contains(a); {
+		p := netip.PrefixFrom(a, 24)
+		if !used[p] {
+			return p, nil
+		}
+		b := a.As4()
+		if b[2] == 255 {
+			if b[1] == 255 {
+				break
+			}
+			b[1]++
+		}
+		b[2]++
+		a = netip.AddrFrom4(b)
+	}
+	return netip.Prefix{}, fmt.Errorf("node_subnets %s has no free /24 left", pool)
+}
+
+// Nodes lists the servers (the owner's): the control plane's own first.
+func (s *Service) Nodes(ctx context.Context) ([]api.Node, error) {
+	if err := requireOwner(ctx, "list servers"); err != nil {
+		return nil, err
+	}
+	s.LookAtNodes(ctx)
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return nil, err
+	}
+	all := []store.Node{{Name: "", Subnet: s.Net.Subnet.String(), Labels: map[string]string{}}}
+	all = append(all, ns...)
+	var out []api.Node
+	for _, n := range all {
+		boxes, pool, drives, _, err := s.Store.NodeObjects(n.Name)
+		if err != nil {
+			return nil, err
+		}
+		an := api.Node{Name: n.Name, Addr: n.Addr, Subnet: n.Subnet, Labels: n.Labels, Joined: n.Joined,
+			Boxes: boxes, Pool: pool, Drives: drives, State: "up"}
+		if n.Name == "" {
+			an.Name, an.ControlPlane = s.localNodeName(), true
+		}
+		if s.Cluster != nil {
+			if seen, ok := s.Cluster.lastSeen(n.Name); ok {
+				if seen.err != nil {
+					an.State, an.Error = "down", seen.err.Error()
+				} else {
+					i := seen.info
+					an.CPUs, an.MemoryBytes, an.MemoryFree, an.DiskBytes, an.DiskFree = i.CPUs, i.MemoryBytes, i.MemoryFree, i.DiskBytes, i.DiskFree
+				}
+			}
+		}
+		out = append(out, an)
+	}
+	return out, nil
+}
+
+func (s *Service) localNodeName() string {
+	if s.Cluster != nil && s.Cluster.Name != "" {
+		return s.Cluster.Name
+	}
+	return "local"
+}
+
+// boxNode is the node a box shows: none on a single server.
+func (s *Service) boxNode(n string) string {
+	if n != "" {
+		return n
+	}
+	if ns, err := s.Store.ListNodes(); err == nil && len(ns) > 0 {
+		return s.localNodeName()
+	}
+	return ""
+}
+
+// nodeDisplay is the name users see for a box's node.
+func (s *Service) nodeDisplay(n string) string {
+	if n == "" {
+		return s.localNodeName()
+	}
+	return n
+}
+
+// place puts a new box (or pool box) on a node and gives it a free
+// address in that node's box network. A box that mounts drives goes where
+// they are, a fork where its snapshot is; any other to the node that is
+// up with the most memory not yet promised to its boxes (their types'
+// memory), then the most CPUs so promised, then by name. With no node but
+// the control plane's, every box is there, as on a single server.
+func (s *Service) place(tx *store.Tx, b *store.Box) error {
+	if b.IP != "" || !s.Net.Subnet.IsValid() {
+		return nil
+	}
+	ns, err := tx.ListNodes()
+	if err != nil {
+		return err
+	}
+	if len(ns) > 0 && s.Cluster != nil {
+		n, err := s.chooseNode(tx, *b, ns)
+		if err != nil {
+			return err
+		}
+		b.Node = n
+	}
+	return s.address(tx, b, ns)
+}
+
+// address gives a box a free address in its node's box network.
+func (s *Service) address(tx *store.Tx, b *store.Box, ns []store.Node) error {
+	subnet := s.Net.Subnet
+	if b.Node != "" {
+		subnet = netip.Prefix{}
+		for _, n := range ns {
+			if n.Name == b.Node {
+				subnet, _ = netip.ParsePrefix(n.Subnet)
+			}
+		}
+		if !subnet.IsValid() {
+			return conflict("box %q is on node %q, which is not one of this server's", b.Name, b.Node)
+		}
+	}
+	gw := subnet.Masked().Addr().Next()
+	ip, err := tx.FreeIP(subnet, gw)
+	if err != nil {
+		return err
+	}
+	b.IP = ip.String()
+	return nil
+}
+
+func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string, error) {
+	// Where its data is.
+	fixed, why := "", ""
+	for _, m := range b.Mounts {
+		d, err := tx.GetDrive(m.Drive)
+		if err != nil {
+			return "", err
+		}
+		if why != "" && d.Node != fixed {
+			return "", conflict("box %q mounts drives on two servers (%s on %s, %s on %s): a box and its drives are on one server", b.Name, why, s.nodeDisplay(fixed), m.Drive, s.nodeDisplay(d.Node))
+		}
+		fixed, why = d.Node, m.Drive
+	}
+	if b.From != "" {
+		sn, err := tx.GetSnapshot(b.From)
+		if err != nil {
+			return "", err
+		}
+		n, err := s.Store.Where(cluster.KindSnapshot, sn.ID)
+		if err != nil {
+			return "", err
+		}
+		if why != "" && n != fixed {
+			return "", conflict("box %q mounts %s on %s, and its snapshot is on %s", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(n))
+		}
+		fixed, why = n, "snapshot"
+	}
+	if why != "" {
+		return fixed, nil
+	}
+	return s.roomiest(tx, ns)
+}
+
+// driveNode is the node a new drive goes on: as a box would, with no
+// drives nor snapshot of its own.
+func (s *Service) driveNode(tx *store.Tx) (string, error) {
+	ns, err := tx.ListNodes()
+	if err != nil || len(ns) == 0 || s.Cluster == nil {
+		return "", err
+	}
+	return s.roomiest(tx, ns)
+}
+
+// roomiest is the node that is up with the most memory not promised to
+// its boxes.
+func (s *Service) roomiest(tx *store.Tx, ns []store.Node) (string, error) {
+	boxes, err := tx.ListBoxes()
+	if err != nil {
+		return "", err
+	}
+	pool, err := tx.ListPool()
+	if err != nil {
+		return "", err
+	}
+	promisedMem, promisedCPU := map[string]int64{}, map[string]float64{}
+	for _, b := range boxes {
+		t := s.Cfg.Types[b.Type]
+		promisedMem[b.Node] += t.MemoryMiB << 20
+		promisedCPU[b.Node] += t.CPUs
+	}
+	for _, p := range pool {
+		t := s.Cfg.Types[p.Type]
+		promisedMem[p.Node] += t.MemoryMiB << 20
+		promisedCPU[p.Node] += t.CPUs
+	}
+	type cand struct {
+		name      string
+		mem       int64
+		cpu       float64
+		knownDown bool
+	}
+	var cs []cand
+	for _, n := range append([]string{""}, names(ns)...) {
+		c := cand{name: n}
+		seen, ok := s.Cluster.lastSeen(n)
+		switch {
+		case !ok:
+			c.knownDown = n != "" // a node not looked at yet is not chosen
+		case seen.err != nil:
+			c.knownDown = true
+		default:
+			c.mem = seen.info.MemoryBytes - promisedMem[n]
+			c.cpu = float64(seen.info.CPUs) - promisedCPU[n]
+		}
+		if !c.knownDown {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return "", conflict("no server is up to take the box")
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].mem != cs[j].mem {
+			return cs[i].mem > cs[j].mem
+		}
+		if cs[i].cpu != cs[j].cpu {
+			return cs[i].cpu > cs[j].cpu
+		}
+		return cs[i].name < cs[j].name
+	})
+	return cs[0].name, nil
+}
+
+func names(ns []store.Node) []string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = n.Name
+	}
+	return out
+}

@@ -1,0 +1,165 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"strings"
+	"time"
+)
+
+// Node is a server that joined the control plane. The control plane's own
+// server is not a row: it is the node "" of every engine object.
+type Node struct {
+	Name string
+	// Addr is where its agent answers (host:port).
+	Addr string
+	// Subnet is its box network, carved out by the control plane.
+	Subnet string
+	Labels map[string]string
+	Joined time.Time
+	// Cert is its agent's certificate (PEM), as issued at join.
+	Cert string
+}
+
+const nodeCols = `name, addr, subnet, labels, joined, cert`
+
+func scanNode(r scanner) (Node, error) {
+	var n Node
+	var labels string
+	var joined int64
+	err := r.Scan(&n.Name, &n.Addr, &n.Subnet, &labels, &joined, &n.Cert)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, ErrNotFound
+	}
+	if err != nil {
+		return n, err
+	}
+	n.Joined = fromUnix(joined)
+	return n, json.Unmarshal([]byte(labels), &n.Labels)
+}
+
+// ListNodes lists the joined nodes by name.
+func (s *Store) ListNodes() ([]Node, error) {
+	return listAll(s.db, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, scanNode)
+}
+
+// ListNodes lists the joined nodes in the transaction.
+func (t *Tx) ListNodes() ([]Node, error) {
+	return listAll(t.tx, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, scanNode)
+}
+
+// GetNode reads one node.
+func (s *Store) GetNode(name string) (Node, error) {
+	return scanNode(s.db.QueryRow(`SELECT `+nodeCols+` FROM nodes WHERE name=?`, name))
+}
+
+// AddJoinToken records a one-time join token by its hash.
+func (s *Store) AddJoinToken(hash string, expires time.Time) error {
+	_, err := s.db.Exec(`INSERT INTO node_joins (hash, expires, created) VALUES (?,?,?)`, hash, unix(expires), unix(time.Now()))
+	return err
+}
+
+// JoinNode spends a join token and adds the node it lets in, at once:
+// ErrNotFound when the token is unknown, spent or expired (the three are
+// not told apart), ErrConflict when the name or subnet is taken. A token
+// that fails for a conflict is spent all the same.
+func (s *Store) JoinNode(hash string, n Node) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var expires int64
+	err = tx.QueryRow(`SELECT expires FROM node_joins WHERE hash=?`, hash).Scan(&expires)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	} else if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`DELETE FROM node_joins WHERE hash=? OR expires < ?`, hash, unix(time.Now())); err != nil {
+		return err
+	}
+	if expires < unix(time.Now()) {
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		return ErrNotFound
+	}
+	if n.Labels == nil {
+		n.Labels = map[string]string{}
+	}
+	_, err = tx.Exec(`INSERT INTO nodes (`+nodeCols+`) VALUES (?,?,?,?,?,?)`, n.Name, n.Addr, n.Subnet, mustJSON(n.Labels), unix(n.Joined), n.Cert)
+	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
+		// The failed insert leaves the transaction whole: the token is
+		// spent all the same.
+		if err := tx.Commit(); err != nil {
+			return err
+		}
+		return ErrConflict
+	}
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// SetNodeLabels replaces a node's labels.
+func (s *Store) SetNodeLabels(name string, labels map[string]string) error {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	res, err := s.db.Exec(`UPDATE nodes SET labels=? WHERE name=?`, mustJSON(labels), name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// RemoveNode forgets a node. The caller checks first that nothing is left
+// on it (NodeObjects).
+func (s *Store) RemoveNode(name string) error {
+	res, err := s.db.Exec(`DELETE FROM nodes WHERE name=?`, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// NodeObjects counts the boxes, pool boxes, drives and snapshots declared
+// on a node (tombstones included: their engine objects may still be there).
+func (s *Store) NodeObjects(name string) (boxes, pool, drives, snapshots int, err error) {
+	err = s.db.QueryRow(`SELECT
+		(SELECT count(*) FROM boxes WHERE node=?) + (SELECT count(*) FROM tombstones WHERE node=?),
+		(SELECT count(*) FROM pool WHERE node=?),
+		(SELECT count(*) FROM drives WHERE node=?),
+		(SELECT count(*) FROM snapshots WHERE node=?)`, name, name, name, name, name).Scan(&boxes, &pool, &drives, &snapshots)
+	return
+}
+
+// Where names the node an engine object is on: kind "box" (and
+// "boxdata", a box's own volume) by its engine name, "snapshot" by id,
+// "drive" by name. ErrNotFound when the state has no such object: it is
+// not one Paddock declared (or no longer is).
+func (s *Store) Where(kind, name string) (string, error) {
+	var q string
+	args := []any{name}
+	switch kind {
+	case "box", "boxdata":
+		q = `SELECT node FROM boxes WHERE (engine='' AND name=?1) OR engine=?1
+			UNION ALL SELECT node FROM pool WHERE key=?1
+			UNION ALL SELECT node FROM tombstones WHERE (engine='' AND name=?1) OR engine=?1`
+	case "snapshot":
+		q = `SELECT node FROM snapshots WHERE id=?`
+	case "drive":
+		q = `SELECT node FROM drives WHERE name=?`
+	default:
+		return "", ErrNotFound
+	}
+	var node string
+	err := s.db.QueryRow(q+` LIMIT 1`, args...).Scan(&node)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return node, err
+}
