@@ -652,3 +652,15 @@ func (c *Client) DeviceWait(ctx context.Context, d api.DeviceCode) (string, erro
 		}
 	}
 }
+
+// Nodes lists the servers boxes are placed on (the owner's).
+func (c *Client) Nodes(ctx context.Context) ([]api.Node, error) {
+	var ns []api.Node
+	return ns, c.do(ctx, "GET", "/nodes", nil, &ns)
+}
+
+// NodeJoin makes a one-time join token and its command (the owner's).
+func (c *Client) NodeJoin(ctx context.Context) (api.NodeJoin, error) {
+	var j api.NodeJoin
+	return j, c.do(ctx, "POST", "/nodes/joins", nil, &j)
+}

@@ -127,6 +127,10 @@ type Config struct {
 	// (nodes) are carved out, a /24 each; it must not overlap Subnet nor
 	// any network of the nodes.
 	NodeSubnets string `koanf:"node_subnets"`
+	// ClusterListen is where the control plane takes joining servers
+	// (IP:PORT on its private network, the address printed in join
+	// commands); empty: this server takes no nodes.
+	ClusterListen string `koanf:"cluster_listen"`
 	// NodeListen is where a node's agent answers the control plane
 	// (paddockd node): host:port; the host defaults to the address the
 	// node reaches the control plane from.
@@ -209,6 +213,7 @@ func Defaults() map[string]any {
 		"subnet":                      "10.213.0.0/16",
 		"node_subnets":                "10.214.0.0/16",
 		"node_listen":                 ":7443",
+		"cluster_listen":              "",
 		"dns_upstream":                "",
 		"docker_host":                 "",
 		"types.small.cpus":            1.0,

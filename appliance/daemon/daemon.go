@@ -32,7 +32,10 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/server"
@@ -55,6 +58,8 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 			return backupCmd(args[1:], environ, stdout, stderr)
 		case "restore":
 			return restoreCmd(args[1:], environ, stdout, stderr)
+		case "node":
+			return nodeCmd(args[1:], environ, stdout, stderr)
 		}
 	}
 	fs := pflag.NewFlagSet("paddockd", pflag.ContinueOnError)
@@ -155,14 +160,38 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	defer endLife()
 	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
 	fw.Log = log.Warn
-	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log, Firewall: fw}
+	// Every call goes through the cluster's driver and rules, which send
+	// it to the box's node: this server's own engine is node "", the only
+	// one until a server joins.
+	nodes := &cluster.Driver{Nodes: map[string]driver.Driver{"": drv}, Where: func(kind, name string) (string, error) {
+		n, err := st.Where(kind, name)
+		if errors.Is(err, store.ErrNotFound) {
+			return "", driver.ErrNotFound
+		}
+		return n, err
+	}}
+	rules := &cluster.Firewall{NodeOf: func(box string) (string, error) {
+		b, err := st.GetBox(box)
+		return b.Node, err
+	}}
+	rules.SetNode("", boxNet.Subnet, fw)
+	rec := &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
 	if err != nil {
 		return err
 	}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: fw, Sealer: sealer}
+	host, _ := os.Hostname()
+	host = strings.ToLower(strings.SplitN(host, ".", 2)[0])
+	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer,
+		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
+			Name: host, URL: cfg.ClusterListen,
+			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
 	rec.Forget = svc.ForgetBox
 	rec.Restoring = svc.DriveRestoring
+	if err := svc.AttachAll(); err != nil {
+		return err
+	}
+	svc.LookAtNodes(ctx)
 	if err := svc.RecoverJobs(); err != nil {
 		return err
 	}
@@ -189,18 +218,19 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 
-	upstream := cfg.DNSUpstream
-	if upstream == "" {
-		if upstream, err = policies.UpstreamFromResolvConf("/etc/resolv.conf"); err != nil {
-			return fmt.Errorf("no upstream for the box resolver (set dns_upstream): %w", err)
-		}
-	}
-	resolver := &policies.Resolver{M: fw, Upstream: upstream, Addr: net.JoinHostPort(boxNet.Gateway.String(), "53")}
-	if err := resolver.Serve(); err != nil {
+	resolver, err := startResolver(cfg, fw, boxNet)
+	if err != nil {
 		return err
 	}
 	defer resolver.Shutdown()
-	log.Info("box resolver", "listen", resolver.Addr, "upstream", upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
+	log.Info("box resolver", "listen", resolver.Addr, "upstream", resolver.Upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
+	if cfg.ClusterListen != "" {
+		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc, log)
+		if err != nil {
+			return err
+		}
+		defer stopJoins()
+	}
 
 	sshPort, sshHostKey := 0, ""
 	if cfg.SSHListen != "" {
@@ -302,6 +332,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			log.Error("warm pool", "err", err)
 		}
 	})
+	go loop(ctx, nodesEvery, nil, func() { svc.LookAtNodes(ctx) })
 	go loop(ctx, 500*time.Millisecond, nil, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
 			log.Error("ttl", "err", err)
@@ -394,6 +425,10 @@ func kicker() (<-chan struct{}, func()) {
 		}
 	}
 }
+
+// nodesEvery is how often every node is asked what it has (and whether it
+// answers).
+const nodesEvery = 5 * time.Second
 
 // poolEvery is how often the warm pool is looked at without a claim.
 const poolEvery = 2 * time.Second

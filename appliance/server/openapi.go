@@ -79,7 +79,6 @@ var ops = map[string]openapi.Op{
 	"GET /v1/openapi.json":                  {Tag: "meta", Summary: "This document", Response: map[string]any{}},
 	"GET /v1/nodes":                         {Tag: "nodes", Summary: "The servers boxes are placed on, the control plane's first (the owner's)", Response: []api.Node{}},
 	"POST /v1/nodes/joins":                  {Tag: "nodes", Summary: "A one-time token, and the command that lets a server join with it (the owner's)", Response: api.NodeJoin{}, Status: 201},
-	"POST /v1/nodes/join":                   {Tag: "nodes", Summary: "Join as a node, with a join token (no other credentials)", Request: api.NodeJoinRequest{}, Response: api.NodeJoined{}, Status: 201},
 }
 
 // openapiState is the document, built once per server.

@@ -161,7 +161,6 @@ func (s *Server) Handler() http.Handler {
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
 	add("GET "+p+"/nodes", s.nodes)
 	add("POST "+p+"/nodes/joins", s.nodeJoinToken)
-	mux.Add("POST "+p+"/nodes/join", route.Public, s.open(s.joinNode))
 	if s.Pages != nil {
 		s.Pages.APIDoc = s.OpenAPI
 		s.Pages.Routes(mux)
@@ -843,24 +842,6 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) nodeJoinToken(w http.ResponseWriter, r *http.Request) error {
 	j, err := s.Svc.NodeJoinToken(r.Context())
-	if err != nil {
-		return err
-	}
-	return writeJSON(w, http.StatusCreated, j)
-}
-
-// joinNode is authenticated by the join token in its body alone; its
-// callers are limited per address as logins are.
-func (s *Server) joinNode(w http.ResponseWriter, r *http.Request) error {
-	if ok, wait := s.deviceLimit.Allow("join:" + dashboard.ClientAddr(r)); !ok {
-		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
-		return &api.Error{Code: api.CodeTooMany, Message: "too many join attempts; wait a little"}
-	}
-	var p api.NodeJoinRequest
-	if err := decode(r, &p); err != nil {
-		return err
-	}
-	j, err := s.Svc.JoinNode(r.Context(), p)
 	if err != nil {
 		return err
 	}

@@ -383,3 +383,23 @@ func TestReconcileTellsMembersOnlyTheirOwn(t *testing.T) {
 		t.Errorf("owner's reconcile says: %s", got)
 	}
 }
+
+// The servers of a Paddock are the owner's business: a member can neither
+// list them nor make a join token; the owner can list them, and is told
+// how to let servers join when this one takes none.
+func TestNodesAreTheOwners(t *testing.T) {
+	ts, _, svc := wired(t)
+	owner := addOwner(t, svc)
+	mia := deviceLogin(t, ts.URL, invite(t, ts.URL, owner, "mia"))
+	for _, r := range []struct{ method, path string }{{"GET", "/v1/nodes"}, {"POST", "/v1/nodes/joins"}} {
+		if code, e := call(t, ts, mia, r.method, r.path, ""); code != http.StatusForbidden {
+			t.Errorf("a member's %s %s: %d %+v", r.method, r.path, code, e)
+		}
+	}
+	if code, e := call(t, ts, owner, "GET", "/v1/nodes", ""); code != http.StatusOK {
+		t.Errorf("the owner's list of nodes: %d %+v", code, e)
+	}
+	if code, e := call(t, ts, owner, "POST", "/v1/nodes/joins", ""); code != http.StatusConflict || !strings.Contains(e.Message, "cluster_listen") {
+		t.Errorf("a join token on a server with no cluster listener: %d %+v", code, e)
+	}
+}

@@ -72,6 +72,16 @@ func (c *Cluster) authority() (*node.CA, tls.Certificate, error) {
 	return c.ca, c.caller, nil
 }
 
+// JoinTLS is the cluster listener's TLS (the authority is made the first
+// time).
+func (c *Cluster) JoinTLS() (*tls.Config, error) {
+	ca, caller, err := c.authority()
+	if err != nil {
+		return nil, err
+	}
+	return ca.JoinTLS(caller), nil
+}
+
 // Attach makes a joined node reachable: its driver and its egress rules
 // go through its agent.
 func (c *Cluster) Attach(n store.Node) error {
@@ -138,8 +148,12 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 				}
 			} else if d, ok := c.Driver.Node(n); !ok {
 				err = fmt.Errorf("not attached")
-			} else if r, ok := d.(*node.Remote); ok {
+			} else if r, ok := d.(interface {
+				Info(context.Context) (node.Info, error)
+			}); ok {
 				info, err = r.Info(cctx)
+			} else {
+				err = fmt.Errorf("node %s does not say what it has", n)
 			}
 			seen[i] = nodeSeen{info: info, err: err, at: time.Now()}
 		}()
@@ -171,7 +185,7 @@ func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
 		return api.NodeJoin{}, err
 	}
 	if s.Cluster == nil || s.Cluster.URL == "" {
-		return api.NodeJoin{}, conflict("this server cannot take nodes: it has no address other servers reach (local mode serves on loopback only)")
+		return api.NodeJoin{}, conflict("this server takes no nodes: set cluster_listen to IP:PORT on its private network, where the other servers reach it, and restart paddockd")
 	}
 	ca, _, err := s.Cluster.authority()
 	if err != nil {
@@ -186,7 +200,7 @@ func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
 	fp := ca.Fingerprint()
 	return api.NodeJoin{
 		Token: tok, ExpiresAt: exp, CASHA256: fp,
-		Command: fmt.Sprintf("paddockd node --join %s --token %s --ca-sha256 %s", s.Cluster.URL, tok, fp),
+		Command: fmt.Sprintf("sudo paddockd node --join %s --token %s --ca-sha256 %s", s.Cluster.URL, tok, fp),
 	}, nil
 }
 
@@ -416,7 +430,7 @@ func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string
 		if err != nil {
 			return "", err
 		}
-		n, err := s.Store.Where(cluster.KindSnapshot, sn.ID)
+		n, err := tx.Where(cluster.KindSnapshot, sn.ID)
 		if err != nil {
 			return "", err
 		}

@@ -141,23 +141,30 @@ func (s *Store) NodeObjects(name string) (boxes, pool, drives, snapshots int, er
 // "boxdata", a box's own volume) by its engine name, "snapshot" by id,
 // "drive" by name. ErrNotFound when the state has no such object: it is
 // not one Paddock declared (or no longer is).
-func (s *Store) Where(kind, name string) (string, error) {
-	var q string
+func (s *Store) Where(kind, name string) (string, error) { return where(s.db, kind, name) }
+
+// Where is Store.Where in the transaction.
+func (t *Tx) Where(kind, name string) (string, error) { return where(t.tx, kind, name) }
+
+func where(q interface {
+	QueryRow(query string, args ...any) *sql.Row
+}, kind, name string) (string, error) {
+	var query string
 	args := []any{name}
 	switch kind {
 	case "box", "boxdata":
-		q = `SELECT node FROM boxes WHERE (engine='' AND name=?1) OR engine=?1
+		query = `SELECT node FROM boxes WHERE (engine='' AND name=?1) OR engine=?1
 			UNION ALL SELECT node FROM pool WHERE key=?1
 			UNION ALL SELECT node FROM tombstones WHERE (engine='' AND name=?1) OR engine=?1`
 	case "snapshot":
-		q = `SELECT node FROM snapshots WHERE id=?`
+		query = `SELECT node FROM snapshots WHERE id=?`
 	case "drive":
-		q = `SELECT node FROM drives WHERE name=?`
+		query = `SELECT node FROM drives WHERE name=?`
 	default:
 		return "", ErrNotFound
 	}
 	var node string
-	err := s.db.QueryRow(q+` LIMIT 1`, args...).Scan(&node)
+	err := q.QueryRow(query+` LIMIT 1`, args...).Scan(&node)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", ErrNotFound
 	}

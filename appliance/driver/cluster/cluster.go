@@ -90,6 +90,15 @@ var (
 var ErrNoSuchNode = fmt.Errorf("no such node")
 
 func (c *Driver) node(kind, name string) (driver.Driver, error) {
+	// One node: everything is there (a single server, as before nodes).
+	c.mu.RLock()
+	if len(c.Nodes) == 1 {
+		for _, d := range c.Nodes {
+			c.mu.RUnlock()
+			return d, nil
+		}
+	}
+	c.mu.RUnlock()
 	n, err := c.Where(kind, name)
 	if errors.Is(err, driver.ErrNotFound) {
 		c.mu.RLock()

@@ -157,6 +157,24 @@ func (d *Driver) Close() error {
 // APIVersion is the negotiated engine API version.
 func (d *Driver) APIVersion() string { return d.c.ClientVersion() }
 
+// Engine is what the engine says of the machine: its CPUs, memory, the
+// folder its data is in, and its version.
+type Engine struct {
+	CPUs        int
+	MemoryBytes int64
+	Root        string
+	Version     string
+}
+
+// Engine asks the engine what it runs on.
+func (d *Driver) Engine(ctx context.Context) (Engine, error) {
+	r, err := d.c.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return Engine{}, err
+	}
+	return Engine{CPUs: r.Info.NCPU, MemoryBytes: r.Info.MemTotal, Root: r.Info.DockerRootDir, Version: r.Info.ServerVersion}, nil
+}
+
 func (d *Driver) containerName(box string) string { return d.cfg.Instance + "-" + box }
 func (d *Driver) volumeName(v driver.VolumeRef) string {
 	return d.cfg.Instance + "-" + v.Kind + "-" + v.Name

@@ -105,7 +105,13 @@ func cmdLs(e *env, args []string) error {
 	}
 	s, _ := e.load()
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tIMAGE")
+	// A server with nodes says where each box is.
+	nodes := slices.ContainsFunc(bs, func(b api.Box) bool { return b.Node != "" })
+	if nodes {
+		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tNODE\tIMAGE")
+	} else {
+		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tIMAGE")
+	}
 	for _, b := range bs {
 		name := b.Name
 		if name == s.Current {
@@ -114,6 +120,10 @@ func cmdLs(e *env, args []string) error {
 		status := b.Status
 		if b.Desired != b.Status && b.Status != "error" {
 			status += " (→ " + b.Desired + ")"
+		}
+		if nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Node, b.Image)
+			continue
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Image)
 	}
@@ -181,6 +191,9 @@ func cmdShow(e *env, args []string) error {
 	}
 	if b.Docker != "" {
 		fmt.Fprintf(tw, "docker:\t%s\n", b.Docker)
+	}
+	if b.Node != "" {
+		fmt.Fprintf(tw, "node:\t%s\n", b.Node)
 	}
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)

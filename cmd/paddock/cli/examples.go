@@ -7,6 +7,8 @@ var examples = map[string][]string{
 	"logout":     {"paddock logout"},
 	"whoami":     {"paddock whoami", "paddock whoami --json"},
 	"user":       {"paddock user ls", "paddock user invite --role member", "paddock user rm mia"},
+	"nodes":      {"paddock nodes", "paddock nodes --json"},
+	"node":       {"paddock node add"},
 	"token":      {"paddock token create ci", "paddock token ls --json", "paddock token revoke ci"},
 	"new":        {"paddock new --type small --ttl 1h", "paddock new --name web --drive cache:/mnt/cache --policy deny-all --desktop"},
 	"ls":         {"paddock ls", "paddock ls --json"},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -25,6 +26,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = []api.Box{{Name: "web", Status: "running"}}
 		case strings.HasSuffix(r.URL.Path, "/policy"):
 			v = api.PolicyReport{Box: "web", Policy: "deny-all", Drops: map[string]uint64{"policy": 1}}
+		case r.URL.Path == "/v1/nodes/joins":
+			v = api.NodeJoin{Token: "pdkjoin_x", Command: "paddockd node --join …"}
 		case r.URL.Path == "/v1/boxes/web":
 			v = api.Box{Name: "web", Status: "running"}
 		case strings.HasSuffix(r.URL.Path, "/snapshots") || strings.HasSuffix(r.URL.Path, "/jobs") ||
@@ -37,11 +40,37 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 	}))
 	defer ts.Close()
 	vars := map[string]string{"PADDOCK_HOST": ts.URL, "PADDOCK_TOKEN": "pdk_x", "PADDOCK_CONFIG_DIR": t.TempDir()}
-	for _, args := range [][]string{
-		{"ls"}, {"show", "web"}, {"jobs", "web"}, {"snapshots", "web"}, {"drive", "ls"}, {"policy", "ls"},
-		{"policy", "log", "web"}, {"user", "ls"}, {"token", "ls"}, {"key", "ls"}, {"secret", "ls"},
-		{"whoami"}, {"version"}, {"agents"}, {"agents", "web"},
-	} {
+	// Every form of every command whose usage line takes --json, from the
+	// real table: its words before the flag, a placeholder (BOX) as "web".
+	// The Boxfile commands (-f PATH) read files, and their JSON is the
+	// Boxfile tests'.
+	var forms [][]string
+	for _, c := range commands {
+		if strings.Contains(c.args, "-f PATH") {
+			continue
+		}
+		for _, alt := range alternatives(c.args) {
+			before, _, ok := strings.Cut(alt, "[--json]")
+			if !ok {
+				continue
+			}
+			args := []string{c.name}
+			before = regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(before, "")
+			for _, w := range strings.Fields(before) {
+				switch {
+				case strings.ToUpper(w) == w:
+					args = append(args, "web")
+				default:
+					args = append(args, w)
+				}
+			}
+			forms = append(forms, args)
+		}
+	}
+	if len(forms) < 15 {
+		t.Fatalf("the table's --json forms look short: %v", forms)
+	}
+	for _, args := range forms {
 		var out, errb strings.Builder
 		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
 		code := run(e, append(append([]string{}, args...), "--json"))

@@ -252,22 +252,6 @@ export interface NodeJoin {
   token: string;
 }
 
-export interface NodeJoinRequest {
-  addr: string;
-  name: string;
-  public_key: string;
-  token: string;
-}
-
-export interface NodeJoined {
-  ca: string;
-  caller: string;
-  cert: string;
-  instance: string;
-  name: string;
-  subnet: string;
-}
-
 export interface Plan {
   changes: Change[] | null;
   notes?: string[] | null;

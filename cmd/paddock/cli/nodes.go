@@ -1,0 +1,96 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+)
+
+func cmdNode(e *env, args []string) error {
+	if len(args) == 0 {
+		return usagef("give add")
+	}
+	switch {
+	case args[0] == "add":
+		asJSON, err := jsonFlag("node add", args[1:])
+		if err != nil {
+			return err
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		j, err := c.NodeJoin(e.ctx)
+		if err != nil {
+			return err
+		}
+		if asJSON {
+			return printJSON(e.stdout, j)
+		}
+		fmt.Fprintf(e.stdout, "On the new server, with Paddock installed, run (the token works once, until %s):\n\n  %s\n\n",
+			j.ExpiresAt.Local().Format(time.Kitchen), j.Command)
+		fmt.Fprintln(e.stdout, "Then 'paddock nodes' lists it; new boxes may be placed on it once it is up.")
+		return nil
+	}
+	return usagef("node add [--json]")
+}
+
+func cmdNodes(e *env, args []string) error {
+	asJSON, err := jsonFlag("nodes", args)
+	if err != nil {
+		return err
+	}
+	c, err := e.client()
+	if err != nil {
+		return err
+	}
+	ns, err := c.Nodes(e.ctx)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(e.stdout, ns)
+	}
+	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tSTATE\tADDRESS\tSUBNET\tBOXES\tPOOL\tCPUS\tMEMORY FREE\tDISK FREE\tLABELS")
+	for _, n := range ns {
+		name, addr := n.Name, n.Addr
+		if n.ControlPlane {
+			name += " *"
+			addr = "(control plane)"
+		}
+		state := n.State
+		if n.Error != "" {
+			state += ": " + n.Error
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, state, addr, n.Subnet, n.Boxes, n.Pool,
+			orDash(n.CPUs > 0, fmt.Sprint(n.CPUs)), orDash(n.MemoryBytes > 0, gib(n.MemoryFree)+" of "+gib(n.MemoryBytes)),
+			orDash(n.DiskBytes > 0, gib(n.DiskFree)+" of "+gib(n.DiskBytes)), labelsText(n))
+	}
+	return tw.Flush()
+}
+
+func orDash(ok bool, s string) string {
+	if !ok {
+		return "-"
+	}
+	return s
+}
+
+func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
+
+func labelsText(n api.Node) string {
+	var ls []string
+	for k, v := range n.Labels {
+		ls = append(ls, k+"="+v)
+	}
+	sort.Strings(ls)
+	if len(ls) == 0 {
+		return "-"
+	}
+	return strings.Join(ls, ",")
+}

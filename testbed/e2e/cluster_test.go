@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// One Paddock over three servers: this machine's paddockd and engine (the
+// control plane, node one) and two servers that join it, each a network
+// namespace with its own Docker engine (harness.Servers). The servers join
+// the real way: 'paddock node add' prints a command, and that command,
+// run on the server, makes it a node. Then boxes spread over the nodes,
+// and each verb works on whichever node holds the box, behind that node's
+// egress rules.
+func TestCluster(t *testing.T) {
+	mini := imageTag(t, "mini")
+	dir, err := os.MkdirTemp("", "pdk-cl-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers, err := harness.StartServers(dir, []string{"n2", "n3"}, mini)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered first, so it runs last: after the daemon's cleanup.
+	t.Cleanup(servers.Stop)
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, sv := range servers.List {
+				b, _ := os.ReadFile(sv.AgentLog())
+				t.Logf("agent of %s:\n%s", sv.Name, b)
+			}
+		}
+	})
+	l, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterAddr := l.Addr().String()
+	l.Close()
+	_, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
+		d.Image = mini
+		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr)
+	})
+
+	// A listener on this machine's hub address: what a box on a node may
+	// or may not reach past its node.
+	probe, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	go http.Serve(probe, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "reached") }))
+	t.Cleanup(func() { probe.Close() })
+
+	// Joining: the printed command, run as it is on the server.
+	join := func() api.NodeJoin {
+		t.Helper()
+		var j api.NodeJoin
+		if err := json.Unmarshal([]byte(must("node", "add", "--json")), &j); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(j.Command, "--join "+clusterAddr) {
+			t.Fatalf("the join command does not name the cluster listener %s: %s", clusterAddr, j.Command)
+		}
+		return j
+	}
+	agentArgs := func(j api.NodeJoin, sv *harness.Server) []string {
+		f := strings.Fields(j.Command)
+		for len(f) > 0 && f[0] != "node" {
+			f = f[1:] // sudo paddockd
+		}
+		return append(f[1:], "--name", sv.Name)
+	}
+	// The boxes' resolver on a node forwards to nothing that answers:
+	// nothing leaves the machine.
+	agentEnv := []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}
+	n2, n3 := servers.List[0], servers.List[1]
+	j := join()
+	if err := n2.StartAgent(bins.Paddockd, agentEnv, agentArgs(j, n2)...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "n2 to join", func() bool {
+		b, _ := os.ReadFile(n2.AgentLog())
+		return strings.Contains(string(b), "joined as node n2")
+	})
+	// The same token a second time: refused, and the server does not join.
+	if err := n3.StartAgent(bins.Paddockd, agentEnv, agentArgs(j, n3)...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "a second join with a spent token to fail", func() bool {
+		b, _ := os.ReadFile(n3.AgentLog())
+		return strings.Contains(string(b), "not valid")
+	})
+	n3.StopAgent()
+	if err := n3.StartAgent(bins.Paddockd, agentEnv, agentArgs(join(), n3)...); err != nil {
+		t.Fatal(err)
+	}
+
+	nodes := func() map[string]api.Node {
+		out, err := cli("nodes", "--json")
+		if err != nil {
+			return nil
+		}
+		var ns []api.Node
+		if json.Unmarshal([]byte(out), &ns) != nil {
+			return nil
+		}
+		m := map[string]api.Node{}
+		for _, n := range ns {
+			m[n.Name] = n
+		}
+		return m
+	}
+	var local string
+	waitFor(t, 60*time.Second, "both servers to be up as nodes", func() bool {
+		m := nodes()
+		for name, n := range m {
+			if n.ControlPlane {
+				local = name
+			}
+		}
+		return len(m) == 3 && m["n2"].State == "up" && m["n3"].State == "up" && local != ""
+	})
+	t.Logf("nodes:\n%s", must("nodes"))
+
+	// Six boxes on three nodes of the same size: two on each.
+	boxNode := map[string]string{}
+	for i := 1; i <= 6; i++ {
+		must("new", "--name", fmt.Sprintf("b%d", i))
+	}
+	var boxes []api.Box
+	if err := json.Unmarshal([]byte(must("ls", "--json")), &boxes); err != nil {
+		t.Fatal(err)
+	}
+	per := map[string][]string{}
+	for _, b := range boxes {
+		boxNode[b.Name] = b.Node
+		per[b.Node] = append(per[b.Node], b.Name)
+	}
+	if len(per[local]) != 2 || len(per["n2"]) != 2 || len(per["n3"]) != 2 {
+		t.Fatalf("six boxes over three equal nodes: %v", per)
+	}
+	on := func(node string) string { return per[node][0] }
+
+	// Each node's box runs on that node's engine, and only there.
+	for _, sv := range servers.List {
+		box := on(sv.Name)
+		out, err := sv.Docker("ps", "--format", "{{.Names}}")
+		if err != nil || !strings.Contains(out, "-"+box+"\n") {
+			t.Fatalf("box %s is not among %s's containers: %q %v", box, sv.Name, out, err)
+		}
+		for _, other := range per[local] {
+			if strings.Contains(out, "-"+other+"\n") {
+				t.Fatalf("box %s of the control plane's node runs on %s too", other, sv.Name)
+			}
+		}
+		if got := must("exec", box, "--", "sh", "-c", "echo kept-on-"+sv.Name+" > /config/kept; cat /config/kept"); got != "kept-on-"+sv.Name+"\n" {
+			t.Fatalf("exec in %s on %s: %q", box, sv.Name, got)
+		}
+		if !strings.Contains(must("show", box), "node:") {
+			t.Fatalf("paddock show %s does not say its node", box)
+		}
+	}
+
+	// Files in and out of a box on another node.
+	b2 := on("n2")
+	src := filepath.Join(t.TempDir(), "in.txt")
+	if err := os.WriteFile(src, []byte(strings.Repeat("paddock ", 10000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	must("push", b2, src, "--to", "/config/in")
+	back := filepath.Join(t.TempDir(), "back")
+	must("pull", b2, "/config/in/in.txt", "--to", back)
+	if got, _ := os.ReadFile(back); string(got) != strings.Repeat("paddock ", 10000) {
+		t.Fatalf("pulled back %d bytes", len(got))
+	}
+
+	// Stop (a snapshot on its node) and start keep its files; a fork of
+	// it is made where its snapshot is, with them.
+	must("stop", b2)
+	must("start", b2)
+	if got := must("exec", b2, "--", "cat", "/config/kept"); got != "kept-on-n2\n" {
+		t.Fatalf("after stop and start on n2: %q", got)
+	}
+	must("fork", b2, "--name", "f2")
+	if got := must("exec", "f2", "--", "cat", "/config/kept"); got != "kept-on-n2\n" {
+		t.Fatalf("the fork of a box on n2: %q", got)
+	}
+	var f2 api.Box
+	json.Unmarshal([]byte(must("show", "f2", "--json")), &f2)
+	if f2.Node != "n2" {
+		t.Fatalf("the fork of a box on n2 is on %q", f2.Node)
+	}
+
+	// A drive, and the boxes that mount it, are on one node.
+	must("drive", "new", "data")
+	must("new", "--name", "d1", "--drive", "data:/mnt/data")
+	must("new", "--name", "d2", "--drive", "data:/mnt/data")
+	var d1, d2 api.Box
+	json.Unmarshal([]byte(must("show", "d1", "--json")), &d1)
+	json.Unmarshal([]byte(must("show", "d2", "--json")), &d2)
+	if d1.Node == "" || d1.Node != d2.Node {
+		t.Fatalf("two boxes that mount one drive: on %q and %q", d1.Node, d2.Node)
+	}
+	must("exec", "d1", "--", "sh", "-c", "echo shared > /mnt/data/f")
+	if got := must("exec", "d2", "--", "cat", "/mnt/data/f"); got != "shared\n" {
+		t.Fatalf("the drive seen from its second box: %q", got)
+	}
+
+	// Egress on a node that is not the control plane's: its rules hold
+	// there. The box reaches past its node when its policy allows, not
+	// when it does not, and never reaches its node's own services (the
+	// agent's port).
+	hubURL := "http://" + probe.Addr().String() + "/"
+	reach := func(box, url string, want bool) {
+		t.Helper()
+		out, err := cli("exec", box, "--", "busybox", "wget", "-q", "-T", "3", "-O", "-", url)
+		if (err == nil) != want {
+			t.Errorf("box %s (on %s) reaching %s: err %v, want reached=%v\n%s", box, boxNode[box], url, err, want, out)
+		}
+	}
+	// connect says whether a box opens a TCP connection to addr.
+	connect := func(box, addr string, want bool) {
+		t.Helper()
+		out, err := cli("exec", box, "--", "busybox", "nc", "-w", "3", addr[:strings.LastIndex(addr, ":")], addr[strings.LastIndex(addr, ":")+1:])
+		if (err == nil) != want {
+			t.Errorf("box %s (on %s) connecting to %s: err %v, want connected=%v\n%s", box, boxNode[box], addr, err, want, out)
+		}
+	}
+	b3 := on("n3")
+	reach(b3, hubURL, true)
+	reach(b3, "http://198.18.2.2/", true)
+	reach(b3, "http://169.254.169.254/", false)
+	connect(b3, probe.Addr().String(), true)
+	connect(b3, net.JoinHostPort(n3.Addr.String(), "7443"), false)
+	must("policy", "set", b3, "deny-all")
+	reach(b3, hubURL, false)
+	must("policy", "set", b3, "allow-all")
+	reach(b3, hubURL, true)
+
+	// An agent that restarts (a crash, an upgrade) serves its boxes again
+	// without joining again.
+	n2.StopAgent()
+	if err := n2.StartAgent(bins.Paddockd, agentEnv); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "n2's agent to serve its box again", func() bool {
+		out, err := cli("exec", b2, "--", "cat", "/config/kept")
+		return err == nil && out == "kept-on-n2\n"
+	})
+
+	// Removing a box removes its container from its node.
+	must("rm", "--force", b2)
+	waitFor(t, 30*time.Second, "the removed box's container to go from n2", func() bool {
+		out, err := n2.Docker("ps", "-a", "--format", "{{.Names}}")
+		return err == nil && !strings.Contains(out, "-"+b2+"\n")
+	})
+}

@@ -1,0 +1,270 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Servers are other servers for a cluster test, on this machine: each a
+// network namespace with its own Docker engine (its own data root, exec
+// root, socket and default bridge), joined to this machine's network
+// namespace through a bridge in a hub namespace, on a /24 of the test
+// ranges that nothing else uses (freeSubnet). This machine is .254 on it,
+// server i is .(i+2). A server routes the test ranges and the metadata
+// addresses through this machine (into the test internet, as this
+// machine's own boxes do) and nothing else: what its boxes send anywhere
+// else goes nowhere.
+//
+// The recipe measured in ../shared/recipes/swarm, with per-run names and
+// cleanup.
+type Servers struct {
+	// Host is this machine's address on the hub (where the control
+	// plane's cluster listener goes).
+	Host netip.Addr
+	List []*Server
+	Hub  netip.Prefix
+
+	id   string
+	dir  string
+	undo []func()
+}
+
+// Server is one of them.
+type Server struct {
+	Name string
+	// NS is its network namespace (ip netns); Addr its address on the hub.
+	NS   string
+	Addr netip.Addr
+	// Engine is its Docker engine's address (unix://…).
+	Engine string
+	dir    string
+	engine *exec.Cmd
+	done   chan struct{}
+	agent  *exec.Cmd
+	agentD chan struct{}
+}
+
+// StartServers starts n servers named names[i] (the hub under dir, a path
+// short enough for sockets) and loads images into each engine from this
+// machine's.
+func StartServers(dir string, names []string, images ...string) (*Servers, error) {
+	pfx, err := netip.ParsePrefix(freeSubnet())
+	if err != nil {
+		return nil, err
+	}
+	s := &Servers{Hub: pfx, id: randHex(3), dir: dir}
+	a := pfx.Addr().As4()
+	a[3] = 254
+	s.Host = netip.AddrFrom4(a)
+	hub := "pdk-" + s.id + "-hub"
+	hostIf, hubIf := "pdkh"+s.id, "pdkH"+s.id
+	steps := [][]string{
+		{"ip", "netns", "add", hub},
+		{"ip", "-n", hub, "link", "set", "lo", "up"},
+		{"ip", "-n", hub, "link", "add", "br0", "type", "bridge"},
+		{"ip", "-n", hub, "link", "set", "br0", "up"},
+		{"ip", "link", "add", hostIf, "type", "veth", "peer", "name", hubIf},
+		{"ip", "link", "set", hubIf, "netns", hub},
+		{"ip", "-n", hub, "link", "set", hubIf, "master", "br0"},
+		{"ip", "-n", hub, "link", "set", hubIf, "up"},
+		{"ip", "addr", "add", s.Host.String() + "/24", "dev", hostIf},
+		{"ip", "link", "set", hostIf, "up"},
+	}
+	s.undo = append(s.undo, func() { exec.Command("ip", "link", "del", hostIf).Run() }, func() { exec.Command("ip", "netns", "del", hub).Run() })
+	if err := runAll(steps); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	// The machine's engine drops forwarded traffic it did not make rules
+	// for: the hub's to and from the test internet passes.
+	if exec.Command("iptables", "-n", "-L", "DOCKER-USER").Run() == nil {
+		for _, dir := range []string{"-i", "-o"} {
+			rule := []string{"DOCKER-USER", dir, hostIf, "-j", "ACCEPT"}
+			if err := run(append([]string{"iptables", "-I"}, rule...)...); err != nil {
+				s.Stop()
+				return nil, err
+			}
+			s.undo = append(s.undo, func() { run(append([]string{"iptables", "-D"}, rule...)...) })
+		}
+	}
+	for i, name := range names {
+		a := pfx.Addr().As4()
+		a[3] = byte(i + 2)
+		sv := &Server{Name: name, NS: fmt.Sprintf("pdk-%s-%d", s.id, i), Addr: netip.AddrFrom4(a), dir: filepath.Join(dir, fmt.Sprint(i))}
+		s.List = append(s.List, sv)
+		in, out := fmt.Sprintf("pdkn%s%d", s.id, i), fmt.Sprintf("pdkN%s%d", s.id, i)
+		steps := [][]string{
+			{"ip", "netns", "add", sv.NS},
+			{"ip", "-n", sv.NS, "link", "set", "lo", "up"},
+			{"ip", "link", "add", in, "type", "veth", "peer", "name", out},
+			{"ip", "link", "set", in, "netns", sv.NS},
+			{"ip", "link", "set", out, "netns", hub},
+			{"ip", "-n", hub, "link", "set", out, "master", "br0"},
+			{"ip", "-n", hub, "link", "set", out, "up"},
+			{"ip", "-n", sv.NS, "link", "set", in, "name", "eth0"},
+			{"ip", "-n", sv.NS, "addr", "add", sv.Addr.String() + "/24", "dev", "eth0"},
+			{"ip", "-n", sv.NS, "link", "set", "eth0", "up"},
+		}
+		// The test ranges and the metadata addresses go to this machine,
+		// which routes them into the test internet (InetRoutes), as its
+		// own boxes' do; nothing else has a route.
+		for _, r := range InetRoutes {
+			steps = append(steps, []string{"ip", "-n", sv.NS, "route", "add", r, "via", s.Host.String()})
+		}
+		s.undo = append(s.undo, func() { exec.Command("ip", "netns", "del", sv.NS).Run() })
+		if err := runAll(steps); err != nil {
+			s.Stop()
+			return nil, err
+		}
+		if err := sv.startEngine(i); err != nil {
+			s.Stop()
+			return nil, err
+		}
+		for _, img := range images {
+			load := exec.Command("sh", "-c", "docker save \"$1\" | docker -H \"$2\" load", "load", img, sv.Engine)
+			if out, err := load.CombinedOutput(); err != nil {
+				s.Stop()
+				return nil, fmt.Errorf("loading %s into server %s: %v: %s", img, name, err, out)
+			}
+		}
+	}
+	return s, nil
+}
+
+func runAll(steps [][]string) error {
+	for _, c := range steps {
+		if err := run(c...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// In runs argv in the server's network namespace (by nsenter: 'ip netns
+// exec' mounts a sysfs of its own over /sys, which hides the cgroups an
+// engine needs).
+func (sv *Server) In(argv ...string) *exec.Cmd {
+	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + sv.NS, "--"}, argv...)...)
+}
+
+func (sv *Server) startEngine(i int) error {
+	for _, sub := range []string{"data", "exec"} {
+		if err := os.MkdirAll(filepath.Join(sv.dir, sub), 0o700); err != nil {
+			return err
+		}
+	}
+	sv.Engine = "unix://" + sv.dir + "/docker.sock"
+	logf, err := os.OpenFile(sv.dir+"/dockerd.log", os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	cmd := sv.In("dockerd", "--data-root", sv.dir+"/data", "--exec-root", sv.dir+"/exec",
+		"--pidfile", sv.dir+"/dockerd.pid", "-H", sv.Engine, "--bip", fmt.Sprintf("172.30.%d.1/24", i+1))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sv.engine, sv.done = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(sv.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for exec.Command("docker", "-H", sv.Engine, "info", "--format", "{{.ServerVersion}}").Run() != nil {
+		select {
+		case <-sv.done:
+			b, _ := os.ReadFile(sv.dir + "/dockerd.log")
+			return fmt.Errorf("server %s's engine exited at start:\n%s", sv.Name, b)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server %s's engine did not answer within 60s; see %s/dockerd.log", sv.Name, sv.dir)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return nil
+}
+
+// StartAgent runs 'paddockd node' (bin) with args in the server's
+// namespace, as its node agent, with no configuration file but env
+// (PADDOCK_* settings) and the server's engine; its output goes to the
+// server's folder (AgentLog).
+func (sv *Server) StartAgent(bin string, env []string, args ...string) error {
+	if sv.agent != nil {
+		return errors.New("the agent runs already")
+	}
+	logf, err := os.OpenFile(sv.AgentLog(), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logf.Close()
+	argv := append([]string{"env", "PADDOCK_DOCKER_HOST=" + sv.Engine}, env...)
+	argv = append(argv, bin, "node", "--config", os.DevNull, "--state-dir", sv.dir+"/state", "--runtime", "runc", "--log-level", "debug")
+	cmd := sv.In(append(argv, args...)...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	sv.agent, sv.agentD = cmd, make(chan struct{})
+	go func() { cmd.Wait(); close(sv.agentD) }()
+	return nil
+}
+
+// AgentLog is where the agent's output goes.
+func (sv *Server) AgentLog() string { return filepath.Join(sv.dir, "agent.log") }
+
+// StopAgent ends the agent (SIGTERM, then SIGKILL after 10 s).
+func (sv *Server) StopAgent() {
+	if sv.agent == nil {
+		return
+	}
+	syscall.Kill(-sv.agent.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-sv.agentD:
+	case <-time.After(10 * time.Second):
+		syscall.Kill(-sv.agent.Process.Pid, syscall.SIGKILL)
+		<-sv.agentD
+	}
+	sv.agent = nil
+}
+
+// Docker runs the docker CLI against the server's engine.
+func (sv *Server) Docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", append([]string{"-H", sv.Engine}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
+// Stop ends every agent and engine (their containers with them), removes
+// the namespaces, the link into the hub, and the servers' files.
+func (s *Servers) Stop() {
+	for _, sv := range s.List {
+		sv.StopAgent()
+		if sv.engine != nil {
+			// Containers first, so that the engine's stop is quick.
+			if ids, err := sv.Docker("ps", "-aq"); err == nil && strings.TrimSpace(ids) != "" {
+				sv.Docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+			}
+			sv.engine.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-sv.done:
+			case <-time.After(60 * time.Second):
+				sv.engine.Process.Kill()
+				<-sv.done
+			}
+			sv.engine = nil
+		}
+		exec.Command("umount", "-R", sv.dir+"/data").Run()
+	}
+	for i := len(s.undo) - 1; i >= 0; i-- {
+		s.undo[i]()
+	}
+	s.undo = nil
+	os.RemoveAll(s.dir)
+}
