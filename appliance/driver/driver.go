@@ -29,6 +29,26 @@ var ErrNotFound = errors.New("not found in the engine")
 // still uses it (a snapshot image under a forked box, a volume under a box).
 var ErrInUse = errors.New("in use")
 
+// NodesDown is a list that a driver over several servers made without
+// some of them: they did not answer (Nodes, by name, with why). What it
+// lists is every other server's; nothing of the servers named is in it,
+// and nothing may be concluded about their objects.
+type NodesDown struct {
+	Nodes map[string]error
+}
+
+func (e *NodesDown) Error() string {
+	names := make([]string, 0, len(e.Nodes))
+	for n, err := range e.Nodes {
+		if n == "" {
+			n = "(control plane)"
+		}
+		names = append(names, fmt.Sprintf("%s: %v", n, err))
+	}
+	sort.Strings(names)
+	return "nodes down: " + strings.Join(names, "; ")
+}
+
 // Volume kinds.
 const (
 	KindDrive   = "drive"   // a named drive, declared by users

@@ -58,6 +58,10 @@ type Reconciler struct {
 	healthMu sync.Mutex
 	health   Health
 
+	// down is the servers that did not answer at the last run (written
+	// under mu and liveMu).
+	down map[string]error
+
 	// observed is what the last run saw the engine have (under liveMu):
 	// the running boxes' processes, for SyncPolicies and claims.
 	observed []driver.BoxState
@@ -242,41 +246,80 @@ func (r *Reconciler) Load() (Desired, []store.Box, error) {
 	if err != nil {
 		return Desired{}, nil, err
 	}
-	d := Desired{Drives: map[string]string{}}
+	d := Desired{Drives: map[string]string{}, DriveNodes: map[string]string{}}
 	keys := map[string]string{}
 	for _, b := range boxes {
-		d.Boxes = append(d.Boxes, DesiredBox{Spec: SpecFor(b, r.Types), Box: b.Name, Running: b.Desired == "running"})
+		d.Boxes = append(d.Boxes, DesiredBox{Spec: SpecFor(b, r.Types), Box: b.Name, Running: b.Desired == "running", Node: b.Node})
 		keys[b.Name] = b.Key()
 	}
 	for _, p := range pool {
-		d.Boxes = append(d.Boxes, DesiredBox{Spec: PoolSpec(p, r.Types), Running: true, Pool: true})
+		d.Boxes = append(d.Boxes, DesiredBox{Spec: PoolSpec(p, r.Types), Running: true, Pool: true, Node: p.Node})
 	}
 	for _, dr := range drives {
 		d.Drives[dr.Name] = dr.State
+		if dr.Node != "" {
+			d.DriveNodes[dr.Name] = dr.Node
+		}
 		if dr.State == "ready" && r.Restoring != nil && r.Restoring(dr.Name) {
 			d.Drives[dr.Name] = restoring
 		}
 	}
 	for _, s := range snaps {
-		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, Key: keys[s.Box], State: s.State})
+		d.Snapshots = append(d.Snapshots, DesiredSnapshot{ID: s.ID, Box: s.Box, Key: keys[s.Box], State: s.State, Node: s.Node})
 	}
 	return d, boxes, nil
 }
 
-// Observe reads what the engine has.
+// Observe reads what the engine has. A driver over several servers that
+// could not reach some of them says so (*driver.NodesDown, the servers
+// of all three lists together) with what the others have.
 func Observe(ctx context.Context, drv driver.Driver) (Observed, error) {
 	var o Observed
+	down := map[string]error{}
 	var err error
-	if o.Boxes, err = drv.Boxes(ctx); err != nil {
+	if o.Boxes, err = drv.Boxes(ctx); !nodesDown(err, down) {
 		return o, err
 	}
-	if o.Volumes, err = drv.Volumes(ctx); err != nil {
+	if o.Volumes, err = drv.Volumes(ctx); !nodesDown(err, down) {
 		return o, err
 	}
-	if o.Snapshots, err = drv.Snapshots(ctx); err != nil {
+	if o.Snapshots, err = drv.Snapshots(ctx); !nodesDown(err, down) {
 		return o, err
+	}
+	if len(down) > 0 {
+		return o, &driver.NodesDown{Nodes: down}
 	}
 	return o, nil
+}
+
+// nodesDown says whether err is nil or only names servers that did not
+// answer, and adds those to down.
+func nodesDown(err error, down map[string]error) bool {
+	if err == nil {
+		return true
+	}
+	var nd *driver.NodesDown
+	if !errors.As(err, &nd) {
+		return false
+	}
+	for n, e := range nd.Nodes {
+		down[n] = e
+	}
+	return true
+}
+
+// onUp is the boxes that are not on a server that is down.
+func onUp(boxes []store.Box, down map[string]error) []store.Box {
+	if len(down) == 0 {
+		return boxes
+	}
+	var out []store.Box
+	for _, b := range boxes {
+		if _, ok := down[b.Node]; !ok {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // Run makes one pass: load, observe, plan, apply, record what is observed.
@@ -315,30 +358,49 @@ func (r *Reconciler) Health() Health {
 }
 
 func (r *Reconciler) run(ctx context.Context) (Result, error) {
-	if err := r.Driver.Prepare(ctx); err != nil {
+	// Servers that do not answer (several servers only): what is on them
+	// is left as it is this run, and their boxes say "node down".
+	down := map[string]error{}
+	if err := r.Driver.Prepare(ctx); !nodesDown(err, down) {
 		return Result{}, fmt.Errorf("preparing the engine: %w", err)
 	}
-	desired, boxes, err := r.Load()
+	desired, all, err := r.Load()
 	if err != nil {
 		return Result{}, err
 	}
 	observed, err := Observe(ctx, r.Driver)
-	if err != nil {
+	if !nodesDown(err, down) {
 		return Result{}, err
 	}
+	r.liveMu.Lock()
+	r.down = down
+	r.liveMu.Unlock()
+	boxes := onUp(all, down)
+	desired = desired.Without(down)
 	if lost, err := r.recoverLost(boxes, observed); err != nil {
 		return Result{}, err
 	} else if lost {
-		if desired, boxes, err = r.Load(); err != nil {
+		if desired, all, err = r.Load(); err != nil {
 			return Result{}, err
 		}
+		boxes, desired = onUp(all, down), desired.Without(down)
 	}
 	if err := r.firewall(observed.Boxes); err != nil {
 		return Result{}, err
 	}
 	if r.front != nil {
-		if err := r.front(boxes); err != nil && r.Log != nil {
+		if err := r.front(all); err != nil && r.Log != nil {
 			r.Log.Error("front door", "err", err)
+		}
+	}
+	if len(down) > 0 && r.Log != nil {
+		r.Log.Warn("reconcile: servers down, their boxes left as they are", "err", (&driver.NodesDown{Nodes: down}).Error())
+	}
+	for _, b := range all {
+		if e, ok := down[b.Node]; ok {
+			if err := r.Store.SetObserved(b.Name, "node down", e.Error()); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	changes := Plan(desired, observed)
@@ -352,7 +414,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 		// What the changes made: observed again, and the firewall told of
 		// the boxes that run now (a box that started has its port bound
 		// at once). With no change, what was observed and synced stands.
-		if now, err = r.Driver.Boxes(ctx); err != nil {
+		if now, err = r.Driver.Boxes(ctx); !nodesDown(err, map[string]error{}) {
 			return res, err
 		}
 		if err := r.firewall(now); err != nil {
@@ -576,7 +638,7 @@ func (r *Reconciler) buryRemoved(ctx context.Context, now []driver.BoxState) err
 		return err
 	}
 	vols, err := r.Driver.Volumes(ctx)
-	if err != nil {
+	if !nodesDown(err, map[string]error{}) {
 		return err
 	}
 	left := map[string]bool{}
@@ -589,8 +651,8 @@ func (r *Reconciler) buryRemoved(ctx context.Context, now []driver.BoxState) err
 		}
 	}
 	for _, t := range tombs {
-		if left[t.Key()] {
-			continue
+		if _, ok := r.down[t.Node]; ok || left[t.Key()] {
+			continue // its objects may be on a server that is down
 		}
 		jobs, err := r.Store.ForgetTombstone(t.Name)
 		if err != nil {
@@ -645,6 +707,21 @@ func (r *Reconciler) firewallLocked(observed []driver.BoxState) error {
 		fb = append(fb, FirewallBoxes([]store.Box{b}, nil, observed)...)
 	}
 	if err := r.Firewall.Sync(fb); err != nil {
+		// A server that is down gets its rules when it answers again
+		// (nothing of it is made or started meanwhile); any other
+		// failure stops the run before anything is made.
+		var nd *driver.NodesDown
+		if errors.As(err, &nd) {
+			onlyDown := true
+			for n := range nd.Nodes {
+				if _, ok := r.down[n]; !ok {
+					onlyDown = false
+				}
+			}
+			if onlyDown {
+				return nil
+			}
+		}
 		return fmt.Errorf("applying egress policies: %w", err)
 	}
 	return nil

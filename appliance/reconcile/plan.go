@@ -48,6 +48,8 @@ type DesiredBox struct {
 	Running bool
 	// Pool: a box of the warm pool, not a user's.
 	Pool bool
+	// Node is the server it is on ("" the control plane's).
+	Node string
 }
 
 func (b DesiredBox) name() string {
@@ -64,6 +66,7 @@ type DesiredSnapshot struct {
 	// Key names the box's engine objects (see DesiredBox).
 	Key   string
 	State string // pending, ready, failed, deleting
+	Node  string
 }
 
 // Desired is the declared state.
@@ -71,6 +74,35 @@ type Desired struct {
 	Boxes     []DesiredBox
 	Drives    map[string]string // name → state (ready | deleting)
 	Snapshots []DesiredSnapshot
+	// DriveNodes is the server of each drive that is not the control
+	// plane's.
+	DriveNodes map[string]string
+}
+
+// Without is the declared state of the servers that are not down: what
+// is on a server that did not answer is neither made, started, stopped
+// nor removed until it answers again.
+func (d Desired) Without(down map[string]error) Desired {
+	if len(down) == 0 {
+		return d
+	}
+	out := Desired{Drives: map[string]string{}, DriveNodes: d.DriveNodes}
+	for _, b := range d.Boxes {
+		if _, ok := down[b.Node]; !ok {
+			out.Boxes = append(out.Boxes, b)
+		}
+	}
+	for name, st := range d.Drives {
+		if _, ok := down[d.DriveNodes[name]]; !ok {
+			out.Drives[name] = st
+		}
+	}
+	for _, s := range d.Snapshots {
+		if _, ok := down[s.Node]; !ok {
+			out.Snapshots = append(out.Snapshots, s)
+		}
+	}
+	return out
 }
 
 // Observed is what the engine has.

@@ -213,6 +213,8 @@ type Tombstone struct {
 	Name, UID string
 	// Engine names its engine objects when not Name (see Box.Engine).
 	Engine string
+	// Node is the server they are on.
+	Node string
 }
 
 // Key is the name the removed box's engine objects have.
@@ -225,9 +227,9 @@ func (t Tombstone) Key() string {
 
 // ListTombstones lists the removed boxes that still hold their names.
 func (s *Store) ListTombstones() ([]Tombstone, error) {
-	return listAll(s.db, `SELECT name, uid, engine FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
+	return listAll(s.db, `SELECT name, uid, engine, node FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
 		var t Tombstone
-		return t, r.Scan(&t.Name, &t.UID, &t.Engine)
+		return t, r.Scan(&t.Name, &t.UID, &t.Engine, &t.Node)
 	})
 }
 

@@ -98,6 +98,8 @@ type Snapshot struct {
 	// Size is the bytes the snapshot adds to what it was made from (0:
 	// not known).
 	Size int64
+	// Node is the server its image is on (its box's when it was taken).
+	Node string
 }
 
 // AddSnapshot declares a snapshot.
@@ -110,7 +112,7 @@ func (t *Tx) AddSnapshot(s Snapshot) error {
 
 // GetSnapshot reads one snapshot in the transaction.
 func (t *Tx) GetSnapshot(id string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size FROM snapshots WHERE id=?`, id))
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node FROM snapshots WHERE id=?`, id))
 }
 
 // MarkSnapshotsDeleting turns every snapshot of a box into a tombstone.
@@ -136,14 +138,14 @@ func (t *Tx) PruneSnapshots(box string, keep int) error {
 // restore's default is the newest point the box was saved at, not the
 // state the last restore left behind.
 func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size FROM snapshots
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node FROM snapshots
 		WHERE box=? AND state IN ('ready','pending') AND reason != 'restore' ORDER BY created DESC, id DESC LIMIT 1`, box))
 }
 
 func scanSnapshot(r scanner) (Snapshot, error) {
 	var s Snapshot
 	var c int64
-	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c, &s.Size)
+	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c, &s.Size, &s.Node)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -154,7 +156,7 @@ func scanSnapshot(r scanner) (Snapshot, error) {
 // ListSnapshots lists snapshots, of one box when box is not empty, oldest
 // first.
 func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
-	q := `SELECT id, box, reason, state, error, created, size FROM snapshots`
+	q := `SELECT id, box, reason, state, error, created, size, node FROM snapshots`
 	var args []any
 	if box != "" {
 		q += ` WHERE box=?`

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,6 +23,11 @@ import (
 // run on the server, makes it a node. Then boxes spread over the nodes,
 // and each verb works on whichever node holds the box, behind that node's
 // egress rules.
+func dockerOut(args ...string) (string, error) {
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	return string(out), err
+}
+
 func TestCluster(t *testing.T) {
 	mini := imageTag(t, "mini")
 	dir, err := os.MkdirTemp("", "pdk-cl-")
@@ -48,7 +54,7 @@ func TestCluster(t *testing.T) {
 	}
 	clusterAddr := l.Addr().String()
 	l.Close()
-	_, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
+	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
 		d.Image = mini
 		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr)
 	})
@@ -258,6 +264,55 @@ func TestCluster(t *testing.T) {
 		out, err := cli("exec", b2, "--", "cat", "/config/kept")
 		return err == nil && out == "kept-on-n2\n"
 	})
+
+	// A node whose agent is gone: its boxes say "node down" and are left
+	// as they are (they run on, and are made nowhere else), the other
+	// nodes go on, and new boxes go elsewhere. When it is back, its boxes
+	// are as they were.
+	status := func(box string) string {
+		var b api.Box
+		out, err := cli("show", box, "--json")
+		if err != nil || json.Unmarshal([]byte(out), &b) != nil {
+			return ""
+		}
+		return b.Status
+	}
+	containers := func(box string) int {
+		n := 0
+		for _, eng := range []func(...string) (string, error){
+			func(a ...string) (string, error) { return dockerOut(a...) }, n2.Docker, n3.Docker,
+		} {
+			out, _ := eng("ps", "-a", "--format", "{{.Names}}")
+			n += strings.Count(out, "-"+box+"\n")
+		}
+		return n
+	}
+	n3.StopAgent()
+	waitFor(t, 60*time.Second, "box "+b3+" to say node down", func() bool { return status(b3) == "node down" })
+	waitFor(t, 30*time.Second, "n3 to be down in paddock nodes", func() bool { return nodes()["n3"].State == "down" })
+	if got := must("exec", on(local), "--", "echo", "alive"); got != "alive\n" {
+		t.Fatalf("a box of the control plane's node while n3 is down: %q", got)
+	}
+	must("new", "--name", "during")
+	if n := func() string { var b api.Box; json.Unmarshal([]byte(must("show", "during", "--json")), &b); return b.Node }(); n == "n3" {
+		t.Fatal("a box was placed on n3 while it was down")
+	}
+	if out, _ := n3.Docker("inspect", "-f", "{{.State.Running}}", d.Instance+"-"+b3); strings.TrimSpace(out) != "true" {
+		t.Fatalf("box %s's container on n3 while its agent is gone: %q", b3, out)
+	}
+	if n := containers(b3); n != 1 {
+		t.Fatalf("box %s has %d containers over the three engines while n3 is down", b3, n)
+	}
+	if err := n3.StartAgent(bins.Paddockd, agentEnv); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "box "+b3+" to run again once n3 is back", func() bool { return status(b3) == "running" })
+	if got := must("exec", b3, "--", "cat", "/config/kept"); got != "kept-on-n3\n" {
+		t.Fatalf("box %s once n3 is back: %q", b3, got)
+	}
+	if n := containers(b3); n != 1 {
+		t.Fatalf("box %s has %d containers once n3 is back", b3, n)
+	}
 
 	// Removing a box removes its container from its node.
 	must("rm", "--force", b2)

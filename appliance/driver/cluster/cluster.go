@@ -18,6 +18,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -129,46 +130,86 @@ func (c *Driver) names() []string {
 	return ns
 }
 
-// each calls f on every node, in name order, and stops at the first
-// error, which names the node.
-func (c *Driver) each(f func(name string, d driver.Driver) error) error {
+// listTimeout bounds one node's answer to a list: a node cut off is down
+// for this list, not a list that never ends.
+const listTimeout = 15 * time.Second
+
+// gather calls f on every node at once, each bounded by listTimeout, and
+// says which did not answer (*driver.NodesDown); what the others gave is
+// f's to keep (under the lock f is called with).
+func (c *Driver) gather(ctx context.Context, f func(ctx context.Context, name string, d driver.Driver, mu *sync.Mutex) error) error {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	down := map[string]error{}
 	for _, n := range c.names() {
 		d, _ := c.Node(n)
-		if err := f(n, d); err != nil {
-			return fmt.Errorf("node %s: %w", n, err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, listTimeout)
+			defer cancel()
+			if err := f(cctx, n, d, &mu); err != nil {
+				mu.Lock()
+				down[n] = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if len(down) > 0 {
+		return &driver.NodesDown{Nodes: down}
 	}
 	return nil
 }
 
-// Prepare makes every node's shared objects.
+// Prepare makes every node's shared objects (*driver.NodesDown names the
+// nodes that did not answer).
 func (c *Driver) Prepare(ctx context.Context) error {
-	return c.each(func(_ string, d driver.Driver) error { return d.Prepare(ctx) })
+	return c.gather(ctx, func(ctx context.Context, _ string, d driver.Driver, _ *sync.Mutex) error { return d.Prepare(ctx) })
 }
 
-// ImageExists says whether every node has the image: a box may be placed
-// on any of them.
+// ImageExists says whether every node that answers has the image: a box
+// may be placed on any of them (none is placed on a node that is down).
+// It fails only when no node answers.
 func (c *Driver) ImageExists(ctx context.Context, ref string) (bool, error) {
-	all := true
-	err := c.each(func(_ string, d driver.Driver) error {
+	all, answered := true, 0
+	err := c.gather(ctx, func(ctx context.Context, _ string, d driver.Driver, mu *sync.Mutex) error {
 		ok, err := d.ImageExists(ctx, ref)
-		all = all && ok
-		return err
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		all, answered = all && ok, answered+1
+		mu.Unlock()
+		return nil
 	})
-	return all && err == nil, err
+	if answered == 0 {
+		return false, err
+	}
+	return all, nil
 }
 
-// Boxes lists every node's boxes.
+// Boxes lists every node's boxes; with *driver.NodesDown, those of the
+// nodes that answered.
 func (c *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 	var all []driver.BoxState
-	err := c.each(func(n string, d driver.Driver) error {
+	err := c.gather(ctx, func(ctx context.Context, n string, d driver.Driver, mu *sync.Mutex) error {
 		bs, err := d.Boxes(ctx)
+		if err != nil {
+			return err
+		}
 		for _, b := range bs {
 			c.saw(KindBox, b.Name, n)
 		}
+		mu.Lock()
 		all = append(all, bs...)
-		return err
+		mu.Unlock()
+		return nil
 	})
+	sortBoxes(all)
 	return all, err
 }
 
@@ -204,17 +245,24 @@ func (c *Driver) RemoveBox(ctx context.Context, name string) error {
 	return c.box(name, func(d driver.Driver) error { return d.RemoveBox(ctx, name) })
 }
 
-// Snapshots lists every node's snapshots.
+// Snapshots lists every node's snapshots; with *driver.NodesDown, those
+// of the nodes that answered.
 func (c *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
 	var all []driver.SnapshotState
-	err := c.each(func(n string, d driver.Driver) error {
+	err := c.gather(ctx, func(ctx context.Context, n string, d driver.Driver, mu *sync.Mutex) error {
 		ss, err := d.Snapshots(ctx)
+		if err != nil {
+			return err
+		}
 		for _, sn := range ss {
 			c.saw(KindSnapshot, sn.ID, n)
 		}
+		mu.Lock()
 		all = append(all, ss...)
-		return err
+		mu.Unlock()
+		return nil
 	})
+	sort.Slice(all, func(i, j int) bool { return all[i].ID < all[j].ID })
 	return all, err
 }
 
@@ -232,18 +280,34 @@ func (c *Driver) RemoveSnapshot(ctx context.Context, id string) error {
 	return d.RemoveSnapshot(ctx, id)
 }
 
-// Volumes lists every node's volumes.
+// Volumes lists every node's volumes; with *driver.NodesDown, those of
+// the nodes that answered.
 func (c *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
 	var all []driver.VolumeRef
-	err := c.each(func(n string, d driver.Driver) error {
+	err := c.gather(ctx, func(ctx context.Context, n string, d driver.Driver, mu *sync.Mutex) error {
 		vs, err := d.Volumes(ctx)
+		if err != nil {
+			return err
+		}
 		for _, v := range vs {
 			c.saw(v.Kind, v.Name, n)
 		}
+		mu.Lock()
 		all = append(all, vs...)
-		return err
+		mu.Unlock()
+		return nil
+	})
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].Kind != all[j].Kind {
+			return all[i].Kind < all[j].Kind
+		}
+		return all[i].Name < all[j].Name
 	})
 	return all, err
+}
+
+func sortBoxes(bs []driver.BoxState) {
+	sort.Slice(bs, func(i, j int) bool { return bs[i].Name < bs[j].Name })
 }
 
 func (c *Driver) volume(v driver.VolumeRef) (driver.Driver, error) { return c.node(v.Kind, v.Name) }

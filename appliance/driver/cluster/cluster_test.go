@@ -61,13 +61,26 @@ func (downDriver) Boxes(context.Context) ([]driver.BoxState, error) {
 	return nil, errors.New("connection refused")
 }
 
-// A node that does not answer makes the list fail, naming it: it is not
-// read as a node without boxes. Objects placed on a node the cluster does
-// not have are errors that say so.
+// A node that does not answer makes the list an error that names it
+// (*driver.NodesDown), with what the other nodes have: it is not read as
+// a node without boxes. Objects placed on a node the cluster does not
+// have are errors that say so.
 func TestANodeDownIsNoEmptyNode(t *testing.T) {
-	c := &cluster.Driver{Nodes: map[string]driver.Driver{"n1": downDriver{fake.New("base:1")}, "n2": fake.New("base:1")}, Where: byPrefix}
-	if bs, err := c.Boxes(context.Background()); err == nil || !strings.Contains(err.Error(), "node n1") {
+	up := fake.New("base:1")
+	ctx := context.Background()
+	spec := drivertest.Spec("n2-box", "base:1")
+	spec.Mounts = nil
+	if err := up.CreateBox(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	c := &cluster.Driver{Nodes: map[string]driver.Driver{"n1": downDriver{fake.New("base:1")}, "n2": up}, Where: byPrefix}
+	bs, err := c.Boxes(ctx)
+	var down *driver.NodesDown
+	if !errors.As(err, &down) || len(down.Nodes) != 1 || down.Nodes["n1"] == nil || !strings.Contains(err.Error(), "n1") {
 		t.Fatalf("boxes with n1 down: %+v, %v", bs, err)
+	}
+	if len(bs) != 1 || bs[0].Name != "n2-box" {
+		t.Fatalf("the boxes of the node that answered: %+v", bs)
 	}
 	c.Where = func(string, string) (string, error) { return "n9", nil }
 	if err := c.StartBox(context.Background(), "x"); !errors.Is(err, cluster.ErrNoSuchNode) || !strings.Contains(err.Error(), "n9") {

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/policies"
 )
 
@@ -45,7 +46,7 @@ func (f *Firewall) SetNode(name string, subnet netip.Prefix, fw NodeFirewall) {
 
 // Sync gives every node its boxes' rules (a node with none gets an empty
 // list: the rules of boxes that went are removed there too). Every node
-// is tried; the error names those that failed.
+// is tried; the error (*driver.NodesDown) names those that failed.
 func (f *Firewall) Sync(boxes []policies.Box) error {
 	f.mu.RLock()
 	nodes := make(map[string]fwNode, len(f.nodes))
@@ -67,14 +68,14 @@ func (f *Firewall) Sync(boxes []policies.Box) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	var errs []error
+	failed := map[string]error{}
 	for _, n := range names {
 		if err := nodes[n].fw.Sync(per[n]); err != nil {
-			errs = append(errs, fmt.Errorf("node %s: %w", displayName(n), err))
+			failed[n] = err
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("egress rules: %v", errs)
+	if len(failed) > 0 {
+		return &driver.NodesDown{Nodes: failed}
 	}
 	return nil
 }
@@ -92,11 +93,4 @@ func (f *Firewall) Report(box string) (policies.Report, error) {
 		return policies.Report{}, fmt.Errorf("box %s is on node %q: %w", box, n, ErrNoSuchNode)
 	}
 	return fn.fw.Report(box)
-}
-
-func displayName(n string) string {
-	if n == "" {
-		return "(control plane)"
-	}
-	return n
 }
