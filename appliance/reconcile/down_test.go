@@ -19,8 +19,8 @@ type unlisted struct{ *fake.Driver }
 
 var errNoAnswer = errors.New("no answer")
 
-func (unlisted) Boxes(context.Context) ([]driver.BoxState, error)         { return nil, errNoAnswer }
-func (unlisted) Volumes(context.Context) ([]driver.VolumeRef, error)      { return nil, errNoAnswer }
+func (unlisted) Boxes(context.Context) ([]driver.BoxState, error)          { return nil, errNoAnswer }
+func (unlisted) Volumes(context.Context) ([]driver.VolumeRef, error)       { return nil, errNoAnswer }
 func (unlisted) Snapshots(context.Context) ([]driver.SnapshotState, error) { return nil, errNoAnswer }
 
 // What is on a server that does not answer is left alone: its boxes are

@@ -294,7 +294,11 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("a box of the control plane's node while n3 is down: %q", got)
 	}
 	must("new", "--name", "during")
-	if n := func() string { var b api.Box; json.Unmarshal([]byte(must("show", "during", "--json")), &b); return b.Node }(); n == "n3" {
+	if n := func() string {
+		var b api.Box
+		json.Unmarshal([]byte(must("show", "during", "--json")), &b)
+		return b.Node
+	}(); n == "n3" {
 		t.Fatal("a box was placed on n3 while it was down")
 	}
 	if out, _ := n3.Docker("inspect", "-f", "{{.State.Running}}", d.Instance+"-"+b3); strings.TrimSpace(out) != "true" {
