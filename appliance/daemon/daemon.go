@@ -66,20 +66,9 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	config.Flags(fs)
 	cleanup := fs.Bool("cleanup", false, "remove Paddock's nftables table, unless boxes still run, and exit (the unit's ExecStopPost)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "paddockd: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := config.Load(fs, environ)
-	if err != nil {
-		fmt.Fprintln(stderr, "paddockd:", err)
-		return 1
+	cfg, code := parseAndLoad(fs, args, environ, stderr)
+	if code >= 0 {
+		return code
 	}
 	if *cleanup {
 		if err := cleanupFirewall(cfg, stderr); err != nil {
@@ -95,6 +84,27 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// parseAndLoad parses a command's flags (no arguments besides) and loads
+// the configuration; a code of 0 or more is the exit code to stop with.
+func parseAndLoad(fs *pflag.FlagSet, args, environ []string, stderr io.Writer) (config.Config, int) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return config.Config{}, 0
+		}
+		return config.Config{}, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
+		return config.Config{}, 2
+	}
+	cfg, err := config.Load(fs, environ)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", fs.Name(), err)
+		return config.Config{}, 1
+	}
+	return cfg, -1
 }
 
 func logger(cfg config.Config, w io.Writer) *slog.Logger {

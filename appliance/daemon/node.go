@@ -43,20 +43,9 @@ func nodeCmd(args, environ []string, stdout, stderr io.Writer) int {
 	token := fs.String("token", "", "the one-time join token, from 'paddock node add'")
 	fp := fs.String("ca-sha256", "", "the cluster authority's fingerprint, from 'paddock node add'")
 	name := fs.String("name", "", "the name this server asks for (default: its host name)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "paddockd node: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	cfg, err := config.Load(fs, environ)
-	if err != nil {
-		fmt.Fprintln(stderr, "paddockd node:", err)
-		return 1
+	cfg, code := parseAndLoad(fs, args, environ, stderr)
+	if code >= 0 {
+		return code
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
