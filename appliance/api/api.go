@@ -159,6 +159,9 @@ type BoxPost struct {
 	// Desktop gives the box an XFCE desktop on display :1 (nil: the
 	// server's default, desktop_default).
 	Desktop *bool `json:"desktop,omitempty"`
+	// Node puts the box on that server (see GET /v1/nodes); empty: where
+	// Paddock places it.
+	Node string `json:"node,omitempty"`
 }
 
 // Mount attaches a named drive to a box.
@@ -490,4 +493,9 @@ type Node struct {
 	DiskBytes   int64     `json:"disk_bytes,omitempty"`
 	DiskFree    int64     `json:"disk_free,omitempty"`
 	Joined      time.Time `json:"joined,omitempty"`
+}
+
+// NodeLabels replaces a server's labels (PUT /v1/nodes/NAME/labels).
+type NodeLabels struct {
+	Labels map[string]string `json:"labels"`
 }

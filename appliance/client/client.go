@@ -664,3 +664,14 @@ func (c *Client) NodeJoin(ctx context.Context) (api.NodeJoin, error) {
 	var j api.NodeJoin
 	return j, c.do(ctx, "POST", "/nodes/joins", nil, &j)
 }
+
+// LabelNode replaces a server's labels (the owner's).
+func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]string) (api.Node, error) {
+	var n api.Node
+	return n, c.do(ctx, "PUT", "/nodes/"+esc(name)+"/labels", api.NodeLabels{Labels: labels}, &n)
+}
+
+// RemoveNode forgets a server that holds nothing (the owner's).
+func (c *Client) RemoveNode(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/nodes/"+esc(name), nil, nil)
+}

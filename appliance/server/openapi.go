@@ -78,6 +78,8 @@ var ops = map[string]openapi.Op{
 	"GET /v1/events":                        {Tag: "events", Summary: "Server-sent events: every object the caller sees, then 'ready', then each change", ResponseType: "text/event-stream", Notes: "Events: box, drive, job, snapshot (data: the object as the API shows it) and box-removed, drive-removed, job-removed, snapshot-removed (data: its key). A comment line every 15 s keeps proxies from closing it."},
 	"GET /v1/openapi.json":                  {Tag: "meta", Summary: "This document", Response: map[string]any{}},
 	"GET /v1/nodes":                         {Tag: "nodes", Summary: "The servers boxes are placed on, the control plane's first (the owner's)", Response: []api.Node{}},
+	"PUT /v1/nodes/{name}/labels":           {Tag: "nodes", Summary: "Replace a server's labels (the owner's)", Request: api.NodeLabels{}, Response: api.Node{}},
+	"DELETE /v1/nodes/{name}":               {Tag: "nodes", Summary: "Forget a server that holds no box, drive or snapshot (the owner's)", Status: 204},
 	"POST /v1/nodes/joins":                  {Tag: "nodes", Summary: "A one-time token, and the command that lets a server join with it (the owner's)", Response: api.NodeJoin{}, Status: 201},
 }
 

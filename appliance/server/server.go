@@ -161,6 +161,8 @@ func (s *Server) Handler() http.Handler {
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
 	add("GET "+p+"/nodes", s.nodes)
 	add("POST "+p+"/nodes/joins", s.nodeJoinToken)
+	add("PUT "+p+"/nodes/{name}/labels", s.labelNode)
+	add("DELETE "+p+"/nodes/{name}", s.removeNode)
 	if s.Pages != nil {
 		s.Pages.APIDoc = s.OpenAPI
 		s.Pages.Routes(mux)
@@ -846,4 +848,24 @@ func (s *Server) nodeJoinToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusCreated, j)
+}
+
+func (s *Server) labelNode(w http.ResponseWriter, r *http.Request) error {
+	var p api.NodeLabels
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	n, err := s.Svc.LabelNode(r.Context(), r.PathValue("name"), p.Labels)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, n)
+}
+
+func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemoveNode(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }

@@ -388,13 +388,28 @@ func TestReconcileTellsMembersOnlyTheirOwn(t *testing.T) {
 // list them nor make a join token; the owner can list them, and is told
 // how to let servers join when this one takes none.
 func TestNodesAreTheOwners(t *testing.T) {
-	ts, _, svc := wired(t)
+	ts, srv, svc := wired(t)
 	owner := addOwner(t, svc)
 	mia := deviceLogin(t, ts.URL, invite(t, ts.URL, owner, "mia"))
-	for _, r := range []struct{ method, path string }{{"GET", "/v1/nodes"}, {"POST", "/v1/nodes/joins"}} {
-		if code, e := call(t, ts, mia, r.method, r.path, ""); code != http.StatusForbidden {
-			t.Errorf("a member's %s %s: %d %+v", r.method, r.path, code, e)
+	// Every route of the real table about servers.
+	n := 0
+	for _, r := range srv.Routes() {
+		method, path, _ := strings.Cut(r.Pattern, " ")
+		if !strings.HasPrefix(path, "/v1/nodes") {
+			continue
 		}
+		n++
+		path = strings.ReplaceAll(path, "{name}", "n2")
+		body := ""
+		if method == "PUT" {
+			body = `{"labels":{}}`
+		}
+		if code, e := call(t, ts, mia, method, path, body); code != http.StatusForbidden {
+			t.Errorf("a member's %s %s: %d %+v", method, path, code, e)
+		}
+	}
+	if n < 4 {
+		t.Fatalf("only %d routes about servers in the table", n)
 	}
 	if code, e := call(t, ts, owner, "GET", "/v1/nodes", ""); code != http.StatusOK {
 		t.Errorf("the owner's list of nodes: %d %+v", code, e)

@@ -42,11 +42,13 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 			return err
 		}
 		var err error
-		if claimed, err = s.takePool(tx, &b); err != nil {
-			return err
+		if p.Node == "" {
+			if claimed, err = s.takePool(tx, &b); err != nil {
+				return err
+			}
 		}
 		if !claimed {
-			if err := s.place(tx, &b); err != nil {
+			if err := s.placeOn(tx, &b, p.Node); err != nil {
 				return err
 			}
 		}

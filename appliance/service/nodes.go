@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -371,7 +372,12 @@ func (s *Service) nodeDisplay(n string) string {
 // up with the most memory not yet promised to its boxes (their types'
 // memory), then the most CPUs so promised, then by name. With no node but
 // the control plane's, every box is there, as on a single server.
-func (s *Service) place(tx *store.Tx, b *store.Box) error {
+func (s *Service) place(tx *store.Tx, b *store.Box) error { return s.placeOn(tx, b, "") }
+
+// placeOn is place on the server named want (its name as 'paddock nodes'
+// shows it), when not empty: it must be up, and where the box's drives
+// and snapshot are.
+func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
 	if b.IP != "" || !s.Net.Subnet.IsValid() {
 		return nil
 	}
@@ -379,7 +385,23 @@ func (s *Service) place(tx *store.Tx, b *store.Box) error {
 	if err != nil {
 		return err
 	}
-	if len(ns) > 0 && s.Cluster != nil {
+	if want != "" {
+		n, err := s.wanted(want, ns)
+		if err != nil {
+			return err
+		}
+		// Where its data is, if anywhere, must be the same server.
+		if (len(b.Mounts) > 0 || b.From != "") && len(ns) > 0 && s.Cluster != nil {
+			at, err := s.chooseNode(tx, *b, ns)
+			if err != nil {
+				return err
+			}
+			if at != n {
+				return conflict("box %q cannot be on %s: its drives or snapshot are on %s", b.Name, s.nodeDisplay(n), s.nodeDisplay(at))
+			}
+		}
+		b.Node = n
+	} else if len(ns) > 0 && s.Cluster != nil {
 		n, err := s.chooseNode(tx, *b, ns)
 		if err != nil {
 			return err
@@ -387,6 +409,23 @@ func (s *Service) place(tx *store.Tx, b *store.Box) error {
 		b.Node = n
 	}
 	return s.address(tx, b, ns)
+}
+
+// wanted is the node a user named: one that is up.
+func (s *Service) wanted(want string, ns []store.Node) (string, error) {
+	n := want
+	if want == s.localNodeName() {
+		n = ""
+	} else if !slices.ContainsFunc(ns, func(x store.Node) bool { return x.Name == want }) {
+		all := append([]string{s.localNodeName()}, names(ns)...)
+		return "", invalid("node", "no server named %q: the servers are %s", want, strings.Join(all, ", "))
+	}
+	if s.Cluster != nil && n != "" {
+		if seen, ok := s.Cluster.lastSeen(n); !ok || seen.err != nil {
+			return "", conflict("server %s is down: choose another, or wait for it ('paddock nodes')", want)
+		}
+	}
+	return n, nil
 }
 
 // address gives a box a free address in its node's box network.
@@ -521,4 +560,89 @@ func names(ns []store.Node) []string {
 		out[i] = n.Name
 	}
 	return out
+}
+
+// LabelNode replaces a server's labels (the owner's).
+func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]string) (api.Node, error) {
+	if err := requireOwner(ctx, "label servers"); err != nil {
+		return api.Node{}, err
+	}
+	for k, v := range labels {
+		if !nodeName.MatchString(k) || len(v) > 63 || strings.ContainsAny(v, " \t\n=,") {
+			return api.Node{}, invalid("labels", "label %s=%s: give lower-case keys of letters, digits and '-', and values without spaces, '=' or ','", k, v)
+		}
+	}
+	if name == s.localNodeName() {
+		return api.Node{}, invalid("name", "the control plane's own server has no labels yet: label the servers that joined")
+	}
+	if err := s.Store.SetNodeLabels(name, labels); errors.Is(err, store.ErrNotFound) {
+		return api.Node{}, notFound("node", name)
+	} else if err != nil {
+		return api.Node{}, err
+	}
+	ns, err := s.Nodes(ctx)
+	if err != nil {
+		return api.Node{}, err
+	}
+	for _, n := range ns {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return api.Node{}, notFound("node", name)
+}
+
+// RemoveNode forgets a server that holds nothing (the owner's): its boxes,
+// pool boxes, drives and snapshots must be gone first. Its agent is no
+// longer called; to join again it needs a new token.
+func (s *Service) RemoveNode(ctx context.Context, name string) error {
+	if err := requireOwner(ctx, "remove servers"); err != nil {
+		return err
+	}
+	if name == s.localNodeName() {
+		return invalid("name", "%s is the control plane's own server", name)
+	}
+	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
+		return notFound("node", name)
+	} else if err != nil {
+		return err
+	}
+	boxes, pool, drives, snaps, err := s.Store.NodeObjects(name)
+	if err != nil {
+		return err
+	}
+	if boxes+drives+snaps > 0 {
+		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): remove them first (moving them is not there yet)", name, boxes, drives, snaps)
+	}
+	if pool > 0 {
+		// Pool boxes are the server's to make again: they go with it.
+		if err := s.Store.Declare(func(tx *store.Tx) error {
+			ps, err := tx.ListPool()
+			if err != nil {
+				return err
+			}
+			for _, p := range ps {
+				if p.Node == name {
+					if err := tx.RemovePool(p.Key); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		if _, err := s.Rec.Run(ctx); err != nil {
+			return err
+		}
+	}
+	if err := s.Store.RemoveNode(name); err != nil {
+		return err
+	}
+	if s.Cluster != nil {
+		s.Cluster.Driver.RemoveNode(name)
+		s.Cluster.Firewall.RemoveNode(name)
+	}
+	s.Log.Info("node removed", "node", name)
+	return nil
 }

@@ -177,3 +177,68 @@ func TestPlacement(t *testing.T) {
 		}
 	}
 }
+
+// A box asked for on a server goes there, if the server is up and holds
+// its data; a server that holds nothing may be forgotten, one that holds
+// anything may not.
+func TestNodeChosenAndRemoved(t *testing.T) {
+	s, _ := clustered(t)
+	ctx := context.Background()
+	for _, c := range []struct{ want, node string }{{"n3", "n3"}, {"cp", ""}, {"n2", "n2"}} {
+		name := "on-" + c.want
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name, Node: c.want}); err != nil {
+			t.Fatal(err)
+		}
+		if n := nodeOf(t, s, name); n != c.node {
+			t.Fatalf("a box asked for on %s is on %q", c.want, n)
+		}
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "nope"}); err == nil || !strings.Contains(err.Error(), "cp, n2, n3") {
+		t.Fatalf("a server that is not there: %v", err)
+	}
+	if err := s.Store.Declare(func(tx *store.Tx) error {
+		return tx.CreateDrive(store.Drive{Name: "d", State: "ready", Created: time.Now(), Node: "n2"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "y", Node: "n3", Mounts: []api.Mount{{Drive: "d", Path: "/mnt/d"}}}); err == nil || !strings.Contains(err.Error(), "on n2") {
+		t.Fatalf("a box on n3 with a drive of n2: %v", err)
+	}
+
+	if err := s.RemoveNode(ctx, "n3"); err == nil || !strings.Contains(err.Error(), "1 box") {
+		t.Fatalf("removing a server that holds a box: %v", err)
+	}
+	if err := s.RemoveBox(ctx, "on-n3"); err != nil {
+		t.Fatal(err)
+	}
+	waitTomb(t, s)
+	if err := s.RemoveNode(ctx, "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "z", Node: "n3"}); err == nil {
+		t.Fatal("a box was made on a removed server")
+	}
+	for i := range 3 {
+		name := "after" + string(rune('0'+i))
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if n := nodeOf(t, s, name); n == "n3" {
+			t.Fatalf("box %s placed on a removed server", name)
+		}
+	}
+}
+
+// waitTomb runs the reconciler until no removed box holds its name.
+func waitTomb(t *testing.T, s *Service) {
+	t.Helper()
+	for range 20 {
+		if _, err := s.Rec.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if ts, _ := s.Store.ListTombstones(); len(ts) == 0 {
+			return
+		}
+	}
+	t.Fatal("the removed box's tombstone stayed")
+}

@@ -318,6 +318,24 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("box %s has %d containers once n3 is back", b3, n)
 	}
 
+	// A box asked for on a server; labels; a server that holds boxes is
+	// not forgotten.
+	must("new", "--name", "pinned", "--node", "n3")
+	if n := func() string {
+		var b api.Box
+		json.Unmarshal([]byte(must("show", "pinned", "--json")), &b)
+		return b.Node
+	}(); n != "n3" {
+		t.Fatalf("a box asked for on n3 is on %q", n)
+	}
+	must("node", "label", "n2", "ssd=yes")
+	if l := nodes()["n2"].Labels["ssd"]; l != "yes" {
+		t.Fatalf("n2's labels after node label: %v", nodes()["n2"].Labels)
+	}
+	if out, err := cli("node", "rm", "n3"); err == nil || !strings.Contains(out, "still holds") {
+		t.Fatalf("node rm of a server with boxes: %v\n%s", err, out)
+	}
+
 	// Removing a box removes its container from its node.
 	must("rm", "--force", b2)
 	waitFor(t, 30*time.Second, "the removed box's container to go from n2", func() bool {

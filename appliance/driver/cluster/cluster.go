@@ -495,3 +495,10 @@ func (c *Driver) AsBoxUser(ctx context.Context, box string, uid int, fn func() e
 		return bu.AsBoxUser(ctx, box, uid, fn)
 	})
 }
+
+// RemoveNode forgets a node's driver.
+func (c *Driver) RemoveNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.Nodes, name)
+}

@@ -94,3 +94,10 @@ func (f *Firewall) Report(box string) (policies.Report, error) {
 	}
 	return fn.fw.Report(box)
 }
+
+// RemoveNode forgets a node's rules.
+func (f *Firewall) RemoveNode(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.nodes, name)
+}

@@ -20,6 +20,7 @@ func cmdNew(e *env, args []string) error {
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
+	node := fs.String("node", "", "put the box on this server ('paddock nodes'; default: where Paddock places it)")
 	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop on display :1 (default: the server's desktop_default; --desktop=false for none)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -39,7 +40,7 @@ func cmdNew(e *env, args []string) error {
 			return invalidf("%v", err)
 		}
 	}
-	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy, Node: *node}
 	if fs.Changed("desktop") {
 		post.Desktop = desktop
 	}

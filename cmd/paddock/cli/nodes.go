@@ -12,7 +12,7 @@ import (
 
 func cmdNode(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give add")
+		return usagef("give add, label or rm")
 	}
 	switch {
 	case args[0] == "add":
@@ -35,8 +35,37 @@ func cmdNode(e *env, args []string) error {
 			j.ExpiresAt.Local().Format(time.Kitchen), j.Command)
 		fmt.Fprintln(e.stdout, "Then 'paddock nodes' lists it; new boxes may be placed on it once it is up.")
 		return nil
+	case args[0] == "label" && len(args) >= 2:
+		labels := map[string]string{}
+		for _, kv := range args[2:] {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok || k == "" {
+				return invalidf("label %q: give KEY=VALUE", kv)
+			}
+			labels[k] = v
+		}
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		n, err := c.LabelNode(e.ctx, args[1], labels)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "node %s: labels %s\n", n.Name, labelsText(n))
+		return nil
+	case args[0] == "rm" && len(args) == 2:
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		if err := c.RemoveNode(e.ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "removed node %s (its agent is no longer called; to join again it needs a new token)\n", args[1])
+		return nil
 	}
-	return usagef("node add [--json]")
+	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node rm NODE")
 }
 
 func cmdNodes(e *env, args []string) error {

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "Node", "NodeJoin", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -55,7 +55,7 @@ class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):
     pass
 
 
-BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "mounts": "Optional[List[Mount]]", "name": "str", "policy": "str", "ttl": "str", "type": "str"}, total=False)
+BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "policy": "str", "ttl": "str", "type": "str"}, total=False)
 
 
 _BoxSpecRequired = TypedDict("_BoxSpecRequired", {"name": "str"})
@@ -193,6 +193,9 @@ class Node(_NodeRequired, _NodeOptional):
 
 
 NodeJoin = TypedDict("NodeJoin", {"ca_sha256": "str", "command": "str", "expires_at": "str", "token": "str"})
+
+
+NodeLabels = TypedDict("NodeLabels", {"labels": "Optional[Dict[str, str]]"})
 
 
 _PlanRequired = TypedDict("_PlanRequired", {"changes": "Optional[List[Change]]", "project": "str", "serial": "int"})

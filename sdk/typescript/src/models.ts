@@ -71,6 +71,7 @@ export interface BoxPost {
   image?: string;
   mounts?: Mount[] | null;
   name?: string;
+  node?: string;
   policy?: string;
   ttl?: string;
   type?: string;
@@ -250,6 +251,10 @@ export interface NodeJoin {
   command: string;
   expires_at: string;
   token: string;
+}
+
+export interface NodeLabels {
+  labels: Record<string, string> | null;
 }
 
 export interface Plan {
