@@ -35,8 +35,9 @@ func Docker(t testing.TB, opts ...func(*docker.Config)) (*docker.Driver, string)
 		t.Fatal(err)
 	}
 	inst := fmt.Sprintf("pdkct-%d", time.Now().UnixNano()%1e9)
-	// The contract tests use 10.214.0.0/16; the e2e daemons 10.213.0.0/16.
-	n, err := policies.NetworkFor(inst, fmt.Sprintf("10.214.%d.0/24", time.Now().UnixNano()%256))
+	// A /24 that no network of the engine, interface or other live test
+	// has, chosen under the runs' lock: test packages run at once.
+	n, err := policies.NetworkFor(inst, harness.FreeSubnet())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -170,14 +170,15 @@ var (
 	nextSubnet = int(time.Now().UnixNano() % 256)
 )
 
-// freeSubnet hands each daemon its own /24 for its box network, one that
-// overlaps no network the engine already has, no address of this
+// FreeSubnet hands each daemon, test driver and cluster hub its own /24,
+// one that overlaps no network the engine already has, no address of this
 // machine's interfaces (a Paddock running on this machine with the
 // default 10.213.0.0/16 takes that whole range; the tests then use
-// 10.215.0.0/16 and on; 10.214.0.0/16 is the driver contract tests') and
-// none another live run chose and has not made yet (chosen under a lock
-// shared by the runs, and listed in the run's file).
-func freeSubnet() string {
+// 10.215.0.0/16 and on; 10.214.0.0/16, the default of node_subnets, is
+// left out) and none another live run or test package chose and has not
+// made yet (chosen under a lock shared by them all, and listed in the
+// run's file).
+func FreeSubnet() string {
 	subnetMu.Lock()
 	defer subnetMu.Unlock()
 	if err := os.MkdirAll(RunsDir, 0o755); err == nil {
@@ -310,7 +311,7 @@ func NewDaemon(bins Bins, image, dir string) (*Daemon, error) {
 		return nil, err
 	}
 	return &Daemon{
-		Bins: bins, Image: image, Instance: id, Subnet: freeSubnet(), SSH: sshAddr,
+		Bins: bins, Image: image, Instance: id, Subnet: FreeSubnet(), SSH: sshAddr,
 		StateDir: filepath.Join(dir, "state"),
 		Socket:   filepath.Join(os.TempDir(), id+".sock"),
 		Listen:   addr,

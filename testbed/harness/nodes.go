@@ -16,7 +16,7 @@ import (
 // network namespace with its own Docker engine (its own data root, exec
 // root, socket and default bridge), joined to this machine's network
 // namespace through a bridge in a hub namespace, on a /24 of the test
-// ranges that nothing else uses (freeSubnet). This machine is .254 on it,
+// ranges that nothing else uses (FreeSubnet). This machine is .254 on it,
 // server i is .(i+2). A server routes the test ranges and the metadata
 // addresses through this machine (into the test internet, as this
 // machine's own boxes do) and nothing else: what its boxes send anywhere
@@ -55,7 +55,7 @@ type Server struct {
 // short enough for sockets) and loads images into each engine from this
 // machine's.
 func StartServers(dir string, names []string, images ...string) (*Servers, error) {
-	pfx, err := netip.ParsePrefix(freeSubnet())
+	pfx, err := netip.ParsePrefix(FreeSubnet())
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func TestRunsSeeEachOther(t *testing.T) {
 	subnetMu.Lock()
 	nextSubnet = 76 // the next pick would be 10.215.77.0/24
 	subnetMu.Unlock()
-	if got := freeSubnet(); got == "10.215.77.0/24" {
+	if got := FreeSubnet(); got == "10.215.77.0/24" {
 		t.Fatalf("took the subnet another live run chose: %s", got)
 	}
 	mine := claimedSubnets()
