@@ -280,14 +280,30 @@ func (s *Spooled) Close() error {
 // with more names in the tree (hard links) once: its later names are hard
 // link entries to the first, as the engine's copies write them.
 func Pack(w io.Writer, src string) error {
-	return pack(w, src, false, true)
+	return pack(w, src, false, true, nil, nil)
+}
+
+// Skip says whether to leave out the entry rel (a slash path under the
+// folder packed); a folder left out is left out whole.
+type Skip func(rel string, dir bool) bool
+
+// Stats counts what a pack wrote.
+type Stats struct {
+	Files int
+	Bytes int64
+}
+
+// PackSome is Pack that leaves out what skip says (see Ignore), and
+// counts what it wrote in st.
+func PackSome(w io.Writer, src string, skip Skip, st *Stats) error {
+	return pack(w, src, false, true, skip, st)
 }
 
 // PackContents writes what the folder src holds, names relative to it, as
 // they are: symlinks out of src included (for the reader to judge), and
 // sockets, devices and pipes left out.
 func PackContents(w io.Writer, src string) error {
-	return pack(w, src, false, false)
+	return pack(w, src, false, false, nil, nil)
 }
 
 // PackTree writes the tree at src as the engine's copy out of a container
@@ -296,19 +312,22 @@ func PackContents(w io.Writer, src string) error {
 // point is for the receiving side to judge. Sockets, devices and pipes are
 // left out.
 func PackTree(w io.Writer, src string) error {
-	return pack(w, src, true, false)
+	return pack(w, src, true, false, nil, nil)
 }
 
 // pack writes src: a file under its base name; a folder's entries under
 // its base name (named) or relative to it. judge refuses symlinks out.
 // It writes to w in large pieces (a pipe or a socket: fewer hand-offs).
-func pack(w io.Writer, src string, named, judge bool) error {
+func pack(w io.Writer, src string, named, judge bool, skip Skip, st *Stats) error {
 	info, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	p := packer{tw: tar.NewWriter(bw), judge: judge, names: map[fileKey]string{}}
+	if st == nil {
+		st = &Stats{}
+	}
+	p := packer{tw: tar.NewWriter(bw), judge: judge, names: map[fileKey]string{}, skip: skip, st: st}
 	if !info.IsDir() {
 		err = p.one(src, info.Name(), info)
 	} else if named {
@@ -330,6 +349,8 @@ type packer struct {
 	tw    *tar.Writer
 	judge bool
 	names map[fileKey]string // the first name of each file with more than one
+	skip  Skip
+	st    *Stats
 }
 
 // fileKey is a file's identity on this machine: its device and inode.
@@ -349,6 +370,12 @@ func (pk *packer) walk(src, under string) error {
 		}
 		name := path.Join(under, filepath.ToSlash(rel))
 		if name == "." {
+			return nil
+		}
+		if pk.skip != nil && pk.skip(filepath.ToSlash(rel), d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		fi, err := d.Info()
@@ -422,6 +449,8 @@ func (pk *packer) one(p, name string, fi fs.FileInfo) error {
 	if err == nil && n != h.Size {
 		err = fmt.Errorf("%s changed size while being read", p)
 	}
+	pk.st.Files++
+	pk.st.Bytes += n
 	return err
 }
 

@@ -90,7 +90,7 @@ func init() {
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"logs", "BOX JOB [-f]", "print a job's output (-f: follow it, and exit as the job did)", cmdLogs},
 		{"wait", "BOX JOB", "wait for a job to end, and print its exit code", cmdWait},
-		{"push", "BOX LOCAL --to PATH", "copy a local file or directory into the box", cmdPush},
+		{"push", "BOX LOCAL --to PATH [--exclude PATTERN] [--no-ignore]", "copy a local file or directory into the box (a folder's .paddockignore, else its .gitignore files, say what is left out)", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},
 		{"drive", "new NAME | ls [--json] | rm NAME | backup NAME | restore NAME FILE", "manage drives (volumes that outlive boxes)", cmdDrive},
 		{"plan", "[-f PATH] [--var K=V] [--var-file F] [--out FILE] [--destroy] [--drives] [--json]", "show what applying the Boxfile would change (exit 0: none, 2: changes, 1: error)", cmdPlan},

@@ -21,6 +21,8 @@ import (
 func cmdPush(e *env, args []string) error {
 	fs := flags("push")
 	to := fs.String("to", "", "directory in the box that receives LOCAL (created if missing)")
+	excludes := fs.StringArray("exclude", nil, "leave out what matches this pattern (.gitignore syntax; repeatable)")
+	noIgnore := fs.Bool("no-ignore", false, "send everything: do not read .paddockignore or .gitignore files")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -38,7 +40,20 @@ func cmdPush(e *env, args []string) error {
 		return err
 	}
 	local := fs.Arg(1)
-	if _, err := os.Lstat(local); err != nil {
+	fi, err := os.Lstat(local)
+	if err != nil {
+		return err
+	}
+	// What a folder's ignore files (and --exclude) leave out; a single
+	// file is sent as it is.
+	ignores := func() (*archive.Ignore, error) {
+		if !fi.IsDir() || (*noIgnore && len(*excludes) == 0) {
+			return nil, nil
+		}
+		return archive.LoadIgnore(local, !*noIgnore, *excludes)
+	}
+	ig, err := ignores()
+	if err != nil {
 		return err
 	}
 	c, err := e.client()
@@ -48,12 +63,23 @@ func cmdPush(e *env, args []string) error {
 
 	pr, pw := io.Pipe()
 	packErr := make(chan error, 1)
+	var st archive.Stats
 	go func() {
-		err := archive.Pack(pw, local)
+		var skip archive.Skip
+		if ig != nil {
+			skip = ig.Skip
+		}
+		err := archive.PackSome(pw, local, skip, &st)
 		pw.CloseWithError(err)
 		packErr <- err
 	}()
-	body, bar := e.meter(pr, "push", func() int64 { return tarSize(local) })
+	body, bar := e.meter(pr, "push", func() int64 {
+		sizeIg, _ := ignores()
+		if sizeIg == nil {
+			return tarSize(local, nil)
+		}
+		return tarSize(local, sizeIg.Skip)
+	})
 	err = c.Push(e.ctx, name, *to, body)
 	pr.CloseWithError(errPushEnded)
 	// A pack error is the answer, unless packing stopped because the
@@ -62,7 +88,35 @@ func cmdPush(e *env, args []string) error {
 		return fmt.Errorf("%v; nothing was sent", perr)
 	}
 	bar.done(err == nil)
+	if err == nil {
+		fmt.Fprintln(e.stderr, pushSummary(name, *to, st, ig))
+	}
 	return err
+}
+
+// pushSummary is the line a push ends with: what was sent, and what was
+// left out and by which rules.
+func pushSummary(box, to string, st archive.Stats, ig *archive.Ignore) string {
+	line := fmt.Sprintf("pushed %d file(s), %s, to %s:%s", st.Files, sizeText(st.Bytes), box, to)
+	if ig == nil || len(ig.Skipped) == 0 {
+		return line
+	}
+	shown := ig.Skipped
+	more := ""
+	if len(shown) > 5 {
+		shown, more = shown[:5], fmt.Sprintf(" and %d more", len(ig.Skipped)-5)
+	}
+	return fmt.Sprintf("%s; left out by %s: %s%s (--no-ignore sends them)", line, ig.Source, strings.Join(shown, ", "), more)
+}
+
+func sizeText(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 var errPushEnded = errors.New("push ended")
@@ -232,10 +286,16 @@ func (p *progress) draw(now time.Time) {
 // tarSize is the size of the tar stream archive.Pack makes of local: a
 // 512-byte header per entry, file data padded to 512 bytes, and the closing
 // two blocks. Names too long for the header add a little the bar ignores.
-func tarSize(local string) int64 {
+func tarSize(local string, skip archive.Skip) int64 {
 	n := int64(1024)
-	filepath.WalkDir(local, func(_ string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(local, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
+			return nil
+		}
+		if rel, err := filepath.Rel(local, p); skip != nil && err == nil && rel != "." && skip(filepath.ToSlash(rel), d.IsDir()) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		n += 512
