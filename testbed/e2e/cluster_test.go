@@ -288,7 +288,9 @@ func TestCluster(t *testing.T) {
 		return n
 	}
 	n3.StopAgent()
+	agentGone := time.Now()
 	waitFor(t, 60*time.Second, "box "+b3+" to say node down", func() bool { return status(b3) == "node down" })
+	t.Logf("box %s said node down %s after n3's agent stopped", b3, time.Since(agentGone).Round(100*time.Millisecond))
 	waitFor(t, 30*time.Second, "n3 to be down in paddock nodes", func() bool { return nodes()["n3"].State == "down" })
 	if got := must("exec", on(local), "--", "echo", "alive"); got != "alive\n" {
 		t.Fatalf("a box of the control plane's node while n3 is down: %q", got)
@@ -310,12 +312,31 @@ func TestCluster(t *testing.T) {
 	if err := n3.StartAgent(bins.Paddockd, agentEnv); err != nil {
 		t.Fatal(err)
 	}
+	agentBack := time.Now()
 	waitFor(t, 60*time.Second, "box "+b3+" to run again once n3 is back", func() bool { return status(b3) == "running" })
+	t.Logf("box %s said running %s after n3's agent started again", b3, time.Since(agentBack).Round(100*time.Millisecond))
 	if got := must("exec", b3, "--", "cat", "/config/kept"); got != "kept-on-n3\n" {
 		t.Fatalf("box %s once n3 is back: %q", b3, got)
 	}
 	if n := containers(b3); n != 1 {
 		t.Fatalf("box %s has %d containers once n3 is back", b3, n)
+	}
+
+	// A node's engine killed (a crash) and started again: its boxes are
+	// down meanwhile, then run again with their files, once each.
+	b2b := per["n2"][1]
+	must("exec", b2b, "--", "sh", "-c", "echo kept-on-n2 > /config/kept")
+	if err := n2.KillEngine(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	engineBack := time.Now()
+	waitFor(t, 90*time.Second, "box "+b2b+" to run again after n2's engine crashed", func() bool {
+		out, err := cli("exec", b2b, "--", "cat", "/config/kept")
+		return status(b2b) == "running" && err == nil && out == "kept-on-n2\n"
+	})
+	t.Logf("n2's engine answered again; its box ran again with its file %s later", time.Since(engineBack).Round(100*time.Millisecond))
+	if n := containers(b2b); n != 1 {
+		t.Fatalf("box %s has %d containers after n2's engine crashed", b2b, n)
 	}
 
 	// A box asked for on a server; labels; a server that holds boxes is

@@ -38,7 +38,8 @@ type Servers struct {
 
 // Server is one of them.
 type Server struct {
-	Name string
+	Name  string
+	index int
 	// NS is its network namespace (ip netns); Addr its address on the hub.
 	NS   string
 	Addr netip.Addr
@@ -97,7 +98,7 @@ func StartServers(dir string, names []string, images ...string) (*Servers, error
 	for i, name := range names {
 		a := pfx.Addr().As4()
 		a[3] = byte(i + 2)
-		sv := &Server{Name: name, NS: fmt.Sprintf("pdk-%s-%d", s.id, i), Addr: netip.AddrFrom4(a), dir: filepath.Join(dir, fmt.Sprint(i))}
+		sv := &Server{Name: name, index: i, NS: fmt.Sprintf("pdk-%s-%d", s.id, i), Addr: netip.AddrFrom4(a), dir: filepath.Join(dir, fmt.Sprint(i))}
 		s.List = append(s.List, sv)
 		in, out := fmt.Sprintf("pdkn%s%d", s.id, i), fmt.Sprintf("pdkN%s%d", s.id, i)
 		steps := [][]string{
@@ -189,6 +190,20 @@ func (sv *Server) startEngine(i int) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return nil
+}
+
+// KillEngine kills the server's engine at once (SIGKILL, as a crash:
+// its containers' shims live on) and, after, starts it again, as systemd
+// would; it returns once the engine answers again.
+func (sv *Server) KillEngine(after time.Duration) error {
+	if sv.engine == nil {
+		return errors.New("the engine is not running")
+	}
+	sv.engine.Process.Kill()
+	<-sv.done
+	sv.engine = nil
+	time.Sleep(after)
+	return sv.startEngine(sv.index)
 }
 
 // StartAgent runs 'paddockd node' (bin) with args in the server's
