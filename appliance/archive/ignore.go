@@ -2,6 +2,7 @@ package archive
 
 import (
 	"bufio"
+	"io"
 	"os"
 	"path"
 	"path/filepath"
@@ -107,4 +108,23 @@ func (ig *Ignore) Skip(rel string, dir bool) bool {
 		}
 	}
 	return false
+}
+
+// PackPushed packs local as a push sends it (Pack): a folder without what
+// its ignore files (when files) and extra patterns leave out, said by the
+// Ignore returned (nil for a single file, or with nothing to read); st
+// counts what was written.
+func PackPushed(w io.Writer, local string, files bool, extra []string, st *Stats) (*Ignore, error) {
+	fi, err := os.Lstat(local)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.IsDir() || (!files && len(extra) == 0) {
+		return nil, PackSome(w, local, nil, st)
+	}
+	ig, err := LoadIgnore(local, files, extra)
+	if err != nil {
+		return nil, err
+	}
+	return ig, PackSome(w, local, ig.Skip, st)
 }

@@ -306,18 +306,32 @@ func (s *Server) tools() {
 		}
 		return asText(map[string]any{"written": in.Path, "bytes": len(in.Content)}), nil
 	})
-	tool(s, "push", "Copy a file, or the contents of a folder, from this computer into a folder of a box (as paddock push does).", destructive, func(ctx context.Context, in PushIn) (*mcp.CallToolResult, error) {
+	tool(s, "push", "Copy a file, or the contents of a folder, from this computer into a folder of a box (as paddock push does: what the folder's .paddockignore, or else its .gitignore files, say is left out).", destructive, func(ctx context.Context, in PushIn) (*mcp.CallToolResult, error) {
 		local, err := s.Local(in.Local, false)
 		if err != nil {
 			return nil, err
 		}
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(archive.Pack(pw, local)) }()
-		if err := c.Push(ctx, in.Box, in.To, pr); err != nil {
-			pr.CloseWithError(err)
+		var st archive.Stats
+		var ig *archive.Ignore
+		packed := make(chan struct{})
+		go func() {
+			var err error
+			ig, err = archive.PackPushed(pw, local, true, nil, &st)
+			pw.CloseWithError(err)
+			close(packed)
+		}()
+		err = c.Push(ctx, in.Box, in.To, pr)
+		pr.CloseWithError(err)
+		<-packed
+		if err != nil {
 			return nil, err
 		}
-		return asText(map[string]string{"pushed": in.Local, "to": in.To}), nil
+		out := map[string]any{"pushed": in.Local, "to": in.To, "files": st.Files, "bytes": st.Bytes}
+		if ig != nil && len(ig.Skipped) > 0 {
+			out["left_out"], out["left_out_by"] = ig.Skipped, ig.Source
+		}
+		return asText(out), nil
 	})
 	tool(s, "pull", "Copy a file or folder of a box into a folder on this computer; checked whole before anything is written.", destructive, func(ctx context.Context, in PullIn) (*mcp.CallToolResult, error) {
 		// Refused before anything is asked of the box.

@@ -373,12 +373,22 @@ func (e *env) setupBox(c *client.Client, root string, b api.BoxSpec) error {
 		}
 		fmt.Fprintf(e.stdout, "box.%s: pushing %s to %s\n", b.Name, p.Local, p.To)
 		pr, pw := io.Pipe()
-		go func() { pw.CloseWithError(archive.Pack(pw, local)) }()
+		var st archive.Stats
+		var ig *archive.Ignore
+		packed := make(chan struct{})
+		go func() {
+			var err error
+			ig, err = archive.PackPushed(pw, local, true, nil, &st)
+			pw.CloseWithError(err)
+			close(packed)
+		}()
 		err := c.Push(e.ctx, b.Name, p.To, pr)
 		pr.Close()
+		<-packed
 		if err != nil {
 			return fmt.Errorf("push %s: %w", p.Local, err)
 		}
+		fmt.Fprintf(e.stdout, "box.%s: %s\n", b.Name, pushSummary(b.Name, p.To, st, ig))
 	}
 	for i, cmd := range b.Setup {
 		fmt.Fprintf(e.stdout, "box.%s: setup %d/%d: %s\n", b.Name, i+1, len(b.Setup), cmd)

@@ -40,20 +40,7 @@ func cmdPush(e *env, args []string) error {
 		return err
 	}
 	local := fs.Arg(1)
-	fi, err := os.Lstat(local)
-	if err != nil {
-		return err
-	}
-	// What a folder's ignore files (and --exclude) leave out; a single
-	// file is sent as it is.
-	ignores := func() (*archive.Ignore, error) {
-		if !fi.IsDir() || (*noIgnore && len(*excludes) == 0) {
-			return nil, nil
-		}
-		return archive.LoadIgnore(local, !*noIgnore, *excludes)
-	}
-	ig, err := ignores()
-	if err != nil {
+	if _, err := os.Lstat(local); err != nil {
 		return err
 	}
 	c, err := e.client()
@@ -64,21 +51,20 @@ func cmdPush(e *env, args []string) error {
 	pr, pw := io.Pipe()
 	packErr := make(chan error, 1)
 	var st archive.Stats
+	var ig *archive.Ignore
 	go func() {
-		var skip archive.Skip
-		if ig != nil {
-			skip = ig.Skip
-		}
-		err := archive.PackSome(pw, local, skip, &st)
+		var err error
+		ig, err = archive.PackPushed(pw, local, !*noIgnore, *excludes, &st)
 		pw.CloseWithError(err)
 		packErr <- err
 	}()
 	body, bar := e.meter(pr, "push", func() int64 {
-		sizeIg, _ := ignores()
-		if sizeIg == nil {
-			return tarSize(local, nil)
+		// The estimate walks what the push sends, with rules of its own.
+		var skip archive.Skip
+		if sizeIg, err := archive.LoadIgnore(local, !*noIgnore, *excludes); err == nil {
+			skip = sizeIg.Skip
 		}
-		return tarSize(local, sizeIg.Skip)
+		return tarSize(local, skip)
 	})
 	err = c.Push(e.ctx, name, *to, body)
 	pr.CloseWithError(errPushEnded)
