@@ -128,3 +128,36 @@ func PackPushed(w io.Writer, local string, files bool, extra []string, st *Stats
 	}
 	return ig, PackSome(w, local, ig.Skip, st)
 }
+
+// Push is a push's archive being packed as it is read (PackPushed).
+type Push struct {
+	pr   *io.PipeReader
+	done chan struct{}
+	ig   *Ignore
+	st   Stats
+	err  error
+}
+
+// StartPush starts packing local as PackPushed does; read the archive
+// from the Push, then End it.
+func StartPush(local string, files bool, extra []string) *Push {
+	pr, pw := io.Pipe()
+	p := &Push{pr: pr, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.ig, p.err = PackPushed(pw, local, files, extra, &p.st)
+		pw.CloseWithError(p.err)
+	}()
+	return p
+}
+
+func (p *Push) Read(b []byte) (int, error) { return p.pr.Read(b) }
+
+// End stops the reading with why (nil once all was read) and returns what
+// was packed, and the packing's error: why itself, or io.ErrClosedPipe,
+// when the packing stopped because the reading did.
+func (p *Push) End(why error) (*Ignore, Stats, error) {
+	p.pr.CloseWithError(why)
+	<-p.done
+	return p.ig, p.st, p.err
+}

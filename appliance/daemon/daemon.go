@@ -86,6 +86,16 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// engine connects to this server's Docker engine as the driver of the
+// boxes of boxNet (named by its table, the instance).
+func engine(ctx context.Context, cfg config.Config, boxNet policies.Network) (*docker.Driver, error) {
+	return docker.New(ctx, docker.Config{
+		Host: cfg.DockerHost, Instance: boxNet.Table, Runtime: cfg.Runtime, User: cfg.BoxUser,
+		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
+		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, KeepWarm: cfg.WarmExec,
+	})
+}
+
 // parseAndLoad parses a command's flags (no arguments besides) and loads
 // the configuration; a code of 0 or more is the exit code to stop with.
 func parseAndLoad(fs *pflag.FlagSet, args, environ []string, stderr io.Writer) (config.Config, int) {
@@ -151,11 +161,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	drv, err := docker.New(dctx, docker.Config{
-		Host: cfg.DockerHost, Instance: cfg.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser,
-		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
-		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, KeepWarm: cfg.WarmExec,
-	})
+	drv, err := engine(dctx, cfg, boxNet)
 	if cfg.UnsafeDockerInRuncBoxes {
 		log.Warn("unsafe_docker_in_runc_boxes is on: root in any box owns this machine (a test setting)")
 	}

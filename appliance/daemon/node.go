@@ -95,11 +95,7 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, stdout
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	drv, err := docker.New(dctx, docker.Config{
-		Host: cfg.DockerHost, Instance: id.Instance, Runtime: cfg.Runtime, User: cfg.BoxUser,
-		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
-		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, KeepWarm: cfg.WarmExec,
-	})
+	drv, err := engine(dctx, cfg, boxNet)
 	if err == nil {
 		err = drv.Prepare(dctx)
 	}

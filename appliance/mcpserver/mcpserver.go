@@ -311,19 +311,9 @@ func (s *Server) tools() {
 		if err != nil {
 			return nil, err
 		}
-		pr, pw := io.Pipe()
-		var st archive.Stats
-		var ig *archive.Ignore
-		packed := make(chan struct{})
-		go func() {
-			var err error
-			ig, err = archive.PackPushed(pw, local, true, nil, &st)
-			pw.CloseWithError(err)
-			close(packed)
-		}()
-		err = c.Push(ctx, in.Box, in.To, pr)
-		pr.CloseWithError(err)
-		<-packed
+		push := archive.StartPush(local, true, nil)
+		err = c.Push(ctx, in.Box, in.To, push)
+		ig, st, _ := push.End(err)
 		if err != nil {
 			return nil, err
 		}

@@ -372,19 +372,9 @@ func (e *env) setupBox(c *client.Client, root string, b api.BoxSpec) error {
 			local = filepath.Join(root, local)
 		}
 		fmt.Fprintf(e.stdout, "box.%s: pushing %s to %s\n", b.Name, p.Local, p.To)
-		pr, pw := io.Pipe()
-		var st archive.Stats
-		var ig *archive.Ignore
-		packed := make(chan struct{})
-		go func() {
-			var err error
-			ig, err = archive.PackPushed(pw, local, true, nil, &st)
-			pw.CloseWithError(err)
-			close(packed)
-		}()
-		err := c.Push(e.ctx, b.Name, p.To, pr)
-		pr.Close()
-		<-packed
+		push := archive.StartPush(local, true, nil)
+		err := c.Push(e.ctx, b.Name, p.To, push)
+		ig, st, _ := push.End(err)
 		if err != nil {
 			return fmt.Errorf("push %s: %w", p.Local, err)
 		}

@@ -48,17 +48,8 @@ func cmdPush(e *env, args []string) error {
 		return err
 	}
 
-	pr, pw := io.Pipe()
-	packErr := make(chan error, 1)
-	var st archive.Stats
-	var ig *archive.Ignore
-	go func() {
-		var err error
-		ig, err = archive.PackPushed(pw, local, !*noIgnore, *excludes, &st)
-		pw.CloseWithError(err)
-		packErr <- err
-	}()
-	body, bar := e.meter(pr, "push", func() int64 {
+	push := archive.StartPush(local, !*noIgnore, *excludes)
+	body, bar := e.meter(push, "push", func() int64 {
 		// The estimate walks what the push sends, with rules of its own.
 		var skip archive.Skip
 		if sizeIg, err := archive.LoadIgnore(local, !*noIgnore, *excludes); err == nil {
@@ -67,10 +58,10 @@ func cmdPush(e *env, args []string) error {
 		return tarSize(local, skip)
 	})
 	err = c.Push(e.ctx, name, *to, body)
-	pr.CloseWithError(errPushEnded)
+	ig, st, perr := push.End(errPushEnded)
 	// A pack error is the answer, unless packing stopped because the
 	// request had ended (its error says why).
-	if perr := <-packErr; perr != nil && (err == nil || !(errors.Is(perr, errPushEnded) || errors.Is(perr, io.ErrClosedPipe))) {
+	if perr != nil && (err == nil || !(errors.Is(perr, errPushEnded) || errors.Is(perr, io.ErrClosedPipe))) {
 		return fmt.Errorf("%v; nothing was sent", perr)
 	}
 	bar.done(err == nil)
