@@ -24,7 +24,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/google/nftables"
 	"github.com/spf13/pflag"
 	"golang.org/x/crypto/ssh"
 
@@ -174,8 +173,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()
-	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
-	fw.Log = log.Warn
+	fw := rulesFor(boxNet, log)
 	// Every call goes through the cluster's driver and rules, which send
 	// it to the box's node: this server's own engine is node "", the only
 	// one until a server joins.
@@ -230,16 +228,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		log.Warn("first reconcile left errors", "err", e)
 	}
 
-	if err := bridgeFiltering(); err != nil {
-		return err
-	}
-
-	resolver, err := startResolver(cfg, fw, boxNet)
+	resolver, err := startResolver(cfg, fw, boxNet, log)
 	if err != nil {
 		return err
 	}
 	defer resolver.Shutdown()
-	log.Info("box resolver", "listen", resolver.Addr, "upstream", resolver.Upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 	if cfg.ClusterListen != "" {
 		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc, log)
 		if err != nil {

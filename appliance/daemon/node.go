@@ -104,17 +104,12 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, stdout
 		return err
 	}
 	defer drv.Close()
-	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
-	fw.Log = log.Warn
-	if err := bridgeFiltering(); err != nil {
-		return err
-	}
-	resolver, err := startResolver(cfg, fw, boxNet)
+	fw := rulesFor(boxNet, log)
+	resolver, err := startResolver(cfg, fw, boxNet, log)
 	if err != nil {
 		return err
 	}
 	defer resolver.Shutdown()
-	log.Info("box resolver", "listen", resolver.Addr, "upstream", resolver.Upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 
 	listen := cfg.NodeListen
 	if id.Listen != "" {
@@ -133,9 +128,21 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, stdout
 	return agent.Serve(ctx, l, id.CA.ServerConfig(id.Cert))
 }
 
-// startResolver serves the boxes' resolver at the box network's gateway,
-// forwarding allowed names to dns_upstream (or /etc/resolv.conf's first).
-func startResolver(cfg config.Config, fw *policies.Manager, boxNet policies.Network) (*policies.Resolver, error) {
+// rulesFor is the egress rules of the boxes of boxNet, in this machine's
+// kernel.
+func rulesFor(boxNet policies.Network, log *slog.Logger) *policies.Manager {
+	fw := policies.NewManager(boxNet, func() (*nftables.Conn, error) { return policies.Dial() })
+	fw.Log = log.Warn
+	return fw
+}
+
+// startResolver turns on bridge filtering, then serves the boxes'
+// resolver at the box network's gateway, forwarding allowed names to
+// dns_upstream (or /etc/resolv.conf's first).
+func startResolver(cfg config.Config, fw *policies.Manager, boxNet policies.Network, log *slog.Logger) (*policies.Resolver, error) {
+	if err := bridgeFiltering(); err != nil {
+		return nil, err
+	}
 	upstream := cfg.DNSUpstream
 	if upstream == "" {
 		var err error
@@ -147,6 +154,7 @@ func startResolver(cfg config.Config, fw *policies.Manager, boxNet policies.Netw
 	if err := r.Serve(); err != nil {
 		return nil, err
 	}
+	log.Info("box resolver", "listen", r.Addr, "upstream", r.Upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 	return r, nil
 }
 

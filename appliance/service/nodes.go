@@ -352,7 +352,8 @@ func (s *Service) boxNode(n string) string {
 	if n != "" {
 		return n
 	}
-	if ns, err := s.Store.ListNodes(); err == nil && len(ns) > 0 {
+	// The nodes attached are those that joined: no query for each box.
+	if s.Cluster != nil && s.Cluster.Driver.Len() > 1 {
 		return s.localNodeName()
 	}
 	return ""

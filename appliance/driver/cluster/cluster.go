@@ -59,6 +59,13 @@ func (c *Driver) SetNode(name string, d driver.Driver) {
 	c.Nodes[name] = d
 }
 
+// Len is how many nodes the driver has.
+func (c *Driver) Len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.Nodes)
+}
+
 // Node is a node's driver.
 func (c *Driver) Node(name string) (driver.Driver, bool) {
 	c.mu.RLock()
