@@ -471,6 +471,19 @@ type NodeJoined struct {
 	// Caller is the name in the certificate of the control plane, the one
 	// caller its agent answers.
 	Caller string `json:"caller"`
+	// Swarm is what its engine joins the cluster's swarm with: sent only
+	// to a server that showed a valid join token, over the TLS its join
+	// command pinned.
+	Swarm SwarmJoin `json:"swarm"`
+}
+
+// SwarmJoin is how an engine joins the cluster's swarm: the swarm's ID,
+// its manager's address (IP:2377) and a worker token, which the next
+// 'paddock node add' replaces.
+type SwarmJoin struct {
+	ClusterID string   `json:"cluster_id"`
+	Managers  []string `json:"managers"`
+	Token     string   `json:"token"`
 }
 
 // Node is a server of this Paddock (GET /v1/nodes, the owner's).
@@ -481,8 +494,13 @@ type Node struct {
 	Addr         string            `json:"addr,omitempty"`
 	Subnet       string            `json:"subnet"`
 	Labels       map[string]string `json:"labels"`
-	// State is "up", or "down" with Error saying why.
-	State       string    `json:"state"`
+	// State is "up", or "down" with Error saying why: Swarm's word on the
+	// server (its heartbeats), or its agent not answering.
+	State string `json:"state"`
+	// Swarm is the swarm's node ID and its word on the server (ready,
+	// down, unknown); empty before the server is in the swarm.
+	SwarmID     string    `json:"swarm_id,omitempty"`
+	SwarmState  string    `json:"swarm_state,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Boxes       int       `json:"boxes"`
 	Pool        int       `json:"pool"`

@@ -198,7 +198,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	host = strings.ToLower(strings.SplitN(host, ".", 2)[0])
 	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer,
 		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
-			Name: host, URL: cfg.ClusterListen,
+			Name: host, URL: cfg.ClusterListen, Swarm: drv,
 			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
 	rec.Forget = svc.ForgetBox
 	rec.Restoring = svc.DriveRestoring

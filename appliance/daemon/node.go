@@ -68,7 +68,7 @@ func nodeCmd(args, environ []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		jctx, cancel := context.WithTimeout(ctx, time.Minute)
-		id, err = node.Join(jctx, dir, node.JoinRequest{ControlPlane: *join, Token: *token, CASHA256: *fp, Name: *name, Listen: cfg.NodeListen})
+		id, err = joinNode(jctx, cfg, dir, node.JoinRequest{ControlPlane: *join, Token: *token, CASHA256: *fp, Name: *name, Listen: cfg.NodeListen})
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "paddockd node:", err)
@@ -84,6 +84,28 @@ func nodeCmd(args, environ []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// joinNode joins this server to the control plane and its engine to the
+// cluster's swarm. An engine in a swarm already is refused before the
+// token is spent.
+func joinNode(ctx context.Context, cfg config.Config, dir string, jr node.JoinRequest) (*node.Identity, error) {
+	eng, err := docker.Connect(ctx, cfg.DockerHost)
+	if err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+	state, cluster, _, err := eng.SwarmState(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("this server's engine: %w", err)
+	}
+	if state != "inactive" {
+		return nil, fmt.Errorf("this server's engine is in a swarm already (%s, %s): a server joins the cluster's swarm as it joins; leave that one first ('docker swarm leave')", cluster, state)
+	}
+	jr.Swarm = func(ctx context.Context, sj api.SwarmJoin, ip string) error {
+		return eng.SwarmJoin(ctx, sj.Managers, sj.Token, ip, sj.ClusterID)
+	}
+	return node.Join(ctx, dir, jr)
 }
 
 // serveNode runs the agent of a node that joined.

@@ -120,6 +120,10 @@ type JoinRequest struct {
 	// Listen is where the agent will answer; a host left out is the
 	// address this server reaches the control plane from.
 	Listen string
+	// Swarm joins this server's engine to the cluster's swarm, advertised
+	// at ip (the agent's address), once the control plane has let the
+	// server in and before the join is kept.
+	Swarm func(ctx context.Context, sj api.SwarmJoin, ip string) error
 }
 
 // Join asks the control plane to let this server in, and keeps what it
@@ -197,6 +201,12 @@ func Join(ctx context.Context, dir string, jr JoinRequest) (*Identity, error) {
 	cert, err := tls.X509KeyPair([]byte(out.Cert), keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("the certificate the control plane issued: %w", err)
+	}
+	if jr.Swarm != nil {
+		ip, _, _ := net.SplitHostPort(addr)
+		if err := jr.Swarm(ctx, out.Swarm, ip); err != nil {
+			return nil, fmt.Errorf("the control plane let this server in as %s, but its engine did not join the swarm: %w; remove it ('paddock node rm %s') and join again with a new token", out.Name, err, out.Name)
+		}
 	}
 	id := &Identity{Name: out.Name, Subnet: out.Subnet, Instance: out.Instance, ControlPlane: jr.ControlPlane,
 		Listen: jr.Listen, Cert: cert, CA: ca}

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -39,6 +40,10 @@ type Cluster struct {
 	URL string
 	// Local says what the control plane's own server has.
 	Local func(ctx context.Context) (node.Info, error)
+	// Swarm is the control plane's engine as the manager of the cluster's
+	// swarm: membership, the servers' health (their heartbeats) and their
+	// labels are Swarm's. A server joins Paddock and the swarm together.
+	Swarm Swarm
 
 	mu     sync.Mutex
 	ca     *node.CA
@@ -51,6 +56,41 @@ type nodeSeen struct {
 	info node.Info
 	err  error
 	at   time.Time
+	// swarmID and swarmState are the swarm's node ID and its word on it;
+	// swarmErr is set when that word is that the node is not there.
+	swarmID, swarmState string
+	swarmErr            error
+}
+
+// Swarm is the engine calls the control plane makes of the swarm it
+// manages (docker.Driver has them).
+type Swarm interface {
+	SwarmManage(ctx context.Context, ip string) (clusterID, manager string, err error)
+	SwarmWorkerToken(ctx context.Context, rotate bool) (string, error)
+	SwarmNodes(ctx context.Context) ([]docker.SwarmNode, error)
+	SwarmLabel(ctx context.Context, id string, labels map[string]string) error
+	SwarmRemove(ctx context.Context, id string) error
+}
+
+// manage makes the control plane's engine the swarm's manager (once; the
+// engine keeps it) and answers how a server joins it.
+func (c *Cluster) manage(ctx context.Context, rotate bool) (api.SwarmJoin, error) {
+	if c.Swarm == nil {
+		return api.SwarmJoin{}, conflict("this server has no swarm to take nodes into")
+	}
+	host, _, err := net.SplitHostPort(c.URL)
+	if err != nil || net.ParseIP(host) == nil || net.ParseIP(host).IsUnspecified() {
+		return api.SwarmJoin{}, conflict("cluster_listen %q: give IP:PORT with this server's private address, where the other servers reach it", c.URL)
+	}
+	id, manager, err := c.Swarm.SwarmManage(ctx, host)
+	if err != nil {
+		return api.SwarmJoin{}, err
+	}
+	tok, err := c.Swarm.SwarmWorkerToken(ctx, rotate)
+	if err != nil {
+		return api.SwarmJoin{}, err
+	}
+	return api.SwarmJoin{ClusterID: id, Managers: []string{manager}, Token: tok}, nil
 }
 
 // JoinTokenLife is how long a join token lasts.
@@ -100,11 +140,14 @@ func (c *Cluster) Attach(n store.Node) error {
 	return nil
 }
 
-// AttachAll makes every joined node reachable (at start).
+// AttachAll makes every joined node reachable (at start), and the
+// swarm's word on each node (LookAtNodes) the driver's: a server the
+// swarm says is down is down for the reconciler too.
 func (s *Service) AttachAll() error {
 	if s.Cluster == nil {
 		return nil
 	}
+	s.Cluster.Driver.Down = s.Cluster.swarmDown
 	ns, err := s.Store.ListNodes()
 	if err != nil {
 		return err
@@ -117,9 +160,10 @@ func (s *Service) AttachAll() error {
 	return nil
 }
 
-// LookAtNodes asks every node what it has, and keeps the answers for
-// placement and 'paddock nodes'. A node that does not answer in time is
-// down until it does.
+// LookAtNodes asks the swarm how the servers are (Swarm's heartbeats),
+// and every node's agent what it has, and keeps the answers for placement
+// and 'paddock nodes'. A server is down while the swarm says so, or while
+// its agent does not answer (its boxes cannot be reached then either).
 func (s *Service) LookAtNodes(ctx context.Context) {
 	c := s.Cluster
 	if c == nil {
@@ -129,13 +173,22 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 	if err != nil {
 		return
 	}
-	names := []string{""}
-	for _, n := range ns {
-		names = append(names, n.Name)
-	}
+	all := append([]store.Node{{}}, ns...)
+	began := time.Now()
 	var wg sync.WaitGroup
-	seen := make([]nodeSeen, len(names))
-	for i, n := range names {
+	seen := make([]nodeSeen, len(all))
+	var swarmNodes []docker.SwarmNode
+	var swarmErr error
+	if c.Swarm != nil && len(ns) > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			defer cancel()
+			swarmNodes, swarmErr = c.Swarm.SwarmNodes(cctx)
+		}()
+	}
+	for i, n := range all {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -143,31 +196,123 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			defer cancel()
 			var info node.Info
 			var err error
-			if n == "" {
+			if n.Name == "" {
 				if c.Local != nil {
 					info, err = c.Local(cctx)
 				}
-			} else if d, ok := c.Driver.Node(n); !ok {
+			} else if d, ok := c.Driver.Node(n.Name); !ok {
 				err = fmt.Errorf("not attached")
 			} else if r, ok := d.(interface {
 				Info(context.Context) (node.Info, error)
 			}); ok {
 				info, err = r.Info(cctx)
+				if err != nil {
+					err = fmt.Errorf("its agent: %w", err)
+				}
 			} else {
-				err = fmt.Errorf("node %s does not say what it has", n)
+				err = fmt.Errorf("node %s does not say what it has", n.Name)
 			}
-			seen[i] = nodeSeen{info: info, err: err, at: time.Now()}
+			seen[i] = nodeSeen{info: info, err: err, at: began}
 		}()
 	}
 	wg.Wait()
+	if c.Swarm != nil {
+		for i, n := range all {
+			if n.Name == "" {
+				// The manager: its engine answered for it above.
+				if len(ns) > 0 {
+					sn, _ := inSwarm(store.Node{Addr: c.URL}, swarmNodes, swarmErr)
+					seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
+				}
+				continue
+			}
+			sn, err := inSwarm(n, swarmNodes, swarmErr)
+			seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
+			if err == nil && !sameLabels(sn.Labels, n.Labels) {
+				// A server that joined the swarm again is a new swarm
+				// node: it gets its labels back.
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				if lerr := c.Swarm.SwarmLabel(cctx, sn.ID, n.Labels); lerr != nil {
+					s.Log.Warn("node labels into the swarm", "node", n.Name, "err", lerr)
+				}
+				cancel()
+			}
+			if err != nil {
+				// Swarm's word comes first: the agent may answer from a
+				// server the swarm has lost.
+				seen[i].err = err
+				if swarmErr == nil {
+					// Not a swarm that does not answer: one that says.
+					seen[i].swarmErr = err
+				}
+			}
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.seen == nil {
 		c.seen = map[string]nodeSeen{}
 	}
-	for i, n := range names {
-		c.seen[n] = seen[i]
+	for i, n := range all {
+		// Two looks at once (the loop's and a request's): the one that
+		// began last has the last word.
+		if prev, ok := c.seen[n.Name]; !ok || !prev.at.After(began) {
+			c.seen[n.Name] = seen[i]
+		}
 	}
+}
+
+func sameLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// inSwarm is the swarm's node of a server (the one that joined with the
+// server's address; a ready one before others), and an error when the
+// swarm does not have it ready.
+func inSwarm(n store.Node, sns []docker.SwarmNode, listErr error) (docker.SwarmNode, error) {
+	if listErr != nil {
+		return docker.SwarmNode{}, fmt.Errorf("the swarm does not answer: %w", listErr)
+	}
+	host, _, _ := net.SplitHostPort(n.Addr)
+	var found *docker.SwarmNode
+	for i, sn := range sns {
+		if sn.Addr != host {
+			continue
+		}
+		if found == nil || (found.State != "ready" && sn.State == "ready") {
+			found = &sns[i]
+		}
+	}
+	switch {
+	case found == nil:
+		return docker.SwarmNode{}, fmt.Errorf("the swarm has no server at %s (its engine is not in the swarm)", host)
+	case found.State != "ready":
+		why := found.State
+		if found.Message != "" {
+			why += ": " + found.Message
+		}
+		return *found, fmt.Errorf("the swarm says %s", why)
+	}
+	return *found, nil
+}
+
+// swarmDown is the swarm's word on a node, when it is that the node is
+// down or gone; nil while it is ready, and while the swarm does not
+// answer (that says nothing of the node).
+func (c *Cluster) swarmDown(name string) error {
+	seen, ok := c.lastSeen(name)
+	if !ok {
+		return nil
+	}
+	return seen.swarmErr
 }
 
 func (c *Cluster) lastSeen(name string) (nodeSeen, bool) {
@@ -190,6 +335,12 @@ func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
 	}
 	ca, _, err := s.Cluster.authority()
 	if err != nil {
+		return api.NodeJoin{}, err
+	}
+	// The swarm is made with the first token; each new token comes with
+	// a new swarm worker token, so that the one sent to the last server
+	// that joined lets no one else in.
+	if _, err := s.Cluster.manage(ctx, true); err != nil {
 		return api.NodeJoin{}, err
 	}
 	tok, _ := auth.NewToken()
@@ -244,6 +395,10 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	if err != nil {
 		return api.NodeJoined{}, err
 	}
+	sw, err := c.manage(ctx, false)
+	if err != nil {
+		return api.NodeJoined{}, err
+	}
 	der, err := ca.Sign(name, pub)
 	if err != nil {
 		return api.NodeJoined{}, err
@@ -262,7 +417,7 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 		return api.NodeJoined{}, err
 	}
 	s.Log.Info("node joined", "node", name, "addr", req.Addr, "subnet", subnet)
-	return api.NodeJoined{Name: name, Cert: string(certPEM), CA: string(ca.PEM), Subnet: subnet.String(), Instance: s.Cfg.Instance, Caller: node.ControlPlane}, nil
+	return api.NodeJoined{Name: name, Cert: string(certPEM), CA: string(ca.PEM), Subnet: subnet.String(), Instance: s.Cfg.Instance, Caller: node.ControlPlane, Swarm: sw}, nil
 }
 
 // freeNodeSubnet is the lowest /24 of node_subnets no node has.
@@ -327,6 +482,7 @@ func (s *Service) Nodes(ctx context.Context) ([]api.Node, error) {
 		}
 		if s.Cluster != nil {
 			if seen, ok := s.Cluster.lastSeen(n.Name); ok {
+				an.SwarmID, an.SwarmState = seen.swarmID, seen.swarmState
 				if seen.err != nil {
 					an.State, an.Error = "down", seen.err.Error()
 				} else {
@@ -576,6 +732,23 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	if name == s.localNodeName() {
 		return api.Node{}, invalid("name", "the control plane's own server has no labels yet: label the servers that joined")
 	}
+	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
+		return api.Node{}, notFound("node", name)
+	} else if err != nil {
+		return api.Node{}, err
+	}
+	// The swarm keeps them (as paddock.KEY on its node), then this store,
+	// which placement reads.
+	if c := s.Cluster; c != nil && c.Swarm != nil {
+		s.LookAtNodes(ctx)
+		seen, _ := c.lastSeen(name)
+		if seen.swarmID == "" {
+			return api.Node{}, conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.err)
+		}
+		if err := c.Swarm.SwarmLabel(ctx, seen.swarmID, labels); err != nil {
+			return api.Node{}, fmt.Errorf("labelling %s in the swarm: %w", name, err)
+		}
+	}
 	if err := s.Store.SetNodeLabels(name, labels); errors.Is(err, store.ErrNotFound) {
 		return api.Node{}, notFound("node", name)
 	} else if err != nil {
@@ -635,6 +808,16 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		}
 		if _, err := s.Rec.Run(ctx); err != nil {
 			return err
+		}
+	}
+	// Out of the swarm first: a server the swarm still has is not
+	// forgotten.
+	if c := s.Cluster; c != nil && c.Swarm != nil {
+		s.LookAtNodes(ctx)
+		if seen, _ := c.lastSeen(name); seen.swarmID != "" {
+			if err := c.Swarm.SwarmRemove(ctx, seen.swarmID); err != nil {
+				return fmt.Errorf("taking %s out of the swarm: %w", name, err)
+			}
 		}
 	}
 	if err := s.Store.RemoveNode(name); err != nil {

@@ -2,7 +2,14 @@ package service
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -56,7 +64,7 @@ func clustered(t *testing.T) (*Service, map[string]*fakeNode) {
 		if err := s.Store.AddJoinToken(n, time.Now().Add(time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.Store.JoinNode(n, store.Node{Name: n, Addr: "10.0.0.1:7443", Subnet: "10.214." + string(rune('0'+i)) + ".0/24", Joined: time.Now()}); err != nil {
+		if err := s.Store.JoinNode(n, store.Node{Name: n, Addr: "127.0.1." + string(rune('0'+i)) + ":7443", Subnet: "10.214." + string(rune('0'+i)) + ".0/24", Joined: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -241,4 +249,173 @@ func waitTomb(t *testing.T, s *Service) {
 		}
 	}
 	t.Fatal("the removed box's tombstone stayed")
+}
+
+// fakeSwarm is the swarm as a manager's engine tells it.
+type fakeSwarm struct {
+	nodes    []docker.SwarmNode
+	token    string
+	rotated  int
+	labelled map[string]map[string]string
+	removed  []string
+}
+
+func (f *fakeSwarm) SwarmManage(ctx context.Context, ip string) (string, string, error) {
+	return "swarm1", ip + ":2377", nil
+}
+func (f *fakeSwarm) SwarmWorkerToken(ctx context.Context, rotate bool) (string, error) {
+	if rotate {
+		f.rotated++
+	}
+	return fmt.Sprintf("%s-%d", f.token, f.rotated), nil
+}
+func (f *fakeSwarm) SwarmNodes(ctx context.Context) ([]docker.SwarmNode, error) {
+	return slices.Clone(f.nodes), nil
+}
+func (f *fakeSwarm) SwarmLabel(ctx context.Context, id string, labels map[string]string) error {
+	f.labelled[id] = labels
+	return nil
+}
+func (f *fakeSwarm) SwarmRemove(ctx context.Context, id string) error {
+	f.removed = append(f.removed, id)
+	return nil
+}
+
+// Swarm is the cluster layer: a join token comes with a new swarm worker
+// token, a server is up only while the swarm says it is ready (even if
+// its agent answers), nothing is made on one it says is down and its
+// boxes say "node down", and labels and removal go to the swarm.
+func TestTheSwarmSaysWhoIsUp(t *testing.T) {
+	s, nodes := clustered(t)
+	ctx := context.Background()
+	sw := &fakeSwarm{token: "SWMTKN", labelled: map[string]map[string]string{}, nodes: []docker.SwarmNode{
+		{ID: "m", Addr: "127.0.1.254", State: "ready", Manager: true},
+		{ID: "s2", Addr: "127.0.1.1", State: "ready"},
+		{ID: "s3", Addr: "127.0.1.2", State: "ready"},
+	}}
+	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
+	// As AttachAll does, with the fake nodes kept.
+	s.Cluster.Driver.Down = s.Cluster.swarmDown
+	s.LookAtNodes(ctx)
+	up := func() map[string]api.Node {
+		t.Helper()
+		ns, err := s.Nodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]api.Node{}
+		for _, n := range ns {
+			m[n.Name] = n
+		}
+		return m
+	}
+	if m := up(); m["n2"].State != "up" || m["n2"].SwarmID != "s2" || m["cp"].SwarmID != "m" {
+		t.Fatalf("nodes with the swarm saying ready: %+v", m)
+	}
+
+	// Each token comes with a new worker token; the join hands it out.
+	j, err := s.NodeJoinToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sw.rotated != 1 {
+		t.Fatalf("the worker token was rotated %d times for one join token", sw.rotated)
+	}
+	joined, err := s.JoinNode(ctx, api.NodeJoinRequest{Token: j.Token, Name: "n4", Addr: "127.0.1.4:7443", PublicKey: testPublicKey(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if joined.Swarm.Token != "SWMTKN-1" || !slices.Equal(joined.Swarm.Managers, []string{"127.0.1.254:2377"}) || joined.Swarm.ClusterID != "swarm1" {
+		t.Fatalf("what a joining server is told of the swarm: %+v", joined.Swarm)
+	}
+	// Not in the swarm yet: down, whatever its agent says.
+	nodes["n4"] = &fakeNode{Driver: fake.New("img", "img2")}
+	s.Cluster.Driver.SetNode("n4", nodes["n4"])
+	s.LookAtNodes(ctx)
+	if m := up(); m["n4"].State != "down" || !strings.Contains(m["n4"].Error, "not in the swarm") {
+		t.Fatalf("a server the swarm does not have: %+v", m["n4"])
+	}
+	sw.nodes = append(sw.nodes, docker.SwarmNode{ID: "s4", Addr: "127.0.1.4", State: "ready"})
+	s.LookAtNodes(ctx)
+	if m := up(); m["n4"].State != "up" {
+		t.Fatalf("a server once the swarm has it: %+v", m["n4"])
+	}
+
+	// n3's agent answers, but the swarm has lost it.
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "on3", Node: "n3"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sw.nodes[2].State, sw.nodes[2].Message = "down", "heartbeat failure"
+	s.LookAtNodes(ctx)
+	if m := up(); m["n3"].State != "down" || !strings.Contains(m["n3"].Error, "heartbeat failure") || m["n3"].SwarmState != "down" {
+		t.Fatalf("a server the swarm says is down: %+v", m["n3"])
+	}
+	if _, err := s.Rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Store.GetBox("on3"); b.Observed != "node down" {
+		t.Fatalf("a box on a server the swarm says is down: observed %q", b.Observed)
+	}
+	if bs, _ := nodes["n3"].Boxes(ctx); len(bs) != 1 || !bs[0].Running {
+		t.Fatalf("the box's container on the server the swarm lost: %+v", bs)
+	}
+	for i := range 4 {
+		name := fmt.Sprintf("while%d", i)
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if nodeOf(t, s, name) == "n3" {
+			t.Fatalf("box %s was placed on n3, which the swarm says is down", name)
+		}
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "n3"}); err == nil || !strings.Contains(err.Error(), "down") {
+		t.Fatalf("a box asked for on a server the swarm says is down: %v", err)
+	}
+	sw.nodes[2].State = "ready"
+	s.LookAtNodes(ctx)
+	if _, err := s.Rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := s.Store.GetBox("on3"); b.Observed != "running" {
+		t.Fatalf("the box once the swarm has its server again: observed %q", b.Observed)
+	}
+
+	// Labels are kept in the swarm; a server removed leaves it.
+	if _, err := s.LabelNode(ctx, "n2", map[string]string{"ssd": "yes"}); err != nil {
+		t.Fatal(err)
+	}
+	if sw.labelled["s2"]["ssd"] != "yes" {
+		t.Fatalf("the swarm's labels of n2: %v", sw.labelled)
+	}
+	bs, _ := s.Store.ListBoxes()
+	for _, b := range bs {
+		if b.Node == "n4" {
+			if err := s.RemoveBox(ctx, b.Name); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitTomb(t, s)
+	if err := s.RemoveNode(ctx, "n4"); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(sw.removed, []string{"s4"}) {
+		t.Fatalf("the swarm nodes removed with n4: %v", sw.removed)
+	}
+}
+
+func testPublicKey(t *testing.T) string {
+	t.Helper()
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKIXPublicKey(&k.PublicKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }

@@ -139,6 +139,33 @@ func TestCluster(t *testing.T) {
 	})
 	t.Logf("nodes:\n%s", must("nodes"))
 
+	// The servers joined the swarm this machine's engine now manages,
+	// each at its own address, and Swarm's word on them is in 'paddock
+	// nodes'.
+	swarmSays := func() map[string]string {
+		ids, err := dockerOut("node", "ls", "-q")
+		if err != nil {
+			t.Fatalf("docker node ls on the control plane's engine: %v\n%s", err, ids)
+		}
+		out, err := dockerOut(append([]string{"node", "inspect", "--format", "{{.Status.Addr}} {{.Status.State}}"}, strings.Fields(ids)...)...)
+		if err != nil {
+			t.Fatalf("docker node inspect: %v\n%s", err, out)
+		}
+		m := map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if f := strings.Fields(l); len(f) == 2 && m[f[0]] != "ready" {
+				m[f[0]] = f[1]
+			}
+		}
+		return m
+	}
+	if m := swarmSays(); m[n2.Addr.String()] != "ready" || m[n3.Addr.String()] != "ready" {
+		t.Fatalf("the swarm's nodes: %v (n2 at %s, n3 at %s)", m, n2.Addr, n3.Addr)
+	}
+	if m := nodes(); m["n2"].SwarmState != "ready" || m["n3"].SwarmID == "" {
+		t.Fatalf("paddock nodes says of the swarm: %+v", m)
+	}
+
 	// Six boxes on three nodes of the same size: two on each.
 	boxNode := map[string]string{}
 	for i := 1; i <= 6; i++ {
@@ -339,8 +366,46 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("box %s has %d containers after n2's engine crashed", b2b, n)
 	}
 
-	// A box asked for on a server; labels; a server that holds boxes is
-	// not forgotten.
+	// Swarm's word decides: n3 leaves the swarm while its agent still
+	// answers. It is down, its boxes say "node down" and run on where they
+	// are, once; back in the swarm, it is up, and its boxes with it.
+	if out, err := n3.Docker("swarm", "leave", "--force"); err != nil {
+		t.Fatalf("n3 leaving the swarm: %v\n%s", err, out)
+	}
+	left := time.Now()
+	waitFor(t, 60*time.Second, "n3 to be down once it left the swarm", func() bool {
+		n := nodes()["n3"]
+		return n.State == "down" && strings.Contains(n.Error, "swarm")
+	})
+	waitFor(t, 60*time.Second, "box "+b3+" to say node down once n3 left the swarm", func() bool { return status(b3) == "node down" })
+	t.Logf("n3 left the swarm: down in paddock nodes and box %s node down %s later (%s)", b3, time.Since(left).Round(100*time.Millisecond), nodes()["n3"].Error)
+	if out, _ := n3.Docker("inspect", "-f", "{{.State.Running}}", d.Instance+"-"+b3); strings.TrimSpace(out) != "true" {
+		t.Fatalf("box %s's container on n3 while n3 is out of the swarm: %q", b3, out)
+	}
+	// Labelled while it is out: the label is the server's, and goes with
+	// it into the swarm again.
+	must("node", "label", "n3", "zone=b")
+	tok, err := dockerOut("swarm", "join-token", "-q", "worker")
+	if err != nil {
+		t.Fatal(err, tok)
+	}
+	if out, err := n3.Docker("swarm", "join", "--token", strings.TrimSpace(tok), "--advertise-addr", n3.Addr.String(),
+		"--listen-addr", n3.Addr.String()+":2377", servers.Host.String()+":2377"); err != nil {
+		t.Fatalf("n3 joining the swarm again: %v\n%s", err, out)
+	}
+	back3 := time.Now()
+	waitFor(t, 60*time.Second, "box "+b3+" to run again once n3 is back in the swarm", func() bool { return status(b3) == "running" })
+	t.Logf("n3 back in the swarm: box %s running %s later", b3, time.Since(back3).Round(100*time.Millisecond))
+	if n := containers(b3); n != 1 {
+		t.Fatalf("box %s has %d containers once n3 is back in the swarm", b3, n)
+	}
+	waitFor(t, 30*time.Second, "n3's label in the swarm once it joined again", func() bool {
+		out, _ := dockerOut("node", "inspect", "--format", `{{index .Spec.Labels "paddock.zone"}}`, nodes()["n3"].SwarmID)
+		return strings.TrimSpace(out) == "b"
+	})
+
+	// A box asked for on a server; labels (kept in the swarm); a server
+	// that holds boxes is not forgotten.
 	must("new", "--name", "pinned", "--node", "n3")
 	if n := func() string {
 		var b api.Box
@@ -352,6 +417,9 @@ func TestCluster(t *testing.T) {
 	must("node", "label", "n2", "ssd=yes")
 	if l := nodes()["n2"].Labels["ssd"]; l != "yes" {
 		t.Fatalf("n2's labels after node label: %v", nodes()["n2"].Labels)
+	}
+	if out, _ := dockerOut("node", "inspect", "--format", `{{index .Spec.Labels "paddock.ssd"}}`, nodes()["n2"].SwarmID); strings.TrimSpace(out) != "yes" {
+		t.Fatalf("n2's label in the swarm: %q", out)
 	}
 	if out, err := cli("node", "rm", "n3"); err == nil || !strings.Contains(out, "still holds") {
 		t.Fatalf("node rm of a server with boxes: %v\n%s", err, out)

@@ -3,6 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -56,6 +57,14 @@ type Server struct {
 // short enough for sockets) and loads images into each engine from this
 // machine's.
 func StartServers(dir string, names []string, images ...string) (*Servers, error) {
+	// A swarm a killed run left on this machine's engine is advertised
+	// at an address this machine no longer has: no one else's, and of no
+	// use (a control plane would refuse to manage it).
+	if state, addr := hostSwarm(); state != "inactive" && state != "" && !hasAddr(addr) {
+		if err := run("docker", "swarm", "leave", "--force"); err != nil {
+			return nil, fmt.Errorf("leaving the swarm a killed run left (advertised at %s): %w", addr, err)
+		}
+	}
 	pfx, err := netip.ParsePrefix(FreeSubnet())
 	if err != nil {
 		return nil, err
@@ -259,6 +268,11 @@ func (sv *Server) Docker(args ...string) (string, error) {
 // Stop ends every agent and engine (their containers with them), removes
 // the namespaces, the link into the hub, and the servers' files.
 func (s *Servers) Stop() {
+	// The control plane made this machine's engine the manager of a swarm
+	// advertised on the hub: it goes with the hub.
+	if state, addr := hostSwarm(); state == "active" && addr == s.Host.String() {
+		run("docker", "swarm", "leave", "--force")
+	}
 	for _, sv := range s.List {
 		sv.StopAgent()
 		if sv.engine != nil {
@@ -282,4 +296,39 @@ func (s *Servers) Stop() {
 	}
 	s.undo = nil
 	os.RemoveAll(s.dir)
+}
+
+// hostSwarm is this machine's engine's swarm state and the address it is
+// advertised at.
+func hostSwarm() (state, addr string) {
+	out, err := exec.Command("docker", "info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.NodeAddr}}").Output()
+	if err != nil {
+		return "", ""
+	}
+	f := strings.Fields(string(out))
+	if len(f) == 1 {
+		return f[0], ""
+	}
+	if len(f) < 2 {
+		return "", ""
+	}
+	return f[0], f[1]
+}
+
+// hasAddr says whether one of this machine's interfaces has ip.
+func hasAddr(ip string) bool {
+	a, err := netip.ParseAddr(ip)
+	if err != nil {
+		return false
+	}
+	ifs, _ := net.Interfaces()
+	for _, ifc := range ifs {
+		addrs, _ := ifc.Addrs()
+		for _, x := range addrs {
+			if p, err := netip.ParsePrefix(x.String()); err == nil && p.Addr() == a {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -42,6 +42,10 @@ type Driver struct {
 	// that wraps it) is looked for where the last list saw it: what the
 	// reconciler removes because nothing declares it is found there.
 	Where func(kind, name string) (string, error)
+	// Down, when set, is the cluster layer's word on a node (the swarm's
+	// heartbeats): a node it says is down is not called, and is down in
+	// every list, even if its agent would answer.
+	Down func(node string) error
 
 	mu sync.RWMutex
 	// seen is the node each object was on at the last list, by kind and
@@ -123,7 +127,17 @@ func (c *Driver) node(kind, name string) (driver.Driver, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s %s is on node %q: %w", kind, name, n, ErrNoSuchNode)
 	}
+	if err := c.down(n); err != nil {
+		return nil, &driver.NodesDown{Nodes: map[string]error{n: err}}
+	}
 	return d, nil
+}
+
+func (c *Driver) down(n string) error {
+	if c.Down == nil || n == "" {
+		return nil
+	}
+	return c.Down(n)
 }
 
 func (c *Driver) names() []string {
@@ -155,7 +169,11 @@ func (c *Driver) gather(ctx context.Context, f func(ctx context.Context, name st
 			defer wg.Done()
 			cctx, cancel := context.WithTimeout(ctx, listTimeout)
 			defer cancel()
-			if err := f(cctx, n, d, &mu); err != nil {
+			err := c.down(n)
+			if err == nil {
+				err = f(cctx, n, d, &mu)
+			}
+			if err != nil {
 				mu.Lock()
 				down[n] = err
 				mu.Unlock()

@@ -102,19 +102,9 @@ var _ driver.Driver = (*Driver)(nil)
 // New connects to the engine, checks that it answers and removes the volume
 // helpers a killed daemon left.
 func New(ctx context.Context, cfg Config) (*Driver, error) {
-	opts := []client.Opt{client.WithAPIVersionNegotiation()}
-	if cfg.Host != "" {
-		opts = append(opts, client.WithHost(cfg.Host))
-	} else {
-		opts = append(opts, client.WithHostFromEnv())
-	}
-	c, err := client.New(opts...)
+	d, err := Connect(ctx, cfg.Host)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := c.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("docker engine does not answer: %w", err)
 	}
 	if cfg.Instance == "" {
 		cfg.Instance = "paddock"
@@ -122,12 +112,11 @@ func New(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.User == "" {
 		cfg.User = "paddock"
 	}
-	d := &Driver{c: c, cfg: cfg}
-	d.bgCtx, d.bgCancel = context.WithCancel(context.Background())
+	d.cfg = cfg
 	// Volume helpers live for one operation of one daemon; any that exist
 	// now were left by a daemon that died during one.
 	if err := d.removeHelpers(ctx); err != nil {
-		c.Close()
+		d.Close()
 		return nil, err
 	}
 	return d, nil

@@ -85,7 +85,7 @@ func cmdNodes(e *env, args []string) error {
 		return printJSON(e.stdout, ns)
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tSTATE\tADDRESS\tSUBNET\tBOXES\tPOOL\tCPUS\tMEMORY FREE\tDISK FREE\tLABELS")
+	fmt.Fprintln(tw, "NAME\tSTATE\tSWARM\tADDRESS\tSUBNET\tBOXES\tPOOL\tCPUS\tMEMORY FREE\tDISK FREE\tLABELS")
 	for _, n := range ns {
 		name, addr := n.Name, n.Addr
 		if n.ControlPlane {
@@ -96,7 +96,7 @@ func cmdNodes(e *env, args []string) error {
 		if n.Error != "" {
 			state += ": " + n.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, state, addr, n.Subnet, n.Boxes, n.Pool,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, state, orDash(n.SwarmState != "", n.SwarmState), addr, n.Subnet, n.Boxes, n.Pool,
 			orDash(n.CPUs > 0, fmt.Sprint(n.CPUs)), orDash(n.MemoryBytes > 0, gib(n.MemoryFree)+" of "+gib(n.MemoryBytes)),
 			orDash(n.DiskBytes > 0, gib(n.DiskFree)+" of "+gib(n.DiskBytes)), labelsText(n))
 	}

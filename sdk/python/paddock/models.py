@@ -185,7 +185,7 @@ class Mount(_MountRequired, _MountOptional):
 
 
 _NodeRequired = TypedDict("_NodeRequired", {"boxes": "int", "drives": "int", "labels": "Optional[Dict[str, str]]", "name": "str", "pool": "int", "state": "str", "subnet": "str"})
-_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int"}, total=False)
+_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int", "swarm_id": "str", "swarm_state": "str"}, total=False)
 
 
 class Node(_NodeRequired, _NodeOptional):

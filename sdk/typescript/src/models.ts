@@ -244,6 +244,8 @@ export interface Node {
   pool: number;
   state: string;
   subnet: string;
+  swarm_id?: string;
+  swarm_state?: string;
 }
 
 export interface NodeJoin {
