@@ -883,9 +883,11 @@ func (d *Driver) signalExec(cg, id string, sig syscall.Signal) {
 	signalGroup(cg, ins.PID, sig)
 }
 
-// killExec kills the exec's process group (of the box's processes only),
-// once it has one: the engine may not have started its process yet, and
-// would start it with what input it was given and an end of input.
+// killExec kills the exec's process tree (of the box's processes only),
+// once it has one, and returns once the engine says it is no longer
+// running: the engine may not have started its process yet, and would
+// start it with what input it was given and an end of input; and the
+// stream must not close (an end of input) while it runs.
 func (d *Driver) killExec(ctx context.Context, box, id string) {
 	cg, err := d.boxCgroup(ctx, box)
 	if err != nil {
@@ -897,8 +899,7 @@ func (d *Driver) killExec(ctx context.Context, box, id string) {
 		case err != nil:
 			return
 		case ins.Running && ins.PID > 0:
-			signalGroup(cg, ins.PID, syscall.SIGKILL)
-			return
+			signalTree(cg, ins.PID, syscall.SIGKILL)
 		case ins.PID > 0 || ins.ExitCode != 0:
 			return // ended
 		}

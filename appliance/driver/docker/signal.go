@@ -81,7 +81,7 @@ func procStat(pid int) (ppid, pgid int, err error) {
 // signalInBox sends sig to every process in the box's cgroup (box, as
 // cgroupOf says) that match says yes to (given its parent and group),
 // each through a pidfd; it returns how many it signalled.
-func signalInBox(box string, sig syscall.Signal, match func(ppid, pgid int) bool) int {
+func signalInBox(box string, sig syscall.Signal, match func(pid, ppid, pgid int) bool) int {
 	if box == "" || box == "/" {
 		return 0
 	}
@@ -101,7 +101,7 @@ func signalInBox(box string, sig syscall.Signal, match func(ppid, pgid int) bool
 		// Alive after the reads: the number was not yet anyone else's, so
 		// what was read is the pidfd's process.
 		alive := unix.PidfdSendSignal(fd, 0, nil, 0) == nil
-		if err == nil && cerr == nil && alive && inCgroup(cg, box) && match(ppid, pgid) {
+		if err == nil && cerr == nil && alive && inCgroup(cg, box) && match(pid, ppid, pgid) {
 			if unix.PidfdSendSignal(fd, unix.Signal(sig), nil, 0) == nil {
 				n++
 			}
@@ -116,5 +116,38 @@ func signalGroup(box string, pgid int, sig syscall.Signal) int {
 	if pgid <= 1 {
 		return 0
 	}
-	return signalInBox(box, sig, func(_, g int) bool { return g == pgid })
+	return signalInBox(box, sig, func(_, _, g int) bool { return g == pgid })
+}
+
+// signalTree signals root's process group and root and every process
+// below it (of the box's processes only): a command's whole tree, also
+// what it started in groups of their own, as long as it did not leave
+// the tree (a daemon that reparented itself).
+func signalTree(box string, root int, sig syscall.Signal) int {
+	if root <= 1 {
+		return 0
+	}
+	parent := map[int]int{}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 1 {
+			if ppid, _, err := procStat(pid); err == nil {
+				parent[pid] = ppid
+			}
+		}
+	}
+	under := func(pid int) bool {
+		for i := 0; i < 64 && pid > 1; i++ {
+			if pid == root {
+				return true
+			}
+			pid = parent[pid]
+		}
+		return false
+	}
+	return signalInBox(box, sig, func(pid, ppid, pgid int) bool {
+		// The parent read now is the one of the first pass: the number
+		// is the same process's.
+		return pgid == root || (under(pid) && (pid == root || parent[pid] == ppid))
+	})
 }
