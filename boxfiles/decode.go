@@ -40,7 +40,12 @@ var boxSchema = &hcl.BodySchema{
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "mount", LabelNames: []string{"drive"}},
 		{Type: "push", LabelNames: []string{"local"}},
+		{Type: "placement"},
 	},
+}
+
+var placementSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "labels", Required: true}},
 }
 
 var mountSchema = &hcl.BodySchema{
@@ -548,6 +553,28 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 				diags = append(diags, d.checkPush(local, mb.LabelRanges[0], to, ta.Expr.Range())...)
 			}
 			box.Push = append(box.Push, api.PushSpec{Local: local, To: to})
+		case "placement":
+			if box.NodeLabels != nil {
+				diags = append(diags, errAt(mb.DefRange, "Duplicate placement block", "A box has one placement block."))
+				continue
+			}
+			pc, ds := mb.Body.Content(placementSchema)
+			diags = append(diags, ds...)
+			labels, la, ds := d.strMap(pc.Attributes, "labels", "labels")
+			diags = append(diags, ds...)
+			if la != nil {
+				for _, k := range slices.Sorted(maps.Keys(labels)) {
+					if err := api.ValidNodeLabel(k, labels[k]); err != nil {
+						kr, _ := objectItemRanges(la.Expr, k)
+						diags = append(diags, errAt(kr, "Invalid node label", err.Error()))
+					}
+				}
+				rng(la, "placement")
+			}
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			box.NodeLabels = labels
 		}
 	}
 	// files = { LOCAL = "/box/dir" } says the same as push blocks.

@@ -1,5 +1,6 @@
-// Package units holds paddockd's systemd unit (embedded, written by the
-// installer) and the service's side of the systemd protocol: READY once the
+// Package units holds paddockd's systemd units (embedded, written by the
+// installer: paddockd.service, or paddock-node.service on a server that
+// joined another's control plane) and the service's side of the systemd protocol: READY once the
 // first reconcile is done, STOPPING on shutdown, and watchdog pings that
 // come from the reconcile loop itself, so a stuck loop gets the service
 // restarted.
@@ -19,15 +20,25 @@ import (
 //go:embed paddockd.service
 var Service []byte
 
-// Write puts the unit files into dir (e.g. /etc/systemd/system) and reports
-// whether anything changed.
-func Write(dir string) (bool, error) {
-	path := filepath.Join(dir, "paddockd.service")
-	if old, err := os.ReadFile(path); err == nil && string(old) == string(Service) {
+// NodeService is paddock-node.service: the agent of a server that joined
+// another's control plane (instead of paddockd.service).
+//
+//go:embed paddock-node.service
+var NodeService []byte
+
+// Write puts paddockd.service into dir (e.g. /etc/systemd/system) and
+// reports whether anything changed.
+func Write(dir string) (bool, error) { return WriteUnit(dir, "paddockd.service", Service) }
+
+// WriteUnit puts the unit body as name into dir, and reports whether
+// anything changed.
+func WriteUnit(dir, name string, body []byte) (bool, error) {
+	path := filepath.Join(dir, name)
+	if old, err := os.ReadFile(path); err == nil && string(old) == string(body) {
 		return false, nil
 	}
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, Service, 0o644); err != nil {
+	if err := os.WriteFile(tmp, body, 0o644); err != nil {
 		return false, err
 	}
 	return true, os.Rename(tmp, path)

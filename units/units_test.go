@@ -28,10 +28,17 @@ func TestUnitVerifies(t *testing.T) {
 	// machines); the rest of the unit is verified as written.
 	stub := filepath.Join(t.TempDir(), "paddockd")
 	os.WriteFile(stub, []byte("#!/bin/sh\n"), 0o755)
-	unit := filepath.Join(t.TempDir(), "paddockd.service")
-	os.WriteFile(unit, []byte(strings.ReplaceAll(string(Service), "/usr/local/bin/paddockd", stub)), 0o644)
-	out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
-	if err != nil || strings.TrimSpace(string(out)) != "" {
-		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	for name, body := range map[string][]byte{"paddockd.service": Service, "paddock-node.service": NodeService} {
+		unit := filepath.Join(t.TempDir(), name)
+		os.WriteFile(unit, []byte(strings.ReplaceAll(string(body), "/usr/local/bin/paddockd", stub)), 0o644)
+		out, err := exec.Command(analyze, "verify", unit).CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "" {
+			t.Fatalf("systemd-analyze verify %s: %v\n%s", name, err, out)
+		}
+	}
+	// The node agent comes back by itself after any end, and serves what
+	// the server joined as.
+	if !strings.Contains(string(NodeService), "Restart=always") || !strings.Contains(string(NodeService), "ExecStart=/usr/local/bin/paddockd node\n") {
+		t.Fatal("the node unit does not restart always, or does not run 'paddockd node'")
 	}
 }

@@ -62,6 +62,8 @@ type Box struct {
 	// Node is the server the box is on, once the server has more than
 	// one (see Node).
 	Node string `json:"node,omitempty"`
+	// NodeLabels are the labels its server had to have when it was made.
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // Dir is a directory in a box (GET /v1/boxes/NAME/dir?path=).
@@ -162,6 +164,9 @@ type BoxPost struct {
 	// Node puts the box on that server (see GET /v1/nodes); empty: where
 	// Paddock places it.
 	Node string `json:"node,omitempty"`
+	// NodeLabels put the box on a server with all these labels ('paddock
+	// node label').
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // Mount attaches a named drive to a box.

@@ -28,6 +28,9 @@ type BoxSpec struct {
 	// them out (it has the local files) and reports the outcome.
 	Push  []PushSpec `json:"push,omitempty"`
 	Setup []string   `json:"setup,omitempty"`
+	// NodeLabels are the labels of the server the box must be made on
+	// (placement { labels = {...} }).
+	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
 
 // PushSpec copies a local path (relative to the Boxfile's directory) into a

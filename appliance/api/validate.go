@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -262,6 +263,11 @@ func ValidateProject(s ProjectSpec) error {
 				return at(addr, err)
 			}
 		}
+		for k, v := range b.NodeLabels {
+			if err := ValidNodeLabel(k, v); err != nil {
+				return at(addr, err)
+			}
+		}
 		for _, p := range b.Push {
 			if p.Local == "" {
 				return at(addr, &Error{Code: CodeInvalid, Field: "push", Message: "a push needs a local path"})
@@ -272,4 +278,27 @@ func ValidateProject(s ProjectSpec) error {
 		}
 	}
 	return nil
+}
+
+// ValidNodeLabel checks a server label: a key of lower-case letters,
+// digits and '-' (a DNS label) and a value of at most 63 characters with
+// no space, '=' or ','.
+func ValidNodeLabel(k, v string) error {
+	if !isLabel(k) || len(v) > 63 || strings.ContainsAny(v, " \t\n=,") {
+		return &Error{Code: CodeInvalid, Field: "labels", Message: fmt.Sprintf("label %s=%s: give lower-case keys of letters, digits and '-', and values of at most 63 characters without spaces, '=' or ','", k, v)}
+	}
+	return nil
+}
+
+// LabelsText is labels as KEY=VALUE,… in key order.
+func LabelsText(labels map[string]string) string {
+	ks := make([]string, 0, len(labels))
+	for k := range labels {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	for i, k := range ks {
+		ks[i] = k + "=" + labels[k]
+	}
+	return strings.Join(ks, ",")
 }

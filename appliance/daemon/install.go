@@ -1,16 +1,20 @@
 package daemon
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/units"
@@ -30,10 +34,21 @@ func install(args []string, stdout, stderr io.Writer) int {
 	tlsMode := fs.String("tls", "acme", "acme, or internal (Caddy's own CA: private networks, tests)")
 	image := fs.String("image", "", "default box image (written to a new configuration)")
 	sshListen := fs.String("ssh-listen", "", "the SSH gateway's address (written to a new configuration when not :2222)")
+	join := fs.String("join", "", "join another server's Paddock as a node: its cluster address (IP:PORT), from 'paddock node add'")
+	token := fs.String("token", "", "with --join: the one-time join token")
+	fp := fs.String("ca-sha256", "", "with --join: the cluster authority's fingerprint")
+	name := fs.String("name", "", "with --join: the name this server asks for (default: its host name)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	o := installOptions{root: *root, runtime: *runtime, systemd: !*noStart, hostname: *hostname, tls: *tlsMode, image: *image, sshListen: *sshListen}
+	if *join != "" {
+		if err := installNode(o, node.JoinRequest{ControlPlane: *join, Token: *token, CASHA256: *fp, Name: *name}, stdout); err != nil {
+			fmt.Fprintln(stderr, "paddockd install:", err)
+			return 1
+		}
+		return 0
+	}
 	if err := installSteps(o, stdout); err != nil {
 		fmt.Fprintln(stderr, "paddockd install:", err)
 		return 1
@@ -97,29 +112,8 @@ func installSteps(o installOptions, out io.Writer) error {
 	if o.tls != "acme" && o.tls != "internal" {
 		return fmt.Errorf("tls %q: use acme or internal", o.tls)
 	}
-	conf := filepath.Join(root, "etc/paddock/paddock.toml")
-	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
-		if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
-			return err
-		}
-		body := fmt.Sprintf("# paddockd configuration: see the README for every key.\nruntime = %q\n", runtime)
-		if o.hostname != "" {
-			body += fmt.Sprintf("hostname = %q\ntls = %q\n", o.hostname, o.tls)
-		}
-		if o.image != "" {
-			body += fmt.Sprintf("image = %q\n", o.image)
-		}
-		if o.sshListen != "" && o.sshListen != ":2222" {
-			body += fmt.Sprintf("ssh_listen = %q\n", o.sshListen)
-		}
-		if err := os.WriteFile(conf, []byte(body), 0o640); err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "config: wrote %s\n", conf)
-	} else if err != nil {
+	if err := writeConfig(o, out); err != nil {
 		return err
-	} else {
-		fmt.Fprintf(out, "config: kept %s\n", conf)
 	}
 	state := filepath.Join(root, "var/lib/paddock")
 	if err := os.MkdirAll(state, 0o700); err != nil {
@@ -144,6 +138,12 @@ func installSteps(o installOptions, out io.Writer) error {
 	if !systemd {
 		return nil
 	}
+	return startUnit("paddockd.service", changed, out)
+}
+
+// startUnit enables and starts a unit, restarting it when its file
+// changed.
+func startUnit(name string, changed bool, out io.Writer) error {
 	run := func(args ...string) error {
 		if b, err := exec.Command("systemctl", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("systemctl %v: %v: %s", args, err, b)
@@ -155,13 +155,104 @@ func installSteps(o installOptions, out io.Writer) error {
 			return err
 		}
 	}
-	if err := run("enable", "paddockd.service"); err != nil {
+	if err := run("enable", name); err != nil {
 		return err
 	}
-	if changed && exec.Command("systemctl", "is-active", "--quiet", "paddockd.service").Run() == nil {
+	if changed && exec.Command("systemctl", "is-active", "--quiet", name).Run() == nil {
 		fmt.Fprintln(out, "service: restarting (the unit changed)")
-		return run("restart", "paddockd.service")
+		return run("restart", name)
 	}
-	fmt.Fprintln(out, "service: starting")
-	return run("start", "paddockd.service")
+	fmt.Fprintln(out, "service: starting", name)
+	return run("start", name)
+}
+
+// installNode makes this server a node of another's control plane: the
+// configuration (its runtime and image), the join (this server's engine
+// joins the cluster's swarm with it), and paddock-node.service, the agent,
+// enabled and started. paddockd.service is not installed: the control
+// plane is elsewhere. Run again, it keeps the join it made.
+func installNode(o installOptions, jr node.JoinRequest, out io.Writer) error {
+	if o.runtime != "sysbox-runc" && o.runtime != "runc" {
+		return fmt.Errorf("runtime %q: use sysbox-runc or runc", o.runtime)
+	}
+	if err := writeConfig(o, out); err != nil {
+		return err
+	}
+	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + filepath.Join(o.root, "etc/paddock/paddock.toml")})
+	if err != nil {
+		return err
+	}
+	if o.root != "/" {
+		cfg.StateDir = filepath.Join(o.root, "var/lib/paddock")
+	}
+	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
+		return err
+	}
+	dir := filepath.Join(cfg.StateDir, "node")
+	id, err := node.LoadIdentity(dir)
+	switch {
+	case err == nil:
+		fmt.Fprintf(out, "node: joined already, as %s through %s\n", id.Name, id.ControlPlane)
+	case errors.Is(err, os.ErrNotExist):
+		if jr.Name == "" {
+			h, _ := os.Hostname()
+			jr.Name = strings.ToLower(strings.SplitN(h, ".", 2)[0])
+		}
+		jr.Listen = cfg.NodeListen
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		id, err = joinNode(ctx, cfg, dir, jr)
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "node: joined as %s (box network %s)\n", id.Name, id.Subnet)
+	default:
+		return err
+	}
+	unitDir := filepath.Join(o.root, "etc/systemd/system")
+	if err := os.MkdirAll(unitDir, 0o755); err != nil {
+		return err
+	}
+	changed, err := units.WriteUnit(unitDir, "paddock-node.service", units.NodeService)
+	if err != nil {
+		return err
+	}
+	if !o.systemd {
+		return nil
+	}
+	if err := startUnit("paddock-node.service", changed, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\nThis server is node %s of the Paddock at %s: 'paddock nodes' there lists it.\n", id.Name, id.ControlPlane)
+	return nil
+}
+
+// writeConfig writes the configuration file when it is missing (and keeps
+// one that is there).
+func writeConfig(o installOptions, out io.Writer) error {
+	conf := filepath.Join(o.root, "etc/paddock/paddock.toml")
+	if _, err := os.Stat(conf); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(conf), 0o755); err != nil {
+			return err
+		}
+		body := fmt.Sprintf("# paddockd configuration: see the README for every key.\nruntime = %q\n", o.runtime)
+		if o.hostname != "" {
+			body += fmt.Sprintf("hostname = %q\ntls = %q\n", o.hostname, o.tls)
+		}
+		if o.image != "" {
+			body += fmt.Sprintf("image = %q\n", o.image)
+		}
+		if o.sshListen != "" && o.sshListen != ":2222" {
+			body += fmt.Sprintf("ssh_listen = %q\n", o.sshListen)
+		}
+		if err := os.WriteFile(conf, []byte(body), 0o640); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "config: wrote %s\n", conf)
+	} else if err != nil {
+		return err
+	} else {
+		fmt.Fprintf(out, "config: kept %s\n", conf)
+	}
+	return nil
 }

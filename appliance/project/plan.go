@@ -371,6 +371,8 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 	out = attr(out, "agent", quoteNonEmpty(before.Agent), quoteNonEmpty(b.Agent), false)
 	out = attr(out, "env", mapText(before.Env), mapText(b.Env), false)
 	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop != nil && *b.Desktop), true)
+	// Where a box is made: a new constraint is kept, and moves nothing.
+	out = attr(out, "placement", mapText(before.NodeLabels), mapText(b.NodeLabels), false)
 
 	mb := map[string]api.Mount{}
 	for _, m := range before.Mounts {

@@ -535,17 +535,26 @@ func (s *Service) place(tx *store.Tx, b *store.Box) error { return s.placeOn(tx,
 // shows it), when not empty: it must be up, and where the box's drives
 // and snapshot are.
 func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
-	if b.IP != "" || !s.Net.Subnet.IsValid() {
+	if b.IP != "" {
 		return nil
 	}
 	ns, err := tx.ListNodes()
 	if err != nil {
 		return err
 	}
+	if len(b.NodeLabels) > 0 && (len(ns) == 0 || s.Cluster == nil) {
+		return invalid("node_labels", "no server has the labels %s: this Paddock has one server, and labels are for servers that joined ('paddock node add')", api.LabelsText(b.NodeLabels))
+	}
+	if !s.Net.Subnet.IsValid() {
+		return nil
+	}
 	if want != "" {
 		n, err := s.wanted(want, ns)
 		if err != nil {
 			return err
+		}
+		if !hasLabels(ns, n, b.NodeLabels) {
+			return invalid("node", "server %s does not have the labels the box asks for (%s)", want, api.LabelsText(b.NodeLabels))
 		}
 		// Where its data is, if anywhere, must be the same server.
 		if (len(b.Mounts) > 0 || b.From != "") && len(ns) > 0 && s.Cluster != nil {
@@ -636,9 +645,46 @@ func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string
 		fixed, why = n, "snapshot"
 	}
 	if why != "" {
+		if !hasLabels(ns, fixed, b.NodeLabels) {
+			return "", conflict("box %q goes where its %s is, on %s, which does not have the labels it asks for (%s)", b.Name, why, s.nodeDisplay(fixed), api.LabelsText(b.NodeLabels))
+		}
 		return fixed, nil
 	}
-	return s.roomiest(tx, ns)
+	return s.roomiest(tx, ns, b.NodeLabels)
+}
+
+// labelled names the servers with all of labels (nil asks for none: every
+// server). The control plane's own server has none.
+func labelled(ns []store.Node, labels map[string]string) []string {
+	out := []string{}
+	if len(labels) == 0 {
+		out = append(out, "")
+	}
+	for _, n := range ns {
+		if hasLabels(ns, n.Name, labels) {
+			out = append(out, n.Name)
+		}
+	}
+	return out
+}
+
+// hasLabels says whether server name has all of labels.
+func hasLabels(ns []store.Node, name string, labels map[string]string) bool {
+	if len(labels) == 0 {
+		return true
+	}
+	for _, n := range ns {
+		if n.Name != name {
+			continue
+		}
+		for k, v := range labels {
+			if n.Labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // driveNode is the node a new drive goes on: as a box would, with no
@@ -648,12 +694,17 @@ func (s *Service) driveNode(tx *store.Tx) (string, error) {
 	if err != nil || len(ns) == 0 || s.Cluster == nil {
 		return "", err
 	}
-	return s.roomiest(tx, ns)
+	return s.roomiest(tx, ns, nil)
 }
 
-// roomiest is the node that is up with the most memory not promised to
-// its boxes.
-func (s *Service) roomiest(tx *store.Tx, ns []store.Node) (string, error) {
+// roomiest is the node that is up, with labels, with the most memory not
+// promised to its boxes. No server with the labels is an error that names
+// them; servers with them that are all down, one that names those.
+func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]string) (string, error) {
+	allowed := labelled(ns, labels)
+	if len(allowed) == 0 {
+		return "", invalid("node_labels", "no server has the labels %s: give one them with 'paddock node label NODE %s'", api.LabelsText(labels), strings.ReplaceAll(api.LabelsText(labels), ",", " "))
+	}
 	boxes, err := tx.ListBoxes()
 	if err != nil {
 		return "", err
@@ -680,7 +731,7 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node) (string, error) {
 		knownDown bool
 	}
 	var cs []cand
-	for _, n := range append([]string{""}, names(ns)...) {
+	for _, n := range allowed {
 		c := cand{name: n}
 		seen, ok := s.Cluster.lastSeen(n)
 		switch {
@@ -697,6 +748,9 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node) (string, error) {
 		}
 	}
 	if len(cs) == 0 {
+		if len(labels) > 0 {
+			return "", conflict("the servers with the labels %s (%s) are down: wait for one, or label another", api.LabelsText(labels), strings.Join(allowed, ", "))
+		}
 		return "", conflict("no server is up to take the box")
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
@@ -725,8 +779,8 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 		return api.Node{}, err
 	}
 	for k, v := range labels {
-		if !nodeName.MatchString(k) || len(v) > 63 || strings.ContainsAny(v, " \t\n=,") {
-			return api.Node{}, invalid("labels", "label %s=%s: give lower-case keys of letters, digits and '-', and values without spaces, '=' or ','", k, v)
+		if err := api.ValidNodeLabel(k, v); err != nil {
+			return api.Node{}, err
 		}
 	}
 	if name == s.localNodeName() {

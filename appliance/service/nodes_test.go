@@ -419,3 +419,64 @@ func testPublicKey(t *testing.T) string {
 	}
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))
 }
+
+// A box that asks for labels goes to a server that has them, from
+// 'new' and from a Boxfile; one no server has, one whose servers are all
+// down, one asked for on a server without them, and any on a single
+// server are errors that name the labels, and nothing is made.
+func TestPlacementByLabels(t *testing.T) {
+	s, nodes := clustered(t)
+	ctx := context.Background()
+	if err := s.Store.SetNodeLabels("n3", map[string]string{"ssd": "yes", "zone": "b"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Store.SetNodeLabels("n2", map[string]string{"ssd": "no"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		name := fmt.Sprintf("fast%d", i)
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name, NodeLabels: map[string]string{"ssd": "yes"}}); err != nil {
+			t.Fatal(err)
+		}
+		if n := nodeOf(t, s, name); n != "n3" {
+			t.Fatalf("box %s asking for ssd=yes is on %q", name, n)
+		}
+	}
+	b, _ := s.GetBox("fast0")
+	if b.NodeLabels["ssd"] != "yes" {
+		t.Fatalf("the box does not say what it asked for: %+v", b.NodeLabels)
+	}
+	planApply(t, s, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{
+		{Name: "pz", NodeLabels: map[string]string{"zone": "b"}},
+	}}})
+	if n := nodeOf(t, s, "pz"); n != "n3" {
+		t.Fatalf("a Boxfile box placed by zone=b is on %q", n)
+	}
+	before, _ := s.Store.ListBoxes()
+	for _, c := range []struct {
+		post api.BoxPost
+		want string
+	}{
+		{api.BoxPost{Name: "g", NodeLabels: map[string]string{"gpu": "yes"}}, "no server has the labels gpu=yes"},
+		{api.BoxPost{Name: "g", NodeLabels: map[string]string{"ssd": "yes", "zone": "a"}}, "no server has the labels ssd=yes,zone=a"},
+		{api.BoxPost{Name: "g", Node: "n2", NodeLabels: map[string]string{"ssd": "yes"}}, "does not have the labels"},
+		{api.BoxPost{Name: "g", NodeLabels: map[string]string{"Bad Key": "x"}}, "label Bad Key=x"},
+	} {
+		if _, err := s.CreateBox(ctx, c.post); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.post, err, c.want)
+		}
+	}
+	nodes["n3"].down = true
+	s.LookAtNodes(ctx)
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "g", NodeLabels: map[string]string{"ssd": "yes"}}); err == nil || !strings.Contains(err.Error(), "(n3) are down") {
+		t.Errorf("labels whose only server is down: %v", err)
+	}
+	if after, _ := s.Store.ListBoxes(); len(after) != len(before) {
+		t.Fatalf("refused boxes were declared: %d boxes, were %d", len(after), len(before))
+	}
+
+	single, _ := newService(t)
+	if _, err := single.CreateBox(ctx, api.BoxPost{Name: "g", NodeLabels: map[string]string{"ssd": "yes"}}); err == nil || !strings.Contains(err.Error(), "one server") {
+		t.Errorf("labels on a single server: %v", err)
+	}
+}

@@ -60,7 +60,17 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
 	if !s.poolFits(*b) {
 		return false, nil
 	}
-	p, err := tx.TakePool(b.Type, b.Image, b.Desktop)
+	// A box that asks for labels takes a pool box of a server that has
+	// them.
+	var on []string
+	if len(b.NodeLabels) > 0 {
+		ns, err := tx.ListNodes()
+		if err != nil {
+			return false, err
+		}
+		on = labelled(ns, b.NodeLabels)
+	}
+	p, err := tx.TakePoolOn(b.Type, b.Image, b.Desktop, on)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}

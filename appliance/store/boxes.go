@@ -57,6 +57,10 @@ type Box struct {
 	// Node is the server the box is on ("" for the control plane's own);
 	// its container, volumes and snapshots are there.
 	Node string
+	// NodeLabels are the labels the server a new box goes on must have
+	// (a Boxfile's placement, 'new --node-label'); they choose a server
+	// when the box is made, and move nothing after.
+	NodeLabels map[string]string
 }
 
 // Key is the name the box's engine objects have.
@@ -74,7 +78,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels`
 
 type scanner interface{ Scan(...any) error }
 
@@ -82,10 +86,10 @@ func scanBox(r scanner) (Box, error) {
 	var b Box
 	var ttl int64
 	var exp sql.NullInt64
-	var mounts, env string
+	var mounts, env, nodeLabels string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -102,6 +106,9 @@ func scanBox(r scanner) (Box, error) {
 		return b, err
 	}
 	if err := json.Unmarshal([]byte(env), &b.Env); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal([]byte(nodeLabels), &b.NodeLabels); err != nil {
 		return b, err
 	}
 	return b, nil
@@ -144,9 +151,12 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Policy == "" {
 		b.Policy = "allow-all"
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	if b.NodeLabels == nil {
+		b.NodeLabels = map[string]string{}
+	}
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node)
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels))
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -166,10 +176,13 @@ func (t *Tx) UpdateBox(b Box) error {
 	if b.Env == nil {
 		b.Env = map[string]string{}
 	}
+	if b.NodeLabels == nil {
+		b.NodeLabels = map[string]string{}
+	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
-		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, b.Name)
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), b.Name)
 	if err != nil {
 		return err
 	}

@@ -87,8 +87,24 @@ func (t *Tx) RemovePool(key string) error {
 // TakePool removes and returns the oldest ready pool box of that type,
 // image and desktop; ErrNotFound if there is none.
 func (t *Tx) TakePool(typ, image string, desktop bool) (PoolBox, error) {
-	p, err := scanPool(t.tx.QueryRow(`SELECT `+poolCols+` FROM pool WHERE ready=1 AND type=? AND image=? AND desktop=? ORDER BY created, key LIMIT 1`,
-		typ, image, desktop))
+	return t.TakePoolOn(typ, image, desktop, nil)
+}
+
+// TakePoolOn is TakePool among the pool boxes on the servers named in
+// nodes ("" the control plane's own); nil is every server.
+func (t *Tx) TakePoolOn(typ, image string, desktop bool, nodes []string) (PoolBox, error) {
+	q := `SELECT ` + poolCols + ` FROM pool WHERE ready=1 AND type=? AND image=? AND desktop=?`
+	args := []any{typ, image, desktop}
+	if nodes != nil {
+		if len(nodes) == 0 {
+			return PoolBox{}, ErrNotFound
+		}
+		q += ` AND node IN (?` + strings.Repeat(",?", len(nodes)-1) + `)`
+		for _, n := range nodes {
+			args = append(args, n)
+		}
+	}
+	p, err := scanPool(t.tx.QueryRow(q+` ORDER BY created, key LIMIT 1`, args...))
 	if err != nil {
 		return p, err
 	}

@@ -251,6 +251,8 @@ var migrations = []string{
 	 ALTER TABLE tombstones ADD COLUMN node TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE drives ADD COLUMN node TEXT NOT NULL DEFAULT '';
 	 ALTER TABLE snapshots ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
+	// The labels a box's server must have (placement).
+	`ALTER TABLE boxes ADD COLUMN node_labels TEXT NOT NULL DEFAULT '{}';`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

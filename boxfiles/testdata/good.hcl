@@ -40,4 +40,7 @@ box "web" {
 box "worker" {
   policy = "deny-all"
   files  = { "./src" = "/config/src", "good.hcl" = "/config/boxfile" }
+  placement {
+    labels = { ssd = "yes", zone = var.env == "prod" ? "b" : "a" }
+  }
 }

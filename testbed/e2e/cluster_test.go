@@ -421,6 +421,17 @@ func TestCluster(t *testing.T) {
 	if out, _ := dockerOut("node", "inspect", "--format", `{{index .Spec.Labels "paddock.ssd"}}`, nodes()["n2"].SwarmID); strings.TrimSpace(out) != "yes" {
 		t.Fatalf("n2's label in the swarm: %q", out)
 	}
+	// Placement by labels: a box that asks for ssd=yes goes to n2; one
+	// that asks for labels no server has is refused, naming them.
+	must("new", "--name", "fast", "--node-label", "ssd=yes")
+	var fast api.Box
+	json.Unmarshal([]byte(must("show", "fast", "--json")), &fast)
+	if fast.Node != "n2" || fast.NodeLabels["ssd"] != "yes" {
+		t.Fatalf("a box asking for ssd=yes: on %q, asked %v", fast.Node, fast.NodeLabels)
+	}
+	if out, err := cli("new", "--name", "nowhere", "--node-label", "gpu=yes"); err == nil || !strings.Contains(out, "no server has the labels gpu=yes") {
+		t.Fatalf("a box asking for labels no server has: %v\n%s", err, out)
+	}
 	if out, err := cli("node", "rm", "n3"); err == nil || !strings.Contains(out, "still holds") {
 		t.Fatalf("node rm of a server with boxes: %v\n%s", err, out)
 	}

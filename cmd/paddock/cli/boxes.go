@@ -21,6 +21,7 @@ func cmdNew(e *env, args []string) error {
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
 	node := fs.String("node", "", "put the box on this server ('paddock nodes'; default: where Paddock places it)")
+	nodeLabels := fs.StringArray("node-label", nil, "put the box on a server with this label: KEY=VALUE (repeatable; 'paddock node label')")
 	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop on display :1 (default: the server's desktop_default; --desktop=false for none)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -41,6 +42,13 @@ func cmdNew(e *env, args []string) error {
 		}
 	}
 	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy, Node: *node}
+	if len(*nodeLabels) > 0 {
+		labels, err := parseLabels(*nodeLabels)
+		if err != nil {
+			return err
+		}
+		post.NodeLabels = labels
+	}
 	if fs.Changed("desktop") {
 		post.Desktop = desktop
 	}
@@ -195,6 +203,9 @@ func cmdShow(e *env, args []string) error {
 	}
 	if b.Node != "" {
 		fmt.Fprintf(tw, "node:\t%s\n", b.Node)
+	}
+	if len(b.NodeLabels) > 0 {
+		fmt.Fprintf(tw, "placement:\tservers with %s\n", api.LabelsText(b.NodeLabels))
 	}
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)

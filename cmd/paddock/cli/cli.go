@@ -65,7 +65,7 @@ func init() {
 		{"whoami", "[--json]", "show the user, server and token in use", cmdWhoami},
 		{"user", "ls [--json] | invite [--role member|owner] | rm NAME", "users of the server (the owner invites and removes them)", cmdUser},
 		{"token", "create NAME | ls [--json] | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
-		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop] [--node N]", "create a box; it becomes current", cmdNew},
+		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop] [--node N] [--node-label K=V]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--json]", "list boxes", cmdLs},
 		{"show", "BOX [--json]", "show one box", cmdShow},
 		{"use", "BOX", "make BOX the current box", cmdUse},

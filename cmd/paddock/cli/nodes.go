@@ -36,13 +36,9 @@ func cmdNode(e *env, args []string) error {
 		fmt.Fprintln(e.stdout, "Then 'paddock nodes' lists it; new boxes may be placed on it once it is up.")
 		return nil
 	case args[0] == "label" && len(args) >= 2:
-		labels := map[string]string{}
-		for _, kv := range args[2:] {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return invalidf("label %q: give KEY=VALUE", kv)
-			}
-			labels[k] = v
+		labels, err := parseLabels(args[2:])
+		if err != nil {
+			return err
 		}
 		c, err := e.client()
 		if err != nil {
@@ -66,6 +62,22 @@ func cmdNode(e *env, args []string) error {
 		return nil
 	}
 	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node rm NODE")
+}
+
+// parseLabels reads KEY=VALUE server labels.
+func parseLabels(kvs []string) (map[string]string, error) {
+	labels := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, invalidf("label %q: give KEY=VALUE", kv)
+		}
+		if err := api.ValidNodeLabel(k, v); err != nil {
+			return nil, invalidf("%v", err)
+		}
+		labels[k] = v
+	}
+	return labels, nil
 }
 
 func cmdNodes(e *env, args []string) error {

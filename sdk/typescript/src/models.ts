@@ -48,6 +48,7 @@ export interface Box {
   mounts?: Mount[] | null;
   name: string;
   node?: string;
+  node_labels?: Record<string, string> | null;
   note?: string;
   owner?: string;
   policy?: string;
@@ -72,6 +73,7 @@ export interface BoxPost {
   mounts?: Mount[] | null;
   name?: string;
   node?: string;
+  node_labels?: Record<string, string> | null;
   policy?: string;
   ttl?: string;
   type?: string;
@@ -84,6 +86,7 @@ export interface BoxSpec {
   image?: string;
   mounts?: Mount[] | null;
   name: string;
+  node_labels?: Record<string, string> | null;
   policy?: string;
   push?: PushSpec[] | null;
   setup?: string[] | null;
