@@ -6,6 +6,9 @@
 #   curl -fsSL https://HOST/install.sh | sudo sh
 #   sudo PADDOCK_HOSTNAME=paddock.example.org sh install.sh
 #   sudo sh install.sh --uninstall            # keeps /var/lib/paddock and drives
+#   sudo sh install.sh --join IP:PORT --token T --ca-sha256 FP
+#                     # a server for another's Paddock: the command
+#                     # 'paddock node add' prints there
 #   sudo sh install.sh --uninstall --purge    # removes them too
 #
 # Options (environment variables, or the flags in brackets):
@@ -24,6 +27,8 @@
 #                     the production one
 #   PADDOCK_SSH_PORT  [--ssh-port P]  the SSH gateway's port (default 2222)
 #   PADDOCK_DOWNLOAD_URL              where releases are downloaded from
+#   PADDOCK_NODE_NAME [--name N]      with --join: this server's node name
+#                     (default: its host name)
 #
 # Every check runs before anything is changed: when one fails, the system
 # is as it was. Running the installer again changes nothing that is
@@ -49,7 +54,7 @@ fail() {
 }
 
 usage() {
-  sed -n '2,28p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//' || true
+  sed -n '2,29p' "$0" 2>/dev/null | sed 's/^# \{0,1\}//' || true
 }
 
 # --- preflight: read only ----------------------------------------------------
@@ -88,6 +93,19 @@ port_holder() {
 
 check_ports() {
   command -v ss >/dev/null 2>&1 || fail "the ss command is missing (apt-get install iproute2)"
+  if [ -n "$join" ]; then
+    # A node serves no HTTPS nor SSH: its agent (7443) and the swarm's
+    # ports (2377 joins, 7946 gossip) must be free, and reachable from the
+    # other servers on the private network.
+    for p in 7443 2377 7946; do
+      if [ -n "$(ss -ltnH "sport = :$p" 2>/dev/null)" ]; then
+        holder=$(port_holder "$p")
+        [ "$holder" = paddockd ] || [ "$holder" = dockerd ] && continue
+        fail "port $p is in use${holder:+ by $holder}: a node's agent listens on 7443 and Docker Swarm on 2377 and 7946; stop that service first"
+      fi
+    done
+    return 0
+  fi
   case "$ssh_port" in
     '' | *[!0-9]*) fail "PADDOCK_SSH_PORT=$ssh_port: give a port number" ;;
   esac
@@ -187,6 +205,18 @@ check_resources() {
 }
 
 check_options() {
+  if [ -n "$join" ]; then
+    case "$join" in
+      *:*) ;;
+      *) fail "--join $join: give the control plane's IP:PORT, as 'paddock node add' prints it" ;;
+    esac
+    [ -n "$token" ] || fail "--join needs --token (from 'paddock node add')"
+    case "$ca_sha256" in
+      '' ) fail "--join needs --ca-sha256 (from 'paddock node add')" ;;
+      *[!0-9a-f]*) fail "--ca-sha256 $ca_sha256: give the 64 hex digits 'paddock node add' printed" ;;
+    esac
+    [ "${#ca_sha256}" = 64 ] || fail "--ca-sha256 $ca_sha256: give the 64 hex digits 'paddock node add' printed"
+  fi
   case "$runtime" in
     sysbox-runc | runc) ;;
     *) fail "PADDOCK_RUNTIME=$runtime: use sysbox-runc or runc" ;;
@@ -296,6 +326,10 @@ install_binaries() {
     say "paddockd: restarting for the new binary"
     systemctl restart paddockd
   fi
+  if [ "$changed" = 1 ] && systemctl is-active --quiet paddock-node 2>/dev/null; then
+    say "paddock-node: restarting for the new binary"
+    systemctl restart paddock-node
+  fi
 }
 
 # install_clients puts the CLI for users' computers (every paddock-OS-ARCH
@@ -335,6 +369,13 @@ build_image() {
 }
 
 hand_over() {
+  if [ -n "$join" ]; then
+    set -- install --runtime "$runtime" --join "$join" --token "$token" --ca-sha256 "$ca_sha256"
+    if [ -n "$node_name" ]; then set -- "$@" --name "$node_name"; fi
+    if [ -n "$image" ]; then set -- "$@" --image "$image"; fi
+    "$BIN_DIR/paddockd" "$@"
+    return
+  fi
   set -- install --runtime "$runtime" --hostname "$hostname" --tls "$tls" --ssh-listen ":$ssh_port"
   if [ -n "$image" ]; then set -- "$@" --image "$image"; fi
   "$BIN_DIR/paddockd" "$@"
@@ -348,6 +389,7 @@ uninstall() {
   # and the cleanup below can remove the firewall table.
   say "stopping and removing the service"
   systemctl disable --now paddockd >/dev/null 2>&1 || true
+  systemctl disable --now paddock-node >/dev/null 2>&1 || true
   if command -v docker >/dev/null 2>&1; then
     boxes=$(docker ps -q --filter label=paddock.kind=box 2>/dev/null || true)
     if [ -n "$boxes" ]; then
@@ -355,7 +397,7 @@ uninstall() {
       printf '%s\n' "$boxes" | xargs -r docker stop -t 5 >/dev/null 2>&1 || true
     fi
   fi
-  rm -f /etc/systemd/system/paddockd.service
+  rm -f /etc/systemd/system/paddockd.service /etc/systemd/system/paddock-node.service
   systemctl daemon-reload >/dev/null 2>&1 || true
   if [ -x "$BIN_DIR/paddockd" ]; then
     "$BIN_DIR/paddockd" --cleanup >/dev/null 2>&1 || true
@@ -388,6 +430,10 @@ main() {
   download_url=${PADDOCK_DOWNLOAD_URL:-$DOWNLOAD_URL_DEFAULT}
   mode=install
   purge=0
+  join=
+  token=
+  ca_sha256=
+  node_name=${PADDOCK_NODE_NAME:-}
   while [ $# -gt 0 ]; do
     case "$1" in
       --uninstall)
@@ -402,6 +448,10 @@ main() {
       --offline) offline=${2:?--offline needs a directory}; shift ;;
       --image) image=${2:?--image needs a value}; shift ;;
       --ssh-port) ssh_port=${2:?--ssh-port needs a value}; shift ;;
+      --join) join=${2:?--join needs IP:PORT}; shift ;;
+      --token) token=${2:?--token needs a value}; shift ;;
+      --ca-sha256) ca_sha256=${2:?--ca-sha256 needs a value}; shift ;;
+      --name) node_name=${2:?--name needs a value}; shift ;;
       -h | --help) usage; exit 0 ;;
       *) fail "unknown option $1 (see --help)" ;;
     esac
@@ -417,10 +467,14 @@ main() {
   check_arch
   check_options
   check_ports
-  check_hostname
+  if [ -z "$join" ]; then check_hostname; fi
   check_resources
   check_sysbox
-  say "installing Paddock $version for $hostname on $os_id $os_version ($arch), runtime $runtime"
+  if [ -n "$join" ]; then
+    say "installing Paddock $version as a node of $join on $os_id $os_version ($arch), runtime $runtime"
+  else
+    say "installing Paddock $version for $hostname on $os_id $os_version ($arch), runtime $runtime"
+  fi
 
   work=$(mktemp -d)
   trap 'rm -rf "$work"' EXIT
@@ -432,7 +486,7 @@ main() {
   install_docker
   install_sysbox
   install_binaries
-  install_clients
+  if [ -z "$join" ]; then install_clients; fi
   build_image
   hand_over
 }

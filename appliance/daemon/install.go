@@ -178,7 +178,9 @@ func installNode(o installOptions, jr node.JoinRequest, out io.Writer) error {
 	if err := writeConfig(o, out); err != nil {
 		return err
 	}
-	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + filepath.Join(o.root, "etc/paddock/paddock.toml")})
+	// The environment's PADDOCK_* settings count (the engine's address,
+	// node_listen), as they do for the agent the unit runs.
+	cfg, err := config.Load(nil, append(os.Environ(), "PADDOCK_CONFIG="+filepath.Join(o.root, "etc/paddock/paddock.toml")))
 	if err != nil {
 		return err
 	}

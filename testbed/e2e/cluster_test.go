@@ -108,7 +108,24 @@ func TestCluster(t *testing.T) {
 		return strings.Contains(string(b), "not valid")
 	})
 	n3.StopAgent()
-	if err := n3.StartAgent(bins.Paddockd, agentEnv, agentArgs(join(), n3)...); err != nil {
+	// n3 joins the way the installer does it: 'paddockd install --join'
+	// (install.sh --join hands over to it) joins and writes the agent's
+	// unit, and the agent then serves with no flags.
+	j3 := join()
+	out, err := n3.Install(bins.Paddockd, agentEnv, "--runtime", "runc", "--join", clusterAddr, "--token", j3.Token, "--ca-sha256", j3.CASHA256, "--name", "n3")
+	if err != nil || !strings.Contains(out, "node: joined as n3") {
+		t.Fatalf("paddockd install --join on n3: %v\n%s", err, out)
+	}
+	if unit, err := os.ReadFile(filepath.Join(n3.Root(), "etc/systemd/system/paddock-node.service")); err != nil || !strings.Contains(string(unit), "ExecStart=/usr/local/bin/paddockd node\n") {
+		t.Fatalf("the agent's unit on n3: %v\n%s", err, unit)
+	}
+	if _, err := os.Stat(filepath.Join(n3.Root(), "etc/systemd/system/paddockd.service")); err == nil {
+		t.Fatal("a node's install wrote the control plane's unit")
+	}
+	if out, err := n3.Install(bins.Paddockd, agentEnv, "--runtime", "runc", "--join", clusterAddr, "--token", j3.Token, "--ca-sha256", j3.CASHA256, "--name", "n3"); err != nil || !strings.Contains(out, "joined already, as n3") {
+		t.Fatalf("paddockd install --join run again on n3: %v\n%s", err, out)
+	}
+	if err := n3.StartAgent(bins.Paddockd, agentEnv); err != nil {
 		t.Fatal(err)
 	}
 

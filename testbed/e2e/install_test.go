@@ -171,6 +171,12 @@ func TestInstall(t *testing.T) {
 	s.must("umount /proc/sys/user/max_user_namespaces")
 	refuse("no Sysbox package offline", sysbox, "offline mode with sysbox: /opt/offline/sysbox-ce_0.6.5-0.linux_"+goruntime.GOARCH+".deb is missing")
 	refuse("bad runtime", "PADDOCK_OFFLINE=/opt/offline PADDOCK_RUNTIME=crun PADDOCK_HOSTNAME=paddock.test sh /opt/offline/install.sh", "use sysbox-runc or runc")
+	// A server for another's Paddock: what the join needs is checked
+	// before anything changes (the join itself is TestCluster's).
+	nodeInstall := env + "sh /opt/offline/install.sh --join 10.214.255.1:7444 --token pdkjoin_x"
+	refuse("--join without the fingerprint", nodeInstall, "--join needs --ca-sha256 (from 'paddock node add')")
+	refuse("--join with a short fingerprint", nodeInstall+" --ca-sha256 abc", "--ca-sha256 abc: give the 64 hex digits")
+	refuse("--join without a port", env+"sh /opt/offline/install.sh --join 10.214.255.1 --token t --ca-sha256 "+strings.Repeat("a", 64), "give the control plane's IP:PORT")
 	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
 
 	// The install.

@@ -229,7 +229,7 @@ func (sv *Server) StartAgent(bin string, env []string, args ...string) error {
 	}
 	defer logf.Close()
 	argv := append([]string{"env", "PADDOCK_DOCKER_HOST=" + sv.Engine}, env...)
-	argv = append(argv, bin, "node", "--config", os.DevNull, "--state-dir", sv.dir+"/state", "--runtime", "runc", "--log-level", "debug")
+	argv = append(argv, bin, "node", "--config", os.DevNull, "--state-dir", sv.StateDir(), "--runtime", "runc", "--log-level", "debug")
 	cmd := sv.In(append(argv, args...)...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -239,6 +239,23 @@ func (sv *Server) StartAgent(bin string, env []string, args ...string) error {
 	sv.agent, sv.agentD = cmd, make(chan struct{})
 	go func() { cmd.Wait(); close(sv.agentD) }()
 	return nil
+}
+
+// Root is the server's file system root for 'paddockd install --root'.
+func (sv *Server) Root() string { return filepath.Join(sv.dir, "root") }
+
+// StateDir is the agent's state directory: the one an install under Root
+// makes.
+func (sv *Server) StateDir() string { return filepath.Join(sv.Root(), "var/lib/paddock") }
+
+// Install runs 'paddockd install' (bin) with args in the server's
+// namespace, under Root, without systemd, with env and the server's
+// engine, and returns its output.
+func (sv *Server) Install(bin string, env []string, args ...string) (string, error) {
+	argv := append([]string{"env", "PADDOCK_DOCKER_HOST=" + sv.Engine}, env...)
+	argv = append(argv, bin, "install", "--root", sv.Root(), "--no-start")
+	out, err := sv.In(append(argv, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // AgentLog is where the agent's output goes.

@@ -31,8 +31,9 @@ func cmdNode(e *env, args []string) error {
 		if asJSON {
 			return printJSON(e.stdout, j)
 		}
-		fmt.Fprintf(e.stdout, "On the new server, with Paddock installed, run (the token works once, until %s):\n\n  %s\n\n",
-			j.ExpiresAt.Local().Format(time.Kitchen), j.Command)
+		fmt.Fprintf(e.stdout, "On the new server run, as root, with its installer (the token works once, until %s):\n\n  %s\n\n",
+			j.ExpiresAt.Local().Format(time.Kitchen), strings.Replace(j.Command, "sudo paddockd node ", "sudo sh install.sh ", 1))
+		fmt.Fprintf(e.stdout, "or, where Paddock is installed already, and under a service of your own:\n\n  %s\n\n", j.Command)
 		fmt.Fprintln(e.stdout, "Then 'paddock nodes' lists it; new boxes may be placed on it once it is up.")
 		return nil
 	case args[0] == "label" && len(args) >= 2:
