@@ -183,11 +183,13 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("paddock nodes says of the swarm: %+v", m)
 	}
 
-	// Six boxes on three nodes of the same size: two on each.
+	// Thirty boxes on three nodes of the same size: ten on each.
 	boxNode := map[string]string{}
-	for i := 1; i <= 6; i++ {
+	spread := time.Now()
+	for i := 1; i <= 30; i++ {
 		must("new", "--name", fmt.Sprintf("b%d", i))
 	}
+	t.Logf("30 boxes made in %s", time.Since(spread).Round(100*time.Millisecond))
 	var boxes []api.Box
 	if err := json.Unmarshal([]byte(must("ls", "--json")), &boxes); err != nil {
 		t.Fatal(err)
@@ -197,8 +199,20 @@ func TestCluster(t *testing.T) {
 		boxNode[b.Name] = b.Node
 		per[b.Node] = append(per[b.Node], b.Name)
 	}
-	if len(per[local]) != 2 || len(per["n2"]) != 2 || len(per["n3"]) != 2 {
-		t.Fatalf("six boxes over three equal nodes: %v", per)
+	if len(per[local]) != 10 || len(per["n2"]) != 10 || len(per["n3"]) != 10 {
+		t.Fatalf("thirty boxes over three equal nodes: %v", per)
+	}
+	// Each runs, once, on its own node's engine.
+	for _, sv := range servers.List {
+		out, err := sv.Docker("ps", "--format", "{{.Names}}")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range per[sv.Name] {
+			if strings.Count(out, d.Instance+"-"+b+"\n") != 1 {
+				t.Fatalf("box %s is not running on %s: %q", b, sv.Name, out)
+			}
+		}
 	}
 	on := func(node string) string { return per[node][0] }
 
