@@ -160,7 +160,7 @@ func (f frameWriter) Write(p []byte) (int, error) {
 
 // Exec runs a command in a box of the node.
 func (r *Remote) Exec(ctx context.Context, box string, spec driver.ExecSpec) (int, error) {
-	ctx, cancel := context.WithCancel(ctx)
+	ctx, cancel := r.bound(ctx)
 	defer cancel()
 	c, _, err := websocket.Dial(ctx, r.url("boxes/"+pathEscape(box)+"/exec"), &websocket.DialOptions{HTTPClient: r.hc})
 	if err != nil {

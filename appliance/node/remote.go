@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -23,6 +24,11 @@ type Remote struct {
 	Name string
 	base string
 	hc   *http.Client
+
+	mu sync.Mutex
+	// sever ends with Sever: every call in flight is tied to it.
+	sever context.Context
+	cut   context.CancelFunc
 }
 
 var (
@@ -41,7 +47,31 @@ func NewRemote(name, addr string, cfg *tls.Config) *Remote {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
 	tr.ForceAttemptHTTP2 = false
-	return &Remote{Name: name, base: "https://" + addr + Prefix, hc: &http.Client{Transport: tr}}
+	r := &Remote{Name: name, base: "https://" + addr + Prefix, hc: &http.Client{Transport: tr}}
+	r.sever, r.cut = context.WithCancel(context.Background())
+	return r
+}
+
+// Sever ends every call in flight to the node, and its connections: the
+// node is down (the swarm says so, or its agent stopped answering), and a
+// call on a link that was cut would otherwise wait for TCP to give up.
+// Later calls dial again.
+func (r *Remote) Sever() {
+	r.mu.Lock()
+	r.cut()
+	r.sever, r.cut = context.WithCancel(context.Background())
+	r.mu.Unlock()
+	r.hc.CloseIdleConnections()
+}
+
+// bound is ctx, ended too by Sever; stop releases it.
+func (r *Remote) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	r.mu.Lock()
+	sever := r.sever
+	r.mu.Unlock()
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(sever, func() { cancel(fmt.Errorf("node %s is down", r.Name)) })
+	return ctx, func() { stop(); cancel(nil) }
 }
 
 func (r *Remote) url(p string) string { return r.base + p }
@@ -67,6 +97,8 @@ func (r *Remote) do(ctx context.Context, method, p string, in, out any) error {
 		}
 		body = bytes.NewReader(b)
 	}
+	ctx, stop := r.bound(ctx)
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, method, r.url(p), body)
 	if err != nil {
 		return err
@@ -175,6 +207,8 @@ func (r *Remote) CleanVolume(ctx context.Context, v driver.VolumeRef, image stri
 
 // put sends body as a call's request body.
 func (r *Remote) put(ctx context.Context, p string, body io.Reader) error {
+	ctx, stop := r.bound(ctx)
+	defer stop()
 	req, err := http.NewRequestWithContext(ctx, "PUT", r.url(p), io.NopCloser(body))
 	if err != nil {
 		return err
@@ -191,19 +225,23 @@ func (r *Remote) put(ctx context.Context, p string, body io.Reader) error {
 // get opens a streamed answer; reading it to its end fails unless the
 // node said it was whole.
 func (r *Remote) get(ctx context.Context, p string) (io.ReadCloser, error) {
+	ctx, stop := r.bound(ctx)
 	req, err := http.NewRequestWithContext(ctx, "GET", r.url(p), nil)
 	if err != nil {
+		stop()
 		return nil, err
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
+		stop()
 		return nil, fmt.Errorf("node %s: %w", r.Name, err)
 	}
 	if resp.StatusCode >= 300 {
+		defer stop()
 		defer resp.Body.Close()
 		return nil, r.answer(resp, nil)
 	}
-	return &wholeReader{resp: resp, node: r.Name}, nil
+	return &wholeReader{resp: resp, node: r.Name, stop: stop}, nil
 }
 
 // wholeReader is a streamed answer that ends in EOF only when the node's
@@ -211,6 +249,7 @@ func (r *Remote) get(ctx context.Context, p string) (io.ReadCloser, error) {
 type wholeReader struct {
 	resp *http.Response
 	node string
+	stop context.CancelFunc
 }
 
 func (w *wholeReader) Read(p []byte) (int, error) {
@@ -226,7 +265,11 @@ func (w *wholeReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (w *wholeReader) Close() error { return w.resp.Body.Close() }
+func (w *wholeReader) Close() error {
+	err := w.resp.Body.Close()
+	w.stop()
+	return err
+}
 
 // CopyTo extracts a tar stream into dir in a box of the node.
 func (r *Remote) CopyTo(ctx context.Context, box, dir string, tar io.Reader) error {

@@ -60,6 +60,8 @@ type nodeSeen struct {
 	// swarmErr is set when that word is that the node is not there.
 	swarmID, swarmState string
 	swarmErr            error
+	// agentErr is the agent's not answering.
+	agentErr error
 }
 
 // Swarm is the engine calls the control plane makes of the swarm it
@@ -147,7 +149,8 @@ func (s *Service) AttachAll() error {
 	if s.Cluster == nil {
 		return nil
 	}
-	s.Cluster.Driver.Down = s.Cluster.swarmDown
+	s.Cluster.Driver.Down = s.Cluster.nodeDown
+	s.Cluster.Firewall.Down = s.Cluster.nodeDown
 	ns, err := s.Store.ListNodes()
 	if err != nil {
 		return err
@@ -213,6 +216,9 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 				err = fmt.Errorf("node %s does not say what it has", n.Name)
 			}
 			seen[i] = nodeSeen{info: info, err: err, at: began}
+			if n.Name != "" {
+				seen[i].agentErr = err
+			}
 		}()
 	}
 	wg.Wait()
@@ -256,8 +262,20 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 	for i, n := range all {
 		// Two looks at once (the loop's and a request's): the one that
 		// began last has the last word.
-		if prev, ok := c.seen[n.Name]; !ok || !prev.at.After(began) {
-			c.seen[n.Name] = seen[i]
+		prev, ok := c.seen[n.Name]
+		if ok && prev.at.After(began) {
+			continue
+		}
+		c.seen[n.Name] = seen[i]
+		// A node that went down: the calls in flight to it end now, not
+		// when TCP gives up on a link that was cut.
+		if n.Name != "" && seen[i].err != nil && (!ok || prev.err == nil) {
+			if d, ok := c.Driver.Node(n.Name); ok {
+				if r, ok := d.(interface{ Sever() }); ok {
+					r.Sever()
+				}
+			}
+			s.Log.Warn("node down", "node", n.Name, "err", seen[i].err)
 		}
 	}
 }
@@ -304,15 +322,20 @@ func inSwarm(n store.Node, sns []docker.SwarmNode, listErr error) (docker.SwarmN
 	return *found, nil
 }
 
-// swarmDown is the swarm's word on a node, when it is that the node is
-// down or gone; nil while it is ready, and while the swarm does not
-// answer (that says nothing of the node).
-func (c *Cluster) swarmDown(name string) error {
+// nodeDown is why a node is down at the last look: the swarm's word that
+// it is down or gone, or its agent not answering. nil while it is up, and
+// while the swarm does not answer (that says nothing of the node). A
+// node down is not called until a look finds it up: a call on a link that
+// was cut would wait for TCP to give up.
+func (c *Cluster) nodeDown(name string) error {
 	seen, ok := c.lastSeen(name)
 	if !ok {
 		return nil
 	}
-	return seen.swarmErr
+	if seen.swarmErr != nil {
+		return seen.swarmErr
+	}
+	return seen.agentErr
 }
 
 func (c *Cluster) lastSeen(name string) (nodeSeen, bool) {

@@ -295,7 +295,7 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	}}
 	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
 	// As AttachAll does, with the fake nodes kept.
-	s.Cluster.Driver.Down = s.Cluster.swarmDown
+	s.Cluster.Driver.Down = s.Cluster.nodeDown
 	s.LookAtNodes(ctx)
 	up := func() map[string]api.Node {
 		t.Helper()

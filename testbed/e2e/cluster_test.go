@@ -435,6 +435,38 @@ func TestCluster(t *testing.T) {
 		return strings.TrimSpace(out) == "b"
 	})
 
+	// A server cut off (its link down), then healed: its boxes say node
+	// down and run on, once; nothing waits on it meanwhile (the other
+	// servers' boxes answer, a new box is made elsewhere); healed, its
+	// boxes run again.
+	if err := n3.Cut(); err != nil {
+		t.Fatal(err)
+	}
+	cutAt := time.Now()
+	waitFor(t, 90*time.Second, "box "+b3+" to say node down once n3 is cut off", func() bool { return status(b3) == "node down" })
+	t.Logf("n3 cut off: box %s node down %s later (%s)", b3, time.Since(cutAt).Round(100*time.Millisecond), nodes()["n3"].Error)
+	if got := must("exec", on(local), "--", "echo", "alive"); got != "alive\n" {
+		t.Fatalf("a box of the control plane's node while n3 is cut off: %q", got)
+	}
+	must("new", "--name", "whilecut")
+	var wc api.Box
+	json.Unmarshal([]byte(must("show", "whilecut", "--json")), &wc)
+	if wc.Node == "n3" {
+		t.Fatal("a box was placed on n3 while it was cut off")
+	}
+	if err := n3.Heal(); err != nil {
+		t.Fatal(err)
+	}
+	healed := time.Now()
+	waitFor(t, 90*time.Second, "box "+b3+" to run again once n3 is healed", func() bool {
+		out, err := cli("exec", b3, "--", "cat", "/config/kept")
+		return status(b3) == "running" && err == nil && out == "kept-on-n3\n"
+	})
+	t.Logf("n3 healed: box %s running with its file %s later", b3, time.Since(healed).Round(100*time.Millisecond))
+	if n := containers(b3); n != 1 {
+		t.Fatalf("box %s has %d containers once n3 is healed", b3, n)
+	}
+
 	// A box asked for on a server; labels (kept in the swarm); a server
 	// that holds boxes is not forgotten.
 	must("new", "--name", "pinned", "--node", "n3")

@@ -46,6 +46,8 @@ type Server struct {
 	Addr netip.Addr
 	// Engine is its Docker engine's address (unix://…).
 	Engine string
+	// hub is this machine's address on the hub: its routes' gateway.
+	hub    string
 	dir    string
 	engine *exec.Cmd
 	done   chan struct{}
@@ -107,7 +109,7 @@ func StartServers(dir string, names []string, images ...string) (*Servers, error
 	for i, name := range names {
 		a := pfx.Addr().As4()
 		a[3] = byte(i + 2)
-		sv := &Server{Name: name, index: i, NS: fmt.Sprintf("pdk-%s-%d", s.id, i), Addr: netip.AddrFrom4(a), dir: filepath.Join(dir, fmt.Sprint(i))}
+		sv := &Server{Name: name, index: i, NS: fmt.Sprintf("pdk-%s-%d", s.id, i), Addr: netip.AddrFrom4(a), dir: filepath.Join(dir, fmt.Sprint(i)), hub: s.Host.String()}
 		s.List = append(s.List, sv)
 		in, out := fmt.Sprintf("pdkn%s%d", s.id, i), fmt.Sprintf("pdkN%s%d", s.id, i)
 		steps := [][]string{
@@ -238,6 +240,20 @@ func (sv *Server) StartAgent(bin string, env []string, args ...string) error {
 	}
 	sv.agent, sv.agentD = cmd, make(chan struct{})
 	go func() { cmd.Wait(); close(sv.agentD) }()
+	return nil
+}
+
+// Cut takes the server's link down (its engine and agent run on, and
+// reach nothing); Heal brings it back.
+func (sv *Server) Cut() error { return run("ip", "-n", sv.NS, "link", "set", "eth0", "down") }
+func (sv *Server) Heal() error {
+	if err := run("ip", "-n", sv.NS, "link", "set", "eth0", "up"); err != nil {
+		return err
+	}
+	// Taking the link down took its routes with it.
+	for _, r := range InetRoutes {
+		exec.Command("ip", "-n", sv.NS, "route", "replace", r, "via", sv.hub).Run()
+	}
 	return nil
 }
 

@@ -24,6 +24,9 @@ type NodeFirewall interface {
 type Firewall struct {
 	// NodeOf names the node of a box by its name, for Report.
 	NodeOf func(box string) (string, error)
+	// Down, when set, says a node is down (as Driver.Down): it is not
+	// called, and is down in Sync's error.
+	Down func(node string) error
 
 	mu    sync.RWMutex
 	nodes map[string]fwNode
@@ -68,12 +71,26 @@ func (f *Firewall) Sync(boxes []policies.Box) error {
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	// At once: a node that is slow to answer holds up no other.
 	failed := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
 	for _, n := range names {
-		if err := nodes[n].fw.Sync(per[n]); err != nil {
-			failed[n] = err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := f.down(n)
+			if err == nil {
+				err = nodes[n].fw.Sync(per[n])
+			}
+			if err != nil {
+				mu.Lock()
+				failed[n] = err
+				mu.Unlock()
+			}
+		}()
 	}
+	wg.Wait()
 	if len(failed) > 0 {
 		return &driver.NodesDown{Nodes: failed}
 	}
@@ -92,7 +109,17 @@ func (f *Firewall) Report(box string) (policies.Report, error) {
 	if !ok {
 		return policies.Report{}, fmt.Errorf("box %s is on node %q: %w", box, n, ErrNoSuchNode)
 	}
+	if err := f.down(n); err != nil {
+		return policies.Report{}, &driver.NodesDown{Nodes: map[string]error{n: err}}
+	}
 	return fn.fw.Report(box)
+}
+
+func (f *Firewall) down(n string) error {
+	if f.Down == nil || n == "" {
+		return nil
+	}
+	return f.Down(n)
 }
 
 // RemoveNode forgets a node's rules.
