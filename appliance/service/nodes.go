@@ -7,6 +7,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"regexp"
@@ -234,7 +235,7 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			}
 			sn, err := inSwarm(n, swarmNodes, swarmErr)
 			seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
-			if err == nil && !sameLabels(sn.Labels, n.Labels) {
+			if err == nil && !maps.Equal(sn.Labels, n.Labels) {
 				// A server that joined the swarm again is a new swarm
 				// node: it gets its labels back.
 				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -278,18 +279,6 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			s.Log.Warn("node down", "node", n.Name, "err", seen[i].err)
 		}
 	}
-}
-
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // inSwarm is the swarm's node of a server (the one that joined with the

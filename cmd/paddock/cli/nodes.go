@@ -2,7 +2,6 @@ package cli
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -125,14 +124,4 @@ func orDash(ok bool, s string) string {
 
 func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 
-func labelsText(n api.Node) string {
-	var ls []string
-	for k, v := range n.Labels {
-		ls = append(ls, k+"="+v)
-	}
-	sort.Strings(ls)
-	if len(ls) == 0 {
-		return "-"
-	}
-	return strings.Join(ls, ",")
-}
+func labelsText(n api.Node) string { return dash(api.LabelsText(n.Labels)) }
