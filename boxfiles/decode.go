@@ -569,7 +569,7 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 						diags = append(diags, errAt(kr, "Invalid node label", err.Error()))
 					}
 				}
-				rng(la, "placement")
+				rng(la, "node_labels")
 			}
 			if labels == nil {
 				labels = map[string]string{}
