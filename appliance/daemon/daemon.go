@@ -260,7 +260,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
 	var prev *preview.Handler
 	if cfg.Hostname != "" {
-		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg)}
+		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox}
 	}
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,

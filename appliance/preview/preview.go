@@ -16,6 +16,7 @@
 package preview
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"net"
@@ -70,6 +71,10 @@ type Handler struct {
 	// (default 30): each is a certificate order, and the ACME rate limits
 	// of the domain are shared by all of them.
 	AskLimit int
+	// Dial reaches a port of a box on another server (Service.DialBox):
+	// this server has no route to its box network. Boxes of this server
+	// are reached at their address.
+	Dial func(ctx context.Context, box string, port int) (net.Conn, error)
 
 	once     sync.Once
 	approved map[string]bool
@@ -151,7 +156,9 @@ func (h *Handler) Ask(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := h.Store.GetBox(box)
-	if err != nil || b.IP == "" || b.Observed != "running" || !listening(b.IP, port) {
+	// A box on another server is not asked whether it listens: a name
+	// for it is approved while it runs (AskLimit still bounds them).
+	if err != nil || b.IP == "" || b.Observed != "running" || (b.Node == "" && !listening(b.IP, port)) {
 		http.Error(w, "not a name of this server", http.StatusNotFound)
 		return
 	}
@@ -307,11 +314,27 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return nil
 		},
 		FlushInterval: -1,
+		Transport:     h.transport(b, port),
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
 			http.Error(w, "nothing answers on port "+strconv.Itoa(port)+" in box "+strconv.Quote(box), http.StatusBadGateway)
 		},
 	}
 	rp.ServeHTTP(w, r)
+}
+
+// transport is how the proxy reaches the box: at its address (nil: the
+// default transport), or through Dial for a box on another server, one
+// exec per connection.
+func (h *Handler) transport(b store.Box, port int) http.RoundTripper {
+	if b.Node == "" || h.Dial == nil {
+		return nil
+	}
+	return &http.Transport{
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			return h.Dial(ctx, b.Name, port)
+		},
+		DisableKeepAlives: true,
+	}
 }
 
 func (h *Handler) portSuffix() string {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -54,9 +55,20 @@ func TestCluster(t *testing.T) {
 	}
 	clusterAddr := l.Addr().String()
 	l.Close()
+	// A host name, so that previews are served (paddockd routes preview
+	// hosts on its own listener too; the front's ports are loopback ones).
+	httpsAddr, err := harness.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpAddr, err := harness.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
 	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
 		d.Image = mini
-		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr)
+		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
+			"PADDOCK_HTTPS_LISTEN="+httpsAddr, "PADDOCK_HTTP_LISTEN="+httpAddr)
 	})
 
 	// A listener on this machine's hub address: what a box on a node may
@@ -311,6 +323,33 @@ func TestCluster(t *testing.T) {
 	reach(b3, hubURL, false)
 	must("policy", "set", b3, "allow-all")
 	reach(b3, hubURL, true)
+
+	// A preview of a box on another server: this server has no route to
+	// n3's box network, so the preview goes through an exec in the box;
+	// a box of this server's is reached at its address, as before.
+	preview := func(box, want string) {
+		t.Helper()
+		if out, err := cli("exec", "--detach", box, "--", "sh", "-c",
+			"mkdir -p /config/www && echo "+want+" >/config/www/index.html && exec busybox httpd -f -p 8080 -h /config/www"); err != nil {
+			t.Fatalf("a web server in %s: %v\n%s", box, err, out)
+		}
+		var body string
+		waitFor(t, 30*time.Second, "the preview of "+box, func() bool {
+			req, _ := http.NewRequest("GET", "http://"+d.Listen+"/index.html", nil)
+			req.Host = "8080-" + box + ".paddock.test"
+			req.Header.Set("Authorization", "Bearer "+d.Token)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return false
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			body = string(raw)
+			return resp.StatusCode == 200 && strings.TrimSpace(body) == want
+		})
+	}
+	preview(b3, "preview-on-n3")
+	preview(on(local), "preview-on-the-control-plane")
 
 	// An agent that restarts (a crash, an upgrade) serves its boxes again
 	// without joining again.
