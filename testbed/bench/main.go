@@ -7,6 +7,7 @@
 //
 //	go run ./testbed/bench [-n 5] [-big-n 3]
 //	go run ./testbed/bench -scale    # at 1, 10, 50 and again 1 idle boxes
+//	go run ./testbed/bench -section cluster  # a box on a second server beside that server's engine
 //	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //
 // It needs root and the testbed engine and image (it makes them if missing),
@@ -114,7 +115,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, or load (the mixed load, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), or cluster (a box on a second server, not in all)")
 	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
@@ -140,6 +141,11 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *section == "cluster" {
+		rows := benchCluster(bins, work, *n, *bigN)
+		printRows(rows, "the small test image", *n, *bigN)
+		return
 	}
 	d, err := harness.NewDaemon(bins, image, work)
 	if err != nil {

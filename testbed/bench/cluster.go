@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// benchCluster measures a box on another server: a paddockd whose server
+// joined a second one (a network namespace with its own engine, as
+// TestCluster's), and the box placed there; beside each operation the
+// same through that server's own engine (docker -H), in the same run. The
+// box image is the small test image (loading the full one into a second
+// engine takes minutes, and both sides use the same one).
+func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
+	top, err := harness.Root()
+	check(err)
+	out, err := exec.Command("bash", filepath.Join(top, "testbed", "images.sh"), "mini").Output()
+	check(err)
+	mini := strings.TrimSpace(string(out))
+	dir, err := os.MkdirTemp("", "pdk-bc-") // short: sockets live under it
+	check(err)
+	defer os.RemoveAll(dir)
+	servers, err := harness.StartServers(dir, []string{"n2"}, mini)
+	check(err)
+	defer servers.Stop()
+	l, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
+	check(err)
+	clusterAddr := l.Addr().String()
+	l.Close()
+	d, err := harness.NewDaemon(bins, mini, filepath.Join(work, "cluster"))
+	check(err)
+	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr}
+	check(d.Start())
+	defer d.Cleanup()
+	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cluster-cli")), bins: bins}
+
+	var j api.NodeJoin
+	check(json.Unmarshal([]byte(r.paddock("node", "add", "--json")), &j))
+	n2 := servers.List[0]
+	args := strings.Fields(j.Command)
+	for len(args) > 0 && args[0] != "node" {
+		args = args[1:]
+	}
+	check(n2.StartAgent(bins.Paddockd, []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}, append(args[1:], "--name", "n2")...))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ns []api.Node
+		json.Unmarshal([]byte(r.paddock("nodes", "--json")), &ns)
+		up := false
+		for _, x := range ns {
+			up = up || (x.Name == "n2" && x.State == "up")
+		}
+		if up {
+			break
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(n2.AgentLog())
+			check(fmt.Errorf("n2 did not come up as a node within a minute:\n%s", b))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	raw := "pdkbench-" + d.Instance
+	engine := func(a ...string) string { return r.docker(append([]string{"-H", n2.Engine}, a...)...) }
+	defer func() {
+		if ids, err := n2.Docker("ps", "-aq", "--filter", "label=paddock.instance="+raw); err == nil && strings.TrimSpace(ids) != "" {
+			n2.Docker(append([]string{"rm", "-f", "-v"}, strings.Fields(ids)...)...)
+		}
+	}()
+	label := "paddock.instance=" + raw
+
+	var rows []row
+	p := timeIt(n, nil, func(i int) {
+		r.paddock("new", "--name", fmt.Sprintf("rc%d", i), "--node", "n2")
+		r.paddock("exec", fmt.Sprintf("rc%d", i), "--", "true")
+	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("rc%d", i)) })
+	dk := timeIt(n, nil, func(i int) {
+		engine("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i), mini)
+		engine("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
+	}, func(i int) { engine("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
+	rows = append(rows, row{"create + first exec, on another server", p, dk})
+
+	r.paddock("new", "--name", "rb", "--node", "n2")
+	rawBox := raw + "-box"
+	engine("run", "-d", "--init", "--label", label, "--name", rawBox, mini)
+	p = timeIt(n*2, nil, func(int) { r.paddock("exec", "rb", "--", "true") }, nil)
+	dk = timeIt(n*2, nil, func(int) { engine("exec", rawBox, "true") }, nil)
+	rows = append(rows, row{"exec true, on another server", p, dk})
+
+	big := filepath.Join(work, "cluster-big")
+	f, err := os.Create(big)
+	check(err)
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 7)
+	}
+	for range 100 {
+		f.Write(buf)
+	}
+	check(f.Close())
+	p = timeIt(bigN, nil, func(i int) {
+		r.paddock("push", "rb", big, "--to", fmt.Sprintf("/tmp/push%d", i))
+	}, func(i int) { r.paddock("exec", "rb", "--", "rm", "-rf", fmt.Sprintf("/tmp/push%d", i)) })
+	dk = timeIt(bigN, nil, func(i int) {
+		engine("cp", big, fmt.Sprintf("%s:/tmp/cp%d", rawBox, i))
+	}, func(i int) { engine("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cp%d", i)) })
+	rows = append(rows, row{"push 100 MB, one file, to another server", p, dk})
+
+	r.paddock("push", "rb", big, "--to", "/tmp/src")
+	engine("cp", big, rawBox+":/tmp/src")
+	p = timeIt(bigN, nil, func(i int) {
+		r.paddock("pull", "rb", "/tmp/src", "--to", filepath.Join(work, fmt.Sprintf("cpull%d", i)))
+	}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("cpull%d", i))) })
+	dk = timeIt(bigN, nil, func(i int) {
+		engine("cp", rawBox+":/tmp/src", filepath.Join(work, fmt.Sprintf("ccp%d", i)))
+	}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("ccp%d", i))) })
+	rows = append(rows, row{"pull 100 MB, one file, from another server", p, dk})
+	return rows
+}
