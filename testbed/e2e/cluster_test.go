@@ -351,6 +351,22 @@ func TestCluster(t *testing.T) {
 	preview(b3, "preview-on-n3")
 	preview(on(local), "preview-on-the-control-plane")
 
+	// SSH into a box on another server (the gateway carries it by exec),
+	// a command with its exit status and a terminal.
+	key := filepath.Join(t.TempDir(), "id")
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "cluster", "-f", key).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v\n%s", err, out)
+	}
+	must("key", "add", key+".pub")
+	sshArgs := []string{"ssh", b3, "-F", "none", "-i", key, "-o", "BatchMode=yes", "-o", "LogLevel=ERROR"}
+	out, err = cli(append(sshArgs, "--", "echo ssh-on-$(hostname); exit 3")...)
+	if err == nil || !strings.Contains(out, "ssh-on-"+b3) {
+		t.Fatalf("ssh into %s on n3 (exit 3 wanted): %v\n%s", b3, err, out)
+	}
+	if out := must(append(sshArgs[:len(sshArgs):len(sshArgs)], "-tt", "--", "tty")...); !strings.Contains(out, "/dev/pts/") {
+		t.Fatalf("a terminal over ssh in %s on n3: %q", b3, out)
+	}
+
 	// An agent that restarts (a crash, an upgrade) serves its boxes again
 	// without joining again.
 	n2.StopAgent()
