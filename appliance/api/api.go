@@ -184,6 +184,12 @@ type ForkPost struct {
 }
 
 // RestorePost brings a box's filesystem back to a snapshot.
+// MovePost moves a box to another server (POST /v1/boxes/NAME/move).
+type MovePost struct {
+	// Node is the server's name, as GET /v1/nodes says it.
+	Node string `json:"node"`
+}
+
 type RestorePost struct {
 	// Snapshot defaults to the box's newest.
 	Snapshot string `json:"snapshot,omitempty"`

@@ -221,6 +221,12 @@ func (c *Client) Restore(ctx context.Context, name, snapshot string) (api.Box, e
 	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/restore", api.RestorePost{Snapshot: snapshot}, &b)
 }
 
+// MoveBox moves a box to another server.
+func (c *Client) MoveBox(ctx context.Context, name, node string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/move", api.MovePost{Node: node}, &b)
+}
+
 // Fork makes a new box from a snapshot of another.
 func (c *Client) Fork(ctx context.Context, name string, p api.ForkPost) (api.Box, error) {
 	var b api.Box

@@ -183,6 +183,16 @@ type ImageIDer interface {
 	ImageID(ctx context.Context, ref string) (string, error)
 }
 
+// SnapshotShipper is a driver that can hand a snapshot's image out as a
+// stream and take one in: how a box moves between servers.
+type SnapshotShipper interface {
+	// SaveSnapshot streams the snapshot's image (docker save's archive).
+	SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error)
+	// LoadSnapshot takes an image SaveSnapshot gave, and checks that the
+	// snapshot is there after.
+	LoadSnapshot(ctx context.Context, id string, r io.Reader) error
+}
+
 // SnapshotSizer is a driver that can tell the bytes a snapshot adds to
 // what its box was made from.
 type SnapshotSizer interface {

@@ -142,6 +142,27 @@ func (a *Agent) Handler() http.Handler {
 		rc, err := d.ReadVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"))
 		stream(w, rc, err)
 	})
+	m.HandleFunc("GET "+p+"snapshots/{id}/image", func(w http.ResponseWriter, r *http.Request) {
+		sh, ok := d.(driver.SnapshotShipper)
+		if !ok {
+			writeError(w, ErrUnsupported)
+			return
+		}
+		rc, err := sh.SaveSnapshot(r.Context(), r.PathValue("id"))
+		stream(w, rc, err)
+	})
+	m.HandleFunc("PUT "+p+"snapshots/{id}/image", func(w http.ResponseWriter, r *http.Request) {
+		sh, ok := d.(driver.SnapshotShipper)
+		if !ok {
+			writeError(w, ErrUnsupported)
+			return
+		}
+		if err := sh.LoadSnapshot(r.Context(), r.PathValue("id"), r.Body); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, nil)
+	})
 	m.HandleFunc("PUT "+p+"volumes/{kind}/{name}/archive", func(w http.ResponseWriter, r *http.Request) {
 		if err := d.WriteVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"), r.Body); err != nil {
 			writeError(w, err)

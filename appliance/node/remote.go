@@ -32,13 +32,14 @@ type Remote struct {
 }
 
 var (
-	_ driver.Driver        = (*Remote)(nil)
-	_ driver.PathStater    = (*Remote)(nil)
-	_ driver.DiskMeter     = (*Remote)(nil)
-	_ driver.Hostnamer     = (*Remote)(nil)
-	_ driver.ExecWarmer    = (*Remote)(nil)
-	_ driver.ImageIDer     = (*Remote)(nil)
-	_ driver.SnapshotSizer = (*Remote)(nil)
+	_ driver.Driver          = (*Remote)(nil)
+	_ driver.PathStater      = (*Remote)(nil)
+	_ driver.DiskMeter       = (*Remote)(nil)
+	_ driver.Hostnamer       = (*Remote)(nil)
+	_ driver.ExecWarmer      = (*Remote)(nil)
+	_ driver.ImageIDer       = (*Remote)(nil)
+	_ driver.SnapshotSizer   = (*Remote)(nil)
+	_ driver.SnapshotShipper = (*Remote)(nil)
 )
 
 // NewRemote is the driver of the node called name whose agent is at addr
@@ -289,6 +290,17 @@ func (r *Remote) ReadVolume(ctx context.Context, v driver.VolumeRef, image strin
 // WriteVolume replaces a volume's contents with a tar stream's.
 func (r *Remote) WriteVolume(ctx context.Context, v driver.VolumeRef, image string, tar io.Reader) error {
 	return r.put(ctx, volPath(v)+"/archive?image="+url.QueryEscape(image), tar)
+}
+
+// SaveSnapshot streams a snapshot's image from the node; reading it to
+// its end fails unless the node sent all of it.
+func (r *Remote) SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error) {
+	return r.get(ctx, "snapshots/"+pathEscape(id)+"/image")
+}
+
+// LoadSnapshot loads a snapshot's image into the node.
+func (r *Remote) LoadSnapshot(ctx context.Context, id string, img io.Reader) error {
+	return r.put(ctx, "snapshots/"+pathEscape(id)+"/image", img)
 }
 
 // StatPath says whether path in a box is a folder.

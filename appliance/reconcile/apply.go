@@ -339,6 +339,15 @@ func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 	return res, err
 }
 
+// Hold runs fn with no pass under way nor starting: for a change of
+// engine objects and declared state together, which a pass must not see
+// half done (a box moving between servers).
+func (r *Reconciler) Hold(fn func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fn()
+}
+
 // Health is how the reconciler's last run went.
 type Health struct {
 	LastRun time.Time

@@ -109,6 +109,7 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/snapshots", s.listSnapshots)
 	add("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
 	add("POST "+p+"/boxes/{name}/restore", s.restore)
+	add("POST "+p+"/boxes/{name}/move", s.move)
 	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
 	add("GET "+p+"/boxes/{name}/jobs", s.listJobs)
@@ -207,7 +208,7 @@ const (
 
 var heavy = map[string]bool{
 	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/boxes/{name}/snapshots": true,
-	"POST /v1/boxes/{name}/restore": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
+	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
 	"POST /v1/apply": true,
@@ -553,6 +554,18 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	b, err := s.Svc.Restore(r.Context(), r.PathValue("name"), p.Snapshot)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, b)
+}
+
+func (s *Server) move(w http.ResponseWriter, r *http.Request) error {
+	var p api.MovePost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	b, err := s.Svc.MoveBox(r.Context(), r.PathValue("name"), p.Node)
 	if err != nil {
 		return err
 	}

@@ -450,6 +450,10 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 		if err != nil {
 			return err
 		}
+		if sn.Node != b.Node {
+			return conflict("snapshot %s is on %s, and box %q is on %s now (it moved): restore a snapshot taken since, or fork this one ('paddock fork %s --snapshot %s')",
+				sn.ID, s.nodeDisplay(sn.Node), name, s.nodeDisplay(b.Node), name, sn.ID)
+		}
 		b.From = sn.ID
 		// What the restore replaces is kept first, as a snapshot of its
 		// own: a restore loses nothing. The box names its new source

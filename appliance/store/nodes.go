@@ -170,3 +170,20 @@ func where(q interface {
 	}
 	return node, err
 }
+
+// MoveBox records that a box is now on node, at ip, to be made from the
+// snapshot from, whose image is now on node too.
+func (t *Tx) MoveBox(name, node, ip, from string) error {
+	res, err := t.tx.Exec(`UPDATE boxes SET node=?, ip=?, from_snapshot=? WHERE name=?`, node, ip, from, name)
+	if err != nil {
+		return err
+	}
+	if err := oneRow(res); err != nil {
+		return err
+	}
+	res, err = t.tx.Exec(`UPDATE snapshots SET node=? WHERE id=?`, node, from)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}

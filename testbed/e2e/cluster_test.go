@@ -293,6 +293,42 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("the drive seen from its second box: %q", got)
 	}
 
+	// A box moves to another server with its files and its own Docker's
+	// data, and runs there, once; its old container and data are gone from
+	// the server it left. A box that mounts a drive does not move (yet),
+	// nor does one to where it is.
+	mv := per["n2"][2]
+	must("exec", mv, "--", "sh", "-c", "echo moved-file > /config/moved")
+	if out, err := n2.Docker("exec", "-u", "0", d.Instance+"-"+mv, "sh", "-c", "echo docker-data > /var/lib/docker/marker"); err != nil {
+		t.Fatalf("writing %s's /var/lib/docker: %v\n%s", mv, err, out)
+	}
+	moving := time.Now()
+	must("move", mv, "--to", "n3")
+	t.Logf("box %s moved from n2 to n3 in %s", mv, time.Since(moving).Round(100*time.Millisecond))
+	var moved api.Box
+	json.Unmarshal([]byte(must("show", mv, "--json")), &moved)
+	if moved.Node != "n3" || moved.Status != "running" || !strings.HasPrefix(moved.IP, "10.214.1.") {
+		t.Fatalf("the moved box: node %q, status %q, address %s", moved.Node, moved.Status, moved.IP)
+	}
+	if got := must("exec", mv, "--", "cat", "/config/moved"); got != "moved-file\n" {
+		t.Fatalf("the moved box's file: %q", got)
+	}
+	if out, _ := n3.Docker("exec", "-u", "0", d.Instance+"-"+mv, "cat", "/var/lib/docker/marker"); out != "docker-data\n" {
+		t.Fatalf("the moved box's /var/lib/docker on n3: %q", out)
+	}
+	if out, _ := n2.Docker("ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, "-"+mv+"\n") {
+		t.Fatalf("the moved box's container is still on n2: %q", out)
+	}
+	if out, _ := n2.Docker("volume", "ls", "-q"); strings.Contains(out, mv) {
+		t.Fatalf("the moved box's data is still on n2: %q", out)
+	}
+	if out, err := cli("move", "d1", "--to", "n3"); err == nil || !strings.Contains(out, "mounts drives") {
+		t.Fatalf("moving a box with a drive: %v\n%s", err, out)
+	}
+	if out, err := cli("move", mv, "--to", "n3"); err == nil || !strings.Contains(out, "on n3 already") {
+		t.Fatalf("moving a box to where it is: %v\n%s", err, out)
+	}
+
 	// Egress on a node that is not the control plane's: its rules hold
 	// there. The box reaches past its node when its policy allows, not
 	// when it does not, and never reaches its node's own services (the

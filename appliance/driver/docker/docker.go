@@ -17,6 +17,7 @@ package docker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -938,4 +939,50 @@ func (d *Driver) CopyFrom(ctx context.Context, box, path string) (io.ReadCloser,
 		return nil, wrap(err)
 	}
 	return res.Content, nil
+}
+
+var _ driver.SnapshotShipper = (*Driver)(nil)
+
+// SaveSnapshot streams a snapshot's image.
+func (d *Driver) SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error) {
+	if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
+		return nil, wrap(err)
+	}
+	rc, err := d.c.ImageSave(ctx, []string{d.snapshotRef(id)})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	return rc, nil
+}
+
+// LoadSnapshot loads a snapshot's image from a SaveSnapshot stream, and
+// checks that it is there under the snapshot's name after: a stream that
+// broke off loads nothing.
+func (d *Driver) LoadSnapshot(ctx context.Context, id string, r io.Reader) error {
+	res, err := d.c.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
+	if err != nil {
+		return wrap(err)
+	}
+	defer res.Close()
+	dec := json.NewDecoder(res)
+	for {
+		var m struct {
+			Error       string `json:"error"`
+			ErrorDetail struct {
+				Message string `json:"message"`
+			} `json:"errorDetail"`
+		}
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return fmt.Errorf("loading snapshot %s: %w", id, err)
+		}
+		if m.Error != "" {
+			return fmt.Errorf("loading snapshot %s: %s", id, m.Error)
+		}
+	}
+	if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
+		return fmt.Errorf("snapshot %s is not there after its load: %w", id, wrap(err))
+	}
+	return nil
 }

@@ -362,6 +362,24 @@ func cmdRestore(e *env, args []string) error {
 	})
 }
 
+func cmdMove(e *env, args []string) error {
+	fs := flags("move")
+	to := fs.String("to", "", "the server to move the box to ('paddock nodes')")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *to == "" {
+		return usagef("give the server: --to NODE")
+	}
+	return boxVerb(e, fs.Args(), func(c *client.Client, name string) (api.Box, error) {
+		b, err := c.MoveBox(e.ctx, name, *to)
+		if err == nil {
+			fmt.Fprintf(e.stderr, "moved %s to %s\n", name, b.Node)
+		}
+		return b, err
+	})
+}
+
 func cmdFork(e *env, args []string) error {
 	fs := flags("fork")
 	name := fs.String("name", "", "name of the new box (default: generated)")

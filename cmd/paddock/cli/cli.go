@@ -76,6 +76,7 @@ func init() {
 		{"snapshot", "BOX", "snapshot the box's filesystem now", cmdSnapshot},
 		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
 		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},
+		{"move", "BOX --to NODE", "move a box to another server: stopped with a snapshot, shipped, made and started there (the owner's)", cmdMove},
 		{"fork", "BOX [--name N] [--snapshot S]", "new box from a snapshot of BOX (default: one taken now)", cmdFork},
 		{"rm", "BOX... [--force]", "remove boxes (drives are kept); a running one is asked about first", cmdRm},
 		{"exec", "[BOX] [-t] [--detach] [--desktop] [--workdir D] [--env K=V] -- CMD...", "run a command in a box (default: the current box)", cmdExec},

@@ -22,6 +22,7 @@ var examples = map[string][]string{
 	"snapshots":  {"paddock snapshots web --json"},
 	"restore":    {"paddock restore web", "paddock restore web s1a2b3c4"},
 	"fork":       {"paddock fork web --name web-try"},
+	"move":       {"paddock move web --to n2"},
 	"rm":         {"paddock rm web-try", "paddock rm --force web"},
 	"exec":       {"paddock exec web -- bash -lc 'cd /config/project && npm test'", "paddock exec -t web -- bash", "paddock exec --detach web -- make all", "paddock exec --timeout 10m web -- make test"},
 	"jobs":       {"paddock jobs web --json"},

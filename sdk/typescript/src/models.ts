@@ -230,6 +230,10 @@ export interface Mount {
   readonly?: boolean;
 }
 
+export interface MovePost {
+  node: string;
+}
+
 export interface Node {
   addr?: string;
   boxes: number;
