@@ -183,14 +183,15 @@ type ImageIDer interface {
 	ImageID(ctx context.Context, ref string) (string, error)
 }
 
-// SnapshotShipper is a driver that can hand a snapshot's image out as a
-// stream and take one in: how a box moves between servers.
+// SnapshotShipper is a driver that can hand snapshots' images out as a
+// stream and take them in: how a box moves between servers.
 type SnapshotShipper interface {
-	// SaveSnapshot streams the snapshot's image (docker save's archive).
-	SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error)
-	// LoadSnapshot takes an image SaveSnapshot gave, and checks that the
-	// snapshot is there after.
-	LoadSnapshot(ctx context.Context, id string, r io.Reader) error
+	// SaveSnapshots streams the snapshots' images in one archive (docker
+	// save's: the layers they share once).
+	SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser, error)
+	// LoadSnapshots takes what SaveSnapshots gave, and checks that every
+	// one of the snapshots is there after.
+	LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error
 }
 
 // SnapshotSizer is a driver that can tell the bytes a snapshot adds to

@@ -142,22 +142,22 @@ func (a *Agent) Handler() http.Handler {
 		rc, err := d.ReadVolume(r.Context(), volumeOf(r), r.URL.Query().Get("image"))
 		stream(w, rc, err)
 	})
-	m.HandleFunc("GET "+p+"snapshots/{id}/image", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("GET "+p+"snapshot-images", func(w http.ResponseWriter, r *http.Request) {
 		sh, ok := d.(driver.SnapshotShipper)
 		if !ok {
 			writeError(w, ErrUnsupported)
 			return
 		}
-		rc, err := sh.SaveSnapshot(r.Context(), r.PathValue("id"))
+		rc, err := sh.SaveSnapshots(r.Context(), r.URL.Query()["id"])
 		stream(w, rc, err)
 	})
-	m.HandleFunc("PUT "+p+"snapshots/{id}/image", func(w http.ResponseWriter, r *http.Request) {
+	m.HandleFunc("PUT "+p+"snapshot-images", func(w http.ResponseWriter, r *http.Request) {
 		sh, ok := d.(driver.SnapshotShipper)
 		if !ok {
 			writeError(w, ErrUnsupported)
 			return
 		}
-		if err := sh.LoadSnapshot(r.Context(), r.PathValue("id"), r.Body); err != nil {
+		if err := sh.LoadSnapshots(r.Context(), r.URL.Query()["id"], r.Body); err != nil {
 			writeError(w, err)
 			return
 		}

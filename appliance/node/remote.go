@@ -292,15 +292,15 @@ func (r *Remote) WriteVolume(ctx context.Context, v driver.VolumeRef, image stri
 	return r.put(ctx, volPath(v)+"/archive?image="+url.QueryEscape(image), tar)
 }
 
-// SaveSnapshot streams a snapshot's image from the node; reading it to
+// SaveSnapshots streams snapshots' images from the node; reading it to
 // its end fails unless the node sent all of it.
-func (r *Remote) SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error) {
-	return r.get(ctx, "snapshots/"+pathEscape(id)+"/image")
+func (r *Remote) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser, error) {
+	return r.get(ctx, "snapshot-images?"+url.Values{"id": ids}.Encode())
 }
 
-// LoadSnapshot loads a snapshot's image into the node.
-func (r *Remote) LoadSnapshot(ctx context.Context, id string, img io.Reader) error {
-	return r.put(ctx, "snapshots/"+pathEscape(id)+"/image", img)
+// LoadSnapshots loads snapshots' images into the node.
+func (r *Remote) LoadSnapshots(ctx context.Context, ids []string, img io.Reader) error {
+	return r.put(ctx, "snapshot-images?"+url.Values{"id": ids}.Encode(), img)
 }
 
 // StatPath says whether path in a box is a folder.

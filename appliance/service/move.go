@@ -18,7 +18,8 @@ import (
 // the box changes on its server: a move that fails midway removes what it
 // shipped, starts the box again where it was, and says so. Boxes that
 // mount drives do not move yet (their drives would have to move too).
-// The box's earlier snapshots stay on the server it left.
+// Its earlier snapshots go with it, in the same stream (the layers they
+// share go once).
 func (s *Service) MoveBox(ctx context.Context, name, to string) (api.Box, error) {
 	if err := requireOwner(ctx, "move boxes between servers"); err != nil {
 		return api.Box{}, err
@@ -73,14 +74,26 @@ func (s *Service) MoveBox(ctx context.Context, name, to string) (api.Box, error)
 	if err != nil {
 		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("the snapshot to move %s: %w", name, err))
 	}
+	all, err := s.Store.ListSnapshots(name)
+	if err != nil {
+		return api.Box{}, s.moveFailed(ctx, name, wasRunning, err)
+	}
+	var snaps []string
+	for _, x := range all {
+		if x.State == "ready" && x.Node == b.Node {
+			snaps = append(snaps, x.ID)
+		}
+	}
 	data := driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}
 	undo := func() {
 		ctx := context.WithoutCancel(ctx)
-		dst.RemoveSnapshot(ctx, sn.ID)
+		for _, id := range snaps {
+			dst.RemoveSnapshot(ctx, id)
+		}
 		dst.RemoveVolume(ctx, data)
 	}
-	if err := ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return from.SaveSnapshot(ctx, sn.ID) },
-		func(ctx context.Context, r io.Reader) error { return into.LoadSnapshot(ctx, sn.ID, r) }); err != nil {
+	if err := ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return from.SaveSnapshots(ctx, snaps) },
+		func(ctx context.Context, r io.Reader) error { return into.LoadSnapshots(ctx, snaps, r) }); err != nil {
 		undo()
 		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("shipping %s's filesystem to %s: %w", name, to, err))
 	}
@@ -108,23 +121,25 @@ func (s *Service) MoveBox(ctx context.Context, name, to string) (api.Box, error)
 			if err := s.address(tx, &nb, ns); err != nil {
 				return err
 			}
-			return tx.MoveBox(name, target, nb.IP, sn.ID)
+			return tx.MoveBox(name, target, nb.IP, sn.ID, snaps)
 		})
 	})
 	if err != nil {
 		undo()
 		return api.Box{}, s.moveFailed(ctx, name, wasRunning, err)
 	}
-	// What stays on the server it left: its /var/lib/docker and the copy
-	// of the snapshot shipped (its earlier snapshots stay, and are its).
+	// What stays on the server it left: its /var/lib/docker and the
+	// copies of the snapshots shipped.
 	bg := context.WithoutCancel(ctx)
 	if err := src.RemoveVolume(bg, data); err != nil && !errors.Is(err, driver.ErrNotFound) {
 		s.Log.Warn("move: the box data left on the old server", "box", name, "node", left, "err", err)
 	}
-	if err := src.RemoveSnapshot(bg, sn.ID); err != nil && !errors.Is(err, driver.ErrNotFound) {
-		s.Log.Warn("move: the shipped snapshot's copy on the old server", "box", name, "node", left, "err", err)
+	for _, id := range snaps {
+		if err := src.RemoveSnapshot(bg, id); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			s.Log.Warn("move: a shipped snapshot's copy on the old server", "box", name, "node", left, "snapshot", id, "err", err)
+		}
 	}
-	s.Log.Info("box moved", "box", name, "from", s.nodeDisplay(left), "to", s.nodeDisplay(target), "snapshot", sn.ID)
+	s.Log.Info("box moved", "box", name, "from", s.nodeDisplay(left), "to", s.nodeDisplay(target), "snapshots", len(snaps))
 	if wasRunning {
 		return s.StartBox(ctx, name)
 	}

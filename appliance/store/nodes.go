@@ -172,8 +172,9 @@ func where(q interface {
 }
 
 // MoveBox records that a box is now on node, at ip, to be made from the
-// snapshot from, whose image is now on node too.
-func (t *Tx) MoveBox(name, node, ip, from string) error {
+// snapshot from, and that the images of the snapshots snaps (from among
+// them) are on node now too.
+func (t *Tx) MoveBox(name, node, ip, from string, snaps []string) error {
 	res, err := t.tx.Exec(`UPDATE boxes SET node=?, ip=?, from_snapshot=? WHERE name=?`, node, ip, from, name)
 	if err != nil {
 		return err
@@ -181,9 +182,14 @@ func (t *Tx) MoveBox(name, node, ip, from string) error {
 	if err := oneRow(res); err != nil {
 		return err
 	}
-	res, err = t.tx.Exec(`UPDATE snapshots SET node=? WHERE id=?`, node, from)
-	if err != nil {
-		return err
+	for _, id := range snaps {
+		res, err = t.tx.Exec(`UPDATE snapshots SET node=? WHERE id=?`, node, id)
+		if err != nil {
+			return err
+		}
+		if err := oneRow(res); err != nil {
+			return err
+		}
 	}
-	return oneRow(res)
+	return nil
 }

@@ -298,6 +298,8 @@ func TestCluster(t *testing.T) {
 	// the server it left. A box that mounts a drive does not move (yet),
 	// nor does one to where it is.
 	mv := per["n2"][2]
+	must("exec", mv, "--", "sh", "-c", "echo early > /config/moved")
+	early := api.Snapshot{ID: strings.TrimSpace(must("snapshot", mv))}
 	must("exec", mv, "--", "sh", "-c", "echo moved-file > /config/moved")
 	if out, err := n2.Docker("exec", "-u", "0", d.Instance+"-"+mv, "sh", "-c", "echo docker-data > /var/lib/docker/marker"); err != nil {
 		t.Fatalf("writing %s's /var/lib/docker: %v\n%s", mv, err, out)
@@ -321,6 +323,12 @@ func TestCluster(t *testing.T) {
 	}
 	if out, _ := n2.Docker("volume", "ls", "-q"); strings.Contains(out, mv) {
 		t.Fatalf("the moved box's data is still on n2: %q", out)
+	}
+	// Its earlier snapshots went with it: one taken before the move
+	// restores on n3.
+	must("restore", mv, early.ID)
+	if got := must("exec", mv, "--", "cat", "/config/moved"); got != "early\n" {
+		t.Fatalf("the moved box restored to a snapshot from before its move: %q", got)
 	}
 	if out, err := cli("move", "d1", "--to", "n3"); err == nil || !strings.Contains(out, "mounts drives") {
 		t.Fatalf("moving a box with a drive: %v\n%s", err, out)

@@ -943,22 +943,26 @@ func (d *Driver) CopyFrom(ctx context.Context, box, path string) (io.ReadCloser,
 
 var _ driver.SnapshotShipper = (*Driver)(nil)
 
-// SaveSnapshot streams a snapshot's image.
-func (d *Driver) SaveSnapshot(ctx context.Context, id string) (io.ReadCloser, error) {
-	if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
-		return nil, wrap(err)
+// SaveSnapshots streams snapshots' images, in one archive.
+func (d *Driver) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser, error) {
+	refs := make([]string, len(ids))
+	for i, id := range ids {
+		refs[i] = d.snapshotRef(id)
+		if _, err := d.c.ImageInspect(ctx, refs[i]); err != nil {
+			return nil, wrap(err)
+		}
 	}
-	rc, err := d.c.ImageSave(ctx, []string{d.snapshotRef(id)})
+	rc, err := d.c.ImageSave(ctx, refs)
 	if err != nil {
 		return nil, wrap(err)
 	}
 	return rc, nil
 }
 
-// LoadSnapshot loads a snapshot's image from a SaveSnapshot stream, and
-// checks that it is there under the snapshot's name after: a stream that
-// broke off loads nothing.
-func (d *Driver) LoadSnapshot(ctx context.Context, id string, r io.Reader) error {
+// LoadSnapshots loads snapshots' images from a SaveSnapshots stream, and
+// checks that each is there under its snapshot's name after: a stream
+// that broke off loads nothing.
+func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error {
 	res, err := d.c.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return wrap(err)
@@ -967,22 +971,21 @@ func (d *Driver) LoadSnapshot(ctx context.Context, id string, r io.Reader) error
 	dec := json.NewDecoder(res)
 	for {
 		var m struct {
-			Error       string `json:"error"`
-			ErrorDetail struct {
-				Message string `json:"message"`
-			} `json:"errorDetail"`
+			Error string `json:"error"`
 		}
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
-			return fmt.Errorf("loading snapshot %s: %w", id, err)
+			return fmt.Errorf("loading snapshots: %w", err)
 		}
 		if m.Error != "" {
-			return fmt.Errorf("loading snapshot %s: %s", id, m.Error)
+			return fmt.Errorf("loading snapshots: %s", m.Error)
 		}
 	}
-	if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
-		return fmt.Errorf("snapshot %s is not there after its load: %w", id, wrap(err))
+	for _, id := range ids {
+		if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
+			return fmt.Errorf("snapshot %s is not there after its load: %w", id, wrap(err))
+		}
 	}
 	return nil
 }
