@@ -184,6 +184,19 @@ type ForkPost struct {
 }
 
 // RestorePost brings a box's filesystem back to a snapshot.
+// Drained is what 'paddock node drain' did: the boxes that moved, and
+// where to.
+type Drained struct {
+	Node  string     `json:"node"`
+	Moved []MovedBox `json:"moved"`
+}
+
+// MovedBox is a box a drain moved.
+type MovedBox struct {
+	Box string `json:"box"`
+	To  string `json:"to"`
+}
+
 // MovePost moves a box to another server (POST /v1/boxes/NAME/move).
 type MovePost struct {
 	// Node is the server's name, as GET /v1/nodes says it.
@@ -510,7 +523,9 @@ type Node struct {
 	State string `json:"state"`
 	// Swarm is the swarm's node ID and its word on the server (ready,
 	// down, unknown); empty before the server is in the swarm.
-	SwarmID     string    `json:"swarm_id,omitempty"`
+	SwarmID string `json:"swarm_id,omitempty"`
+	// Drained: no new box goes there ('paddock node drain').
+	Drained     bool      `json:"drained,omitempty"`
 	SwarmState  string    `json:"swarm_state,omitempty"`
 	Error       string    `json:"error,omitempty"`
 	Boxes       int       `json:"boxes"`

@@ -221,6 +221,17 @@ func (c *Client) Restore(ctx context.Context, name, snapshot string) (api.Box, e
 	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/restore", api.RestorePost{Snapshot: snapshot}, &b)
 }
 
+// DrainNode drains a server: its boxes move to others.
+func (c *Client) DrainNode(ctx context.Context, name string) (api.Drained, error) {
+	var d api.Drained
+	return d, c.do(ctx, "POST", "/nodes/"+esc(name)+"/drain", nil, &d)
+}
+
+// UndrainNode lets new boxes go to a drained server again.
+func (c *Client) UndrainNode(ctx context.Context, name string) error {
+	return c.do(ctx, "DELETE", "/nodes/"+esc(name)+"/drain", nil, nil)
+}
+
 // MoveBox moves a box to another server.
 func (c *Client) MoveBox(ctx context.Context, name, node string) (api.Box, error) {
 	var b api.Box

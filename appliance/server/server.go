@@ -164,6 +164,8 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/nodes/joins", s.nodeJoinToken)
 	add("PUT "+p+"/nodes/{name}/labels", s.labelNode)
 	add("DELETE "+p+"/nodes/{name}", s.removeNode)
+	add("POST "+p+"/nodes/{name}/drain", s.drainNode)
+	add("DELETE "+p+"/nodes/{name}/drain", s.undrainNode)
 	if s.Pages != nil {
 		s.Pages.APIDoc = s.OpenAPI
 		s.Pages.Routes(mux)
@@ -207,7 +209,7 @@ const (
 )
 
 var heavy = map[string]bool{
-	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/boxes/{name}/snapshots": true,
+	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/nodes/{name}/drain": true, "POST /v1/boxes/{name}/snapshots": true,
 	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
@@ -873,6 +875,22 @@ func (s *Server) labelNode(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, n)
+}
+
+func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) error {
+	d, err := s.Svc.DrainNode(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) undrainNode(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.UndrainNode(r.Context(), r.PathValue("name")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) error {

@@ -487,7 +487,7 @@ func (s *Service) Nodes(ctx context.Context) ([]api.Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		an := api.Node{Name: n.Name, Addr: n.Addr, Subnet: n.Subnet, Labels: n.Labels, Joined: n.Joined,
+		an := api.Node{Name: n.Name, Addr: n.Addr, Subnet: n.Subnet, Labels: n.Labels, Joined: n.Joined, Drained: n.Drained,
 			Boxes: boxes, Pool: pool, Drives: drives, State: "up"}
 		if n.Name == "" {
 			an.Name, an.ControlPlane = s.localNodeName(), true
@@ -603,7 +603,33 @@ func (s *Service) wanted(want string, ns []store.Node) (string, error) {
 			return "", conflict("server %s is down: choose another, or wait for it ('paddock nodes')", want)
 		}
 	}
+	if len(undrained(ns, []string{n})) == 0 {
+		return "", conflict("server %s is drained: no new box goes there ('paddock node undrain %s' takes boxes there again)", want, want)
+	}
 	return n, nil
+}
+
+// undrained is those of names whose server is not drained.
+func undrained(ns []store.Node, names []string) []string {
+	drained := map[string]bool{}
+	for _, n := range ns {
+		drained[n.Name] = n.Drained
+	}
+	out := []string{}
+	for _, n := range names {
+		if !drained[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func displayNames(s *Service, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = s.nodeDisplay(n)
+	}
+	return out
 }
 
 // address gives a box a free address in its node's box network.
@@ -657,6 +683,9 @@ func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string
 		fixed, why = n, "snapshot"
 	}
 	if why != "" {
+		if len(undrained(ns, []string{fixed})) == 0 {
+			return "", conflict("box %q goes where its %s is, on %s, which is drained ('paddock node undrain %s', or move what it needs)", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(fixed))
+		}
 		if !hasLabels(ns, fixed, b.NodeLabels) {
 			return "", conflict("box %q goes where its %s is, on %s, which does not have the labels it asks for (%s)", b.Name, why, s.nodeDisplay(fixed), api.LabelsText(b.NodeLabels))
 		}
@@ -716,6 +745,11 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 	allowed := labelled(ns, labels)
 	if len(allowed) == 0 {
 		return "", invalid("node_labels", "no server has the labels %s: give one them with 'paddock node label NODE %s'", api.LabelsText(labels), strings.ReplaceAll(api.LabelsText(labels), ",", " "))
+	}
+	if open := undrained(ns, allowed); len(open) > 0 {
+		allowed = open
+	} else {
+		return "", conflict("the servers that could take the box (%s) are drained: 'paddock node undrain NODE' takes boxes there again", strings.Join(displayNames(s, allowed), ", "))
 	}
 	boxes, err := tx.ListBoxes()
 	if err != nil {
@@ -832,6 +866,98 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	return api.Node{}, notFound("node", name)
 }
 
+// dropPool removes the pool boxes of a server (the pool is made again
+// where boxes may go).
+func (s *Service) dropPool(ctx context.Context, node string) error {
+	if err := s.Store.Declare(func(tx *store.Tx) error {
+		ps, err := tx.ListPool()
+		if err != nil {
+			return err
+		}
+		for _, p := range ps {
+			if p.Node == node {
+				if err := tx.RemovePool(p.Key); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	_, err := s.Rec.Run(ctx)
+	return err
+}
+
+// DrainNode empties a server (the owner's): no new box goes there from
+// now on, its pool boxes go, and each of its boxes moves (MoveBox) to the
+// server a new box of its labels would go to. A box that cannot move
+// (one that mounts drives) stays, and is named in the error; the others
+// have moved by then. 'paddock node undrain' takes boxes there again.
+func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, error) {
+	if err := requireOwner(ctx, "drain servers"); err != nil {
+		return api.Drained{}, err
+	}
+	if name == s.localNodeName() {
+		return api.Drained{}, invalid("name", "%s is the control plane's own server: it is not drained", name)
+	}
+	if err := s.Store.SetNodeDrained(name, true); errors.Is(err, store.ErrNotFound) {
+		return api.Drained{}, notFound("node", name)
+	} else if err != nil {
+		return api.Drained{}, err
+	}
+	out := api.Drained{Node: name}
+	if err := s.dropPool(ctx, name); err != nil {
+		return out, err
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		return out, err
+	}
+	var stuck []string
+	for _, b := range boxes {
+		if b.Node != name {
+			continue
+		}
+		var to string
+		err := s.Store.Declare(func(tx *store.Tx) error {
+			ns, err := tx.ListNodes()
+			if err != nil {
+				return err
+			}
+			to, err = s.roomiest(tx, ns, b.NodeLabels)
+			return err
+		})
+		if err == nil {
+			_, err = s.MoveBox(ctx, b.Name, s.nodeDisplay(to))
+		}
+		if err != nil {
+			stuck = append(stuck, fmt.Sprintf("%s (%v)", b.Name, err))
+			continue
+		}
+		out.Moved = append(out.Moved, api.MovedBox{Box: b.Name, To: s.nodeDisplay(to)})
+	}
+	if len(stuck) > 0 {
+		return out, conflict("server %s is drained, but %d box(es) stay on it: %s", name, len(stuck), strings.Join(stuck, "; "))
+	}
+	s.Log.Info("node drained", "node", name, "moved", len(out.Moved))
+	return out, nil
+}
+
+// UndrainNode lets new boxes go to a drained server again (the owner's).
+func (s *Service) UndrainNode(ctx context.Context, name string) error {
+	if err := requireOwner(ctx, "undrain servers"); err != nil {
+		return err
+	}
+	if err := s.Store.SetNodeDrained(name, false); errors.Is(err, store.ErrNotFound) {
+		return notFound("node", name)
+	} else if err != nil {
+		return err
+	}
+	s.poolChanged()
+	return nil
+}
+
 // RemoveNode forgets a server that holds nothing (the owner's): its boxes,
 // pool boxes, drives and snapshots must be gone first. Its agent is no
 // longer called; to join again it needs a new token.
@@ -852,27 +978,11 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		return err
 	}
 	if boxes+drives+snaps > 0 {
-		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): remove them first (moving them is not there yet)", name, boxes, drives, snaps)
+		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s'; drives do not move yet)", name, boxes, drives, snaps, name)
 	}
 	if pool > 0 {
 		// Pool boxes are the server's to make again: they go with it.
-		if err := s.Store.Declare(func(tx *store.Tx) error {
-			ps, err := tx.ListPool()
-			if err != nil {
-				return err
-			}
-			for _, p := range ps {
-				if p.Node == name {
-					if err := tx.RemovePool(p.Key); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
-		}); err != nil {
-			return err
-		}
-		if _, err := s.Rec.Run(ctx); err != nil {
+		if err := s.dropPool(ctx, name); err != nil {
 			return err
 		}
 	}

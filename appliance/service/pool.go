@@ -62,13 +62,14 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
 	}
 	// A box that asks for labels takes a pool box of a server that has
 	// them.
+	// Nor one of a drained server.
+	ns, err := tx.ListNodes()
+	if err != nil {
+		return false, err
+	}
 	var on []string
-	if len(b.NodeLabels) > 0 {
-		ns, err := tx.ListNodes()
-		if err != nil {
-			return false, err
-		}
-		on = labelled(ns, b.NodeLabels)
+	if len(b.NodeLabels) > 0 || len(undrained(ns, names(ns))) < len(ns) {
+		on = undrained(ns, labelled(ns, b.NodeLabels))
 	}
 	p, err := tx.TakePoolOn(b.Type, b.Image, b.Desktop, on)
 	if errors.Is(err, store.ErrNotFound) {

@@ -20,15 +20,17 @@ type Node struct {
 	Joined time.Time
 	// Cert is its agent's certificate (PEM), as issued at join.
 	Cert string
+	// Drained: no new box is placed on it ('paddock node drain').
+	Drained bool
 }
 
-const nodeCols = `name, addr, subnet, labels, joined, cert`
+const nodeCols = `name, addr, subnet, labels, joined, cert, drained`
 
 func scanNode(r scanner) (Node, error) {
 	var n Node
 	var labels string
 	var joined int64
-	err := r.Scan(&n.Name, &n.Addr, &n.Subnet, &labels, &joined, &n.Cert)
+	err := r.Scan(&n.Name, &n.Addr, &n.Subnet, &labels, &joined, &n.Cert, &n.Drained)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, ErrNotFound
 	}
@@ -89,7 +91,7 @@ func (s *Store) JoinNode(hash string, n Node) error {
 	if n.Labels == nil {
 		n.Labels = map[string]string{}
 	}
-	_, err = tx.Exec(`INSERT INTO nodes (`+nodeCols+`) VALUES (?,?,?,?,?,?)`, n.Name, n.Addr, n.Subnet, mustJSON(n.Labels), unix(n.Joined), n.Cert)
+	_, err = tx.Exec(`INSERT INTO nodes (`+nodeCols+`) VALUES (?,?,?,?,?,?,?)`, n.Name, n.Addr, n.Subnet, mustJSON(n.Labels), unix(n.Joined), n.Cert, n.Drained)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		// The failed insert leaves the transaction whole: the token is
 		// spent all the same.
@@ -110,6 +112,15 @@ func (s *Store) SetNodeLabels(name string, labels map[string]string) error {
 		labels = map[string]string{}
 	}
 	res, err := s.db.Exec(`UPDATE nodes SET labels=? WHERE name=?`, mustJSON(labels), name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// SetNodeDrained marks a node drained (no new box goes there) or not.
+func (s *Store) SetNodeDrained(name string, drained bool) error {
+	res, err := s.db.Exec(`UPDATE nodes SET drained=? WHERE name=?`, drained, name)
 	if err != nil {
 		return err
 	}

@@ -253,6 +253,8 @@ var migrations = []string{
 	 ALTER TABLE snapshots ADD COLUMN node TEXT NOT NULL DEFAULT '';`,
 	// The labels a box's server must have (placement).
 	`ALTER TABLE boxes ADD COLUMN node_labels TEXT NOT NULL DEFAULT '{}';`,
+	// A server no new box goes to.
+	`ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

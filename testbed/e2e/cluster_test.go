@@ -604,4 +604,59 @@ func TestCluster(t *testing.T) {
 		out, err := n2.Docker("ps", "-a", "--format", "{{.Names}}")
 		return err == nil && !strings.Contains(out, "-"+b2+"\n")
 	})
+
+	// Draining a server: nothing new goes there, and its boxes move to
+	// the others and run there with their files, once; a box that mounts
+	// a drive, or asks for labels only this server has (ssd=yes), stays,
+	// and is named. Undrained, it takes boxes again.
+	var all []api.Box
+	if err := json.Unmarshal([]byte(must("ls", "--json")), &all); err != nil {
+		t.Fatal(err)
+	}
+	var onN2, stay []string
+	for _, b := range all {
+		if b.Node != "n2" {
+			continue
+		}
+		var full api.Box
+		json.Unmarshal([]byte(must("show", b.Name, "--json")), &full)
+		if b.Name == "d1" || b.Name == "d2" || full.NodeLabels["ssd"] == "yes" {
+			stay = append(stay, b.Name)
+		} else {
+			onN2 = append(onN2, b.Name)
+			must("exec", b.Name, "--", "sh", "-c", "echo drained-"+b.Name+" > /config/drained")
+		}
+	}
+	draining := time.Now()
+	out, err = cli("node", "drain", "n2")
+	t.Logf("drained n2 (%d boxes to move, %d to stay) in %s", len(onN2), len(stay), time.Since(draining).Round(100*time.Millisecond))
+	if (err == nil) != (len(stay) == 0) {
+		t.Fatalf("node drain n2 with boxes %v that cannot move: %v\n%s", stay, err, out)
+	}
+	for _, name := range stay {
+		if !strings.Contains(out, name+" (") {
+			t.Fatalf("the drain does not name %s, which stays:\n%s", name, out)
+		}
+	}
+	for _, name := range onN2 {
+		var b api.Box
+		json.Unmarshal([]byte(must("show", name, "--json")), &b)
+		if b.Node == "n2" || b.Status != "running" {
+			t.Fatalf("box %s after n2's drain: on %q, %s\n%s", name, b.Node, b.Status, out)
+		}
+		if got := must("exec", name, "--", "cat", "/config/drained"); got != "drained-"+name+"\n" {
+			t.Fatalf("box %s's file after the drain: %q", name, got)
+		}
+		if n := containers(name); n != 1 {
+			t.Fatalf("box %s has %d containers after the drain", name, n)
+		}
+	}
+	if !nodes()["n2"].Drained {
+		t.Fatal("paddock nodes does not say n2 is drained")
+	}
+	if out, err := cli("new", "--name", "ondrained", "--node", "n2"); err == nil || !strings.Contains(out, "drained") {
+		t.Fatalf("a box asked for on a drained server: %v\n%s", err, out)
+	}
+	must("node", "undrain", "n2")
+	must("new", "--name", "undrained", "--node", "n2")
 }

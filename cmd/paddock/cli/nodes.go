@@ -50,6 +50,31 @@ func cmdNode(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "node %s: labels %s\n", n.Name, labelsText(n))
 		return nil
+	case args[0] == "drain" && len(args) == 2:
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stderr, "draining %s: no new box goes there; moving its boxes…\n", args[1])
+		d, err := c.DrainNode(e.ctx, args[1])
+		for _, m := range d.Moved {
+			fmt.Fprintf(e.stdout, "moved %s to %s\n", m.Box, m.To)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "node %s is drained: 'paddock node rm %s' forgets it once it holds nothing, 'paddock node undrain %s' takes boxes there again\n", args[1], args[1], args[1])
+		return nil
+	case args[0] == "undrain" && len(args) == 2:
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		if err := c.UndrainNode(e.ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "node %s takes new boxes again\n", args[1])
+		return nil
 	case args[0] == "rm" && len(args) == 2:
 		c, err := e.client()
 		if err != nil {
@@ -61,7 +86,7 @@ func cmdNode(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "removed node %s (its agent is no longer called; to join again it needs a new token)\n", args[1])
 		return nil
 	}
-	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node rm NODE")
+	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node drain NODE | node undrain NODE | node rm NODE")
 }
 
 // parseLabels reads KEY=VALUE server labels.
@@ -105,6 +130,9 @@ func cmdNodes(e *env, args []string) error {
 			addr = "(control plane)"
 		}
 		state := n.State
+		if n.Drained {
+			state += ", drained"
+		}
 		if n.Error != "" {
 			state += ": " + n.Error
 		}

@@ -149,6 +149,11 @@ export interface DirEntry {
   type: string;
 }
 
+export interface Drained {
+  moved: MovedBox[] | null;
+  node: string;
+}
+
 export interface Drive {
   created: string;
   labels?: Record<string, string> | null;
@@ -234,6 +239,11 @@ export interface MovePost {
   node: string;
 }
 
+export interface MovedBox {
+  box: string;
+  to: string;
+}
+
 export interface Node {
   addr?: string;
   boxes: number;
@@ -241,6 +251,7 @@ export interface Node {
   cpus?: number;
   disk_bytes?: number;
   disk_free?: number;
+  drained?: boolean;
   drives: number;
   error?: string;
   joined?: string;
