@@ -480,3 +480,31 @@ func TestPlacementByLabels(t *testing.T) {
 		t.Errorf("labels on a single server: %v", err)
 	}
 }
+
+// A drained server takes no new box, asked for or not; undrained, it
+// does again.
+func TestDrainedTakesNothing(t *testing.T) {
+	s, _ := clustered(t)
+	ctx := context.Background()
+	if err := s.Store.SetNodeDrained("n3", true); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 6 {
+		name := fmt.Sprintf("d%d", i)
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		if nodeOf(t, s, name) == "n3" {
+			t.Fatalf("box %s was placed on drained n3", name)
+		}
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "n3"}); err == nil || !strings.Contains(err.Error(), "drained") {
+		t.Fatalf("a box asked for on a drained server: %v", err)
+	}
+	if err := s.UndrainNode(ctx, "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "n3"}); err != nil {
+		t.Fatal(err)
+	}
+}
