@@ -432,6 +432,31 @@ class Client:
     def remove_user(self, name):
         self._json("DELETE", "/users/" + _q(name))
 
+    def nodes(self) -> List[models.Node]:
+        """The servers boxes are placed on, the control plane's first (the owner's)."""
+        return self._json("GET", "/nodes")
+
+    def node_join(self) -> models.NodeJoin:
+        """A one-time command that lets another server join (the owner's)."""
+        return self._json("POST", "/nodes/joins")
+
+    def label_node(self, name, labels) -> models.Node:
+        return self._json("PUT", "/nodes/" + _q(name) + "/labels", {"labels": labels})
+
+    def drain_node(self, name) -> models.Drained:
+        """No new box goes to the server, and its boxes move to others."""
+        return self._json("POST", "/nodes/" + _q(name) + "/drain")
+
+    def undrain_node(self, name):
+        self._json("DELETE", "/nodes/" + _q(name) + "/drain")
+
+    def remove_node(self, name):
+        self._json("DELETE", "/nodes/" + _q(name))
+
+    def move_box(self, name, node) -> models.Box:
+        """Move a box to another server: stopped with a snapshot, shipped, made and started there."""
+        return self._json("POST", "/boxes/" + _q(name) + "/move", {"node": node})
+
     def projects(self) -> List[models.Project]:
         """Boxfile projects, their last apply and their drift."""
         return self._json("GET", "/projects")

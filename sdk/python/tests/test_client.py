@@ -197,6 +197,16 @@ class ClientTest(unittest.TestCase):
         self.assertIsInstance(self.c.keys(), list)
         self.assertIn("owner", [u["role"] for u in self.c.users()])
         self.assertIn("/invite/", self.c.invite()["url"])
+        # One server: its own, and nowhere to move a box to.
+        ns = self.c.nodes()
+        self.assertEqual(len(ns), 1)
+        self.assertTrue(ns[0]["control_plane"] and ns[0]["state"] == "up")
+        with self.assertRaises(PaddockError) as e:
+            self.c.drain_node("nosuch")
+        self.assertEqual(e.exception.status, 404)
+        with self.assertRaises(PaddockError) as e:
+            self.c.move_box("nosuch", ns[0]["name"])
+        self.assertEqual(e.exception.status, 404)
 
     def test_named_policies(self):
         self.c.create_policy("py-pol", allow_domains=["example.test"])

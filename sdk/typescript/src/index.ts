@@ -39,8 +39,8 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, Box, BoxAgent, Agent, BoxPost, Dir, Drive, InviteCreated, Job, Key, Plan, Policy, PolicyReport,
-  PolicySpec, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  ApplyResult, Box, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  PolicyReport, PolicySpec, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -406,6 +406,19 @@ export class Client {
     return this.json("POST", "/users/invites", { role });
   }
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
+  /** The servers boxes are placed on, the control plane's first (the owner's). */
+  nodes(): Promise<Node[]> { return this.json("GET", "/nodes"); }
+  /** A one-time command that lets another server join (the owner's). */
+  nodeJoin(): Promise<NodeJoin> { return this.json("POST", "/nodes/joins"); }
+  labelNode(name: string, labels: Record<string, string>): Promise<Node> {
+    return this.json("PUT", `/nodes/${q(name)}/labels`, { labels });
+  }
+  /** No new box goes to the server, and its boxes move to others. */
+  drainNode(name: string): Promise<Drained> { return this.json("POST", `/nodes/${q(name)}/drain`); }
+  async undrainNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}/drain`); }
+  async removeNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}`); }
+  /** Moves a box to another server: stopped with a snapshot, shipped, made and started there. */
+  moveBox(name: string, node: string): Promise<Box> { return this.json("POST", `/boxes/${q(name)}/move`, { node }); }
   /** Boxfile projects, their last apply and their drift. */
   projects(): Promise<Project[]> { return this.json("GET", "/projects"); }
 

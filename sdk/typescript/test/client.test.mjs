@@ -209,6 +209,12 @@ test("tokens, secrets, keys and users", async () => {
   assert.ok(Array.isArray(await c.keys()));
   assert.ok((await c.users()).some((u) => u.role === "owner"));
   assert.match((await c.invite()).url ?? "", /\/invite\//);
+  // One server: its own, and nowhere to move a box to.
+  const ns = await c.nodes();
+  assert.equal(ns.length, 1);
+  assert.ok(ns[0].control_plane && ns[0].state === "up");
+  await assert.rejects(c.drainNode("nosuch"), (e) => e.status === 404);
+  await assert.rejects(c.moveBox("nosuch", ns[0].name), (e) => e.status === 404);
 });
 
 test("named policies and drive backups", async () => {
