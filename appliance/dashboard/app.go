@@ -43,6 +43,14 @@ type appView struct {
 	DesktopDefault                                      bool
 	Facts                                               []fact
 	API                                                 apiRef
+	// Nodes are the servers boxes are placed on (the owner's Server page).
+	Nodes []nodeRow
+}
+
+// nodeRow is a server as the Server page lists it.
+type nodeRow struct {
+	Name, State, Swarm, Addr, Memory, Labels string
+	Boxes, Pool                             int
 }
 
 type fact struct{ Name, Value string }
@@ -162,6 +170,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 				break
 			}
 			v.Facts = p.serverFacts(ctx)
+			v.Nodes = p.nodeRows(ctx)
 		}
 		if page == "box" {
 			name := r.PathValue("box")
@@ -191,6 +200,32 @@ func (p *Pages) app(route string) http.HandlerFunc {
 }
 
 var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "server": "Server"}
+
+// nodeRows are the servers, as 'paddock nodes' lists them.
+func (p *Pages) nodeRows(ctx context.Context) []nodeRow {
+	ns, err := p.Svc.Nodes(ctx)
+	if err != nil {
+		return []nodeRow{{Name: "?", State: "not known: " + err.Error()}}
+	}
+	out := make([]nodeRow, 0, len(ns))
+	for _, n := range ns {
+		r := nodeRow{Name: n.Name, State: n.State, Swarm: n.SwarmState, Addr: n.Addr, Boxes: n.Boxes, Pool: n.Pool, Labels: api.LabelsText(n.Labels)}
+		if n.ControlPlane {
+			r.Addr = "control plane"
+		}
+		if n.Drained {
+			r.State += ", drained"
+		}
+		if n.Error != "" {
+			r.State += ": " + n.Error
+		}
+		if n.MemoryBytes > 0 {
+			r.Memory = fmt.Sprintf("%.1f of %.1f GiB", float64(n.MemoryFree)/(1<<30), float64(n.MemoryBytes)/(1<<30))
+		}
+		out = append(out, r)
+	}
+	return out
+}
 
 // serverFacts is the owner's server page.
 func (p *Pages) serverFacts(ctx context.Context) []fact {

@@ -491,6 +491,13 @@ func TestDashboard(t *testing.T) {
 		poll[bool](b, "the "+p+" page", `document.body.dataset.page === "`+p+`" && !document.querySelector("tbody tr.empty")?.textContent.includes("Loading")`, 10*time.Second)
 		b.shots(shotDir, p)
 	}
+	// The Server page lists the servers: here, this one alone, up, as
+	// the control plane.
+	b.do(chromedp.Navigate(base + "/server"))
+	poll[bool](b, "the servers' list", `!!document.querySelector("#nodes tbody tr")`, 10*time.Second)
+	if rows := eval[string](b, `[...document.querySelectorAll("#nodes tbody tr")].map(r => r.textContent).join("|")`); strings.Count(rows, "|") != 0 || !strings.Contains(rows, "up") || !strings.Contains(rows, "control plane") {
+		t.Fatalf("the Server page's servers: %q", rows)
+	}
 
 	// Remove, confirmed by typing the name.
 	b.do(chromedp.Navigate(base + "/"))
