@@ -50,7 +50,7 @@ type appView struct {
 // nodeRow is a server as the Server page lists it.
 type nodeRow struct {
 	Name, State, Swarm, Addr, Memory, Labels string
-	Boxes, Pool                             int
+	Boxes, Pool                              int
 }
 
 type fact struct{ Name, Value string }
