@@ -475,6 +475,11 @@ func (s *Service) Nodes(ctx context.Context) ([]api.Node, error) {
 		return nil, err
 	}
 	s.LookAtNodes(ctx)
+	return s.nodeList()
+}
+
+// nodeList is the servers as the last look saw them.
+func (s *Service) nodeList() ([]api.Node, error) {
 	ns, err := s.Store.ListNodes()
 	if err != nil {
 		return nil, err
@@ -624,7 +629,8 @@ func undrained(ns []store.Node, names []string) []string {
 	return out
 }
 
-func displayNames(s *Service, names []string) []string {
+// nodeDisplays is names as users see them.
+func (s *Service) nodeDisplays(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = s.nodeDisplay(n)
@@ -749,7 +755,7 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 	if open := undrained(ns, allowed); len(open) > 0 {
 		allowed = open
 	} else {
-		return "", conflict("the servers that could take the box (%s) are drained: 'paddock node undrain NODE' takes boxes there again", strings.Join(displayNames(s, allowed), ", "))
+		return "", conflict("the servers that could take the box (%s) are drained: 'paddock node undrain NODE' takes boxes there again", strings.Join(s.nodeDisplays(allowed), ", "))
 	}
 	boxes, err := tx.ListBoxes()
 	if err != nil {
@@ -839,8 +845,8 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	}
 	// The swarm keeps them (as paddock.KEY on its node), then this store,
 	// which placement reads.
+	s.LookAtNodes(ctx)
 	if c := s.Cluster; c != nil && c.Swarm != nil {
-		s.LookAtNodes(ctx)
 		seen, _ := c.lastSeen(name)
 		if seen.swarmID == "" {
 			return api.Node{}, conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.err)
@@ -854,7 +860,7 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	} else if err != nil {
 		return api.Node{}, err
 	}
-	ns, err := s.Nodes(ctx)
+	ns, err := s.nodeList()
 	if err != nil {
 		return api.Node{}, err
 	}
