@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -62,6 +63,9 @@ type Manager struct {
 	totals  map[string]uint64 // counters carried over table rebuilds
 	logs    map[string][]Decision
 	ports   map[int]port // by pid
+	// fenced is set when the fence changed since the last Sync: the
+	// connections it now refuses are cut there.
+	fenced bool
 }
 
 type port struct {
@@ -76,6 +80,18 @@ func NewManager(n Network, conn func() (*nftables.Conn, error)) *Manager {
 		ports: map[int]port{},
 		Ports: func(pid int) (string, net.HardwareAddr, error) { return PortOf(pid, "eth0") },
 		Cut:   Cut}
+}
+
+// SetFence sets what no box reaches besides this machine (Network.Fence);
+// the next Sync applies it, and cuts the boxes' connections it refuses.
+func (m *Manager) SetFence(fence []netip.Prefix) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Equal(m.Net.Fence, fence) {
+		return
+	}
+	m.Net.Fence = slices.Clone(fence)
+	m.fenced = true
 }
 
 // resolvePorts fills in Port and MAC of the boxes that run, from a cache by
@@ -189,6 +205,25 @@ func (m *Manager) Sync(boxes []Box) error {
 		return err
 	}
 	m.last, m.applied = text, rs
+	if m.fenced {
+		m.fenced = false
+		fence := m.Net.Fence
+		keep := func(dst netip.Addr) bool {
+			for _, p := range fence {
+				if p.Contains(dst) {
+					return false
+				}
+			}
+			return true
+		}
+		for _, b := range boxes {
+			if b.IP.IsValid() && b.Pid != 0 {
+				if _, err := m.Cut(b.IP, keep); err != nil {
+					return fmt.Errorf("cutting connections of box %s to the cluster's servers: %w", b.Name, err)
+				}
+			}
+		}
+	}
 	for _, b := range changed {
 		gw := m.Net.Gateway
 		keep := func(dst netip.Addr) bool { return dst == gw || b.Policy.allows(dst) }

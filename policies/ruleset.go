@@ -46,6 +46,9 @@
 //     network's gateway, where the resolver is;
 //   - traffic to other boxes (the box subnet) and DNATed traffic (the host's
 //     published ports) is dropped;
+//   - in a cluster, traffic to the other servers (their addresses in the
+//     cluster, and their box networks: Network.Fence) is dropped, so a box
+//     reaches no server's agent, swarm or control-plane ports;
 //   - a source address in the box subnet that belongs to no declared box is
 //     dropped: the rules fail closed.
 //
@@ -106,6 +109,10 @@ type Network struct {
 	// Subnet is the box network's IPv4 prefix; Gateway its address on the host.
 	Subnet  netip.Prefix
 	Gateway netip.Addr
+	// Fence is what no box of this network reaches, whatever its policy,
+	// beyond this machine's own addresses: in a cluster, the other
+	// servers' addresses and their box networks (Manager.SetFence).
+	Fence []netip.Prefix
 }
 
 // Match is one condition of a rule.
@@ -280,6 +287,9 @@ func Compile(n Network, boxes []Box) Ruleset {
 		)
 		for _, p := range Metadata {
 			c.Rules = append(c.Rules, Rule{Match: []Match{{Kind: DaddrPrefix, Pfx: p}}, Counter: true, Verdict: "drop", Comment: counterName(b.Name, DropMetadata)})
+		}
+		for _, p := range n.Fence {
+			c.Rules = append(c.Rules, Rule{Match: []Match{{Kind: DaddrPrefix, Pfx: p}}, Counter: true, Verdict: "drop", Comment: counterName(b.Name, DropHost)})
 		}
 		c.Rules = append(c.Rules,
 			Rule{Match: []Match{{Kind: DaddrPrefix, Pfx: n.Subnet}}, Counter: true, Verdict: "drop", Comment: counterName(b.Name, DropBoxes)},

@@ -26,6 +26,7 @@ var testNet = Network{
 	Bridge:  "pdktest0",
 	Subnet:  netip.MustParsePrefix("10.213.7.0/24"),
 	Gateway: netip.MustParseAddr("10.213.7.1"),
+	Fence:   []netip.Prefix{netip.MustParsePrefix("198.19.7.3/32"), netip.MustParsePrefix("10.213.8.0/24")},
 }
 
 func testBoxes() []Box {

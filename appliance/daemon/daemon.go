@@ -16,6 +16,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -188,7 +189,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		b, err := st.GetBox(box)
 		return b.Node, err
 	}}
-	rules.SetNode("", boxNet.Subnet, fw)
+	// This server's address in the cluster is fenced from every box (on a
+	// single server the rules already keep boxes off the host).
+	var clusterIP netip.Addr
+	if ap, err := netip.ParseAddrPort(cfg.ClusterListen); err == nil && !ap.Addr().IsUnspecified() {
+		clusterIP = ap.Addr().Unmap()
+	}
+	rules.SetNode("", boxNet.Subnet, clusterIP, fw)
 	rec := &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -28,8 +29,16 @@ type Agent struct {
 
 // Firewall is a node's egress rules: policies.Manager.
 type Firewall interface {
+	SetFence(fence []netip.Prefix)
 	Sync(boxes []policies.Box) error
 	Report(box string) (policies.Report, error)
+}
+
+// rules is the body of a firewall sync: the node's boxes, and what none
+// of them reaches (the other servers).
+type rules struct {
+	Boxes []policies.Box `json:"boxes"`
+	Fence []netip.Prefix `json:"fence"`
 }
 
 // Info is what a node says of itself: what placement weighs, and what
@@ -113,11 +122,12 @@ func (a *Agent) Handler() http.Handler {
 		if a.Firewall == nil {
 			return nil, ErrUnsupported
 		}
-		var boxes []policies.Box
-		if err := readJSON(r, &boxes); err != nil {
+		var in rules
+		if err := readJSON(r, &in); err != nil {
 			return nil, err
 		}
-		return nil, a.Firewall.Sync(boxes)
+		a.Firewall.SetFence(in.Fence)
+		return nil, a.Firewall.Sync(in.Boxes)
 	})
 	call("GET "+p+"firewall/{box}", func(r *http.Request) (any, error) {
 		if a.Firewall == nil {

@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -29,6 +31,7 @@ type Remote struct {
 	// sever ends with Sever: every call in flight is tied to it.
 	sever context.Context
 	cut   context.CancelFunc
+	fence []netip.Prefix // sent with every firewall Sync
 }
 
 var (
@@ -362,15 +365,26 @@ func (r *Remote) Info(ctx context.Context) (Info, error) {
 	return in, err
 }
 
+// SetFence sets what no box of the node reaches (policies.Network.Fence);
+// it goes with the next Sync.
+func (r *Remote) SetFence(fence []netip.Prefix) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fence = slices.Clone(fence)
+}
+
 // Sync applies the egress rules of the node's boxes (every box of the
-// node: one left out loses its rules).
+// node: one left out loses its rules), with the fence last set.
 func (r *Remote) Sync(boxes []policies.Box) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if boxes == nil {
 		boxes = []policies.Box{}
 	}
-	return r.do(ctx, "PUT", "firewall", boxes, nil)
+	r.mu.Lock()
+	in := rules{Boxes: boxes, Fence: r.fence}
+	r.mu.Unlock()
+	return r.do(ctx, "PUT", "firewall", in, nil)
 }
 
 // Report is what a box's egress rules did on the node.

@@ -137,9 +137,13 @@ func (c *Cluster) Attach(n store.Node) error {
 	if err != nil {
 		return fmt.Errorf("node %s: its subnet %q: %w", n.Name, n.Subnet, err)
 	}
+	var addr netip.Addr
+	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
+		addr = ap.Addr().Unmap()
+	}
 	r := node.NewRemote(n.Name, n.Addr, ca.ClientConfig(caller, n.Name))
 	c.Driver.SetNode(n.Name, r)
-	c.Firewall.SetNode(n.Name, subnet, r)
+	c.Firewall.SetNode(n.Name, subnet, addr, r)
 	return nil
 }
 

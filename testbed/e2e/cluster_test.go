@@ -340,8 +340,10 @@ func TestCluster(t *testing.T) {
 	// Egress on a node that is not the control plane's: its rules hold
 	// there. The box reaches past its node when its policy allows, not
 	// when it does not, and never reaches its node's own services (the
-	// agent's port).
+	// agent's port) nor another server's (the control plane's address in
+	// the cluster, where the probe listens; another node's agent).
 	hubURL := "http://" + probe.Addr().String() + "/"
+	netURL := "http://198.18.2.2/"
 	reach := func(box, url string, want bool) {
 		t.Helper()
 		out, err := cli("exec", box, "--", "busybox", "wget", "-q", "-T", "3", "-O", "-", url)
@@ -358,15 +360,25 @@ func TestCluster(t *testing.T) {
 		}
 	}
 	b3 := on("n3")
-	reach(b3, hubURL, true)
-	reach(b3, "http://198.18.2.2/", true)
+	reach(b3, netURL, true)
 	reach(b3, "http://169.254.169.254/", false)
-	connect(b3, probe.Addr().String(), true)
+	connect(b3, "198.18.2.2:80", true)
 	connect(b3, net.JoinHostPort(n3.Addr.String(), "7443"), false)
-	must("policy", "set", b3, "deny-all")
+	// The probe and n2's agent answer this machine; a box on n3 reaches
+	// neither, nor does a box of the control plane reach n2's agent.
+	if c, err := net.DialTimeout("tcp", net.JoinHostPort(n2.Addr.String(), "7443"), 3*time.Second); err != nil {
+		t.Fatalf("n2's agent from this machine: %v", err)
+	} else {
+		c.Close()
+	}
 	reach(b3, hubURL, false)
+	connect(b3, probe.Addr().String(), false)
+	connect(b3, net.JoinHostPort(n2.Addr.String(), "7443"), false)
+	connect(on(local), net.JoinHostPort(n2.Addr.String(), "7443"), false)
+	must("policy", "set", b3, "deny-all")
+	reach(b3, netURL, false)
 	must("policy", "set", b3, "allow-all")
-	reach(b3, hubURL, true)
+	reach(b3, netURL, true)
 
 	// A preview of a box on another server: this server has no route to
 	// n3's box network, so the preview goes through an exec in the box;

@@ -3,7 +3,9 @@ package cluster
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -13,6 +15,7 @@ import (
 // NodeFirewall is one node's egress rules: its policies.Manager, here or
 // through its agent (node.Remote).
 type NodeFirewall interface {
+	SetFence(fence []netip.Prefix)
 	Sync(boxes []policies.Box) error
 	Report(box string) (policies.Report, error)
 }
@@ -20,7 +23,9 @@ type NodeFirewall interface {
 // Firewall sends each node the egress rules of its own boxes. A node's
 // boxes are those whose address is in its box network (each node has its
 // own, carved out by the control plane), so the rules are made from what
-// is declared alone, as on a single server.
+// is declared alone, as on a single server. No box reaches another server:
+// each node's fence is every server's address and the other nodes' box
+// networks.
 type Firewall struct {
 	// NodeOf names the node of a box by its name, for Report.
 	NodeOf func(box string) (string, error)
@@ -34,17 +39,36 @@ type Firewall struct {
 
 type fwNode struct {
 	subnet netip.Prefix
+	addr   netip.Addr
 	fw     NodeFirewall
 }
 
-// SetNode adds (or replaces) a node's rules, for the boxes of subnet.
-func (f *Firewall) SetNode(name string, subnet netip.Prefix, fw NodeFirewall) {
+// SetNode adds (or replaces) a node's rules, for the boxes of subnet; addr
+// is the node's address in the cluster (not valid: none known), which no
+// box reaches.
+func (f *Firewall) SetNode(name string, subnet netip.Prefix, addr netip.Addr, fw NodeFirewall) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.nodes == nil {
 		f.nodes = map[string]fwNode{}
 	}
-	f.nodes[name] = fwNode{subnet: subnet, fw: fw}
+	f.nodes[name] = fwNode{subnet: subnet, addr: addr, fw: fw}
+}
+
+// fence is what no box of node n reaches: every server's address and the
+// other nodes' box networks (a single server's is empty).
+func fence(nodes map[string]fwNode, n string) []netip.Prefix {
+	var out []netip.Prefix
+	for m, fn := range nodes {
+		if fn.addr.IsValid() && len(nodes) > 1 {
+			out = append(out, netip.PrefixFrom(fn.addr, fn.addr.BitLen()))
+		}
+		if m != n && fn.subnet.IsValid() {
+			out = append(out, fn.subnet)
+		}
+	}
+	slices.SortFunc(out, func(a, b netip.Prefix) int { return strings.Compare(a.String(), b.String()) })
+	return slices.Compact(out)
 }
 
 // Sync gives every node its boxes' rules (a node with none gets an empty
@@ -81,6 +105,7 @@ func (f *Firewall) Sync(boxes []policies.Box) error {
 			defer wg.Done()
 			err := f.down(n)
 			if err == nil {
+				nodes[n].fw.SetFence(fence(nodes, n))
 				err = nodes[n].fw.Sync(per[n])
 			}
 			if err != nil {
