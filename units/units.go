@@ -26,6 +26,11 @@ var Service []byte
 //go:embed paddock-node.service
 var NodeService []byte
 
+// ExitRemoved is the agent's exit status once the control plane removed
+// its server ('paddock node rm'): paddock-node.service does not restart
+// it (RestartPreventExitStatus), since there is nothing left to serve.
+const ExitRemoved = 78
+
 // Write puts paddockd.service into dir (e.g. /etc/systemd/system) and
 // reports whether anything changed.
 func Write(dir string) (bool, error) { return WriteUnit(dir, "paddockd.service", Service) }

@@ -1,6 +1,7 @@
 package units
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,9 @@ import (
 func TestUnitVerifies(t *testing.T) {
 	if !strings.Contains(string(Service), "Type=notify") || !strings.Contains(string(Service), "WatchdogSec=") {
 		t.Fatal("the unit is not a notify service with a watchdog")
+	}
+	if !strings.Contains(string(NodeService), fmt.Sprintf("\nRestartPreventExitStatus=%d\n", ExitRemoved)) {
+		t.Fatalf("the node unit restarts an agent whose server was removed (exit %d)", ExitRemoved)
 	}
 	dir := t.TempDir()
 	changed, err := Write(dir)

@@ -79,7 +79,10 @@ func nodeCmd(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "paddockd node:", err)
 		return 1
 	}
-	if err := serveNode(ctx, cfg, id, stdout, stderr); err != nil {
+	if err := serveNode(ctx, cfg, id, dir, stdout, stderr); errors.Is(err, node.ErrLeft) {
+		fmt.Fprintln(stderr, "paddockd node:", err)
+		return units.ExitRemoved
+	} else if err != nil {
 		fmt.Fprintln(stderr, "paddockd node:", err)
 		return 1
 	}
@@ -109,7 +112,7 @@ func joinNode(ctx context.Context, cfg config.Config, dir string, jr node.JoinRe
 }
 
 // serveNode runs the agent of a node that joined.
-func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, stdout, stderr io.Writer) error {
+func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, dir string, stdout, stderr io.Writer) error {
 	syscall.Umask(0o077)
 	log := logger(cfg, stderr).With("node", id.Name)
 	boxNet, err := policies.NetworkFor(id.Instance, id.Subnet)
@@ -144,6 +147,23 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, stdout
 	agent := &node.Agent{Driver: drv, Firewall: fw, Name: id.Name, Log: log, Info: func(ctx context.Context) (node.Info, error) {
 		return localInfo(ctx, id.Name, drv)
 	}}
+	// Removed by the control plane (it holds nothing by then): out of the
+	// swarm, its rules gone, its join forgotten, so that this server can
+	// join again, here or elsewhere, with a new token.
+	agent.Leave = func(ctx context.Context) error {
+		if state, _, _, err := drv.SwarmState(ctx); err != nil {
+			return err
+		} else if state != "inactive" {
+			if err := drv.SwarmLeave(ctx); err != nil {
+				return fmt.Errorf("leaving the swarm: %w", err)
+			}
+		}
+		if err := fw.Cleanup(); err != nil {
+			return fmt.Errorf("removing the boxes' rules: %w", err)
+		}
+		log.Info("removed from the cluster: left the swarm; forgetting the join", "dir", dir)
+		return os.RemoveAll(dir)
+	}
 	units.NewNotifier().Ready()
 	log.Info("node agent ready", "listen", l.Addr().String(), "subnet", id.Subnet, "control_plane", id.ControlPlane)
 	fmt.Fprintf(stdout, "node %s serves the control plane at %s\n", id.Name, l.Addr())

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -25,7 +27,18 @@ type Agent struct {
 	Info func(ctx context.Context) (Info, error)
 	Name string
 	Log  *slog.Logger
+	// Leave, when set, takes this server out of the cluster (its engine
+	// out of the swarm, its rules and its join forgotten): called when the
+	// control plane removes it ('paddock node rm'). Once it has answered,
+	// Serve returns ErrLeft.
+	Leave func(ctx context.Context) error
+
+	leftOnce sync.Once
+	left     chan struct{}
 }
+
+// ErrLeft is Serve's answer once the server has left the cluster.
+var ErrLeft = errors.New("this server was removed from the cluster ('paddock node rm'): its engine left the swarm, and its join is forgotten; to join again, run the command a new 'paddock node add' prints")
 
 // Firewall is a node's egress rules: policies.Manager.
 type Firewall interface {
@@ -128,6 +141,20 @@ func (a *Agent) Handler() http.Handler {
 		}
 		a.Firewall.SetFence(in.Fence)
 		return nil, a.Firewall.Sync(in.Boxes)
+	})
+	m.HandleFunc("POST "+p+"leave", func(w http.ResponseWriter, r *http.Request) {
+		if a.Leave == nil {
+			writeError(w, ErrUnsupported)
+			return
+		}
+		if err := a.Leave(r.Context()); err != nil {
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, nil)
+		if a.left != nil {
+			a.leftOnce.Do(func() { close(a.left) })
+		}
 	})
 	call("GET "+p+"firewall/{box}", func(r *http.Request) (any, error) {
 		if a.Firewall == nil {
@@ -275,14 +302,23 @@ func stream(w http.ResponseWriter, rc io.ReadCloser, err error) {
 // Serve serves the agent on l with cfg, which must require and verify
 // client certificates (CA.ServerConfig makes one), until ctx ends.
 func (a *Agent) Serve(ctx context.Context, l net.Listener, cfg *tls.Config) error {
+	a.left = make(chan struct{})
 	srv := &http.Server{Handler: a.Handler(), TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
-		<-ctx.Done()
+		select {
+		case <-ctx.Done():
+		case <-a.left:
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		srv.Shutdown(sctx)
 	}()
 	err := srv.Serve(tls.NewListener(l, cfg))
+	select {
+	case <-a.left:
+		return ErrLeft
+	default:
+	}
 	if ctx.Err() != nil {
 		return nil
 	}

@@ -365,6 +365,12 @@ func (r *Remote) Info(ctx context.Context) (Info, error) {
 	return in, err
 }
 
+// Leave takes the node out of the cluster: its engine leaves the swarm,
+// and it forgets its join and stops serving (Agent.Leave).
+func (r *Remote) Leave(ctx context.Context) error {
+	return r.do(ctx, "POST", "leave", nil, nil)
+}
+
 // SetFence sets what no box of the node reaches (policies.Network.Fence);
 // it goes with the next Sync.
 func (r *Remote) SetFence(fence []netip.Prefix) {

@@ -996,13 +996,42 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	// The server leaves by itself when it answers: its engine out of the
+	// swarm, its join forgotten, its agent stopped (for good, under
+	// paddock-node.service). One that does not answer is forgotten all
+	// the same; it is then told to leave on its own side (logged).
+	if c := s.Cluster; c != nil {
+		d, _ := c.Driver.Node(name)
+		if l, ok := d.(interface{ Leave(context.Context) error }); ok {
+			err := c.nodeDown(name)
+			if err == nil {
+				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+				err = l.Leave(lctx)
+				cancel()
+			}
+			if err != nil {
+				s.Log.Warn("a removed server did not leave by itself: on it, run 'docker swarm leave', stop paddock-node.service and remove /var/lib/paddock/node", "node", name, "err", err)
+			}
+		}
+	}
 	// Out of the swarm first: a server the swarm still has is not
-	// forgotten.
+	// forgotten. Every swarm node at its address goes (one that left the
+	// swarm and joined again by hand is there twice: the old one down).
 	if c := s.Cluster; c != nil && c.Swarm != nil {
-		s.LookAtNodes(ctx)
-		if seen, _ := c.lastSeen(name); seen.swarmID != "" {
-			if err := c.Swarm.SwarmRemove(ctx, seen.swarmID); err != nil {
-				return fmt.Errorf("taking %s out of the swarm: %w", name, err)
+		n, err := s.Store.GetNode(name)
+		if err != nil {
+			return err
+		}
+		host, _, _ := net.SplitHostPort(n.Addr)
+		sns, err := c.Swarm.SwarmNodes(ctx)
+		if err != nil {
+			return fmt.Errorf("taking %s out of the swarm: %w", name, err)
+		}
+		for _, sn := range sns {
+			if sn.Addr == host {
+				if err := c.Swarm.SwarmRemove(ctx, sn.ID); err != nil {
+					return fmt.Errorf("taking %s out of the swarm: %w", name, err)
+				}
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/testbed/harness"
+	"github.com/paddock-dev/paddock/units"
 )
 
 // One Paddock over three servers: this machine's paddockd and engine (the
@@ -671,4 +672,43 @@ func TestCluster(t *testing.T) {
 	}
 	must("node", "undrain", "n2")
 	must("new", "--name", "undrained", "--node", "n2")
+
+	// Removing a server once it holds nothing: its agent leaves the
+	// swarm, forgets its join and ends with the status its unit does not
+	// restart; the swarm and Paddock forget it; and it joins again with a
+	// new token, as a new server would.
+	if err := json.Unmarshal([]byte(must("ls", "--json")), &all); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range all {
+		if b.Node == "n3" {
+			must("rm", "--force", b.Name)
+		}
+	}
+	must("node", "rm", "n3")
+	code, ended := n3.AgentExit(30 * time.Second)
+	if !ended || code != units.ExitRemoved {
+		b, _ := os.ReadFile(n3.AgentLog())
+		t.Fatalf("n3's agent after node rm: ended %v, status %d (want %d)\n%s", ended, code, units.ExitRemoved, b)
+	}
+	if out, _ := n3.Docker("info", "--format", "{{.Swarm.LocalNodeState}}"); strings.TrimSpace(out) != "inactive" {
+		t.Fatalf("n3's engine after node rm is in a swarm: %q", out)
+	}
+	if _, ok := swarmSays()[n3.Addr.String()]; ok {
+		t.Fatalf("the swarm still lists n3 after node rm: %v", swarmSays())
+	}
+	if _, ok := nodes()["n3"]; ok {
+		t.Fatal("paddock nodes lists n3 after node rm")
+	}
+	if _, err := os.Stat(filepath.Join(n3.StateDir(), "node")); !os.IsNotExist(err) {
+		t.Fatalf("n3 kept its join after node rm: %v", err)
+	}
+	if err := n3.StartAgent(bins.Paddockd, agentEnv, agentArgs(join(), n3)...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "n3 to join again", func() bool { return nodes()["n3"].State == "up" })
+	must("new", "--name", "back", "--node", "n3")
+	if got := must("exec", "back", "--", "echo", "back"); got != "back\n" {
+		t.Fatalf("a box on n3 after it joined again: %q", got)
+	}
 }

@@ -292,6 +292,22 @@ func (sv *Server) StopAgent() {
 	sv.agent = nil
 }
 
+// AgentExit waits up to d for the agent to end by itself, and says with
+// which exit status (ok false: it still runs).
+func (sv *Server) AgentExit(d time.Duration) (code int, ok bool) {
+	if sv.agent == nil {
+		return 0, false
+	}
+	select {
+	case <-sv.agentD:
+	case <-time.After(d):
+		return 0, false
+	}
+	code = sv.agent.ProcessState.ExitCode()
+	sv.agent = nil
+	return code, true
+}
+
 // Docker runs the docker CLI against the server's engine.
 func (sv *Server) Docker(args ...string) (string, error) {
 	out, err := exec.Command("docker", append([]string{"-H", sv.Engine}, args...)...).CombinedOutput()
