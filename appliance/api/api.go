@@ -97,6 +97,20 @@ type Screenshot struct {
 type SignInPost struct {
 	// Box lands the browser on that box's page instead of the list.
 	Box string `json:"box,omitempty"`
+	// Port, with Box, lands it on the preview of that port of the box.
+	Port int `json:"port,omitempty"`
+}
+
+// Port is a TCP port something listens on in a box.
+type Port struct {
+	Port int `json:"port"`
+	// Address is what it listens on: 0.0.0.0, ::, 127.0.0.1, ::1 or one
+	// address.
+	Address string `json:"address"`
+	// URL is its preview (empty when the server serves no previews, or
+	// when a preview cannot reach it: Note says why).
+	URL  string `json:"url,omitempty"`
+	Note string `json:"note,omitempty"`
 }
 
 // SignInLink is a single-use link that signs a browser in as the caller.

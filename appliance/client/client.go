@@ -593,6 +593,19 @@ func (c *Client) SignInLink(ctx context.Context, box string) (api.SignInLink, er
 	return l, c.do(ctx, "POST", "/signin-links", api.SignInPost{Box: box}, &l)
 }
 
+// PreviewLink asks for a single-use link that signs a browser in and
+// lands it on the preview of a port of a box.
+func (c *Client) PreviewLink(ctx context.Context, box string, port int) (api.SignInLink, error) {
+	var l api.SignInLink
+	return l, c.do(ctx, "POST", "/signin-links", api.SignInPost{Box: box, Port: port}, &l)
+}
+
+// BoxPorts lists what listens in a running box, with preview URLs.
+func (c *Client) BoxPorts(ctx context.Context, box string) ([]api.Port, error) {
+	var ps []api.Port
+	return ps, c.do(ctx, "GET", "/boxes/"+esc(box)+"/ports", nil, &ps)
+}
+
 // Base is the server's base URL (http://host:port); for a unix socket,
 // http://paddock.
 func (c *Client) Base() string { return c.base }

@@ -268,6 +268,15 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	var prev *preview.Handler
 	if cfg.Hostname != "" {
 		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox}
+	} else if host, port, err := net.SplitHostPort(cfg.Listen); err == nil && port != "" {
+		// Local mode: previews at http://PORT-BOX.localhost:PORT, which
+		// browsers send to the loopback address; a browser without a
+		// preview cookie signs in at the API's own address.
+		if host == "" || net.ParseIP(host) == nil || net.ParseIP(host).IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		prev = &preview.Handler{Store: st, Pages: pages, Hostname: "localhost", Scheme: "http", Port: port,
+			Main: net.JoinHostPort(host, port), Dial: svc.DialBox}
 	}
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
@@ -303,7 +312,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	for _, l := range listeners {
 		where = append(where, l.Addr().Network()+":"+l.Addr().String())
 	}
-	if prev != nil {
+	if cfg.Hostname != "" {
 		front, err := startFront(cfg, st, rec, prev, log)
 		if err != nil {
 			return err

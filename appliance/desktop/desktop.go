@@ -38,7 +38,7 @@ var page = template.Must(template.ParseFS(files, "page.html"))
 const TicketTTL = 2 * time.Minute
 
 // VNCPort is the VNC server's port on the box's loopback.
-const VNCPort = "5901"
+const VNCPort = service.VNCPort
 
 // Proxy serves the desktop page, noVNC and the websocket bridge.
 type Proxy struct {

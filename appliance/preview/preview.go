@@ -1,6 +1,8 @@
 // Package preview serves preview URLs: https://PORT-BOX.HOST reaches
 // PORT inside BOX, for people who may see the box (its owner, or the
-// server's owner) and nobody else.
+// server's owner) and nobody else. In local mode (no host name) they are
+// http://PORT-BOX.localhost:PORT-OF-THE-API: browsers send every name
+// under localhost to the loopback address, where paddockd listens.
 //
 // A preview host is another origin than the server's, so the browser
 // session's cookie (host-only) is not sent to it, and nothing the box
@@ -67,6 +69,11 @@ type Handler struct {
 	// and "" for the default port).
 	Scheme string
 	Port   string
+	// Main is the host (and port) of the server's own pages, where a
+	// browser without a preview cookie is sent to sign in (default:
+	// Hostname and Port). In local mode previews are PORT-BOX.localhost
+	// and the pages are at the API's loopback address.
+	Main string
 	// AskLimit bounds how many new preview names Ask approves per hour
 	// (default 30): each is a certificate order, and the ACME rate limits
 	// of the domain are shared by all of them.
@@ -284,7 +291,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		if r.Method == http.MethodGet && strings.Contains(r.Header.Get("Accept"), "text/html") {
 			here := url.URL{Scheme: h.Scheme, Host: r.Host, Path: r.URL.Path, RawQuery: r.URL.RawQuery}
-			main := url.URL{Scheme: h.Scheme, Host: h.Hostname + h.portSuffix(), Path: "/preview", RawQuery: url.Values{"to": {here.String()}}.Encode()}
+			main := url.URL{Scheme: h.Scheme, Host: h.main(), Path: "/preview", RawQuery: url.Values{"to": {here.String()}}.Encode()}
 			http.Redirect(w, r, main.String(), http.StatusSeeOther)
 			return
 		}
@@ -335,6 +342,24 @@ func (h *Handler) transport(b store.Box, port int) http.RoundTripper {
 		},
 		DisableKeepAlives: true,
 	}
+}
+
+func (h *Handler) main() string {
+	if h.Main != "" {
+		return h.Main
+	}
+	return h.Hostname + h.portSuffix()
+}
+
+// URL is the preview URL of a port of a box.
+func (h *Handler) URL(box string, port int) string {
+	return h.Scheme + "://" + strconv.Itoa(port) + "-" + box + "." + h.Hostname + h.portSuffix() + "/"
+}
+
+// StartPath is the path on the server's own pages that opens the preview
+// of a port of a box in a browser signed in there (the ticket exchange).
+func (h *Handler) StartPath(box string, port int) string {
+	return "/preview?" + url.Values{"to": {h.URL(box, port)}}.Encode()
 }
 
 func (h *Handler) portSuffix() string {

@@ -34,6 +34,17 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 		}
 		next = "/boxes/" + url.PathEscape(p.Box)
 	}
+	if p.Port != 0 {
+		switch {
+		case p.Box == "":
+			return &api.Error{Code: api.CodeInvalid, Field: "port", Message: "a preview is of a box's port: give the box too"}
+		case p.Port < 1 || p.Port > 65535:
+			return &api.Error{Code: api.CodeInvalid, Field: "port", Message: fmt.Sprintf("port %d: give 1 to 65535", p.Port)}
+		case s.Preview == nil:
+			return &api.Error{Code: api.CodeConflict, Message: "this server serves no previews: it has no host name, and no loopback address to serve PORT-BOX.localhost on"}
+		}
+		next = s.Preview.StartPath(p.Box, p.Port)
+	}
 	tok, exp, err := s.Svc.SignInLink(r.Context(), next)
 	if err != nil {
 		return err

@@ -50,6 +50,7 @@ var ops = map[string]openapi.Op{
 	"GET /v1/boxes/{name}/jobs/{id}/log":    {Tag: "exec", Summary: "A job's output; with follow=1 it streams until the job ends", ResponseType: "text/plain", Query: [][2]string{{"follow", "1: keep streaming until the job ends"}}},
 	"POST /v1/boxes/{name}/prompt":          {Tag: "exec", Summary: "Hand an agent a task; it runs as a job", Request: api.PromptPost{}, Response: api.Job{}, Status: 201},
 	"GET /v1/agents":                        {Tag: "exec", Summary: "The agents the server knows", Response: []api.Agent{}},
+	"GET /v1/boxes/{name}/ports":            {Tag: "boxes", Summary: "The TCP ports something listens on in a running box, each with its preview URL", Response: []api.Port{}},
 	"GET /v1/boxes/{name}/agents":           {Tag: "exec", Summary: "The agents in a box and whether each has credentials", Response: []api.BoxAgent{}},
 	"PUT /v1/boxes/{name}/files":            {Tag: "files", Summary: "Extract a tar into a folder of the box; refused whole if any entry would leave it", RequestType: "application/x-tar", Status: 204, Query: [][2]string{{"path", "the absolute folder in the box"}}},
 	"GET /v1/boxes/{name}/files":            {Tag: "files", Summary: "A file or folder of the box as a tar", ResponseType: "application/x-tar", Query: [][2]string{{"path", "an absolute path in the box"}}},

@@ -137,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
 	add("GET "+p+"/agents", s.agents)
 	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
+	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
@@ -746,6 +747,22 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, as)
+}
+
+// boxPorts lists what listens in a box, with each port's preview URL when
+// this server serves previews.
+func (s *Server) boxPorts(w http.ResponseWriter, r *http.Request) error {
+	name := r.PathValue("name")
+	ps, err := s.Svc.BoxPorts(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	for i := range ps {
+		if s.Preview != nil && ps[i].Note == "" {
+			ps[i].URL = s.Preview.URL(name, ps[i].Port)
+		}
+	}
+	return writeJSON(w, http.StatusOK, ps)
 }
 
 func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {

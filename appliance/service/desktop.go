@@ -14,6 +14,10 @@ import (
 // Display is where a box's desktop is.
 const Display = ":1"
 
+// VNCPort is the desktop's VNC server's port, on the box's loopback
+// (display :1).
+const VNCPort = "5901"
+
 // maxScreenshot bounds a screenshot's size.
 const maxScreenshot = 64 << 20
 

@@ -5,10 +5,14 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -347,6 +351,78 @@ func TestDashboard(t *testing.T) {
 		t.Fatalf("the same origin's terminal websocket (positive control): %v", err)
 	}
 	c.CloseNow()
+
+	// Previews in local mode: what listens in the box is on its overview,
+	// each port a link; the link opens http://8080-dash.localhost:PORT
+	// through this browser's session (a ticket, then the preview host's
+	// own cookie). A server on the box's loopback alone is named, with
+	// why no preview reaches it. The CLI lists the same, and prints the
+	// URL, which answers a token too.
+	for _, cmd := range []string{
+		"mkdir -p /config/www && echo preview-of-dash > /config/www/index.html && cd /config/www && exec python3 -m http.server 8080",
+		"exec python3 -m http.server 5173 --bind 127.0.0.1 --directory /tmp",
+	} {
+		if _, err := d.Client().StartJob(ctx, "dash", api.ExecPost{Cmd: []string{"sh", "-c", cmd}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.do(chromedp.Click(chromedp.CSS("#tab-overview")))
+	previewURL := poll[string](b, "the box's open ports on its overview", `(() => {
+		const a = document.querySelector('#previews a[data-port="8080"]');
+		if (!a || !document.querySelector("#previews").textContent.includes("5173 (127.0.0.1): listens on the box's loopback only")) { document.querySelector("#ports-again")?.click(); return ""; }
+		return a.href;
+	})()`, 30*time.Second)
+	b.shots(shotDir, "box-previews")
+	_, port, _ := net.SplitHostPort(d.Listen)
+	want := "http://8080-dash.localhost:" + port + "/"
+	if !strings.HasSuffix(previewURL, "/preview?to="+url.QueryEscape(want)) {
+		t.Fatalf("the preview link: %s (want one to %s)", previewURL, want)
+	}
+	b.do(chromedp.Navigate(previewURL))
+	poll[bool](b, "the preview in the browser", `location.href === `+strconv.Quote(want)+` && document.body.innerText.includes("preview-of-dash")`, 20*time.Second)
+	cliRun := func(args ...string) (string, error) {
+		cmd := exec.Command(bins.Paddock, args...)
+		cmd.Env = append(os.Environ(), d.CLIEnv()...)
+		cmd.Env = append(cmd.Env, "PADDOCK_CONFIG_DIR="+t.TempDir(), "DISPLAY=")
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	listed := map[string]string{}
+	out, err := cliRun("preview", "dash")
+	for _, l := range strings.Split(out, "\n") {
+		if f := strings.Fields(l); len(f) >= 3 {
+			listed[f[0]] = f[1] + " " + strings.Join(f[2:], " ")
+		}
+	}
+	if err != nil || listed["8080"] != "0.0.0.0 "+want || !strings.HasPrefix(listed["5173"], "127.0.0.1 listens on the box's loopback only") {
+		t.Fatalf("paddock preview dash: %v\n%s", err, out)
+	}
+	if out, err := cliRun("preview", "dash", "8080"); err != nil || strings.SplitN(out, "\n", 2)[0] != want {
+		t.Fatalf("paddock preview dash 8080: %v\n%s", err, out)
+	}
+	for args, msg := range map[string]string{"dash 5173": "listens on the box's loopback only", "dash 9999": "nothing listens on port 9999 in box dash (ports open: ", "dash 0": "give a number from 1 to 65535"} {
+		if out, err := cliRun(append([]string{"preview"}, strings.Fields(args)...)...); err == nil || !strings.Contains(out, msg) {
+			t.Fatalf("paddock preview %s: %v\n%s", args, err, out)
+		}
+	}
+	req, _ := http.NewRequest("GET", "http://"+d.Listen+"/", nil)
+	req.Host = "8080-dash.localhost:" + port
+	req.Header.Set("Authorization", "Bearer "+d.Token)
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || strings.TrimSpace(string(body)) != "preview-of-dash" {
+			t.Fatalf("the preview with a token: %d %q", resp.StatusCode, body)
+		}
+	}
+	req.Header.Del("Authorization")
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the preview with no token nor cookie: %v %v", resp, err)
+	}
+	b.do(chromedp.Navigate(base + "/boxes/dash#overview"))
+	poll[bool](b, "the box's page again", `document.body.dataset.box === "dash" && document.body.dataset.ready === "1"`, 10*time.Second)
 
 	// Desktop: the noVNC view draws, and a screenshot lands in the gallery.
 	b.do(chromedp.Click(chromedp.CSS("#tab-desktop")), chromedp.Click(chromedp.CSS("#shot-take")))

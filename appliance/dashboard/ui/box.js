@@ -42,6 +42,28 @@ function report(e) { boxErr.textContent = e.message; boxErr.hidden = false; }
 function act(label, fn, cls) {
   return el("button", { type: "button", class: cls || "", id: "act-" + label.toLowerCase(), onclick: (ev) => busy(ev.currentTarget, async () => { boxErr.hidden = true; try { await fn(); } catch (e) { report(e); } }) }, label);
 }
+// Previews: what listens in the box, each port a link that opens its
+// preview through this server's /preview (the browser's session gives the
+// preview host a cookie of its own). Read when the box starts running and
+// on "Look again".
+const previews = el("span", { id: "previews" });
+let portsOf = "";
+async function loadPorts() {
+  portsOf = "running";
+  try { renderPorts(await api("GET", B + "/ports")); } catch (e) { previews.replaceChildren(e.message); }
+}
+function renderPorts(ports) {
+  const again = el("button", { type: "button", class: "link", id: "ports-again", onclick: loadPorts }, "Look again");
+  if (box?.status !== "running") { previews.replaceChildren("when the box runs, what listens in it is shown here"); return; }
+  if (!ports.length) {
+    previews.replaceChildren(`nothing listens in the box yet: a server started there on 0.0.0.0 shows here ('paddock preview ${name}') `, again);
+    return;
+  }
+  const items = ports.map((p) => el("li", {}, p.url
+    ? el("a", { href: "/preview?to=" + encodeURIComponent(p.url), target: "_blank", rel: "noopener", "data-port": p.port }, `${p.port}: ${p.url}`)
+    : `${p.port} (${p.address}): ${p.note || "no preview on this server"}`));
+  previews.replaceChildren(el("ul", { class: "ports" }, ...items), again);
+}
 function renderBox() {
   if (!box) return;
   const st = document.getElementById("box-state");
@@ -55,8 +77,10 @@ function renderBox() {
     ["Image", box.image], ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
     ["Created", when(box.created)], ["From snapshot", box.from || "—"],
-    ["Previews", `http://PORT-${box.name}.<this host> serves the box's port PORT (see 'paddock preview')`]];
+    ["Previews", previews]];
   document.getElementById("facts").replaceChildren(...facts.flatMap(([k, v]) => [el("dt", {}, k), el("dd", {}, v)]));
+  if (box.status === "running" && portsOf !== "running") loadPorts();
+  if (box.status !== "running") { portsOf = box.status; renderPorts([]); }
   document.getElementById("policy-select").value = box.policy || "allow-all";
   document.getElementById("net-policy").textContent = box.policy || "allow-all";
   tickTTL();

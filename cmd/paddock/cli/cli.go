@@ -83,6 +83,7 @@ func init() {
 		{"jobs", "BOX [--json]", "list a box's detached jobs", cmdJobs},
 		{"screenshot", "[BOX] [-o FILE]", "save a PNG of the box's desktop (default: the current box)", cmdScreenshot},
 		{"desktop", "[BOX] [--no-open]", "open the box's desktop in the browser (prints a single-use URL)", cmdDesktop},
+		{"preview", "BOX [PORT] [--no-open] [--json]", "list what listens in a box, with preview URLs; with a port, print its preview URL and open it in a signed-in browser", cmdPreview},
 		{"dashboard", "[BOX] [--no-open]", "sign a browser in to the web dashboard (prints a single-use URL, good for two minutes)", cmdDashboard},
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
 		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},

@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // boxOrCurrent is the box of a command that takes at most one: the current box
@@ -90,8 +94,98 @@ func cmdDashboard(e *env, args []string) error {
 	return nil
 }
 
+// cmdPreview lists what listens in a box, with each port's preview URL;
+// with a port, prints that one's URL and opens it in a browser signed in
+// as this CLI's user, where there is a browser.
+func cmdPreview(e *env, args []string) error {
+	fs := flags("preview")
+	noOpen := fs.Bool("no-open", false, "only print the URL")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usagef("give a box, and a port for its preview URL")
+	}
+	port := 0
+	if fs.NArg() == 2 {
+		p, err := strconv.Atoi(fs.Arg(1))
+		if err != nil || p < 1 || p > 65535 {
+			return invalidf("port %q: give a number from 1 to 65535", fs.Arg(1))
+		}
+		port = p
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ps, err := c.BoxPorts(e.ctx, name)
+	if err != nil {
+		return err
+	}
+	if port == 0 {
+		if *asJSON {
+			return printJSON(e.stdout, ps)
+		}
+		if len(ps) == 0 {
+			fmt.Fprintf(e.stderr, "Nothing listens in box %s yet: a server started there (on 0.0.0.0) shows here with its preview URL.\n", name)
+			return nil
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "PORT\tADDRESS\tPREVIEW")
+		for _, p := range ps {
+			fmt.Fprintf(tw, "%d\t%s\t%s\n", p.Port, p.Address, dash(p.URL+p.Note))
+		}
+		return tw.Flush()
+	}
+	var found *api.Port
+	var open []string
+	for i, p := range ps {
+		open = append(open, strconv.Itoa(p.Port))
+		if p.Port == port {
+			found = &ps[i]
+		}
+	}
+	switch {
+	case found == nil && len(open) == 0:
+		return fmt.Errorf("nothing listens on port %d in box %s (nothing listens there at all): start the server first", port, name)
+	case found == nil:
+		return fmt.Errorf("nothing listens on port %d in box %s (ports open: %s)", port, name, strings.Join(open, ", "))
+	case found.URL == "" && found.Note != "":
+		return fmt.Errorf("port %d of box %s %s", port, name, found.Note)
+	case found.URL == "":
+		return errors.New("this server serves no previews")
+	}
+	if *asJSON {
+		return printJSON(e.stdout, found)
+	}
+	fmt.Fprintln(e.stdout, found.URL)
+	if *noOpen || !canOpenBrowser(e) {
+		fmt.Fprintln(e.stderr, "It opens in a browser signed in to this server ('paddock dashboard' signs one in).")
+		return nil
+	}
+	l, err := c.PreviewLink(e.ctx, name, port)
+	if err != nil {
+		return err
+	}
+	openBrowser(e, l.URL)
+	return nil
+}
+
+// canOpenBrowser says whether there is a desktop to open a URL on.
+func canOpenBrowser(e *env) bool {
+	switch runtime.GOOS {
+	case "darwin", "windows":
+		return true
+	}
+	return e.getenv("DISPLAY") != "" || e.getenv("WAYLAND_DISPLAY") != ""
+}
+
 // openBrowser opens url where there is a desktop to open it on.
 func openBrowser(e *env, url string) {
+	if !canOpenBrowser(e) {
+		return
+	}
 	var cmd *exec.Cmd
 	switch runtime.GOOS {
 	case "darwin":
@@ -99,9 +193,6 @@ func openBrowser(e *env, url string) {
 	case "windows":
 		cmd = exec.Command("rundll32", "url.dll,FileProtocolHandler", url)
 	default:
-		if e.getenv("DISPLAY") == "" && e.getenv("WAYLAND_DISPLAY") == "" {
-			return
-		}
 		cmd = exec.Command("xdg-open", url)
 	}
 	if err := cmd.Start(); err == nil {

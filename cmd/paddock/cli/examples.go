@@ -29,6 +29,7 @@ var examples = map[string][]string{
 	"screenshot": {"paddock screenshot web -o shot.png"},
 	"desktop":    {"paddock desktop web"},
 	"dashboard":  {"paddock dashboard", "paddock dashboard web --no-open"},
+	"preview":    {"paddock preview web", "paddock preview web 3000"},
 	"prompt":     {"paddock prompt web --agent claude 'make the tests pass'", "paddock prompt 'fix the build'"},
 	"agents":     {"paddock agents", "paddock agents web --json"},
 	"secret":     {"paddock secret set ANTHROPIC_API_KEY", "paddock secret ls --json", "paddock secret rm ANTHROPIC_API_KEY"},

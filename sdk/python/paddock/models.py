@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -245,6 +245,14 @@ class PolicySpec(_PolicySpecRequired, _PolicySpecOptional):
     pass
 
 
+_PortRequired = TypedDict("_PortRequired", {"address": "str", "port": "int"})
+_PortOptional = TypedDict("_PortOptional", {"note": "str", "url": "str"}, total=False)
+
+
+class Port(_PortRequired, _PortOptional):
+    pass
+
+
 _ProjectRequired = TypedDict("_ProjectRequired", {"boxes": "Optional[List[str]]", "drives": "Optional[List[str]]", "name": "str", "policies": "Optional[List[str]]"})
 _ProjectOptional = TypedDict("_ProjectOptional", {"applied_at": "str", "applied_by": "str", "drift": "Optional[List[Change]]", "drift_error": "str", "owner": "str", "serial": "int"}, total=False)
 
@@ -300,7 +308,7 @@ class SetupPost(_SetupPostRequired, _SetupPostOptional):
 SignInLink = TypedDict("SignInLink", {"expires": "str", "url": "str"})
 
 
-SignInPost = TypedDict("SignInPost", {"box": "str"}, total=False)
+SignInPost = TypedDict("SignInPost", {"box": "str", "port": "int"}, total=False)
 
 
 _SnapshotRequired = TypedDict("_SnapshotRequired", {"box": "str", "created": "str", "id": "str", "reason": "str", "state": "str"})

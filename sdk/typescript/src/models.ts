@@ -315,6 +315,13 @@ export interface PolicySpec {
   name: string;
 }
 
+export interface Port {
+  address: string;
+  note?: string;
+  port: number;
+  url?: string;
+}
+
 export interface Project {
   applied_at?: string;
   applied_by?: string;
@@ -380,6 +387,7 @@ export interface SignInLink {
 
 export interface SignInPost {
   box?: string;
+  port?: number;
 }
 
 export interface Snapshot {
