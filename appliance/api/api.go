@@ -360,10 +360,14 @@ type BoxAgent struct {
 	Name      string `json:"name"`
 	Installed bool   `json:"installed"`
 	// Credentials: "secret NAME" (a secret of the box's owner is set),
-	// "login" (the agent's own login files are in the box), or "".
+	// "env NAME" (the box's own environment has it), "login" (the
+	// agent's own login files are in the box), or "".
 	Credentials string `json:"credentials"`
 	// Missing are required secrets that are not set: a prompt is refused.
 	Missing []string `json:"missing,omitempty"`
+	// Hint, when set, is why a prompt to this agent would be refused and
+	// what to do (not installed, a secret missing, no credentials).
+	Hint string `json:"hint,omitempty"`
 }
 
 // PromptPost hands an agent a task in a box.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"sort"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -131,30 +131,39 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		return api.Job{}, invalid("secrets", "agent %q needs the secret(s) %s: set them with 'paddock secret set NAME' (the value on stdin)",
 			agentName, strings.Join(missing, ", "))
 	}
-	if err := s.agentInstalled(name, agentName, agent.Command[0]); err != nil {
+	// What 'paddock agents BOX' says of it decides: installed, and with
+	// credentials when it runs on a secret or its own login.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	st, err := s.agentStates(ctx, b, []string{agentName})
+	if err != nil {
 		return api.Job{}, err
+	}
+	if st[0].Hint != "" {
+		return api.Job{}, invalid("agent", "%s", st[0].Hint)
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
 	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
 }
 
-// agentInstalled refuses an agent whose command the box does not have,
-// before a job starts that could only fail.
-func (s *Service) agentInstalled(box, agent, command string) error {
-	spec, err := s.CheckExec(box, api.ExecPost{Cmd: []string{"sh", "-c", `command -v "$1" >/dev/null 2>&1`, "agent", command}})
-	if err != nil {
-		return err
+// agentHint says why a prompt to an agent in a box would not run, and what
+// to do ("" when it would): the agent must be installed in the box, have
+// its required secrets, and an agent that has logins (one that runs on a
+// subscription or an API key) must have one of its secrets or its login.
+func agentHint(box, name string, a config.Agent, ba api.BoxAgent) string {
+	switch {
+	case a.NoTask != "":
+		return fmt.Sprintf("agent %q takes no tasks: %s", name, a.NoTask)
+	case !ba.Installed:
+		return fmt.Sprintf("agent %q is not installed in box %q (no %s there): install it in the box, or choose one it has ('paddock agents %s')", name, box, a.Command[0], box)
+	case len(ba.Missing) > 0:
+		return fmt.Sprintf("agent %q needs the secret(s) %s: set them with 'paddock secret set NAME' (the value on stdin)", name, strings.Join(ba.Missing, ", "))
+	case len(a.Logins) > 0 && ba.Credentials == "" && len(a.Secrets) > 0:
+		return fmt.Sprintf("agent %q has no credentials in box %q: set its secret ('paddock secret set %s', the value on stdin) or log in inside the box ('paddock exec -t %s -- %s')", name, box, a.Secrets[0], box, a.Command[0])
+	case len(a.Logins) > 0 && ba.Credentials == "":
+		return fmt.Sprintf("agent %q has no credentials in box %q: log in inside the box ('paddock exec -t %s -- %s')", name, box, box, a.Command[0])
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	code, err := s.Exec(ctx, box, spec, ExecIO{Stdout: io.Discard, Stderr: io.Discard})
-	if err != nil {
-		return err
-	}
-	if code != 0 {
-		return invalid("agent", "agent %q is not installed in box %q (no %s there): install it in the box, or choose one it has ('paddock agents %s')", agent, box, command, box)
-	}
-	return nil
+	return ""
 }
 
 // BoxAgents tells, for each agent of the table, whether the box has it
@@ -171,6 +180,12 @@ func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, e
 		names = append(names, n)
 	}
 	sort.Strings(names)
+	return s.agentStates(ctx, b, names)
+}
+
+// agentStates asks a running box about the named agents, in one exec.
+func (s *Service) agentStates(ctx context.Context, b store.Box, names []string) ([]api.BoxAgent, error) {
+	name := b.Name
 	// One exec asks the box for every agent: a line "NAME installed|absent
 	// login|none" each. Names and paths go in as arguments, not as code.
 	script := `while [ $# -gt 0 ]; do n=$1; c=$2; shift 2; l=none; i=absent
@@ -217,9 +232,18 @@ echo "$n $i $l"; done`
 				return nil, err
 			}
 		}
+		if ba.Credentials == "" {
+			for _, sec := range a.Secrets {
+				if _, ok := b.Env[sec]; ok {
+					ba.Credentials = "env " + sec
+					break
+				}
+			}
+		}
 		if ba.Credentials == "" && seen[n][1] == "login" {
 			ba.Credentials = "login"
 		}
+		ba.Hint = agentHint(name, n, a, ba)
 		res = append(res, ba)
 	}
 	return res, nil

@@ -448,6 +448,12 @@ func TestDashboard(t *testing.T) {
 	// Prompt: a test agent prints its task, live.
 	b.do(chromedp.Click(chromedp.CSS("#tab-prompt")))
 	poll[bool](b, "the agent list", `[...document.querySelectorAll("#prompt-agent option")].some(o => o.value === "say")`, 20*time.Second)
+	// An agent that would be refused says why and what to do, before a
+	// prompt: claude has no credentials in this box.
+	if note := eval[string](b, `(() => { const s = document.querySelector("#prompt-agent"); s.value = "claude"; s.dispatchEvent(new Event("change"));
+		return s.selectedOptions[0].textContent + " | " + document.querySelector("#agent-note").textContent; })()`); !strings.Contains(note, "claude · not ready | This agent has no credentials in box \"dash\": set its secret ('paddock secret set ANTHROPIC_API_KEY'") {
+		t.Fatalf("the prompt tab on claude without credentials: %q", note)
+	}
 	b.do(chromedp.SetValue(chromedp.CSS("#prompt-agent"), "say"),
 		chromedp.SendKeys(chromedp.CSS("#prompt-task"), "hello from the dashboard"),
 		chromedp.Click(chromedp.CSS("#prompt-start")))

@@ -263,10 +263,12 @@ func AltImage(image, instance string) string {
 	return repo + ":alt-" + instance
 }
 
-// TestConfig adds to the built-in agents two test agents: "echo", that
+// TestConfig adds to the built-in agents three test agents: "echo", that
 // requires the secret TEST_KEY and prints its task and whether it got the
-// secret, and "say", that needs none (as an agent whose user logs in inside
-// the box) and passes TEST_KEY when it is set.
+// secret; "say", that needs none and passes TEST_KEY when it is set; and
+// "sub", that runs on its secret SUB_KEY or on its own login in the box
+// (~/.sub/login), as the subscription agents do, and has neither at
+// first.
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
@@ -293,7 +295,10 @@ required = ["TEST_KEY"]
 [agents.say]
 command = ["sh", "-c", "echo \"said=$1 key=${TEST_KEY:+set}\"", "agent"]
 secrets = ["TEST_KEY"]
-logins = [".say/login"]
+[agents.sub]
+command = ["sh", "-c", "echo \"sub=$1\"", "agent"]
+secrets = ["SUB_KEY"]
+logins = [".sub/login"]
 `
 
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.

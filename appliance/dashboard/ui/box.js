@@ -221,10 +221,12 @@ async function loadAgents() {
   const sel = document.getElementById("prompt-agent");
   try {
     const list = await api("GET", B + "/agents");
-    sel.replaceChildren(...list.map((a) => el("option", { value: a.name, disabled: !a.installed }, `${a.name}${a.installed ? "" : " (not installed)"} · credentials: ${a.credentials}`)));
-    const def = list.find((a) => a.installed && a.credentials !== "missing") || list.find((a) => a.installed);
+    // Each agent says whether a prompt would run, and if not, why and
+    // what to do (the server's own rule: the one prompt applies).
+    sel.replaceChildren(...list.map((a) => el("option", { value: a.name, disabled: !a.installed }, `${a.name} · ${!a.installed ? "not installed" : a.hint ? "not ready" : "credentials: " + (a.credentials || "none needed")}`)));
+    const def = list.find((a) => !a.hint) || list.find((a) => a.installed);
     if (def) sel.value = def.name;
-    const note = () => { const a = list.find((x) => x.name === sel.value); document.getElementById("agent-note").textContent = a?.missing?.length ? `Missing: ${a.missing.join(", ")} (set it under Access, Secrets, or log in inside the box).` : ""; };
+    const note = () => { const a = list.find((x) => x.name === sel.value); document.getElementById("agent-note").textContent = a?.hint ? a.hint.replace(/^agent "[^"]*" /, "This agent ") + "." : ""; };
     sel.onchange = note;
     note();
   } catch (e) { showError(promptForm, e); }

@@ -48,7 +48,7 @@ class Box(_BoxRequired, _BoxOptional):
 
 
 _BoxAgentRequired = TypedDict("_BoxAgentRequired", {"credentials": "str", "installed": "bool", "name": "str"})
-_BoxAgentOptional = TypedDict("_BoxAgentOptional", {"missing": "Optional[List[str]]"}, total=False)
+_BoxAgentOptional = TypedDict("_BoxAgentOptional", {"hint": "str", "missing": "Optional[List[str]]"}, total=False)
 
 
 class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):

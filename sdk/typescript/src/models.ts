@@ -61,6 +61,7 @@ export interface Box {
 
 export interface BoxAgent {
   credentials: string;
+  hint?: string;
   installed: boolean;
   missing?: string[] | null;
   name: string;
