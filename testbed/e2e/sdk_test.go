@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -43,6 +44,12 @@ func TestPythonSDK(t *testing.T) {
 	}
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
+	// With no host nor token, the client takes the CLI's login.
+	who := exec.Command(py, "-c", "import paddock; print(paddock.Client().whoami()['user'])")
+	who.Dir, who.Env = work, append(cliLoginEnv(t, d), site[0], "PYTHONDONTWRITEBYTECODE=1")
+	if out, err := who.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != loginUser(t, d) {
+		t.Fatalf("the Python SDK on the CLI's login: %v\n%s", err, out)
+	}
 	cmd := exec.Command(py, "-m", "unittest", "discover", "-v", "-s", dir+"/tests", "-t", dir+"/tests")
 	cmd.Dir = work
 	cmd.Env = append(os.Environ(), sdkEnv(t, d)...)
@@ -53,6 +60,34 @@ func TestPythonSDK(t *testing.T) {
 		b, _ := os.ReadFile(d.LogPath())
 		t.Fatalf("the Python SDK's tests failed: %v\npaddockd log:\n%s", err, b)
 	}
+}
+
+// cliLoginEnv is an environment with no PADDOCK_HOST nor PADDOCK_TOKEN,
+// and the configuration folder of a real 'paddock login' to the daemon.
+func cliLoginEnv(t *testing.T, d *harness.Daemon) []string {
+	t.Helper()
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PADDOCK_HOST=") && !strings.HasPrefix(kv, "PADDOCK_TOKEN=") && !strings.HasPrefix(kv, "PADDOCK_CONFIG_DIR=") {
+			env = append(env, kv)
+		}
+	}
+	env = append(env, "PADDOCK_CONFIG_DIR="+t.TempDir())
+	login := exec.Command(bins.Paddock, "login", "http://"+d.Listen, "--token", d.Token)
+	login.Env = env
+	if out, err := login.CombinedOutput(); err != nil {
+		t.Fatalf("paddock login: %v\n%s", err, out)
+	}
+	return env
+}
+
+// loginUser is the name of the daemon's token's user.
+func loginUser(t *testing.T, d *harness.Daemon) string {
+	w, err := d.Client().Whoami(t.Context())
+	if err != nil || w.User == "" {
+		t.Fatalf("whoami: %+v %v", w, err)
+	}
+	return w.User
 }
 
 // sdkEnv points an SDK at the daemon through a proxy that checks every
@@ -92,13 +127,16 @@ func TestTypeScriptSDK(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".bin", "tsc")); err != nil {
 		run(nil, npm, "ci", "--no-audit", "--no-fund")
 	}
-	run(nil, npm, "run", "build")
+	// npm pack alone builds the package (prepack), from no build at all;
+	// then the tarball is installed where a user's project would have it.
+	if err := os.RemoveAll(filepath.Join(dir, "dist")); err != nil {
+		t.Fatal(err)
+	}
+	work := t.TempDir()
+	run(nil, npm, "pack", "--pack-destination", work)
 	// The package's own types, as a user's code meets them (compiled,
 	// with await using; a field that is not in the model must not compile).
 	run(nil, filepath.Join(dir, "node_modules", ".bin", "tsc"), "-p", "test/types")
-	// npm pack, then install the tarball where a user's project would.
-	work := t.TempDir()
-	run(nil, npm, "pack", "--pack-destination", work)
 	tgz := filepath.Join(work, "paddock-dev-sdk-"+version.Release+".tgz")
 	list, err := exec.Command("tar", "-tzf", tgz).Output()
 	if err != nil {
@@ -120,5 +158,131 @@ func TestTypeScriptSDK(t *testing.T) {
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
 	installed := "file://" + filepath.Join(user, "node_modules", "@paddock-dev", "sdk", "dist", "index.js")
+	// With no host nor token, the client takes the CLI's login.
+	who := exec.Command("node", "--input-type=module", "-e", "const m = await import(process.argv[1]); console.log((await new m.Client().whoami()).user);", installed)
+	who.Dir, who.Env = user, cliLoginEnv(t, d)
+	if out, err := who.CombinedOutput(); err != nil || strings.TrimSpace(string(out)) != loginUser(t, d) {
+		t.Fatalf("the TypeScript SDK on the CLI's login: %v\n%s", err, out)
+	}
 	run(append(sdkEnv(t, d), "PADDOCK_SDK="+installed), "node", "--test", "test/")
+}
+
+// sdkMethods reads the public methods of a client class and the names of
+// their positional arguments (those without a default): from the
+// TypeScript source (camelCase, turned to snake_case) or the Python one.
+func sdkMethods(t *testing.T, path string) map[string][]string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	ts := strings.HasSuffix(path, ".ts")
+	var body string
+	if ts {
+		_, body, _ = strings.Cut(src, "\nexport class Client {\n")
+		body, _, _ = strings.Cut(body, "\n}\n")
+	} else {
+		_, body, _ = strings.Cut(src, "\nclass Client:\n")
+		body, _, _ = strings.Cut(body, "\nclass ")
+	}
+	head := regexp.MustCompile(`(?m)^    def ([a-z][a-z0-9_]*)\(self`)
+	if ts {
+		head = regexp.MustCompile(`(?m)^  (?:async )?([a-z][A-Za-z0-9]*)\(`)
+	}
+	snake := regexp.MustCompile(`([a-z0-9])([A-Z]+)`)
+	out := map[string][]string{}
+	for _, m := range head.FindAllStringSubmatchIndex(body, -1) {
+		name := body[m[2]:m[3]]
+		if name == "constructor" {
+			continue
+		}
+		// The arguments: up to the parenthesis that closes the list.
+		depth, i := 1, m[1]
+		for ; i < len(body) && depth > 0; i++ {
+			switch body[i] {
+			case '(', '{', '[', '<':
+				depth++
+			case ')', '}', ']', '>':
+				depth--
+			}
+		}
+		args := body[m[1] : i-1]
+		var pos []string
+		depth, start := 0, 0
+		for j := 0; j <= len(args); j++ {
+			if j < len(args) {
+				switch args[j] {
+				case '(', '{', '[', '<':
+					depth++
+					continue
+				case ')', '}', ']', '>':
+					depth--
+					continue
+				}
+				if args[j] != ',' || depth > 0 {
+					continue
+				}
+			}
+			a := strings.TrimSpace(args[start:j])
+			start = j + 1
+			if a == "" || strings.HasPrefix(a, "*") || strings.Contains(a, "=") || strings.Contains(a, "?:") {
+				continue
+			}
+			a, _, _ = strings.Cut(a, ":")
+			pos = append(pos, strings.TrimSpace(a))
+		}
+		if ts {
+			name = strings.ToLower(snake.ReplaceAllString(name, "${1}_${2}"))
+		}
+		out[name] = pos
+	}
+	return out
+}
+
+// The two SDKs name the same operations the same way and take the same
+// arguments in the same order; what one has and the other has not is
+// listed here, each with why.
+func TestSDKsAgree(t *testing.T) {
+	tsM := sdkMethods(t, "../../sdk/typescript/src/index.ts")
+	pyM := sdkMethods(t, "../../sdk/python/paddock/client.py")
+	if len(tsM) < 60 || len(pyM) < 60 {
+		t.Fatalf("read %d TypeScript and %d Python methods: the parse is broken", len(tsM), len(pyM))
+	}
+	apart := map[string]string{
+		"close":               "TypeScript: frees the kept-alive connections (Python keeps none)",
+		"create_handle":       "TypeScript: a handle for await using; Python's is Box.create, a context manager",
+		"box_handle":          "Python: a Box of an existing box; TypeScript makes handles of new boxes only",
+		"backup_drive_stream": "TypeScript: a stream; Python's backup_drive streams into a file given as to",
+		"pull_stream":         "TypeScript: a stream; Python's pull streams into a file given as to",
+		"events":              "Python: the events stream; TypeScript has no events yet",
+	}
+	same := map[string]string{"job_id": "id"} // Python cannot name an argument id
+	for name, pos := range tsM {
+		py, ok := pyM[name]
+		if _, known := apart[name]; known {
+			if ok {
+				t.Errorf("%s is listed as in one SDK only, and both have it", name)
+			}
+			continue
+		}
+		if !ok {
+			t.Errorf("the TypeScript SDK has %s and the Python one has not", name)
+			continue
+		}
+		for i := range py {
+			if s, ok := same[py[i]]; ok {
+				py[i] = s
+			}
+		}
+		if strings.Join(pos, ",") != strings.Join(py, ",") {
+			t.Errorf("%s takes (%s) in TypeScript and (%s) in Python", name, strings.Join(pos, ", "), strings.Join(py, ", "))
+		}
+	}
+	for name := range pyM {
+		if _, ok := tsM[name]; !ok {
+			if _, known := apart[name]; !known {
+				t.Errorf("the Python SDK has %s and the TypeScript one has not", name)
+			}
+		}
+	}
 }

@@ -5,7 +5,7 @@ declared state as the CLI: creating a box declares it and the server's
 reconciler makes it.
 
     from paddock import Client
-    c = Client()                      # PADDOCK_HOST and PADDOCK_TOKEN
+    c = Client()                      # PADDOCK_HOST and PADDOCK_TOKEN, or 'paddock login' 
     box = c.create_box(type="small", ttl="1h")
     c.push(box["name"], "./project", to="/config/project")
     r = c.exec(box["name"], ["bash", "-lc", "cd /config/project && npm test"])
@@ -18,8 +18,8 @@ reconciler makes it.
 """
 
 from . import models
-from .client import AsyncClient, AsyncExecStream, Box, Client, ExecResult, ExecStream, PaddockError
+from .client import AsyncClient, AsyncExecStream, Box, Client, ExecResult, ExecStream, PaddockError, cli_login
 
 __version__ = "0.1.0"
 
-__all__ = ["AsyncClient", "AsyncExecStream", "Box", "Client", "ExecResult", "ExecStream", "PaddockError", "models", "__version__"]
+__all__ = ["AsyncClient", "AsyncExecStream", "Box", "Client", "ExecResult", "ExecStream", "PaddockError", "cli_login", "models", "__version__"]

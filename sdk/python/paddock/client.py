@@ -8,6 +8,7 @@ import shutil
 import socket
 import ssl
 import struct
+import sys
 import tarfile
 import tempfile
 import threading
@@ -47,16 +48,53 @@ class ExecResult:
     stderr: bytes
 
 
+def cli_login(env=None):
+    """The login 'paddock login' saved, as a dict with server, token and
+    ca_cert (PEM, or ""): config.json in $PADDOCK_CONFIG_DIR, else in the
+    CLI's folder of the user's configuration directory (as Go's
+    os.UserConfigDir finds it). None when there is none."""
+    env = os.environ if env is None else env
+    d = env.get("PADDOCK_CONFIG_DIR", "")
+    if not d:
+        home = env.get("HOME") or env.get("USERPROFILE") or ""
+        if os.name == "nt":
+            d = os.path.join(env["AppData"], "paddock") if env.get("AppData") else ""
+        elif sys.platform == "darwin":
+            d = os.path.join(home, "Library", "Application Support", "paddock") if home else ""
+        elif env.get("XDG_CONFIG_HOME"):
+            d = os.path.join(env["XDG_CONFIG_HOME"], "paddock")
+        else:
+            d = os.path.join(home, ".config", "paddock") if home else ""
+    if not d:
+        return None
+    try:
+        with open(os.path.join(d, "config.json")) as f:
+            c = json.load(f)
+    except OSError:
+        return None
+    if not c.get("server") or not c.get("token"):
+        return None
+    return {"server": c["server"], "token": c["token"], "ca_cert": c.get("ca_cert", "")}
+
+
 class Client:
     """A paddockd server. host is its URL (default $PADDOCK_HOST), token
-    an API token (default $PADDOCK_TOKEN); ca_cert trusts a private
-    certificate authority, such as Caddy's internal one."""
+    an API token (default $PADDOCK_TOKEN); with neither given nor in the
+    environment, the login the CLI saved ('paddock login'). ca_cert (a
+    file) trusts a private certificate authority, such as Caddy's internal
+    one."""
 
     def __init__(self, host=None, token=None, ca_cert=None, timeout=300):
         host = host or os.environ.get("PADDOCK_HOST", "")
         token = token or os.environ.get("PADDOCK_TOKEN", "")
+        ca_data = None
+        if not host and not token:
+            login = cli_login()
+            if login:
+                host, token = login["server"], login["token"]
+                ca_data = login["ca_cert"] or None
         if not host:
-            raise ValueError("no server: give host or set PADDOCK_HOST")
+            raise ValueError("no server: give host, set PADDOCK_HOST, or run 'paddock login'")
         if not token:
             raise ValueError("no token: give token or set PADDOCK_TOKEN")
         u = urllib.parse.urlsplit(host)
@@ -68,7 +106,7 @@ class Client:
         self._timeout = timeout
         self._ssl = None
         if u.scheme == "https":
-            self._ssl = ssl.create_default_context(cafile=ca_cert)
+            self._ssl = ssl.create_default_context(cafile=ca_cert, cadata=None if ca_cert else ca_data)
 
     # --- plumbing ---
 
@@ -202,6 +240,24 @@ class Client:
         with self._upload("PUT", path, tar):
             pass
 
+    def push_files(self, box, to, files):
+        """Write files (relative names to contents, bytes or text) into
+        directory to in the box."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for name, data in files.items():
+                if isinstance(data, str):
+                    data = data.encode()
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(data), 0o644
+                tar.addfile(info, io.BytesIO(data))
+        self.push_tar(box, to, buf.getvalue())
+
+    def ports(self, box) -> List[models.Port]:
+        """The TCP ports something listens on in a running box, each with
+        its preview URL (or a note on why no preview reaches it)."""
+        return self._json("GET", f"/boxes/{_q(box)}/ports")
+
     def pull(self, box, path, to=None):
         """A tar of path in the box; every name starts with path's base
         name. With to (a binary file object) the tar is streamed into it
@@ -308,7 +364,7 @@ class Client:
         """The user, role and server this token belongs to."""
         return self._json("GET", "/whoami")
 
-    def set_ttl(self, name, ttl) -> models.Box:
+    def set_ttl(self, name, ttl=None) -> models.Box:
         """A new TTL from now (seconds or a duration; None or "" for none)."""
         return self._json("PUT", f"/boxes/{_q(name)}/ttl", {"ttl": "" if ttl is None else str(ttl)})
 

@@ -3,7 +3,7 @@
  * server's HTTP API. It is a view over the same declared state as the CLI:
  * creating a box declares it and the server's reconciler makes it.
  *
- *     const c = new Client();          // PADDOCK_HOST and PADDOCK_TOKEN
+ *     const c = new Client();          // PADDOCK_HOST and PADDOCK_TOKEN, or 'paddock login' 
  *     const box = await c.createBox({ type: "small", ttl: "1h" });
  *     await c.pushFiles(box.name, "/config/project", { "package.json": "{}" });
  *     const r = await c.exec(box.name, ["bash", "-lc", "cd /config/project && npm test"]);
@@ -11,6 +11,8 @@
  */
 import * as http from "node:http";
 import * as https from "node:https";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Socket } from "node:net";
 import { Readable } from "node:stream";
 import { extractTar, packDir } from "./tar.js";
@@ -40,7 +42,7 @@ export class PaddockError extends Error {
 
 import type {
   ApplyResult, Box, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
-  PolicyReport, PolicySpec, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  PolicyReport, PolicySpec, Port, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -51,7 +53,10 @@ export type CreateBox = Omit<BoxPost, "ttl"> & {
 };
 
 /** A box as a handle. `await using box = await client.createHandle({...})`
- * removes the box when the scope ends, unless keep() was called. */
+ * removes the box when the scope ends, unless keep() was called (in
+ * TypeScript 5.2 or newer, which compiles it for Node.js 20; plain
+ * JavaScript has `await using` from Node.js 24: on 20 and 22 call
+ * `await box.remove()` in a `finally`). */
 export class BoxHandle {
   private kept = false;
   constructor(readonly client: Client, public data: Box) {}
@@ -61,6 +66,8 @@ export class BoxHandle {
   execStream(cmd: string[], opts: ExecStreamOptions = {}): Promise<ExecStream> { return this.client.execStream(this.name, cmd, opts); }
   readFile(path: string): Promise<Buffer> { return this.client.readFile(this.name, path); }
   writeFile(path: string, data: string | Uint8Array): Promise<void> { return this.client.writeFile(this.name, path, data); }
+  push(local: string, to: string): Promise<void> { return this.client.push(this.name, local, to); }
+  pull(path: string): Promise<Buffer> { return this.client.pull(this.name, path); }
   async stop(): Promise<Box> { return (this.data = await this.client.stopBox(this.name)); }
   async start(): Promise<Box> { return (this.data = await this.client.startBox(this.name)); }
   remove(): Promise<void> { return this.client.removeBox(this.name); }
@@ -176,12 +183,31 @@ export class ExecStream implements AsyncIterable<ExecChunk> {
 }
 
 export interface ClientOptions {
-  /** the server's URL (default $PADDOCK_HOST) */
+  /** the server's URL (default $PADDOCK_HOST, else the CLI's login) */
   host?: string;
-  /** an API token (default $PADDOCK_TOKEN) */
+  /** an API token (default $PADDOCK_TOKEN, else the CLI's login) */
   token?: string;
   /** extra certificate authorities in PEM, e.g. Caddy's internal root */
   ca?: string | Buffer;
+}
+
+/** The login `paddock login` saved: config.json in $PADDOCK_CONFIG_DIR,
+ * else in the CLI's folder of the user's configuration directory (as Go's
+ * os.UserConfigDir finds it). Undefined when there is none. */
+export function cliLogin(env: NodeJS.ProcessEnv = process.env): { server: string; token: string; ca?: string } | undefined {
+  let dir = env.PADDOCK_CONFIG_DIR;
+  if (!dir) {
+    const home = env.HOME ?? env.USERPROFILE ?? "";
+    if (process.platform === "win32") dir = env.AppData ? join(env.AppData, "paddock") : "";
+    else if (process.platform === "darwin") dir = home ? join(home, "Library", "Application Support", "paddock") : "";
+    else dir = env.XDG_CONFIG_HOME ? join(env.XDG_CONFIG_HOME, "paddock") : home ? join(home, ".config", "paddock") : "";
+  }
+  if (!dir) return undefined;
+  let raw: string;
+  try { raw = readFileSync(join(dir, "config.json"), "utf8"); } catch { return undefined; }
+  const c = JSON.parse(raw) as { server?: string; token?: string; ca_cert?: string };
+  if (!c.server || !c.token) return undefined;
+  return { server: c.server, token: c.token, ca: c.ca_cert || undefined };
 }
 
 export class Client {
@@ -190,9 +216,15 @@ export class Client {
   private readonly agent: http.Agent;
 
   constructor(opts: ClientOptions = {}) {
-    const host = opts.host ?? process.env.PADDOCK_HOST ?? "";
-    const token = opts.token ?? process.env.PADDOCK_TOKEN ?? "";
-    if (!host) throw new Error("no server: give host or set PADDOCK_HOST");
+    let host = opts.host ?? process.env.PADDOCK_HOST ?? "";
+    let token = opts.token ?? process.env.PADDOCK_TOKEN ?? "";
+    let ca = opts.ca;
+    // Neither given: the CLI's login, whole (server, token and CA).
+    if (!host && !token) {
+      const l = cliLogin();
+      if (l) { host = l.server; token = l.token; ca ??= l.ca; }
+    }
+    if (!host) throw new Error("no server: give host, set PADDOCK_HOST, or run 'paddock login'");
     if (!token) throw new Error("no token: give token or set PADDOCK_TOKEN");
     this.url = new URL(host);
     if (this.url.protocol !== "http:" && this.url.protocol !== "https:") {
@@ -200,7 +232,7 @@ export class Client {
     }
     this.token = token;
     this.agent = this.url.protocol === "https:"
-      ? new https.Agent({ keepAlive: true, ca: opts.ca })
+      ? new https.Agent({ keepAlive: true, ca })
       : new http.Agent({ keepAlive: true });
   }
 
@@ -252,24 +284,27 @@ export class Client {
 
   // --- files ---
 
+  /** Copies a local directory's contents (or a file) into directory `to`
+   * in the box, streamed (as the CLI's push, and Python's push). */
+  push(box: string, local: string, to: string): Promise<void> {
+    return this.pushTar(box, to, packDir(local));
+  }
   /** Extracts a tar archive into directory `to` in the box. The server
    * refuses, whole, an archive that would write outside it. */
-  async push(box: string, to: string, tar: Uint8Array | Readable): Promise<void> {
+  async pushTar(box: string, to: string, tar: Uint8Array | Readable): Promise<void> {
     await this.request("PUT", `/boxes/${q(box)}/files?path=${encodeURIComponent(to)}`, body(tar), "application/x-tar");
   }
   /** Writes files (relative names → contents) into directory `to`. */
   pushFiles(box: string, to: string, files: Record<string, string | Uint8Array>): Promise<void> {
-    return this.push(box, to, makeTar(files));
+    return this.pushTar(box, to, makeTar(files));
   }
   /** A tar of path in the box; every name starts with path's base name. */
   async pull(box: string, path: string): Promise<Buffer> {
     return (await this.request("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`)).body;
   }
-  /** Copies a local directory's contents (or a file) into directory `to`
-   * in the box, streamed. */
-  pushDir(box: string, local: string, to: string): Promise<void> {
-    return this.push(box, to, packDir(local));
-  }
+  /** The TCP ports something listens on in a running box, each with its
+   * preview URL (or a note on why no preview reaches it). */
+  ports(box: string): Promise<Port[]> { return this.json("GET", `/boxes/${q(box)}/ports`); }
   /** Copies path from the box into the local directory (path's base name
    * appears in it), refusing entries that would land outside it. */
   async pullTree(box: string, path: string, local: string): Promise<string[]> {
@@ -336,8 +371,8 @@ export class Client {
 
   whoami(): Promise<Whoami> { return this.json("GET", "/whoami"); }
   /** A new TTL from now ("" or undefined: none). */
-  setTTL(box: string, ttl?: string | number): Promise<Box> {
-    return this.json("PUT", `/boxes/${q(box)}/ttl`, { ttl: ttl === undefined ? "" : String(ttl) });
+  setTTL(name: string, ttl?: string | number): Promise<Box> {
+    return this.json("PUT", `/boxes/${q(name)}/ttl`, { ttl: ttl === undefined ? "" : String(ttl) });
   }
   /** Creates a box and returns a handle that `await using` removes at the
    * end of its scope (unless keep() is called). */
@@ -354,7 +389,7 @@ export class Client {
   /** Writes a file in the box (its folder is made). */
   writeFile(box: string, path: string, data: string | Uint8Array): Promise<void> {
     const i = path.lastIndexOf("/");
-    return this.push(box, path.slice(0, i) || "/", makeTar({ [path.slice(i + 1)]: data }));
+    return this.pushTar(box, path.slice(0, i) || "/", makeTar({ [path.slice(i + 1)]: data }));
   }
   /** A PNG of the box's desktop now. */
   async screenshot(box: string): Promise<Buffer> {
@@ -377,8 +412,9 @@ export class Client {
     return this.json("POST", `/boxes/${q(box)}/prompt`, { task, ...opts });
   }
   policies(): Promise<Policy[]> { return this.json("GET", "/policies"); }
-  createPolicy(p: PolicySpec): Promise<Policy> { return this.json("POST", "/policies", p); }
-  updatePolicy(p: PolicySpec): Promise<Policy> { return this.json("PUT", `/policies/${q(p.name)}`, p); }
+  /** A named allowlist policy (as Python's create_policy(name, allow_domains, allow_cidrs)). */
+  createPolicy(name: string, opts: Omit<PolicySpec, "name"> = {}): Promise<Policy> { return this.json("POST", "/policies", { ...opts, name }); }
+  updatePolicy(name: string, opts: Omit<PolicySpec, "name"> = {}): Promise<Policy> { return this.json("PUT", `/policies/${q(name)}`, { ...opts, name }); }
   async removePolicy(name: string): Promise<void> { await this.json("DELETE", `/policies/${q(name)}`); }
   /** A drive's contents as tar bytes. */
   async backupDrive(name: string): Promise<Buffer> { return (await this.request("GET", `/drives/${q(name)}/archive`)).body; }

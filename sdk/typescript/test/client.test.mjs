@@ -65,7 +65,7 @@ test("streams: push, pull, drive restore and backup without holding the archive"
   const tar = makeTar({ "big.bin": data });
   // Stream it in small pieces, as a file or a pipe would come.
   const pieces = function* () { for (let i = 0; i < tar.length; i += 10000) yield tar.subarray(i, i + 10000); };
-  await c.push("ts-box", "/config/streamed", Readable.from(pieces()));
+  await c.pushTar("ts-box", "/config/streamed", Readable.from(pieces()));
   const sum = await c.exec("ts-box", ["sh", "-c", "sha256sum < /config/streamed/big.bin"]);
   assert.equal(sum.stdout.toString().split(" ")[0], createHash("sha256").update(data).digest("hex"));
   let n = 0;
@@ -80,7 +80,7 @@ test("streams: push, pull, drive restore and backup without holding the archive"
   await assert.rejects(c.pullStream("ts-box", "/config/nosuch"), (e) => e instanceof PaddockError && e.status === 404);
 });
 
-test("trees: pushDir and pullTree, and a link out of the target refused", async () => {
+test("trees: push (a folder) and pullTree, and a link out of the target refused", async () => {
   const { mkdtempSync, mkdirSync, writeFileSync, readFileSync, readlinkSync, symlinkSync, existsSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
@@ -90,7 +90,7 @@ test("trees: pushDir and pullTree, and a link out of the target refused", async 
   writeFileSync(join(d, "src", long, "deep.txt"), "deep\n");
   writeFileSync(join(d, "src", "a.txt"), "alpha\n");
   symlinkSync("a.txt", join(d, "src", "link"));
-  await c.pushDir("ts-box", join(d, "src"), "/config/tree");
+  await c.push("ts-box", join(d, "src"), "/config/tree");
   const r = await c.exec("ts-box", ["sh", "-c", `cat /config/tree/${long}/deep.txt /config/tree/link; readlink /config/tree/link`]);
   assert.equal(r.stdout.toString(), "deep\nalpha\na.txt\n");
   await c.pullTree("ts-box", "/config/tree", join(d, "back"));
@@ -218,8 +218,8 @@ test("tokens, secrets, keys and users", async () => {
 });
 
 test("named policies and drive backups", async () => {
-  await c.createPolicy({ name: "ts-pol", allow_domains: ["example.test"] });
-  await c.updatePolicy({ name: "ts-pol", allow_cidrs: ["10.9.0.0/16"] });
+  await c.createPolicy("ts-pol", { allow_domains: ["example.test"] });
+  await c.updatePolicy("ts-pol", { allow_cidrs: ["10.9.0.0/16"] });
   const pol = (await c.policies()).find((p) => p.name === "ts-pol");
   assert.deepEqual(pol?.allow_cidrs, ["10.9.0.0/16"]);
   await c.removePolicy("ts-pol");
