@@ -208,6 +208,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			Name: host, URL: cfg.ClusterListen, Swarm: drv,
 			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
 	rec.Forget = svc.ForgetBox
+	rec.Yield = svc.Fore.Busy
 	rec.Restoring = svc.DriveRestoring
 	if err := svc.AttachAll(); err != nil {
 		return err

@@ -94,6 +94,18 @@ type BoxSpec struct {
 	IP string
 	// Desktop starts an X desktop on display :1 with the box.
 	Desktop bool
+	// Background marks a box made ahead of any request (a warm pool box):
+	// its processes get a small share of the CPU when the machine is busy
+	// (its desktop starting yields to the requests people wait on), until
+	// Foregrounder.Foreground gives it a box's usual share. Not in the
+	// hash: a claimed pool box keeps its container.
+	Background bool
+}
+
+// Foregrounder is a driver that can give a box made in the background
+// (BoxSpec.Background) the CPU share of any other box, in place.
+type Foregrounder interface {
+	Foreground(ctx context.Context, box string) error
 }
 
 // Hash is a stable digest of the spec, stored on the container as a label.

@@ -233,6 +233,13 @@ func (a *Agent) Handler() http.Handler {
 		n, err := m.VolumeUsage(r.Context(), volumeOf(r))
 		return map[string]int64{"bytes": n}, err
 	})
+	call("POST "+p+"boxes/{name}/foreground", func(r *http.Request) (any, error) {
+		f, ok := d.(driver.Foregrounder)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		return nil, f.Foreground(r.Context(), r.PathValue("name"))
+	})
 	call("POST "+p+"boxes/{name}/hostname", func(r *http.Request) (any, error) {
 		h, ok := d.(driver.Hostnamer)
 		if !ok {

@@ -43,6 +43,7 @@ var (
 	_ driver.ImageIDer       = (*Remote)(nil)
 	_ driver.SnapshotSizer   = (*Remote)(nil)
 	_ driver.SnapshotShipper = (*Remote)(nil)
+	_ driver.Foregrounder    = (*Remote)(nil)
 )
 
 // NewRemote is the driver of the node called name whose agent is at addr
@@ -325,6 +326,12 @@ func (r *Remote) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, er
 	var out struct{ Bytes int64 }
 	err := r.do(ctx, "GET", volPath(v)+"/usage", nil, &out)
 	return out.Bytes, err
+}
+
+// Foreground gives a box of the node made in the background a box's CPU
+// share.
+func (r *Remote) Foreground(ctx context.Context, box string) error {
+	return r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/foreground", nil, nil)
 }
 
 // SetHostname gives a running box of the node another hostname.

@@ -43,6 +43,12 @@ type Reconciler struct {
 	// jobs that went with it: whatever else is kept of the box outside the
 	// engine can go. Every path that removes a box ends here.
 	Forget func(t store.Tombstone, jobs []string)
+	// Yield, when set and true, says people wait on a request now: the
+	// warm pool's changes (making, starting, removing pool boxes) are
+	// left to a later run, between one change and the next, so that a
+	// pass making pool boxes lets go of the engine and of the run lock
+	// for the request's own.
+	Yield func() bool
 
 	mu sync.Mutex
 	// liveMu guards what runs share with claims and policy changes, which
@@ -111,6 +117,14 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 	for _, o := range r.observed {
 		if o.Name == b.Key() && o.Running {
 			t1 := time.Now()
+			// Made in the background: now a box someone waits on. A box
+			// left with the small share still works: the error is said,
+			// not returned.
+			if fg, ok := r.Driver.(driver.Foregrounder); ok {
+				if err := fg.Foreground(ctx, b.Key()); err != nil && r.Log != nil {
+					r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
+				}
+			}
 			err := r.setHostname(ctx, b, o)
 			if r.Log != nil {
 				r.Log.Debug("claimed", "box", b.Name, "firewall", t1.Sub(t0), "hostname", time.Since(t1))
@@ -219,7 +233,9 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 // PoolSpec is the spec of a warm pool box: that of the box a claim makes
 // of it, so that the claimed box keeps its container.
 func PoolSpec(p store.PoolBox, types map[string]BoxType) driver.BoxSpec {
-	return SpecFor(PoolAsBox(p), types)
+	spec := SpecFor(PoolAsBox(p), types)
+	spec.Background = true
+	return spec
 }
 
 // PoolAsBox is the declared box a pool box becomes when claimed, but for
@@ -546,9 +562,19 @@ func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, er
 
 func (r *Reconciler) apply(ctx context.Context, changes []Change, errs map[string]error) {
 	failedBox := map[string]bool{}
+	deferred := 0
+	defer func() {
+		if deferred > 0 && r.Log != nil {
+			r.Log.Debug("warm pool changes left for a later run: a request is under way", "changes", deferred)
+		}
+	}()
 	for _, c := range changes {
 		if failedBox[c.Box] && c.Box != "" && (c.Action == StartBox || c.Action == StopBox) {
 			continue // a box whose create or snapshot failed is not touched further this run
+		}
+		if c.Pool && r.Yield != nil && r.Yield() {
+			deferred++
+			continue
 		}
 		start := time.Now()
 		err := r.do(ctx, c)

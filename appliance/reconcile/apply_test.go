@@ -229,3 +229,43 @@ func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
 		t.Fatalf("keep made again from %q, want its snapshot keep-1", b.From)
 	}
 }
+
+// While people wait on a request, a run leaves the warm pool's changes to
+// a later one and makes the declared boxes; once no one waits, the pool
+// box is made.
+func TestPoolYieldsToRequests(t *testing.T) {
+	rec, drv := newRec(t)
+	declare(t, rec.Store, "a")
+	err := rec.Store.Declare(func(tx *store.Tx) error {
+		return tx.AddPool(store.PoolBox{Key: "pool-1", UID: "u1", Type: "small", Image: "img", Created: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := true
+	rec.Yield = func() bool { return busy }
+	running := func() map[string]bool {
+		bs, err := drv.Boxes(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]bool{}
+		for _, b := range bs {
+			m[b.Name] = b.Running
+		}
+		return m
+	}
+	if _, err := rec.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := running(); !m["a"] || len(m) != 1 {
+		t.Fatalf("with a request under way: %v (want box a alone)", m)
+	}
+	busy = false
+	if _, err := rec.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if m := running(); !m["a"] || !m["pool-1"] {
+		t.Fatalf("once no one waits: %v (want a and the pool box)", m)
+	}
+}

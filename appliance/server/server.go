@@ -95,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 		}
 		if heavy[pattern] {
 			h = s.limited(h)
+			h = s.foreground(h)
 		}
 		mux.Add(pattern, route.Token, s.authed(h))
 	}
@@ -215,6 +216,15 @@ var heavy = map[string]bool{
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
 	"POST /v1/apply": true,
+}
+
+// foreground marks a request people wait on while it runs: background
+// work waits for a lull in them (service.Foreground).
+func (s *Server) foreground(h handler) handler {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		defer s.Svc.Fore.Begin()()
+		return h(w, r)
+	}
 }
 
 // limited answers 429, with Retry-After, to a token past its budget of

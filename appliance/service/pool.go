@@ -161,6 +161,13 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 	if len(drop) == 0 && len(add) == 0 {
 		return false, nil
 	}
+	if len(add) > 0 {
+		// New pool boxes (their engine work, their desktops starting)
+		// wait for a lull in the requests people wait on.
+		if waited := s.Fore.Lull(ctx, lullQuiet, lullMax); waited > 0 {
+			s.Log.Debug("warm pool waited for a lull", "waited", waited)
+		}
+	}
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		for _, k := range drop {
 			if err := tx.RemovePool(k); err != nil && !errors.Is(err, store.ErrNotFound) {

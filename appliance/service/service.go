@@ -51,6 +51,9 @@ type Service struct {
 	// PoolChanged, when set, is told that a box was claimed from the warm
 	// pool (which is refilled in the background).
 	PoolChanged func()
+	// Fore counts the requests people wait on; background work waits
+	// for a lull in them.
+	Fore Foreground
 
 	// Devices holds device logins in progress.
 	Devices Devices

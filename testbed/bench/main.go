@@ -8,6 +8,7 @@
 //	go run ./testbed/bench [-n 5] [-big-n 3]
 //	go run ./testbed/bench -scale    # at 1, 10, 50 and again 1 idle boxes
 //	go run ./testbed/bench -section cluster  # a box on a second server beside that server's engine
+//	go run ./testbed/bench -section first -n 3  # new + push on a server just started, beside the same settled
 //	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //
 // It needs root and the testbed engine and image (it makes them if missing),
@@ -115,7 +116,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), or cluster (a box on a second server, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), or cluster (a box on a second server, not in all)")
 	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
@@ -200,6 +201,10 @@ func main() {
 	}
 	if *section == "policies" {
 		printRows(rows, image, *n, *bigN)
+		return
+	}
+	if *section == "first" {
+		printFirst(benchFirst(bins, image, work, *n))
 		return
 	}
 	if *section == "pool" {

@@ -458,6 +458,18 @@ func (c *Driver) SetHostname(ctx context.Context, box, hostname string) error {
 	})
 }
 
+// Foreground gives a box made in the background a box's CPU share, on
+// its node.
+func (c *Driver) Foreground(ctx context.Context, box string) error {
+	return c.box(box, func(d driver.Driver) error {
+		f, ok := d.(driver.Foregrounder)
+		if !ok {
+			return errNo("Foreground")
+		}
+		return f.Foreground(ctx, box)
+	})
+}
+
 // WarmExec starts a box's warm exec, on its node.
 func (c *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
 	d, err := c.node(KindBox, box)

@@ -378,6 +378,7 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 			Mounts:      mounts,
 			Resources: container.Resources{
 				NanoCPUs:  int64(spec.CPUs * 1e9),
+				CPUShares: cpuShares(spec.Background),
 				Memory:    spec.MemoryBytes,
 				PidsLimit: pidsLimit(spec.Pids),
 			},
@@ -387,6 +388,34 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	if cerrdefs.IsConflict(err) {
 		return fmt.Errorf("%w: container %s exists", driver.ErrInUse, d.containerName(spec.Name))
 	}
+	return wrap(err)
+}
+
+// CPU shares of boxes: every box has the same (the engine's usual 1024),
+// but one made in the background, which has an eighth of it until it is
+// brought to the foreground. Under cgroup v1 the host's services have
+// 1024 too; under v2 the engine makes the shares CPU weights of 39 and 5,
+// beside the services' 100, so that boxes yield to paddockd and the
+// engine as well. Pool boxes yield to everything.
+const (
+	boxShares        = 1024
+	backgroundShares = 128
+)
+
+func cpuShares(background bool) int64 {
+	if background {
+		return backgroundShares
+	}
+	return boxShares
+}
+
+var _ driver.Foregrounder = (*Driver)(nil)
+
+// Foreground gives a box made in the background a box's usual CPU share.
+func (d *Driver) Foreground(ctx context.Context, box string) error {
+	_, err := d.c.ContainerUpdate(ctx, d.containerName(box), client.ContainerUpdateOptions{
+		Resources: &container.Resources{CPUShares: boxShares},
+	})
 	return wrap(err)
 }
 

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +109,80 @@ func TestAsBoxUserOpensNoDeviceNode(t *testing.T) {
 	}
 	if out, err := exec.Command("docker", "exec", "-u", "0", ctr, "head", "-c", "0", "/tmp/node").CombinedOutput(); err != nil {
 		t.Fatalf("the box's own mounts changed: its node does not open in it: %v %s", err, out)
+	}
+}
+
+// A box made in the background (a pool box) has a small CPU weight in the
+// kernel until Foreground gives it a box's usual one; a box made for a
+// request has that from the start.
+func TestBackgroundBoxYieldsCPU(t *testing.T) {
+	d, image := engine(t)
+	ctx := context.Background()
+	if err := d.Prepare(ctx); err != nil {
+		t.Fatal(err)
+	}
+	weight := func(box string) string {
+		t.Helper()
+		id, err := exec.Command("docker", "ps", "-q", "--no-trunc", "--filter", "name=-"+box+"$").Output()
+		if err != nil || len(strings.TrimSpace(string(id))) == 0 {
+			t.Fatalf("finding the box's container: %v %q", err, id)
+		}
+		pid, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", strings.TrimSpace(string(id))).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/cgroup")
+		if err != nil {
+			t.Fatal(err)
+		}
+		// cgroup v1: the cpu controller's shares; v2: the unified weight.
+		file := ""
+		for _, l := range strings.Split(strings.TrimSpace(string(cg)), "\n") {
+			f := strings.SplitN(l, ":", 3)
+			if len(f) != 3 {
+				continue
+			}
+			if slices.Contains(strings.Split(f[1], ","), "cpu") {
+				file = "/sys/fs/cgroup/cpu" + f[2] + "/cpu.shares"
+				break
+			}
+			if f[0] == "0" && f[1] == "" {
+				file = "/sys/fs/cgroup" + f[2] + "/cpu.weight"
+			}
+		}
+		w, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(w))
+	}
+	// The same shares as v1 has them, or as the engine makes them weights
+	// under v2.
+	small, usual := "128", "1024"
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		small, usual = "5", "39"
+	}
+	made := func(name string, background bool) string {
+		box := fmt.Sprintf("%s%d", name, time.Now().UnixNano()%1e6)
+		spec := drivertest.Spec(box, image)
+		spec.Mounts, spec.Background = nil, background
+		if err := d.CreateBox(ctx, spec); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { d.RemoveBox(context.Background(), box) })
+		if err := d.StartBox(ctx, box); err != nil {
+			t.Fatal(err)
+		}
+		return box
+	}
+	bg, fg := made("bg", true), made("fg", false)
+	if w, u := weight(bg), weight(fg); w != small || u != usual {
+		t.Fatalf("CPU shares: a background box %s, a box %s (want %s and %s)", w, u, small, usual)
+	}
+	if err := d.Foreground(ctx, bg); err != nil {
+		t.Fatal(err)
+	}
+	if w := weight(bg); w != usual {
+		t.Fatalf("a background box brought to the foreground has CPU share %s, want %s", w, usual)
 	}
 }
