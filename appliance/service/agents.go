@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -199,20 +198,15 @@ echo "$n $i $l"; done`
 		cmd = append(cmd, a.Logins...)
 		cmd = append(cmd, "--")
 	}
-	spec, err := s.CheckExec(name, api.ExecPost{Cmd: cmd})
-	if err != nil {
-		return nil, err
-	}
-	var out, errb bytes.Buffer
-	code, err := s.Exec(ctx, name, spec, ExecIO{Stdout: &out, Stderr: &errb})
+	out, errs, code, err := s.output(ctx, name, cmd)
 	if err != nil {
 		return nil, err
 	}
 	if code != 0 {
-		return nil, fmt.Errorf("asking box %s about its agents: exit %d: %s", name, code, errb.String())
+		return nil, fmt.Errorf("asking box %s about its agents: exit %d: %s", name, code, errs)
 	}
 	seen := map[string][2]string{}
-	for _, line := range strings.Split(out.String(), "\n") {
+	for _, line := range strings.Split(out, "\n") {
 		if f := strings.Fields(line); len(f) == 3 {
 			seen[f[0]] = [2]string{f[1], f[2]}
 		}

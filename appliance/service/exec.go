@@ -133,6 +133,18 @@ if [ "$s" = up ] && ! DISPLAY=`+Display+` xdpyinfo >/dev/null 2>&1; then s=down;
 echo "$s"`)
 }
 
+// output runs a short command in a running box and returns what it
+// printed on stdout and on stderr, and its exit code.
+func (s *Service) output(ctx context.Context, box string, cmd []string) (stdout, stderr string, code int, err error) {
+	spec, err := s.CheckExec(box, api.ExecPost{Cmd: cmd})
+	if err != nil {
+		return "", "", 0, err
+	}
+	var out, errb bytes.Buffer
+	code, err = s.Exec(ctx, box, spec, ExecIO{Stdout: &out, Stderr: &errb})
+	return out.String(), errb.String(), code, err
+}
+
 // probe runs a short shell script in a box for what it prints; "" when it
 // cannot run, fails, or takes more than a few seconds.
 func (s *Service) probe(ctx context.Context, box, script string) string {

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"encoding/hex"
 	"fmt"
@@ -24,20 +23,15 @@ func (s *Service) BoxPorts(ctx context.Context, name string) ([]api.Port, error)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := s.CheckExec(name, api.ExecPost{Cmd: []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"}})
+	out, errs, code, err := s.output(ctx, name, []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"})
 	if err != nil {
 		return nil, err
 	}
-	var out, errb bytes.Buffer
-	code, err := s.Exec(ctx, name, spec, ExecIO{Stdout: &out, Stderr: &errb})
-	if err != nil {
-		return nil, err
-	}
-	if code != 0 && out.Len() == 0 {
-		return nil, fmt.Errorf("reading the ports of box %s: exit %d: %s", name, code, strings.TrimSpace(errb.String()))
+	if code != 0 && out == "" {
+		return nil, fmt.Errorf("reading the ports of box %s: exit %d: %s", name, code, strings.TrimSpace(errs))
 	}
 	ports := []api.Port{}
-	for _, p := range ListeningPorts(out.String()) {
+	for _, p := range ListeningPorts(out) {
 		// Not the user's: the engine's resolver for the box, and the
 		// desktop's VNC server (reached by the desktop page).
 		if p.Address == dockerDNS || (p.Address == "127.0.0.1" && strconv.Itoa(p.Port) == VNCPort) {
