@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -22,24 +23,38 @@ func (s *Service) DialBox(ctx context.Context, box string, port int) (net.Conn, 
 	if err != nil {
 		return nil, err
 	}
+	// Output comes back through a pipe that is a net.Conn (deadlines,
+	// addresses); input goes in through one of its own, so that the
+	// writing side can end alone (CloseWrite) and the box's side still
+	// answer.
 	here, there := net.Pipe()
+	inR, inW := io.Pipe()
 	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	go func() {
 		defer there.Close()
+		defer inR.Close()
 		defer cancel()
-		s.Exec(ectx, box, spec, ExecIO{Stdin: there, Stdout: there})
+		s.Exec(ectx, box, spec, ExecIO{Stdin: inR, Stdout: there})
 	}()
-	return &boxConn{Conn: here, cancel: cancel}, nil
+	return &boxConn{Conn: here, in: inW, cancel: cancel}, nil
 }
 
-// boxConn ends its exec when it is closed.
+// boxConn ends its exec when it is closed; CloseWrite ends its input only.
 type boxConn struct {
 	net.Conn
+	in     *io.PipeWriter
 	once   sync.Once
 	cancel context.CancelFunc
 }
 
+func (c *boxConn) Write(b []byte) (int, error) { return c.in.Write(b) }
+
+// CloseWrite says the input is over: what listens in the box gets its end
+// of input and may still answer.
+func (c *boxConn) CloseWrite() error { return c.in.Close() }
+
 func (c *boxConn) Close() error {
+	c.in.Close()
 	err := c.Conn.Close()
 	c.once.Do(c.cancel)
 	return err

@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -149,19 +150,80 @@ func (g *Gateway) serveConn(c net.Conn) {
 	}
 	defer sc.Close()
 	go ssh.DiscardRequests(reqs)
+	// Forwards end with the connection that carries them.
+	conns, endForwards := context.WithCancel(context.Background())
+	defer endForwards()
 	box := sc.User()
 	g.Log.Info("ssh session", "box", box, "key", sc.Permissions.Extensions["key"], "from", sc.RemoteAddr().String())
 	for nc := range chans {
-		if nc.ChannelType() != "session" {
-			nc.Reject(ssh.UnknownChannelType, "only sessions")
-			continue
+		switch nc.ChannelType() {
+		case "session":
+			ch, chReqs, err := nc.Accept()
+			if err != nil {
+				continue
+			}
+			go g.session(box, ch, chReqs)
+		case "direct-tcpip":
+			go g.forward(conns, box, nc)
+		default:
+			nc.Reject(ssh.UnknownChannelType, "only sessions and forwards to ports inside the box (ssh -L, ssh -W)")
 		}
-		ch, chReqs, err := nc.Accept()
-		if err != nil {
-			continue
-		}
-		go g.session(box, ch, chReqs)
 	}
+}
+
+// forward carries a local forward (ssh -L, ssh -W, ProxyJump) to a port
+// inside the box: the host asked for must be the box itself (localhost,
+// 127.0.0.1, ::1 or the box's name), never an address beyond it. The
+// connection is made from inside the box, to its loopback, so a server
+// that listens there only (an IDE's) is reached too. Remote forwards and
+// agent forwarding are refused (their requests are answered no).
+func (g *Gateway) forward(ctx context.Context, box string, nc ssh.NewChannel) {
+	var p struct {
+		Host     string
+		Port     uint32
+		OrigHost string
+		OrigPort uint32
+	}
+	if err := ssh.Unmarshal(nc.ExtraData(), &p); err != nil {
+		nc.Reject(ssh.ConnectionFailed, "a malformed forward request")
+		return
+	}
+	switch strings.ToLower(strings.Trim(p.Host, "[]")) {
+	case "localhost", "127.0.0.1", "::1", strings.ToLower(box):
+	default:
+		nc.Reject(ssh.Prohibited, fmt.Sprintf("forwards reach ports inside box %s only: ask for localhost:PORT, not %s", box, p.Host))
+		return
+	}
+	if p.Port == 0 || p.Port > 65535 {
+		nc.Reject(ssh.ConnectionFailed, fmt.Sprintf("port %d: give 1 to 65535", p.Port))
+		return
+	}
+	conn, err := g.Svc.DialBox(context.Background(), box, int(p.Port))
+	if err != nil {
+		nc.Reject(ssh.ConnectionFailed, err.Error())
+		return
+	}
+	ch, reqs, err := nc.Accept()
+	if err != nil {
+		conn.Close()
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	g.Log.Info("ssh forward", "box", box, "port", p.Port)
+	// The client's end of input is not the end: the box's side answers
+	// until it closes (or the SSH connection ends).
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	go func() {
+		io.Copy(conn, ch)
+		if cw, ok := conn.(interface{ CloseWrite() error }); ok {
+			cw.CloseWrite()
+		}
+	}()
+	io.Copy(ch, conn)
+	conn.Close()
+	ch.CloseWrite()
+	ch.Close()
 }
 
 type ptyReq struct {
