@@ -58,18 +58,7 @@ func benchFirst(bins harness.Bins, image, work string, n int) (withPool, noPool,
 		ds[0] = append(ds[0], newPush("first"))
 		db, err := d.StateDB()
 		check(err)
-		deadline := time.Now().Add(3 * time.Minute)
-		for {
-			var ready int
-			check(db.QueryRow(`SELECT count(*) FROM pool WHERE ready=1`).Scan(&ready))
-			if ready == poolSize {
-				break
-			}
-			if time.Now().After(deadline) {
-				check(fmt.Errorf("the warm pool was not full and ready within 3 minutes"))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitPoolReady(db, 3*time.Minute)
 		db.Close()
 		time.Sleep(5 * time.Second)
 		ds[2] = append(ds[2], newPush("settled"))

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"io"
 	"net/netip"
@@ -36,20 +37,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	db, err := d.StateDB()
 	check(err)
 	defer db.Close()
-	full := func(int) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for {
-			var ready int
-			check(db.QueryRow(`SELECT count(*) FROM pool WHERE ready=1`).Scan(&ready))
-			if ready == poolSize {
-				return
-			}
-			if time.Now().After(deadline) {
-				check(fmt.Errorf("the warm pool was not full and ready within 2 minutes"))
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
+	full := func(int) { waitPoolReady(db, 2*time.Minute) }
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "pool-cli")), bins: bins}
 	c := d.Client()
 	ctx := context.Background()
@@ -130,6 +118,23 @@ func printPoolRows(rows []row) {
 			r.docker.P50.Round(time.Millisecond), r.docker.P95.Round(time.Millisecond), r.paddock.N)
 	}
 	tw.Flush()
+}
+
+// waitPoolReady waits until the daemon's warm pool (of db) is full and
+// ready, failing the bench after within.
+func waitPoolReady(db *sql.DB, within time.Duration) {
+	deadline := time.Now().Add(within)
+	for {
+		var ready int
+		check(db.QueryRow(`SELECT count(*) FROM pool WHERE ready=1`).Scan(&ready))
+		if ready == poolSize {
+			return
+		}
+		if time.Now().After(deadline) {
+			check(fmt.Errorf("the warm pool was not full and ready within %s", within))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func check(err error) {
