@@ -117,13 +117,16 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 	for _, o := range r.observed {
 		if o.Name == b.Key() && o.Running {
 			t1 := time.Now()
-			// Made in the background: now a box someone waits on. A box
-			// left with the small share still works: the error is said,
-			// not returned.
+			// Made in the background: now a box someone waits on. Its
+			// CPU share is raised beside the answer, not before it (an
+			// engine call on the claim's path); a box left with the small
+			// share still works: the error is said, not returned.
 			if fg, ok := r.Driver.(driver.Foregrounder); ok {
-				if err := fg.Foreground(ctx, b.Key()); err != nil && r.Log != nil {
-					r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
-				}
+				go func() {
+					if err := fg.Foreground(context.WithoutCancel(ctx), b.Key()); err != nil && r.Log != nil {
+						r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
+					}
+				}()
 			}
 			err := r.setHostname(ctx, b, o)
 			if r.Log != nil {
