@@ -546,10 +546,10 @@ func TestDashboard(t *testing.T) {
 
 	// Drives, policies and access: forms do what the CLI does, and an
 	// error shows next to the field it is about, in the CLI's words.
-	b.do(chromedp.Navigate(base+"/drives"), chromedp.WaitVisible(chromedp.CSS("#d-name")),
+	b.do(chromedp.Navigate(base+"/drives"), chromedp.WaitVisible(chromedp.CSS("body[data-ready] #d-name")),
 		chromedp.SendKeys(chromedp.CSS("#d-name"), "dashdrive"), chromedp.Click(chromedp.CSS("#d-create")))
 	poll[bool](b, "the new drive listed", `!!document.querySelector('#drives tr[data-drive="dashdrive"] a[download]')`, 20*time.Second)
-	b.do(chromedp.Navigate(base+"/policies"), chromedp.WaitVisible(chromedp.CSS("#p-name")),
+	b.do(chromedp.Navigate(base+"/policies"), chromedp.WaitVisible(chromedp.CSS("body[data-ready] #p-name")),
 		chromedp.SendKeys(chromedp.CSS("#p-name"), "dashpol"), chromedp.SendKeys(chromedp.CSS("#p-cidrs"), "10.0.0.0/33"),
 		chromedp.Click(chromedp.CSS("#p-save")))
 	cidrErr := poll[string](b, "the CIDR error", `(() => { const e = document.querySelector('[data-field="allow_cidrs"]'); return e && !e.hidden ? e.textContent : (document.querySelector('#policy-error:not([hidden])')?.textContent || ""); })()`, 10*time.Second)
@@ -558,7 +558,7 @@ func TestDashboard(t *testing.T) {
 	}
 	b.do(chromedp.SetValue(chromedp.CSS("#p-cidrs"), "10.1.0.0/16"), chromedp.Click(chromedp.CSS("#p-save")))
 	poll[bool](b, "the new policy listed", `!!document.querySelector('#policies tr[data-policy="dashpol"]')`, 10*time.Second)
-	b.do(chromedp.Navigate(base+"/access"), chromedp.WaitVisible(chromedp.CSS("#t-name")),
+	b.do(chromedp.Navigate(base+"/access"), chromedp.WaitVisible(chromedp.CSS("body[data-ready] #t-name")),
 		chromedp.SendKeys(chromedp.CSS("#t-name"), "dashtoken"), chromedp.Click(chromedp.CSS("#t-create")))
 	tok := poll[string](b, "the new token shown once", `document.querySelector("#token-once:not([hidden]) #token-value")?.textContent || ""`, 10*time.Second)
 	if tc, _ := client.New(base, tok); tc == nil {
