@@ -205,16 +205,21 @@ type Drained struct {
 	Moved []MovedBox `json:"moved"`
 }
 
-// MovedBox is a box a drain moved.
+// MovedBox is a box, or a drive no box mounts, that a drain moved.
 type MovedBox struct {
-	Box string `json:"box"`
-	To  string `json:"to"`
+	Box   string `json:"box,omitempty"`
+	Drive string `json:"drive,omitempty"`
+	To    string `json:"to"`
 }
 
-// MovePost moves a box to another server (POST /v1/boxes/NAME/move).
+// MovePost moves a box, with the drives it mounts, to another server
+// (POST /v1/boxes/NAME/move), or a drive (POST /v1/drives/NAME/move).
 type MovePost struct {
 	// Node is the server's name, as GET /v1/nodes says it.
 	Node string `json:"node"`
+	// With are other boxes of the same server that move in the same go:
+	// a drive moves with every box that mounts it, or not at all.
+	With []string `json:"with,omitempty"`
 }
 
 type RestorePost struct {
@@ -247,6 +252,9 @@ type Drive struct {
 	// shown, not enforced: Docker's local volumes have no quota.
 	Size   string            `json:"size,omitempty"`
 	Labels map[string]string `json:"labels,omitempty"`
+	// Node is the server the drive's data is on, once the server has
+	// more than one (its boxes are on it too).
+	Node string `json:"node,omitempty"`
 }
 
 // DrivePost creates a drive.

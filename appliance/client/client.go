@@ -233,9 +233,16 @@ func (c *Client) UndrainNode(ctx context.Context, name string) error {
 }
 
 // MoveBox moves a box to another server.
-func (c *Client) MoveBox(ctx context.Context, name, node string) (api.Box, error) {
+func (c *Client) MoveBox(ctx context.Context, name, node string, with ...string) (api.Box, error) {
 	var b api.Box
-	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/move", api.MovePost{Node: node}, &b)
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/move", api.MovePost{Node: node, With: with}, &b)
+}
+
+// MoveDrive moves a drive, and the boxes with (all those that mount it),
+// to another server.
+func (c *Client) MoveDrive(ctx context.Context, name, node string, with ...string) (api.Drive, error) {
+	var d api.Drive
+	return d, c.do(ctx, "POST", "/drives/"+esc(name)+"/move", api.MovePost{Node: node, With: with}, &d)
 }
 
 // Fork makes a new box from a snapshot of another.

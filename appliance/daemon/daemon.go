@@ -235,6 +235,9 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	if e := res.Err(); e != nil {
 		log.Warn("first reconcile left errors", "err", e)
 	}
+	// Moves between servers that the last stop cut off are finished or
+	// undone before anything new is asked.
+	svc.RecoverMoves(ctx)
 
 	resolver, err := startResolver(cfg, fw, boxNet, log)
 	if err != nil {

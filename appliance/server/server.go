@@ -111,6 +111,7 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
 	add("POST "+p+"/boxes/{name}/restore", s.restore)
 	add("POST "+p+"/boxes/{name}/move", s.move)
+	add("POST "+p+"/drives/{name}/move", s.moveDrive)
 	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
 	add("GET "+p+"/boxes/{name}/jobs", s.listJobs)
@@ -212,7 +213,7 @@ const (
 
 var heavy = map[string]bool{
 	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/nodes/{name}/drain": true, "POST /v1/boxes/{name}/snapshots": true,
-	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
+	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "POST /v1/drives/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
 	"POST /v1/apply": true,
@@ -578,11 +579,23 @@ func (s *Server) move(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
-	b, err := s.Svc.MoveBox(r.Context(), r.PathValue("name"), p.Node)
+	bs, err := s.Svc.MoveBoxes(r.Context(), append([]string{r.PathValue("name")}, p.With...), nil, p.Node)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return writeJSON(w, http.StatusOK, bs[0])
+}
+
+func (s *Server) moveDrive(w http.ResponseWriter, r *http.Request) error {
+	var p api.MovePost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	d, err := s.Svc.MoveDrive(r.Context(), r.PathValue("name"), p.With, p.Node)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {

@@ -762,7 +762,7 @@ func (s *Service) ListDrives(ctx context.Context) ([]api.Drive, error) {
 		if !visible(ctx, d.Owner) {
 			continue
 		}
-		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name), Project: d.Project, Size: d.Size, Labels: d.Labels})
+		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name), Project: d.Project, Size: d.Size, Labels: d.Labels, Node: s.boxNode(d.Node)})
 	}
 	return out, nil
 }

@@ -56,8 +56,3 @@ func TestRemovedBoxHoldsItsName(t *testing.T) {
 		t.Fatalf("the old box's job %s: %v, want not found", job.ID, err)
 	}
 }
-
-func isNotFound(err error) bool {
-	var e *api.Error
-	return errors.As(err, &e) && e.Code == api.CodeNotFound
-}

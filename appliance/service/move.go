@@ -5,156 +5,444 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// MoveBox moves a box to another server (the owner's): it is stopped
-// (with a snapshot), its filesystem's snapshot and its /var/lib/docker go
-// to the other server through the control plane, and there it is made
-// from them, and started again if it ran. Until the switch, nothing of
-// the box changes on its server: a move that fails midway removes what it
-// shipped, starts the box again where it was, and says so. Boxes that
-// mount drives do not move yet (their drives would have to move too).
-// Its earlier snapshots go with it, in the same stream (the layers they
-// share go once).
+// Moves between servers (the owner's).
+//
+// A move takes boxes, the drives they mount, and the drives named alone,
+// from one server to another: the boxes are stopped (with a snapshot),
+// each box's snapshots and its /var/lib/docker, and each drive's volume,
+// go to the other server through the control plane, and there the boxes
+// are made from them, and started again if they ran. A drive goes with
+// the boxes that mount it, all of them or none: a box and its drives are
+// always on one server.
+//
+// Until the switch, nothing of the boxes and drives changes on their
+// server: a move that fails midway removes what it shipped, starts the
+// boxes again where they were, and says so. The switch is one
+// transaction (every box and drive at once), made while the reconciler
+// is held, so no pass sees a box on both servers, nor on neither.
+//
+// A move is written down (store.Move) before anything is shipped. When
+// paddockd ends midway (killed, or its server gone), the next start
+// finishes a move that had switched (removes the copies left on the
+// server it left) and undoes one that had not (removes what was shipped),
+// and starts the boxes that ran. A stopped box is kept safe all along by
+// its move snapshot: its container, were it lost before the switch, is
+// made again from it where it was.
+
+// MoveBox moves a box to another server, with the drives it mounts
+// (MoveBoxes).
 func (s *Service) MoveBox(ctx context.Context, name, to string) (api.Box, error) {
-	if err := requireOwner(ctx, "move boxes between servers"); err != nil {
+	bs, err := s.MoveBoxes(ctx, []string{name}, nil, to)
+	if err != nil {
 		return api.Box{}, err
 	}
-	b, err := s.Store.GetBox(name)
-	if errors.Is(err, store.ErrNotFound) {
-		return api.Box{}, notFound("box", name)
-	} else if err != nil {
-		return api.Box{}, err
+	return bs[0], nil
+}
+
+// MoveBoxes moves boxes (all on one server) and the drives they mount,
+// and the drives named in drives (with any boxes that mount them, which
+// must be among boxes), to server to.
+func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to string) ([]api.Box, error) {
+	if err := requireOwner(ctx, "move boxes and drives between servers"); err != nil {
+		return nil, err
+	}
+	if len(names)+len(drives) == 0 {
+		return nil, invalid("boxes", "name a box or a drive to move")
 	}
 	ns, err := s.Store.ListNodes()
 	if err != nil {
-		return api.Box{}, err
+		return nil, err
 	}
 	if s.Cluster == nil || len(ns) == 0 {
-		return api.Box{}, conflict("this Paddock has one server: there is nowhere to move box %q to", name)
+		return nil, conflict("this Paddock has one server: there is nowhere to move to")
 	}
 	target, err := s.wanted(to, ns)
 	if err != nil {
-		return api.Box{}, err
+		return nil, err
 	}
-	if target == b.Node {
-		return api.Box{}, conflict("box %q is on %s already", name, s.nodeDisplay(target))
+	all, err := s.Store.ListBoxes()
+	if err != nil {
+		return nil, err
 	}
-	if len(b.Mounts) > 0 {
-		return api.Box{}, conflict("box %q mounts drives (%s, …): moving drives is not there yet; a box without drives moves", name, b.Mounts[0].Drive)
+	byName := map[string]store.Box{}
+	for _, b := range all {
+		byName[b.Name] = b
 	}
-	if !hasLabels(ns, target, b.NodeLabels) {
-		return api.Box{}, invalid("node", "server %s does not have the labels the box asks for (%s)", to, api.LabelsText(b.NodeLabels))
+	// What moves: the boxes, each once, and every drive they mount.
+	var boxes []store.Box
+	source, sourceOf := "", ""
+	for _, n := range names {
+		b, ok := byName[n]
+		if !ok {
+			return nil, notFound("box", n)
+		}
+		if slices.ContainsFunc(boxes, func(x store.Box) bool { return x.Name == n }) {
+			continue
+		}
+		if len(boxes) > 0 && b.Node != source {
+			return nil, conflict("box %q is on %s and box %q on %s: one move takes what is on one server", sourceOf, s.nodeDisplay(source), n, s.nodeDisplay(b.Node))
+		}
+		source, sourceOf = b.Node, n
+		if b.Node == target {
+			return nil, conflict("box %q is on %s already", n, s.nodeDisplay(target))
+		}
+		if !hasLabels(ns, target, b.NodeLabels) {
+			return nil, invalid("node", "server %s does not have the labels box %q asks for (%s)", to, n, api.LabelsText(b.NodeLabels))
+		}
+		if b.Observed != "running" && b.Observed != "stopped" {
+			return nil, conflict("box %q is %s: a box moves once it has run (start it, or wait)", n, b.Observed)
+		}
+		boxes = append(boxes, b)
 	}
-	if b.Observed != "running" && b.Observed != "stopped" {
-		return api.Box{}, conflict("box %q is %s: a box moves once it has run (start it, or wait)", name, b.Observed)
+	driveSet := map[string]store.Drive{}
+	addDrive := func(name, why string) error {
+		if _, ok := driveSet[name]; ok {
+			return nil
+		}
+		d, err := s.Store.GetDrive(name)
+		if errors.Is(err, store.ErrNotFound) {
+			return notFound("drive", name)
+		} else if err != nil {
+			return err
+		}
+		if d.State != "ready" {
+			return conflict("drive %q%s is %s: it moves once it is ready", name, why, d.State)
+		}
+		if len(boxes) == 0 && len(driveSet) == 0 {
+			source, sourceOf = d.Node, "drive "+name
+		}
+		if d.Node != source {
+			return conflict("drive %q%s is on %s, not on %s with %s: one move takes what is on one server", name, why, s.nodeDisplay(d.Node), s.nodeDisplay(source), sourceOf)
+		}
+		if d.Node == target {
+			return conflict("drive %q is on %s already", name, s.nodeDisplay(target))
+		}
+		if r := s.DriveRestoring(name); r {
+			return conflict("drive %q is being restored from a backup: it moves once that ends", name)
+		}
+		driveSet[name] = d
+		return nil
 	}
-	src, srcOK := s.Cluster.Driver.Node(b.Node)
+	for _, b := range boxes {
+		for _, m := range b.Mounts {
+			if err := addDrive(m.Drive, fmt.Sprintf(" (mounted by %s)", b.Name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, n := range drives {
+		if err := addDrive(n, ""); err != nil {
+			return nil, err
+		}
+	}
+	// Every box that mounts a drive that moves moves with it.
+	for _, b := range all {
+		if slices.ContainsFunc(boxes, func(x store.Box) bool { return x.Name == b.Name }) {
+			continue
+		}
+		for _, m := range b.Mounts {
+			if _, ok := driveSet[m.Drive]; ok {
+				with := append(boxNames(boxes), b.Name)
+				return nil, conflict("drive %q is mounted by box %q too, which is not moving: a box and its drives are on one server; move them together ('paddock move %s --to %s')", m.Drive, b.Name, strings.Join(with, " "), to)
+			}
+		}
+	}
+	driveNames := make([]string, 0, len(driveSet))
+	for n := range driveSet {
+		driveNames = append(driveNames, n)
+	}
+	slices.Sort(driveNames)
+
+	src, srcOK := s.Cluster.Driver.Node(source)
 	dst, dstOK := s.Cluster.Driver.Node(target)
 	from, fromOK := src.(driver.SnapshotShipper)
 	into, intoOK := dst.(driver.SnapshotShipper)
 	if !srcOK || !dstOK || !fromOK || !intoOK {
-		return api.Box{}, conflict("the servers' agents cannot ship snapshots (an older paddockd?)")
+		return nil, conflict("the servers' agents cannot ship snapshots (an older paddockd?)")
 	}
-	wasRunning := b.Desired == "running"
-	if wasRunning {
-		if _, err := s.StopBox(ctx, name, "move"); err != nil {
-			return api.Box{}, fmt.Errorf("stopping %s to move it: %w", name, err)
+	mv := store.Move{Source: source, Target: target, Boxes: boxNames(boxes), Drives: driveNames, Started: time.Now()}
+	for _, b := range boxes {
+		if b.Desired == "running" {
+			mv.Running = append(mv.Running, b.Name)
 		}
 	}
-	// Its filesystem as it is now, stopped.
-	sn, err := s.Snapshot(ctx, name)
-	if err == nil && sn.State != "ready" {
-		err = fmt.Errorf("its snapshot %s is %s: %s", sn.ID, sn.State, sn.Error)
+	if mv.ID, err = s.Store.AddMove(mv); err != nil {
+		return nil, err
 	}
-	if err != nil {
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("the snapshot to move %s: %w", name, err))
+	fail := func(cause error) ([]api.Box, error) {
+		s.undoMove(context.WithoutCancel(ctx), mv, dst)
+		return nil, s.moveFailed(context.WithoutCancel(ctx), mv, cause)
 	}
-	all, err := s.Store.ListSnapshots(name)
-	if err != nil {
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, err)
-	}
-	var snaps []string
-	for _, x := range all {
-		if x.State == "ready" && x.Node == b.Node {
-			snaps = append(snaps, x.ID)
+	// Each box stopped, and its filesystem as it is then, which is what it
+	// is made from from now on (where it is, until the switch).
+	moveSnap := map[string]string{}
+	for _, b := range boxes {
+		if b.Desired == "running" {
+			if _, err := s.StopBox(ctx, b.Name, "move"); err != nil {
+				return fail(fmt.Errorf("stopping %s to move it: %w", b.Name, err))
+			}
+		}
+		sn, err := s.Snapshot(ctx, b.Name)
+		if err == nil && sn.State != "ready" {
+			err = fmt.Errorf("its snapshot %s is %s: %s", sn.ID, sn.State, sn.Error)
+		}
+		if err != nil {
+			return fail(fmt.Errorf("the snapshot to move %s: %w", b.Name, err))
+		}
+		moveSnap[b.Name] = sn.ID
+		if err := s.Store.Declare(func(tx *store.Tx) error { return tx.MoveBox(b.Name, b.Node, b.IP, sn.ID, nil) }); err != nil {
+			return fail(err)
 		}
 	}
-	data := driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}
-	undo := func() {
-		ctx := context.WithoutCancel(ctx)
-		for _, id := range snaps {
-			dst.RemoveSnapshot(ctx, id)
+	snaps := map[string][]string{}
+	for _, b := range boxes {
+		list, err := s.Store.ListSnapshots(b.Name)
+		if err != nil {
+			return fail(err)
 		}
-		dst.RemoveVolume(ctx, data)
+		for _, x := range list {
+			if x.State == "ready" && x.Node == source {
+				snaps[b.Name] = append(snaps[b.Name], x.ID)
+				mv.Snaps = append(mv.Snaps, x.ID)
+			}
+		}
 	}
-	if err := ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return from.SaveSnapshots(ctx, snaps) },
-		func(ctx context.Context, r io.Reader) error { return into.LoadSnapshots(ctx, snaps, r) }); err != nil {
-		undo()
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("shipping %s's filesystem to %s: %w", name, to, err))
-	}
-	if err := dst.CreateVolume(ctx, data); err != nil {
-		undo()
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("its /var/lib/docker on %s: %w", to, err))
-	}
-	if err := ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return src.ReadVolume(ctx, data, s.Cfg.Image) },
-		func(ctx context.Context, r io.Reader) error { return dst.WriteVolume(ctx, data, s.Cfg.Image, r) }); err != nil {
-		undo()
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, fmt.Errorf("shipping %s's /var/lib/docker to %s: %w", name, to, err))
+	if err := s.Store.SetMoveSnaps(mv.ID, mv.Snaps); err != nil {
+		return fail(err)
 	}
 
-	// The switch: no reconcile pass sees the box on both servers, nor on
-	// neither. Its container goes from the old server, and the box is
-	// declared on the new one, to be made from the snapshot shipped.
-	left := b.Node
+	// The shipping: each box's snapshots (the layers they share go once)
+	// and its /var/lib/docker, then each drive.
+	for _, b := range boxes {
+		if err := ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return from.SaveSnapshots(ctx, snaps[b.Name]) },
+			func(ctx context.Context, r io.Reader) error { return into.LoadSnapshots(ctx, snaps[b.Name], r) }); err != nil {
+			return fail(fmt.Errorf("shipping %s's filesystem to %s: %w", b.Name, to, err))
+		}
+		data := driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}
+		if err := s.shipVolume(ctx, src, dst, data); err != nil {
+			return fail(fmt.Errorf("shipping %s's /var/lib/docker to %s: %w", b.Name, to, err))
+		}
+	}
+	for _, n := range driveNames {
+		if err := s.shipVolume(ctx, src, dst, driver.VolumeRef{Kind: driver.KindDrive, Name: n}); err != nil {
+			return fail(fmt.Errorf("shipping drive %s to %s: %w", n, to, err))
+		}
+	}
+
+	// The switch.
 	err = s.Rec.Hold(func() error {
-		if err := src.RemoveBox(ctx, b.Key()); err != nil && !errors.Is(err, driver.ErrNotFound) {
-			return fmt.Errorf("removing %s's container from %s: %w", name, s.nodeDisplay(left), err)
+		for _, b := range boxes {
+			if err := src.RemoveBox(ctx, b.Key()); err != nil && !errors.Is(err, driver.ErrNotFound) {
+				return fmt.Errorf("removing %s's container from %s: %w", b.Name, s.nodeDisplay(source), err)
+			}
 		}
 		return s.Store.Declare(func(tx *store.Tx) error {
-			nb := b
-			nb.Node, nb.IP = target, ""
-			if err := s.address(tx, &nb, ns); err != nil {
-				return err
+			for _, b := range boxes {
+				nb := b
+				nb.Node, nb.IP = target, ""
+				if err := s.address(tx, &nb, ns); err != nil {
+					return err
+				}
+				if err := tx.MoveBox(b.Name, target, nb.IP, moveSnap[b.Name], snaps[b.Name]); err != nil {
+					return err
+				}
 			}
-			return tx.MoveBox(name, target, nb.IP, sn.ID, snaps)
+			for _, n := range driveNames {
+				if err := tx.SetDriveNode(n, target); err != nil {
+					return err
+				}
+			}
+			return nil
 		})
 	})
 	if err != nil {
-		undo()
-		return api.Box{}, s.moveFailed(ctx, name, wasRunning, err)
+		return fail(err)
 	}
-	// What stays on the server it left: its /var/lib/docker and the
-	// copies of the snapshots shipped.
-	bg := context.WithoutCancel(ctx)
-	if err := src.RemoveVolume(bg, data); err != nil && !errors.Is(err, driver.ErrNotFound) {
-		s.Log.Warn("move: the box data left on the old server", "box", name, "node", left, "err", err)
-	}
-	for _, id := range snaps {
-		if err := src.RemoveSnapshot(bg, id); err != nil && !errors.Is(err, driver.ErrNotFound) {
-			s.Log.Warn("move: a shipped snapshot's copy on the old server", "box", name, "node", left, "snapshot", id, "err", err)
+	s.finishMove(context.WithoutCancel(ctx), mv, src)
+	s.Log.Info("moved", "boxes", mv.Boxes, "drives", mv.Drives, "from", s.nodeDisplay(source), "to", s.nodeDisplay(target), "snapshots", len(mv.Snaps))
+	out := make([]api.Box, 0, len(boxes))
+	var startErr error
+	for _, b := range boxes {
+		var ab api.Box
+		var err error
+		if slices.Contains(mv.Running, b.Name) {
+			ab, err = s.StartBox(ctx, b.Name)
+		} else {
+			ab, err = s.settle(ctx, b.Name, nil, "box."+b.Name)
 		}
+		startErr = errors.Join(startErr, err)
+		out = append(out, ab)
 	}
-	s.Log.Info("box moved", "box", name, "from", s.nodeDisplay(left), "to", s.nodeDisplay(target), "snapshots", len(snaps))
-	if wasRunning {
-		return s.StartBox(ctx, name)
+	if startErr == nil {
+		s.Store.DoneMove(mv.ID)
 	}
-	return s.settle(ctx, name, nil, "box."+name)
+	return out, startErr
 }
 
-// moveFailed starts again a box that was running before its move failed,
-// and says what failed and that the box is where it was.
-func (s *Service) moveFailed(ctx context.Context, name string, wasRunning bool, cause error) error {
-	if wasRunning {
-		if _, err := s.StartBox(context.WithoutCancel(ctx), name); err != nil {
-			return fmt.Errorf("%w; nothing moved, and starting %s again where it was failed: %v", cause, name, err)
+// MoveDrive moves a drive, and the boxes with (which must be all those
+// that mount it), to server to (MoveBoxes).
+func (s *Service) MoveDrive(ctx context.Context, name string, with []string, to string) (api.Drive, error) {
+	if _, err := s.getDrive(ctx, name); err != nil {
+		return api.Drive{}, err // another user's drive is no drive of theirs
+	}
+	if _, err := s.MoveBoxes(ctx, with, []string{name}, to); err != nil {
+		return api.Drive{}, err
+	}
+	return s.getDrive(ctx, name)
+}
+
+func boxNames(bs []store.Box) []string {
+	out := make([]string, len(bs))
+	for i, b := range bs {
+		out[i] = b.Name
+	}
+	return out
+}
+
+// shipVolume makes volume v on dst and fills it with what it holds on src.
+func (s *Service) shipVolume(ctx context.Context, src, dst driver.Driver, v driver.VolumeRef) error {
+	if err := dst.CreateVolume(ctx, v); err != nil {
+		return err
+	}
+	return ship(ctx, func(ctx context.Context) (io.ReadCloser, error) { return src.ReadVolume(ctx, v, s.Cfg.Image) },
+		func(ctx context.Context, r io.Reader) error { return dst.WriteVolume(ctx, v, s.Cfg.Image, r) })
+}
+
+// undoMove removes what move mv shipped to dst, its target, before its
+// switch: the snapshots' images and the volumes, of the boxes and drives
+// still declared elsewhere (never what the target holds as its own).
+func (s *Service) undoMove(ctx context.Context, mv store.Move, dst driver.Driver) {
+	for _, id := range mv.Snaps {
+		if n, err := s.Store.Where("snapshot", id); err == nil && n == mv.Target {
+			continue
+		}
+		if err := dst.RemoveSnapshot(ctx, id); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			s.Log.Warn("move undone: a snapshot's copy on the target", "snapshot", id, "node", s.nodeDisplay(mv.Target), "err", err)
 		}
 	}
-	return fmt.Errorf("%w; nothing moved: %s is where it was", cause, name)
+	for _, name := range mv.Boxes {
+		b, err := s.Store.GetBox(name)
+		if err != nil || b.Node == mv.Target {
+			continue
+		}
+		if err := dst.RemoveVolume(ctx, driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			s.Log.Warn("move undone: a box's data on the target", "box", name, "node", s.nodeDisplay(mv.Target), "err", err)
+		}
+	}
+	for _, name := range mv.Drives {
+		d, err := s.Store.GetDrive(name)
+		if err != nil || d.Node == mv.Target {
+			continue
+		}
+		if err := dst.RemoveVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}); err != nil && !errors.Is(err, driver.ErrNotFound) {
+			s.Log.Warn("move undone: a drive's copy on the target", "drive", name, "node", s.nodeDisplay(mv.Target), "err", err)
+		}
+	}
+}
+
+// finishMove removes what stays on the server move mv left, after its
+// switch: the boxes' containers, their /var/lib/docker, the snapshots'
+// copies and the drives' volumes.
+func (s *Service) finishMove(ctx context.Context, mv store.Move, src driver.Driver) {
+	warn := func(what string, err error) {
+		if err != nil && !errors.Is(err, driver.ErrNotFound) {
+			s.Log.Warn("move: "+what+" left on the old server", "node", s.nodeDisplay(mv.Source), "err", err)
+		}
+	}
+	for _, name := range mv.Boxes {
+		b, err := s.Store.GetBox(name)
+		if err != nil || b.Node != mv.Target {
+			continue
+		}
+		warn("the container of "+name, src.RemoveBox(ctx, b.Key()))
+		warn("the /var/lib/docker of "+name, src.RemoveVolume(ctx, driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}))
+	}
+	for _, id := range mv.Snaps {
+		if n, err := s.Store.Where("snapshot", id); err == nil && n == mv.Target {
+			warn("snapshot "+id, src.RemoveSnapshot(ctx, id))
+		}
+	}
+	for _, name := range mv.Drives {
+		if d, err := s.Store.GetDrive(name); err == nil && d.Node == mv.Target {
+			warn("drive "+name, src.RemoveVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}))
+		}
+	}
+}
+
+// moveFailed starts again the boxes that ran before their move failed,
+// forgets the move, and says what failed and that nothing moved.
+func (s *Service) moveFailed(ctx context.Context, mv store.Move, cause error) error {
+	var starts []string
+	for _, name := range mv.Running {
+		if _, err := s.StartBox(ctx, name); err != nil {
+			starts = append(starts, fmt.Sprintf("starting %s again where it was failed: %v", name, err))
+		}
+	}
+	if len(starts) > 0 {
+		return fmt.Errorf("%w; nothing moved, and %s", cause, strings.Join(starts, "; "))
+	}
+	s.Store.DoneMove(mv.ID)
+	what := append(slices.Clone(mv.Boxes), mv.Drives...)
+	if len(what) == 1 {
+		return fmt.Errorf("%w; nothing moved: %s is where it was", cause, what[0])
+	}
+	return fmt.Errorf("%w; nothing moved: %s are where they were", cause, strings.Join(what, ", "))
+}
+
+// RecoverMoves ends the moves a previous run of paddockd left under way:
+// one that had switched is finished, one that had not is undone; the
+// boxes that ran before it are started. A move whose servers do not
+// answer stays listed, for the next start.
+func (s *Service) RecoverMoves(ctx context.Context) {
+	mvs, err := s.Store.Moves()
+	if err != nil {
+		s.Log.Error("moves under way", "err", err)
+		return
+	}
+	for _, mv := range mvs {
+		switched := false
+		if len(mv.Boxes) > 0 {
+			b, err := s.Store.GetBox(mv.Boxes[0])
+			switched = err == nil && b.Node == mv.Target
+		} else if len(mv.Drives) > 0 {
+			d, err := s.Store.GetDrive(mv.Drives[0])
+			switched = err == nil && d.Node == mv.Target
+		}
+		src, srcOK := s.Cluster.Driver.Node(mv.Source)
+		dst, dstOK := s.Cluster.Driver.Node(mv.Target)
+		if !srcOK || !dstOK {
+			s.Log.Warn("a move under way between servers this Paddock no longer has: forgotten", "boxes", mv.Boxes, "drives", mv.Drives)
+			s.Store.DoneMove(mv.ID)
+			continue
+		}
+		if switched {
+			s.finishMove(ctx, mv, src)
+		} else {
+			s.undoMove(ctx, mv, dst)
+		}
+		var failed error
+		for _, name := range mv.Running {
+			if _, err := s.StartBox(ctx, name); err != nil && !isNotFound(err) {
+				failed = errors.Join(failed, err)
+			}
+		}
+		if failed != nil {
+			s.Log.Warn("a move cut off by the last stop: its boxes do not start yet", "boxes", mv.Running, "err", failed)
+			continue
+		}
+		s.Log.Info("a move cut off by the last stop", "boxes", mv.Boxes, "drives", mv.Drives, "finished", switched, "undone", !switched,
+			"from", s.nodeDisplay(mv.Source), "to", s.nodeDisplay(mv.Target))
+		s.Store.DoneMove(mv.ID)
+	}
 }
 
 // ship streams what open gives into put; a stream that breaks off is an

@@ -900,10 +900,12 @@ func (s *Service) dropPool(ctx context.Context, node string) error {
 }
 
 // DrainNode empties a server (the owner's): no new box goes there from
-// now on, its pool boxes go, and each of its boxes moves (MoveBox) to the
-// server a new box of its labels would go to. A box that cannot move
-// (one that mounts drives) stays, and is named in the error; the others
-// have moved by then. 'paddock node undrain' takes boxes there again.
+// now on, its pool boxes go, and its boxes and drives move (MoveBoxes) to
+// the server a new box of their labels would go to: each box with the
+// drives it mounts and the other boxes that mount them, in one move, and
+// each drive no box mounts alone. What cannot move (labels no other
+// server has) stays, and is named in the error; the rest has moved by
+// then. 'paddock node undrain' takes boxes there again.
 func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, error) {
 	if err := requireOwner(ctx, "drain servers"); err != nil {
 		return api.Drained{}, err
@@ -924,10 +926,17 @@ func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, erro
 	if err != nil {
 		return out, err
 	}
+	drives, err := s.Store.ListDrives()
+	if err != nil {
+		return out, err
+	}
 	var stuck []string
-	for _, b := range boxes {
-		if b.Node != name {
-			continue
+	for _, g := range moveGroups(boxes, drives, name) {
+		labels := map[string]string{}
+		for _, b := range g.boxes {
+			for k, v := range b.NodeLabels {
+				labels[k] = v
+			}
 		}
 		var to string
 		err := s.Store.Declare(func(tx *store.Tx) error {
@@ -935,20 +944,26 @@ func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, erro
 			if err != nil {
 				return err
 			}
-			to, err = s.roomiest(tx, ns, b.NodeLabels)
+			to, err = s.roomiest(tx, ns, labels)
 			return err
 		})
 		if err == nil {
-			_, err = s.MoveBox(ctx, b.Name, s.nodeDisplay(to))
+			_, err = s.MoveBoxes(ctx, boxNames(g.boxes), g.drives, s.nodeDisplay(to))
 		}
+		what := strings.Join(append(boxNames(g.boxes), g.drives...), ", ")
 		if err != nil {
-			stuck = append(stuck, fmt.Sprintf("%s (%v)", b.Name, err))
+			stuck = append(stuck, fmt.Sprintf("%s (%v)", what, err))
 			continue
 		}
-		out.Moved = append(out.Moved, api.MovedBox{Box: b.Name, To: s.nodeDisplay(to)})
+		for _, b := range g.boxes {
+			out.Moved = append(out.Moved, api.MovedBox{Box: b.Name, To: s.nodeDisplay(to)})
+		}
+		for _, d := range g.drives {
+			out.Moved = append(out.Moved, api.MovedBox{Drive: d, To: s.nodeDisplay(to)})
+		}
 	}
 	if len(stuck) > 0 {
-		return out, conflict("server %s is drained, but %d box(es) stay on it: %s", name, len(stuck), strings.Join(stuck, "; "))
+		return out, conflict("server %s is drained, but %d move(s) failed, and what they would move stays on it: %s", name, len(stuck), strings.Join(stuck, "; "))
 	}
 	s.Log.Info("node drained", "node", name, "moved", len(out.Moved))
 	return out, nil
@@ -988,7 +1003,7 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		return err
 	}
 	if boxes+drives+snaps > 0 {
-		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s'; drives do not move yet)", name, boxes, drives, snaps, name)
+		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s')", name, boxes, drives, snaps, name)
 	}
 	if pool > 0 {
 		// Pool boxes are the server's to make again: they go with it.
@@ -1046,4 +1061,66 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 	}
 	s.Log.Info("node removed", "node", name)
 	return nil
+}
+
+// moveGroup is what moves in one go when a server is drained: boxes with
+// the drives they mount, and every other box that mounts one of those.
+type moveGroup struct {
+	boxes  []store.Box
+	drives []string
+}
+
+// moveGroups splits what server node holds into the groups that move
+// together: boxes that share drives (by way of any chain of them) go in
+// one, and each drive no box mounts goes alone.
+func moveGroups(boxes []store.Box, drives []store.Drive, node string) []moveGroup {
+	group := map[string]int{} // "box:NAME" or "drive:NAME" to its group
+	var groups []moveGroup
+	var join func(key string, g int)
+	mounts := map[string][]string{} // drive to the boxes that mount it
+	for _, b := range boxes {
+		for _, m := range b.Mounts {
+			mounts[m.Drive] = append(mounts[m.Drive], b.Name)
+		}
+	}
+	byName := map[string]store.Box{}
+	for _, b := range boxes {
+		byName[b.Name] = b
+	}
+	join = func(key string, g int) {
+		if _, ok := group[key]; ok {
+			return
+		}
+		group[key] = g
+		kind, name, _ := strings.Cut(key, ":")
+		if kind == "box" {
+			b := byName[name]
+			groups[g].boxes = append(groups[g].boxes, b)
+			for _, m := range b.Mounts {
+				join("drive:"+m.Drive, g)
+			}
+			return
+		}
+		groups[g].drives = append(groups[g].drives, name)
+		for _, b := range mounts[name] {
+			join("box:"+b, g)
+		}
+	}
+	for _, b := range boxes {
+		if b.Node == node {
+			if _, ok := group["box:"+b.Name]; !ok {
+				groups = append(groups, moveGroup{})
+				join("box:"+b.Name, len(groups)-1)
+			}
+		}
+	}
+	for _, d := range drives {
+		if d.Node == node && d.State == "ready" {
+			if _, ok := group["drive:"+d.Name]; !ok {
+				groups = append(groups, moveGroup{})
+				join("drive:"+d.Name, len(groups)-1)
+			}
+		}
+	}
+	return groups
 }

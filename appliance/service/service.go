@@ -94,6 +94,12 @@ func notFound(kind, name string) error {
 	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s named %q", kind, name)}
 }
 
+// isNotFound says whether err is a not-found error of this package.
+func isNotFound(err error) bool {
+	var e *api.Error
+	return errors.As(err, &e) && e.Code == api.CodeNotFound
+}
+
 func conflict(format string, args ...any) error {
 	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
 }

@@ -204,3 +204,75 @@ func (t *Tx) MoveBox(name, node, ip, from string, snaps []string) error {
 	}
 	return nil
 }
+
+// SetDriveNode records that a drive's volume is on node now.
+func (t *Tx) SetDriveNode(name, node string) error {
+	res, err := t.tx.Exec(`UPDATE drives SET node=? WHERE name=?`, node, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+// Move is a move between servers under way (journal): boxes and drives
+// going from Source to Target, the boxes of them that ran before it
+// (Running), and the snapshots it ships (Snaps).
+type Move struct {
+	ID             int64
+	Source, Target string
+	Boxes, Drives  []string
+	Running, Snaps []string
+	Started        time.Time
+}
+
+// AddMove records a move before anything of it is shipped.
+func (s *Store) AddMove(m Move) (int64, error) {
+	res, err := s.db.Exec(`INSERT INTO moves (source, target, boxes, drives, running, snaps, started) VALUES (?,?,?,?,?,?,?)`,
+		m.Source, m.Target, mustJSON(nonNil(m.Boxes)), mustJSON(nonNil(m.Drives)), mustJSON(nonNil(m.Running)), mustJSON(nonNil(m.Snaps)), unix(m.Started))
+	if err != nil {
+		return 0, err
+	}
+	return res.LastInsertId()
+}
+
+// SetMoveSnaps records the snapshots a move ships (known once the boxes
+// are stopped and snapshotted).
+func (s *Store) SetMoveSnaps(id int64, snaps []string) error {
+	_, err := s.db.Exec(`UPDATE moves SET snaps=? WHERE id=?`, mustJSON(nonNil(snaps)), id)
+	return err
+}
+
+// DoneMove forgets a move that ended (done or undone).
+func (s *Store) DoneMove(id int64) error {
+	_, err := s.db.Exec(`DELETE FROM moves WHERE id=?`, id)
+	return err
+}
+
+// Moves lists the moves under way, oldest first.
+func (s *Store) Moves() ([]Move, error) {
+	return listAll(s.db, `SELECT id, source, target, boxes, drives, running, snaps, started FROM moves ORDER BY id`, func(r scanner) (Move, error) {
+		var m Move
+		var boxes, drives, running, snaps string
+		var started int64
+		if err := r.Scan(&m.ID, &m.Source, &m.Target, &boxes, &drives, &running, &snaps, &started); err != nil {
+			return m, err
+		}
+		m.Started = fromUnix(started)
+		for _, f := range []struct {
+			s string
+			v *[]string
+		}{{boxes, &m.Boxes}, {drives, &m.Drives}, {running, &m.Running}, {snaps, &m.Snaps}} {
+			if err := json.Unmarshal([]byte(f.s), f.v); err != nil {
+				return m, err
+			}
+		}
+		return m, nil
+	})
+}
+
+func nonNil(v []string) []string {
+	if v == nil {
+		return []string{}
+	}
+	return v
+}

@@ -254,3 +254,8 @@ func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives,
 
 // ListDrives lists drives by name in the transaction.
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
+
+// GetDrive reads one drive.
+func (s *Store) GetDrive(name string) (Drive, error) {
+	return scanDrive(s.db.QueryRow(`SELECT `+driveCols+` FROM drives WHERE name=?`, name))
+}

@@ -255,6 +255,18 @@ var migrations = []string{
 	`ALTER TABLE boxes ADD COLUMN node_labels TEXT NOT NULL DEFAULT '{}';`,
 	// A server no new box goes to.
 	`ALTER TABLE nodes ADD COLUMN drained INTEGER NOT NULL DEFAULT 0;`,
+	// Moves between servers under way: what a move shipped, so that one a
+	// crash cut off is finished or undone after the next start.
+	`CREATE TABLE moves (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		source TEXT NOT NULL,
+		target TEXT NOT NULL,
+		boxes TEXT NOT NULL,
+		drives TEXT NOT NULL,
+		running TEXT NOT NULL,
+		snaps TEXT NOT NULL,
+		started INTEGER NOT NULL
+	 );`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

@@ -331,12 +331,10 @@ func TestCluster(t *testing.T) {
 	if got := must("exec", mv, "--", "cat", "/config/moved"); got != "early\n" {
 		t.Fatalf("the moved box restored to a snapshot from before its move: %q", got)
 	}
-	if out, err := cli("move", "d1", "--to", "n3"); err == nil || !strings.Contains(out, "mounts drives") {
-		t.Fatalf("moving a box with a drive: %v\n%s", err, out)
-	}
 	if out, err := cli("move", mv, "--to", "n3"); err == nil || !strings.Contains(out, "on n3 already") {
 		t.Fatalf("moving a box to where it is: %v\n%s", err, out)
 	}
+	testDriveMoves(t, d, cli, must, d1.Node, map[string]func(...string) (string, error){"n2": n2.Docker, "n3": n3.Docker})
 
 	// Egress on a node that is not the control plane's: its rules hold
 	// there. The box reaches past its node when its policy allows, not
@@ -619,9 +617,9 @@ func TestCluster(t *testing.T) {
 	})
 
 	// Draining a server: nothing new goes there, and its boxes move to
-	// the others and run there with their files, once; a box that mounts
-	// a drive, or asks for labels only this server has (ssd=yes), stays,
-	// and is named. Undrained, it takes boxes again.
+	// the others and run there with their files, once, boxes that share a
+	// drive together with it; a box that asks for labels only this server
+	// has (ssd=yes) stays, and is named. Undrained, it takes boxes again.
 	var all []api.Box
 	if err := json.Unmarshal([]byte(must("ls", "--json")), &all); err != nil {
 		t.Fatal(err)
@@ -633,7 +631,7 @@ func TestCluster(t *testing.T) {
 		}
 		var full api.Box
 		json.Unmarshal([]byte(must("show", b.Name, "--json")), &full)
-		if b.Name == "d1" || b.Name == "d2" || full.NodeLabels["ssd"] == "yes" {
+		if full.NodeLabels["ssd"] == "yes" {
 			stay = append(stay, b.Name)
 		} else {
 			onN2 = append(onN2, b.Name)
@@ -663,6 +661,11 @@ func TestCluster(t *testing.T) {
 		if n := containers(name); n != 1 {
 			t.Fatalf("box %s has %d containers after the drain", name, n)
 		}
+		if name == "d1" {
+			if got := must("exec", "d1", "--", "cat", "/mnt/data/f"); got != "shared\n" {
+				t.Fatalf("d1's drive after the drain: %q", got)
+			}
+		}
 	}
 	if !nodes()["n2"].Drained {
 		t.Fatal("paddock nodes does not say n2 is drained")
@@ -677,6 +680,22 @@ func TestCluster(t *testing.T) {
 	// swarm, forgets its join and ends with the status its unit does not
 	// restart; the swarm and Paddock forget it; and it joins again with a
 	// new token, as a new server would.
+	// A drive moves by itself too, with the boxes that mount it named.
+	var ds []api.Drive
+	json.Unmarshal([]byte(must("drive", "ls", "--json")), &ds)
+	for _, x := range ds {
+		if x.Node == "n3" {
+			if out, err := cli("drive", "move", x.Name, "--to", "n2"); err == nil || !strings.Contains(out, "which is not moving") {
+				t.Fatalf("drive move of %s without the boxes that mount it: %v\n%s", x.Name, err, out)
+			}
+			moving := time.Now()
+			must("drive", "move", x.Name, "--to", "n2", "--with", strings.Join(x.UsedBy, ","))
+			t.Logf("drive %s moved from n3 to n2 with %v in %s", x.Name, x.UsedBy, time.Since(moving).Round(100*time.Millisecond))
+			if got := must("exec", "d1", "--", "cat", "/mnt/data/f"); got != "shared\n" {
+				t.Fatalf("d1's drive after it moved to n2: %q", got)
+			}
+		}
+	}
 	if err := json.Unmarshal([]byte(must("ls", "--json")), &all); err != nil {
 		t.Fatal(err)
 	}
@@ -710,5 +729,105 @@ func TestCluster(t *testing.T) {
 	must("new", "--name", "back", "--node", "n3")
 	if got := must("exec", "back", "--", "echo", "back"); got != "back\n" {
 		t.Fatalf("a box on n3 after it joined again: %q", got)
+	}
+}
+
+// testDriveMoves moves boxes d1 and d2, which share drive "data", from
+// server from to another: alone, d1 is refused and nothing moves; the
+// control plane killed in the middle of the move leaves each box and the
+// drive whole on one server, once, with its data (the move finished or
+// undone at the next start); then the move goes through. engines are
+// the nodes' engines by name (any other name is the control plane's).
+func testDriveMoves(t *testing.T, d *harness.Daemon, cli func(...string) (string, error), must func(...string) string, from string, engines map[string]func(...string) (string, error)) {
+	t.Helper()
+	engine := func(node string) func(...string) (string, error) {
+		if e, ok := engines[node]; ok {
+			return e
+		}
+		return dockerOut
+	}
+	to := "n3"
+	if from == "n3" {
+		to = "n2"
+	}
+	where := func() (d1, d2, drive string) {
+		var b1, b2 api.Box
+		json.Unmarshal([]byte(must("show", "d1", "--json")), &b1)
+		json.Unmarshal([]byte(must("show", "d2", "--json")), &b2)
+		var ds []api.Drive
+		json.Unmarshal([]byte(must("drive", "ls", "--json")), &ds)
+		for _, x := range ds {
+			if x.Name == "data" {
+				drive = x.Node
+			}
+		}
+		return b1.Node, b2.Node, drive
+	}
+	volume := d.Instance + "-drive-data"
+	// whole checks that the boxes and the drive are on one server, once
+	// each, running, with the drive's data, and nothing of them on the
+	// other.
+	whole := func(when string) string {
+		t.Helper()
+		n1, n2, nd := where()
+		if n1 != n2 || n1 != nd {
+			t.Fatalf("%s: d1 on %q, d2 on %q, the drive on %q", when, n1, n2, nd)
+		}
+		other := from
+		if nd == from {
+			other = to
+		}
+		for _, box := range []string{"d1", "d2"} {
+			waitFor(t, 90*time.Second, box+" running "+when, func() bool {
+				var b api.Box
+				out, err := cli("show", box, "--json")
+				return err == nil && json.Unmarshal([]byte(out), &b) == nil && b.Status == "running"
+			})
+			if out, _ := engine(other)("ps", "-a", "--format", "{{.Names}}"); strings.Contains(out, "-"+box+"\n") {
+				t.Fatalf("%s: %s has a container on %s too: %q", when, box, other, out)
+			}
+			if out, _ := engine(nd)("ps", "--format", "{{.Names}}"); strings.Count(out, "-"+box+"\n") != 1 {
+				t.Fatalf("%s: %s does not run once on %s: %q", when, box, nd, out)
+			}
+		}
+		if out, _ := engine(other)("volume", "ls", "-q"); strings.Contains(out, volume+"\n") || strings.Contains(out, "-d1\n") || strings.Contains(out, "-d2\n") {
+			t.Fatalf("%s: %s keeps volumes of what is on %s: %q", when, other, nd, out)
+		}
+		if got := must("exec", "d2", "--", "sh", "-c", "cat /mnt/data/f; wc -c < /mnt/data/big"); got != "shared\n400000000\n" {
+			t.Fatalf("%s: the drive seen from d2: %q", when, got)
+		}
+		return nd
+	}
+	if out, err := cli("move", "d1", "--to", to); err == nil || !strings.Contains(out, `mounted by box "d2" too`) || !strings.Contains(out, "paddock move d1 d2 --to "+to) {
+		t.Fatalf("moving d1 alone, while d2 mounts its drive: %v\n%s", err, out)
+	}
+	must("exec", "d1", "--", "sh", "-c", "head -c 400000000 /dev/zero > /mnt/data/big")
+	whole("after a move refused")
+
+	// The control plane killed while the drive is on its way.
+	moved := make(chan string, 1)
+	go func() { out, _ := cli("move", "d1", "d2", "--to", to); moved <- out }()
+	waitFor(t, 120*time.Second, "the drive's volume made on "+to, func() bool {
+		out, _ := engine(to)("volume", "ls", "-q")
+		return strings.Contains(out, volume+"\n")
+	})
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the move when paddockd was killed: %s", strings.TrimSpace(<-moved))
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	after := whole("after paddockd was killed mid-move and started again")
+	t.Logf("the move cut off by the kill was %s", map[bool]string{true: "undone", false: "finished"}[after == from])
+
+	// The move, whole.
+	if after == from {
+		moving := time.Now()
+		must("move", "d1", "d2", "--to", to)
+		t.Logf("d1 and d2 with their 400 MB drive moved to %s in %s", to, time.Since(moving).Round(100*time.Millisecond))
+	}
+	if got := whole("after the move"); got != to {
+		t.Fatalf("after the move, d1 and d2 are on %s, not %s", got, to)
 	}
 }

@@ -371,13 +371,24 @@ func cmdMove(e *env, args []string) error {
 	if *to == "" {
 		return usagef("give the server: --to NODE")
 	}
-	return boxVerb(e, fs.Args(), func(c *client.Client, name string) (api.Box, error) {
-		b, err := c.MoveBox(e.ctx, name, *to)
-		if err == nil {
-			fmt.Fprintf(e.stderr, "moved %s to %s\n", name, b.Node)
-		}
-		return b, err
-	})
+	if fs.NArg() == 0 {
+		return usagef("give the box to move (and the boxes that share its drives)")
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	b, err := c.MoveBox(e.ctx, name, *to, fs.Args()[1:]...)
+	if err != nil {
+		return err
+	}
+	what := strings.Join(append([]string{name}, fs.Args()[1:]...), ", ")
+	if len(b.Mounts) > 0 {
+		what += " with their drives"
+	}
+	fmt.Fprintf(e.stderr, "moved %s to %s\n", what, b.Node)
+	fmt.Fprintf(e.stdout, "%s %s\n", b.Name, b.Status)
+	return nil
 }
 
 func cmdFork(e *env, args []string) error {

@@ -15,7 +15,7 @@ import (
 
 func cmdDrive(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give new, ls, rm, backup or restore")
+		return usagef("give new, ls, rm, backup, restore or move")
 	}
 	c, err := e.client()
 	if err != nil {
@@ -70,8 +70,27 @@ func cmdDrive(e *env, args []string) error {
 		return driveBackup(e, c, args[1:])
 	case "restore":
 		return driveRestore(e, c, args[1:])
+	case "move":
+		fs := flags("drive move")
+		to := fs.String("to", "", "the server to move the drive to ('paddock nodes')")
+		with := fs.String("with", "", "the boxes that mount the drive, comma-separated: they move with it")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() != 1 || *to == "" {
+			return usagef("drive move NAME --to NODE [--with BOX,BOX]")
+		}
+		var boxes []string
+		if *with != "" {
+			boxes = strings.Split(*with, ",")
+		}
+		d, err := c.MoveDrive(e.ctx, fs.Arg(0), *to, boxes...)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "moved drive %s to %s\n", d.Name, d.Node)
 	default:
-		return usagef("unknown drive command %q: use new, ls, rm, backup or restore", args[0])
+		return usagef("unknown drive command %q: use new, ls, rm, backup, restore or move", args[0])
 	}
 	return nil
 }

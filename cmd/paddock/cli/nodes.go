@@ -55,10 +55,14 @@ func cmdNode(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stderr, "draining %s: no new box goes there; moving its boxes…\n", args[1])
+		fmt.Fprintf(e.stderr, "draining %s: no new box goes there; moving its boxes and drives…\n", args[1])
 		d, err := c.DrainNode(e.ctx, args[1])
 		for _, m := range d.Moved {
-			fmt.Fprintf(e.stdout, "moved %s to %s\n", m.Box, m.To)
+			if m.Drive != "" {
+				fmt.Fprintf(e.stdout, "moved drive %s to %s\n", m.Drive, m.To)
+			} else {
+				fmt.Fprintf(e.stdout, "moved %s to %s\n", m.Box, m.To)
+			}
 		}
 		if err != nil {
 			return err

@@ -509,9 +509,13 @@ class Client:
     def remove_node(self, name):
         self._json("DELETE", "/nodes/" + _q(name))
 
-    def move_box(self, name, node) -> models.Box:
-        """Move a box to another server: stopped with a snapshot, shipped, made and started there."""
-        return self._json("POST", "/boxes/" + _q(name) + "/move", {"node": node})
+    def move_box(self, name, node, with_boxes=()) -> models.Box:
+        """Move a box, with the drives it mounts and the boxes in with_boxes that share them, to another server."""
+        return self._json("POST", "/boxes/" + _q(name) + "/move", {"node": node, "with": list(with_boxes)})
+
+    def move_drive(self, name, node, with_boxes=()) -> models.Drive:
+        """Move a drive, with the boxes that mount it (all of them, in with_boxes), to another server."""
+        return self._json("POST", "/drives/" + _q(name) + "/move", {"node": node, "with": list(with_boxes)})
 
     def projects(self) -> List[models.Project]:
         """Boxfile projects, their last apply and their drift."""

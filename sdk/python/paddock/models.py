@@ -112,7 +112,7 @@ Drained = TypedDict("Drained", {"moved": "Optional[List[MovedBox]]", "node": "st
 
 
 _DriveRequired = TypedDict("_DriveRequired", {"created": "str", "name": "str", "state": "str"})
-_DriveOptional = TypedDict("_DriveOptional", {"labels": "Optional[Dict[str, str]]", "project": "str", "size": "str", "used_by": "Optional[List[str]]"}, total=False)
+_DriveOptional = TypedDict("_DriveOptional", {"labels": "Optional[Dict[str, str]]", "node": "str", "project": "str", "size": "str", "used_by": "Optional[List[str]]"}, total=False)
 
 
 class Drive(_DriveRequired, _DriveOptional):
@@ -187,10 +187,20 @@ class Mount(_MountRequired, _MountOptional):
     pass
 
 
-MovePost = TypedDict("MovePost", {"node": "str"})
+_MovePostRequired = TypedDict("_MovePostRequired", {"node": "str"})
+_MovePostOptional = TypedDict("_MovePostOptional", {"with": "Optional[List[str]]"}, total=False)
 
 
-MovedBox = TypedDict("MovedBox", {"box": "str", "to": "str"})
+class MovePost(_MovePostRequired, _MovePostOptional):
+    pass
+
+
+_MovedBoxRequired = TypedDict("_MovedBoxRequired", {"to": "str"})
+_MovedBoxOptional = TypedDict("_MovedBoxOptional", {"box": "str", "drive": "str"}, total=False)
+
+
+class MovedBox(_MovedBoxRequired, _MovedBoxOptional):
+    pass
 
 
 _NodeRequired = TypedDict("_NodeRequired", {"boxes": "int", "drives": "int", "labels": "Optional[Dict[str, str]]", "name": "str", "pool": "int", "state": "str", "subnet": "str"})

@@ -454,7 +454,14 @@ export class Client {
   async undrainNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}/drain`); }
   async removeNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}`); }
   /** Moves a box to another server: stopped with a snapshot, shipped, made and started there. */
-  moveBox(name: string, node: string): Promise<Box> { return this.json("POST", `/boxes/${q(name)}/move`, { node }); }
+  /** Move a box, with the drives it mounts and the boxes in `with` that share them, to another server. */
+  moveBox(name: string, node: string, withBoxes: string[] = []): Promise<Box> {
+    return this.json("POST", `/boxes/${q(name)}/move`, { node, with: withBoxes });
+  }
+  /** Move a drive, with the boxes that mount it (all of them, in `with`), to another server. */
+  moveDrive(name: string, node: string, withBoxes: string[] = []): Promise<Drive> {
+    return this.json("POST", `/drives/${q(name)}/move`, { node, with: withBoxes });
+  }
   /** Boxfile projects, their last apply and their drift. */
   projects(): Promise<Project[]> { return this.json("GET", "/projects"); }
 

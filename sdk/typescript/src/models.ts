@@ -159,6 +159,7 @@ export interface Drive {
   created: string;
   labels?: Record<string, string> | null;
   name: string;
+  node?: string;
   project?: string;
   size?: string;
   state: string;
@@ -238,10 +239,12 @@ export interface Mount {
 
 export interface MovePost {
   node: string;
+  with?: string[] | null;
 }
 
 export interface MovedBox {
-  box: string;
+  box?: string;
+  drive?: string;
   to: string;
 }
 
