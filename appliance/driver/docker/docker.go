@@ -858,7 +858,11 @@ func inputCut(err error) error {
 }
 
 // execTimer ends a command past its timeout: SIGTERM, and SIGKILL 5 s
-// later, until stopped.
+// later, then again each second for up to 30 s, until stopped. A signal
+// can miss: the group is found by a walk of /proc that a busy machine can
+// outrun (a process forked during it), so the kill goes on while the
+// command does. (What left the group, a daemon's setsid, is not its to
+// end: the bound keeps the walks from going on for its life.)
 type execTimer struct {
 	ended chan struct{}
 	sent  atomic.Bool
@@ -872,10 +876,13 @@ func startTimeout(t time.Duration, kill func(syscall.Signal)) *execTimer {
 		return x
 	}
 	go func() {
-		for i, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-			wait := t
-			if i > 0 {
-				wait = 5 * time.Second
+		for i := 0; i < 32; i++ {
+			wait, sig := t, syscall.SIGTERM
+			switch {
+			case i == 1:
+				wait, sig = 5*time.Second, syscall.SIGKILL
+			case i > 1:
+				wait, sig = time.Second, syscall.SIGKILL
 			}
 			select {
 			case <-x.ended:
