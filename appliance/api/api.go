@@ -195,6 +195,9 @@ type ForkPost struct {
 	Name string `json:"name,omitempty"`
 	// Snapshot chooses an existing snapshot; empty takes a new one now.
 	Snapshot string `json:"snapshot,omitempty"`
+	// Node puts the fork on that server (the owner's): it is made where
+	// its snapshot is, then moved there. Empty: where the snapshot is.
+	Node string `json:"node,omitempty"`
 }
 
 // RestorePost brings a box's filesystem back to a snapshot.

@@ -486,6 +486,9 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	} else if err != nil {
 		return api.Box{}, err
 	}
+	if p.Node != "" {
+		return s.forkOnto(ctx, srcBox, p)
+	}
 	post := api.BoxPost{Name: p.Name, Type: srcBox.Type, Image: srcBox.Image, Env: srcBox.Env, Policy: srcBox.Policy, Desktop: &srcBox.Desktop}
 	if srcBox.TTL > 0 {
 		post.TTL = fmt.Sprint(int64(srcBox.TTL / time.Second))

@@ -457,3 +457,44 @@ func ship(ctx context.Context, open func(context.Context) (io.ReadCloser, error)
 	defer rc.Close()
 	return put(ctx, rc)
 }
+
+// forkOnto forks box src onto server p.Node (the owner's): the fork is
+// made where its snapshot is, then moved there (MoveBox) when that is
+// another server. A fork mounts its box's drives, so it goes where they
+// are: another server is refused before anything is made.
+func (s *Service) forkOnto(ctx context.Context, src store.Box, p api.ForkPost) (api.Box, error) {
+	if err := requireOwner(ctx, "fork onto a chosen server"); err != nil {
+		return api.Box{}, err
+	}
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return api.Box{}, err
+	}
+	if s.Cluster == nil || len(ns) == 0 {
+		return api.Box{}, invalid("node", "this Paddock has one server: a fork is made on it (leave out the server)")
+	}
+	target, err := s.wanted(p.Node, ns)
+	if err != nil {
+		return api.Box{}, err
+	}
+	at := src.Node // a snapshot taken now is where the box is
+	if p.Snapshot != "" {
+		if n, err := s.Store.Where("snapshot", p.Snapshot); err == nil {
+			at = n
+		}
+	}
+	if len(src.Mounts) > 0 && target != at {
+		return api.Box{}, invalid("node", "box %q mounts drives (%s, …) on %s: its fork mounts them too, and is made there, not on %s", src.Name, src.Mounts[0].Drive, s.nodeDisplay(at), p.Node)
+	}
+	q := p
+	q.Node = ""
+	fb, err := s.Fork(ctx, src.Name, q)
+	if err != nil || target == at {
+		return fb, err
+	}
+	moved, err := s.MoveBox(ctx, fb.Name, p.Node)
+	if err != nil {
+		return fb, fmt.Errorf("the fork %s was made on %s, where its snapshot is; moving it to %s failed: %w", fb.Name, s.nodeDisplay(at), p.Node, err)
+	}
+	return moved, nil
+}

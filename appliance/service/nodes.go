@@ -1002,6 +1002,20 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
+	// What was removed a moment ago may be on the server until the next
+	// reconcile passes (a box's snapshot goes in the pass after its
+	// container): those passes are run before the server is refused.
+	for i := 0; i < 3 && boxes+drives+snaps > 0; i++ {
+		if n, err := s.Store.NodeTombstones(name); err != nil || n == 0 {
+			break
+		}
+		if _, err := s.Rec.Run(ctx); err != nil {
+			return err
+		}
+		if boxes, pool, drives, snaps, err = s.Store.NodeObjects(name); err != nil {
+			return err
+		}
+	}
 	if boxes+drives+snaps > 0 {
 		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s')", name, boxes, drives, snaps, name)
 	}

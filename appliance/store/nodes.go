@@ -148,6 +148,16 @@ func (s *Store) NodeObjects(name string) (boxes, pool, drives, snapshots int, er
 	return
 }
 
+// NodeTombstones counts what is on a node only until the reconciler
+// removes it: removed boxes, drives and snapshots whose engine objects
+// are still there.
+func (s *Store) NodeTombstones(name string) (n int, err error) {
+	err = s.db.QueryRow(`SELECT
+		(SELECT count(*) FROM tombstones WHERE node=?) + (SELECT count(*) FROM drives WHERE node=? AND state='deleting') +
+		(SELECT count(*) FROM snapshots WHERE node=? AND state='deleting')`, name, name, name).Scan(&n)
+	return
+}
+
 // Where names the node an engine object is on: kind "box" (and
 // "boxdata", a box's own volume) by its engine name, "snapshot" by id,
 // "drive" by name. ErrNotFound when the state has no such object: it is

@@ -6,12 +6,15 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/testbed/harness"
@@ -331,10 +334,57 @@ func TestCluster(t *testing.T) {
 	if got := must("exec", mv, "--", "cat", "/config/moved"); got != "early\n" {
 		t.Fatalf("the moved box restored to a snapshot from before its move: %q", got)
 	}
+	// A fork onto another server: made where its snapshot is, then moved.
+	must("fork", mv, "--name", "fk", "--node", "n2")
+	var fk api.Box
+	json.Unmarshal([]byte(must("show", "fk", "--json")), &fk)
+	if fk.Node != "n2" || fk.Status != "running" {
+		t.Fatalf("the fork of a box on n3 onto n2: on %q, %s", fk.Node, fk.Status)
+	}
+	if got := must("exec", "fk", "--", "cat", "/config/moved"); got != "early\n" {
+		t.Fatalf("the fork onto n2: %q", got)
+	}
+	if out, err := cli("fork", "d1", "--node", map[bool]string{true: "n3", false: "n2"}[d1.Node != "n3"]); err == nil || !strings.Contains(out, "mounts drives") {
+		t.Fatalf("a fork of a box with drives onto another server: %v\n%s", err, out)
+	}
 	if out, err := cli("move", mv, "--to", "n3"); err == nil || !strings.Contains(out, "on n3 already") {
 		t.Fatalf("moving a box to where it is: %v\n%s", err, out)
 	}
 	testDriveMoves(t, d, cli, must, d1.Node, map[string]func(...string) (string, error){"n2": n2.Docker, "n3": n3.Docker})
+
+	// The dashboard says which server each box and drive is on, and
+	// filters boxes by server.
+	json.Unmarshal([]byte(must("show", "d1", "--json")), &d1)
+	// This paddockd has a host name (its pages answer no other) and its
+	// own certificate authority: the browser finds the name on this
+	// machine and is not asked to trust the authority.
+	link, err := url.Parse(strings.SplitN(must("dashboard", "--no-open"), "\n", 2)[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := link.Scheme + "://" + link.Host
+	br := newBrowser(t, base, 2*time.Minute, chromedp.Flag("host-resolver-rules", "MAP paddock.test 127.0.0.1"), chromedp.Flag("ignore-certificate-errors", true))
+	br.do(chromedp.Navigate(link.String()), chromedp.Click(chromedp.CSS("#signin")))
+	poll[bool](br, "the server column", `!!document.querySelector('#boxes th.node-col:not([hidden])') && !!document.querySelector('#boxes tr[data-box="d1"] td[data-node="`+d1.Node+`"]')`, 20*time.Second)
+	if got := eval[string](br, `[...new Set([...document.querySelectorAll('#boxes td[data-node]')].map(td => td.dataset.node))].sort().join(",")`); !strings.Contains(got, "n2") || !strings.Contains(got, "n3") {
+		t.Fatalf("the servers in the box list: %q", got)
+	}
+	eval[bool](br, `(() => { const f = document.getElementById("f-node"); f.value = "n3"; return f.dispatchEvent(new Event("change")); })()`)
+	if got := eval[string](br, `[...new Set([...document.querySelectorAll('#boxes td[data-node]')].map(td => td.dataset.node))].join(",")`); got != "n3" {
+		t.Fatalf("the box list filtered to n3 shows boxes of %q", got)
+	}
+	shotDir, err := os.MkdirTemp("", "paddock-cluster-shots-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page screenshots: %s", shotDir)
+	br.shots(shotDir, "boxes-n3")
+	br.do(chromedp.Navigate(base + "/drives"))
+	poll[bool](br, "the drive's server", `!!document.querySelector('#drives tr[data-drive="data"] td[data-node="`+d1.Node+`"]')`, 20*time.Second)
+	br.shots(shotDir, "drives")
+	br.do(chromedp.Navigate(base + "/boxes/d1"))
+	poll[bool](br, "the box's server", `[...document.querySelectorAll('#facts dt')].some(dt => dt.textContent === "Server" && dt.nextElementSibling.textContent === "`+d1.Node+`")`, 20*time.Second)
+	br.shots(shotDir, "box-d1")
 
 	// Egress on a node that is not the control plane's: its rules hold
 	// there. The box reaches past its node when its policy allows, not
@@ -615,6 +665,31 @@ func TestCluster(t *testing.T) {
 		out, err := n2.Docker("ps", "-a", "--format", "{{.Names}}")
 		return err == nil && !strings.Contains(out, "-"+b2+"\n")
 	})
+
+	// The control plane killed while a box is being made on n2: after the
+	// next start the box runs there, once.
+	made := make(chan string, 1)
+	go func() { out, _ := cli("new", "--name", "midnew", "--node", "n2"); made <- out }()
+	waitFor(t, 60*time.Second, "midnew's container on n2", func() bool {
+		out, _ := n2.Docker("ps", "-a", "--format", "{{.Names}}")
+		return strings.Contains(out, "-midnew\n")
+	})
+	if err := d.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("paddock new when paddockd was killed: %s", strings.TrimSpace(<-made))
+	restarted := time.Now()
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, "midnew running after paddockd started again", func() bool { return status("midnew") == "running" })
+	t.Logf("midnew ran %s after paddockd started again", time.Since(restarted).Round(100*time.Millisecond))
+	if n := containers("midnew"); n != 1 {
+		t.Fatalf("midnew has %d containers after paddockd was killed making it", n)
+	}
+	if got := must("exec", "midnew", "--", "echo", "made"); got != "made\n" {
+		t.Fatalf("midnew after the kill: %q", got)
+	}
 
 	// Draining a server: nothing new goes there, and its boxes move to
 	// the others and run there with their files, once, boxes that share a

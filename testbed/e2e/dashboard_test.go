@@ -43,10 +43,10 @@ type browserSession struct {
 	console []string
 }
 
-func newBrowser(t *testing.T, base string, timeout time.Duration) *browserSession {
+func newBrowser(t *testing.T, base string, timeout time.Duration, more ...chromedp.ExecAllocatorOption) *browserSession {
 	t.Helper()
 	exe := chromium(t)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+	opts := append(append(chromedp.DefaultExecAllocatorOptions[:], more...),
 		chromedp.ExecPath(exe), chromedp.NoSandbox, chromedp.DisableGPU,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("no-first-run", true), chromedp.Flag("disable-quic", true),

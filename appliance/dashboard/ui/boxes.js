@@ -6,7 +6,10 @@ const boxes = new Map();
 const snapshots = new Map(); // id -> snapshot
 const tbody = document.querySelector("#boxes tbody");
 const owner = role === "owner";
-const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner") };
+const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner"), node: document.getElementById("f-node") };
+// The server column and filter show once boxes are on more than one
+// server (a box's node is set only then).
+let servers = false;
 let ready = false;
 
 function actions(b) {
@@ -29,6 +32,7 @@ function row(b) {
     el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name)),
     owner ? el("td", { class: "wide" }, b.owner || "") : null,
     el("td", { class: "wide" }, b.project || ""),
+    servers ? el("td", { class: "wide", "data-node": b.node || "" }, b.node || "") : null,
     el("td", { class: "wide" }, b.type),
     el("td", { class: "status" }, stateBadge(b.status), b.error ? el("div", { class: "error small" }, b.error) : null,
       b.note ? el("div", { class: "note small" }, b.note) : null),
@@ -51,13 +55,18 @@ function render() {
   const rows = [...boxes.values()].sort((a, b) => a.name.localeCompare(b.name));
   fillFilter(filters.project, new Set(rows.map((b) => b.project)));
   fillFilter(filters.owner, new Set(rows.map((b) => b.owner)));
+  servers = rows.some((b) => b.node);
+  document.querySelector("#boxes th.node-col").hidden = !servers;
+  filters.node.closest("label").hidden = !servers;
+  fillFilter(filters.node, new Set(rows.map((b) => b.node)));
   const shown = rows.filter((b) => (!filters.state.value || b.status === filters.state.value) &&
     (!filters.project.value || b.project === filters.project.value) &&
-    (!filters.owner || !filters.owner.value || b.owner === filters.owner.value));
+    (!filters.owner || !filters.owner.value || b.owner === filters.owner.value) &&
+    (!servers || !filters.node.value || b.node === filters.node.value));
   tbody.replaceChildren(...shown.map(row));
   if (shown.length === 0) {
     const msg = !ready ? "Loading…" : rows.length ? "No box matches the filters." : "No boxes yet. Make one with New box, or 'paddock new'.";
-    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 10 }, msg)));
+    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 11 }, msg)));
   }
 }
 

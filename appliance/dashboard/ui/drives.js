@@ -9,16 +9,20 @@ let ready = false;
 function fail(e) { errP.textContent = e.message; errP.hidden = false; }
 function render() {
   const list = [...drives.values()].sort((a, b) => a.name.localeCompare(b.name));
+  // The server column shows once there is more than one server.
+  const servers = list.some((d) => d.node);
+  document.querySelector("#drives th.node-col").hidden = !servers;
   tbody.replaceChildren(...list.map((d) => el("tr", { "data-drive": d.name },
     el("td", {}, d.name), el("td", {}, stateBadge(d.state)), el("td", {}, d.size || "—"),
     el("td", { class: "wrap" }, Object.entries(d.labels || {}).map(([k, v]) => `${k}=${v}`).join(", ")),
     el("td", {}, d.project || ""), el("td", { class: "wrap" }, (d.used_by || []).map((b) => el("a", { href: "/boxes/" + enc(b) }, b)).flatMap((a, i) => (i ? [", ", a] : [a]))),
+    servers ? el("td", { "data-node": d.node || "" }, d.node || "") : null,
     el("td", {}, when(d.created)),
     el("td", { class: "acts" },
       el("a", { class: "button small", href: `/v1/drives/${enc(d.name)}/archive`, download: d.name + ".tar" }, "Backup"),
       el("button", { type: "button", class: "small", onclick: () => openRestore(d.name) }, "Restore"),
       el("button", { type: "button", class: "small", "aria-label": "Remove " + d.name, onclick: (ev) => busy(ev.currentTarget, async () => { errP.hidden = true; try { await api("DELETE", "/drives/" + enc(d.name)); drives.delete(d.name); render(); } catch (e) { fail(e); } }) }, "Remove")))));
-  if (!list.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 8 }, ready ? "No drives yet." : "Loading…")));
+  if (!list.length) tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 9 }, ready ? "No drives yet." : "Loading…")));
 }
 
 events({

@@ -395,6 +395,7 @@ func cmdFork(e *env, args []string) error {
 	fs := flags("fork")
 	name := fs.String("name", "", "name of the new box (default: generated)")
 	snap := fs.String("snapshot", "", "snapshot to fork from (default: one taken now)")
+	node := fs.String("node", "", "the server to put the fork on (default: where its snapshot is; the owner's)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -410,7 +411,7 @@ func cmdFork(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	b, err := c.Fork(e.ctx, src, api.ForkPost{Name: *name, Snapshot: *snap})
+	b, err := c.Fork(e.ctx, src, api.ForkPost{Name: *name, Snapshot: *snap, Node: *node})
 	if b.Name != "" {
 		if serr := e.becomeCurrent(b.Name); serr != nil && err == nil {
 			err = serr

@@ -77,7 +77,7 @@ func init() {
 		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
 		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},
 		{"move", "BOX [BOX...] --to NODE", "move boxes, with the drives they mount, to another server: stopped with a snapshot, shipped, made and started there (the owner's)", cmdMove},
-		{"fork", "BOX [--name N] [--snapshot S]", "new box from a snapshot of BOX (default: one taken now)", cmdFork},
+		{"fork", "BOX [--name N] [--snapshot S] [--node NODE]", "new box from a snapshot of BOX (default: one taken now), on NODE if given", cmdFork},
 		{"rm", "BOX... [--force]", "remove boxes (drives are kept); a running one is asked about first", cmdRm},
 		{"exec", "[BOX] [-t] [--detach] [--desktop] [--workdir D] [--env K=V] -- CMD...", "run a command in a box (default: the current box)", cmdExec},
 		{"jobs", "BOX [--json]", "list a box's detached jobs", cmdJobs},

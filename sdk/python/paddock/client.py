@@ -183,8 +183,9 @@ class Client:
     def restore(self, name, snapshot=None) -> models.Box:
         return self._json("POST", f"/boxes/{_q(name)}/restore", {"snapshot": snapshot} if snapshot else {})
 
-    def fork(self, name, new_name=None, snapshot=None) -> models.Box:
-        post = {k: v for k, v in {"name": new_name, "snapshot": snapshot}.items() if v}
+    def fork(self, name, new_name=None, snapshot=None, node=None) -> models.Box:
+        """Fork a box; node puts the fork on that server (made where its snapshot is, then moved)."""
+        post = {k: v for k, v in {"name": new_name, "snapshot": snapshot, "node": node}.items() if v}
         return self._json("POST", f"/boxes/{_q(name)}/fork", post)
 
     # --- drives and policies ---

@@ -146,7 +146,7 @@ class ExecPost(_ExecPostRequired, _ExecPostOptional):
     pass
 
 
-ForkPost = TypedDict("ForkPost", {"name": "str", "snapshot": "str"}, total=False)
+ForkPost = TypedDict("ForkPost", {"name": "str", "node": "str", "snapshot": "str"}, total=False)
 
 
 _InviteCreatedRequired = TypedDict("_InviteCreatedRequired", {"expires": "str", "role": "str", "token": "str"})

@@ -258,7 +258,8 @@ export class Client {
   restore(name: string, snapshot?: string): Promise<Box> {
     return this.json("POST", `/boxes/${q(name)}/restore`, snapshot ? { snapshot } : {});
   }
-  fork(name: string, opts: { name?: string; snapshot?: string } = {}): Promise<Box> {
+  /** Fork a box; `node` puts the fork on that server (made where its snapshot is, then moved). */
+  fork(name: string, opts: { name?: string; snapshot?: string; node?: string } = {}): Promise<Box> {
     return this.json("POST", `/boxes/${q(name)}/fork`, opts);
   }
 

@@ -195,6 +195,7 @@ export interface ExecPost {
 
 export interface ForkPost {
   name?: string;
+  node?: string;
   snapshot?: string;
 }
 
