@@ -42,10 +42,8 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 			return err
 		}
 		var err error
-		if p.Node == "" {
-			if claimed, err = s.takePool(tx, &b); err != nil {
-				return err
-			}
+		if claimed, err = s.takePool(tx, &b, p.Node); err != nil {
+			return err
 		}
 		if !claimed {
 			if err := s.placeOn(tx, &b, p.Node); err != nil {

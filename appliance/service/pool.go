@@ -55,14 +55,15 @@ func (s *Service) poolFits(b store.Box) bool {
 
 // takePool, in the transaction that declares b, gives b a ready pool
 // box's container: its engine name, id and address. False when none fits
-// or is ready (b is then made cold).
-func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
+// or is ready (b is then made cold). want is the server the user asked
+// for ("": any).
+func (s *Service) takePool(tx *store.Tx, b *store.Box, want string) (bool, error) {
 	if !s.poolFits(*b) {
 		return false, nil
 	}
 	// A box that asks for labels takes a pool box of a server that has
-	// them.
-	// Nor one of a drained server.
+	// them; one asked for on a server, one of that server; never one of a
+	// drained server.
 	ns, err := tx.ListNodes()
 	if err != nil {
 		return false, err
@@ -70,6 +71,13 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box) (bool, error) {
 	var on []string
 	if len(b.NodeLabels) > 0 || len(undrained(ns, names(ns))) < len(ns) {
 		on = undrained(ns, labelled(ns, b.NodeLabels))
+	}
+	if want != "" {
+		n, err := s.wanted(want, ns)
+		if err != nil || !hasLabels(ns, n, b.NodeLabels) {
+			return false, nil // placeOn says why
+		}
+		on = []string{n}
 	}
 	p, err := tx.TakePoolOn(b.Type, b.Image, b.Desktop, on)
 	if errors.Is(err, store.ErrNotFound) {

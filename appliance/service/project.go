@@ -325,7 +325,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 		// A box that fits the warm pool takes a pool box's container; the
 		// apply's reconcile gives it its policy and hostname, and the pool
 		// is refilled after the apply.
-		claimed, err := s.takePool(tx, &nb)
+		claimed, err := s.takePool(tx, &nb, "")
 		if err != nil {
 			return err
 		}
