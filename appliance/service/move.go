@@ -403,6 +403,9 @@ func (s *Service) moveFailed(ctx context.Context, mv store.Move, cause error) er
 // boxes that ran before it are started. A move whose servers do not
 // answer stays listed, for the next start.
 func (s *Service) RecoverMoves(ctx context.Context) {
+	if s.Cluster == nil {
+		return
+	}
 	mvs, err := s.Store.Moves()
 	if err != nil {
 		s.Log.Error("moves under way", "err", err)
