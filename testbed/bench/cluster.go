@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -19,7 +20,15 @@ import (
 // TestCluster's), and the box placed there; beside each operation the
 // same through that server's own engine (docker -H), in the same run. The
 // box image is the small test image (loading the full one into a second
-// engine takes minutes, and both sides use the same one).
+// engine takes minutes, and both sides use the same one). The daemon
+// keeps a warm pool of clusterPool small boxes over both servers: the
+// pool row claims one of n2's (new --node n2, waited for untimed); the
+// create row makes medium boxes, which the pool has none of (cold); the
+// box the other rows use is a small one (the test configuration bounds
+// medium boxes' disks to 50 MB, less than a push of 100 MB).
+// clusterPool is the warm pool of the cluster section's daemon.
+const clusterPool = 4
+
 func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 	top, err := harness.Root()
 	check(err)
@@ -32,15 +41,17 @@ func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 	servers, err := harness.StartServers(dir, []string{"n2"}, mini)
 	check(err)
 	defer servers.Stop()
+	onError(servers.Stop)
 	l, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
 	check(err)
 	clusterAddr := l.Addr().String()
 	l.Close()
 	d, err := harness.NewDaemon(bins, mini, filepath.Join(work, "cluster"))
 	check(err)
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr}
+	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", clusterPool)}
 	check(d.Start())
 	defer d.Cleanup()
+	onError(d.Cleanup)
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cluster-cli")), bins: bins}
 
 	var j api.NodeJoin
@@ -79,7 +90,7 @@ func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 
 	var rows []row
 	p := timeIt(n, nil, func(i int) {
-		r.paddock("new", "--name", fmt.Sprintf("rc%d", i), "--node", "n2")
+		r.paddock("new", "--name", fmt.Sprintf("rc%d", i), "--node", "n2", "--type", "medium")
 		r.paddock("exec", fmt.Sprintf("rc%d", i), "--", "true")
 	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("rc%d", i)) })
 	dk := timeIt(n, nil, func(i int) {
@@ -87,6 +98,47 @@ func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 		engine("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
 	}, func(i int) { engine("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
 	rows = append(rows, row{"create + first exec, on another server", p, dk})
+
+	// new + first exec through the API, claimed from n2's pool boxes.
+	db, err := d.StateDB()
+	check(err)
+	defer db.Close()
+	c := d.Client()
+	onN2 := func(int) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for {
+			var ready int
+			check(db.QueryRow(`SELECT count(*) FROM pool WHERE ready=1 AND node='n2'`).Scan(&ready))
+			if ready > 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				check(fmt.Errorf("no pool box of n2 was ready within 2 minutes"))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	claims := 0
+	p = timeIt(n*2, onN2, func(i int) {
+		_, err := c.CreateBox(context.Background(), api.BoxPost{Name: fmt.Sprintf("rp%d", i), Node: "n2"})
+		check(err)
+		apiExecTrue(c, fmt.Sprintf("rp%d", i))
+	}, func(i int) {
+		var engine, node string
+		check(db.QueryRow(`SELECT engine, node FROM boxes WHERE name=?`, fmt.Sprintf("rp%d", i)).Scan(&engine, &node))
+		if engine != "" && node == "n2" {
+			claims++
+		}
+		check(c.RemoveBox(context.Background(), fmt.Sprintf("rp%d", i)))
+	})
+	if claims != n*2 {
+		check(fmt.Errorf("%d of %d runs were claimed from n2's pool", claims, n*2))
+	}
+	dk = timeIt(n*2, nil, func(i int) {
+		engine("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-p%d", raw, i), mini)
+		engine("exec", fmt.Sprintf("%s-p%d", raw, i), "true")
+	}, func(i int) { engine("rm", "-f", "-v", fmt.Sprintf("%s-p%d", raw, i)) })
+	rows = append(rows, row{"new + first exec from the pool, API, on another server", p, dk})
 
 	r.paddock("new", "--name", "rb", "--node", "n2")
 	rawBox := raw + "-box"

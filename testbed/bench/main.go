@@ -44,8 +44,7 @@ func (r *runner) run(name string, args ...string) string {
 	cmd.Env = append(os.Environ(), r.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "bench: %s %s: %v\n%s\n", name, strings.Join(args, " "), err, out)
-		os.Exit(1)
+		check(fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out))
 	}
 	return strings.TrimSpace(string(out))
 }

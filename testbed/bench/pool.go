@@ -140,6 +140,17 @@ func waitPoolReady(db *sql.DB, within time.Duration) {
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
 		os.Exit(1)
 	}
 }
+
+// undo is what check runs, newest first, before the bench ends on an
+// error: its exit runs no deferred call, and what a section started on
+// this machine (servers, their engines, a swarm) must not outlive it.
+var undo []func()
+
+// onError adds f to what check runs before the bench ends on an error.
+func onError(f func()) { undo = append(undo, f) }
