@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/testbed/harness"
@@ -428,6 +430,7 @@ func TestCluster(t *testing.T) {
 	reach(b3, netURL, false)
 	must("policy", "set", b3, "allow-all")
 	reach(b3, netURL, true)
+	testNodeAttacks(t, must, n3, d.Instance)
 
 	// A preview of a box on another server: this server has no route to
 	// n3's box network, so the preview goes through an exec in the box;
@@ -905,4 +908,122 @@ func testDriveMoves(t *testing.T, d *harness.Daemon, cli func(...string) (string
 	if got := whole("after the move"); got != to {
 		t.Fatalf("after the move, d1 and d2 are on %s, not %s", got, to)
 	}
+}
+
+// testNodeAttacks runs the attack suite's spoof and inbound attacks
+// against boxes on sv, a server that is not the control plane's (the
+// metadata one is TestCluster's reach check): a deny-all box's root
+// forges an allow-all box's address (raw IP, and whole frames with its
+// MAC) to get out under the other's policy; and this machine, given a
+// route to sv's box network, opens a connection to a box's service. The
+// forging tool is spoof.txtar's own. Positive controls: the allow-all
+// box's own forged packets arrive; sv itself reaches the service.
+func testNodeAttacks(t *testing.T, must func(...string) string, sv *harness.Server, instance string) {
+	t.Helper()
+	ar, err := txtar.ParseFile("testdata/attacks/spoof.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	forge := filepath.Join(dir, "forge.py")
+	for _, f := range ar.Files {
+		if f.Name == "forge.py" {
+			os.WriteFile(forge, f.Data, 0o644)
+		}
+	}
+	run := func(name string, args ...string) string {
+		t.Helper()
+		out, err := exec.Command(name, args...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	must("new", "--name", "open3", "--node", sv.Name)
+	must("new", "--name", "shut3", "--node", sv.Name, "--policy", "deny-all")
+	type boxNet struct{ pid, ip, mac string }
+	netOf := func(box string) boxNet {
+		out, err := sv.Docker("inspect", "-f", "{{.State.Pid}} {{range .NetworkSettings.Networks}}{{.IPAddress}} {{.MacAddress}}{{end}}", instance+"-"+box)
+		f := strings.Fields(out)
+		if err != nil || len(f) != 3 {
+			t.Fatalf("box %s on %s: %v %q", box, sv.Name, err, out)
+		}
+		return boxNet{f[0], f[1], f[2]}
+	}
+	open, shut := netOf("open3"), netOf("shut3")
+	// The box network's bridge on sv: the link that holds the gateway.
+	gw := open.ip[:strings.LastIndex(open.ip, ".")] + ".1"
+	var bridgeMAC string
+	for _, line := range strings.Split(run("ip", "-n", sv.NS, "-o", "-4", "addr", "show"), "\n") {
+		if f := strings.Fields(line); len(f) > 3 && strings.HasPrefix(f[3], gw+"/") {
+			link := strings.Fields(run("ip", "-n", sv.NS, "-o", "link", "show", f[1]))
+			for i, w := range link {
+				if w == "link/ether" && i+1 < len(link) {
+					bridgeMAC = link[i+1]
+				}
+			}
+		}
+	}
+	if bridgeMAC == "" {
+		t.Fatalf("no bridge with %s on %s", gw, sv.Name)
+	}
+	spy := `table inet spynode
+delete table inet spynode
+table inet spynode {
+	chain in {
+		type filter hook prerouting priority -300; policy accept;
+		udp dport 9881 counter
+		tcp dport 9882 counter
+		udp dport 9891 counter
+		tcp dport 9892 counter
+		udp dport 9893 counter
+	}
+}
+`
+	os.WriteFile(filepath.Join(dir, "spy.nft"), []byte(spy), 0o644)
+	run("ip", "netns", "exec", "pdk-inet", "nft", "-f", filepath.Join(dir, "spy.nft"))
+	defer exec.Command("ip", "netns", "exec", "pdk-inet", "nft", "delete", "table", "inet", "spynode").Run()
+	in := func(b boxNet, args ...string) {
+		run("nsenter", append([]string{"-t", b.pid, "-n", "python3", forge}, args...)...)
+	}
+	in(open, "udp", open.ip, "198.18.0.10", "9881")
+	in(open, "tcp", open.ip, "198.18.0.10", "9882")
+	in(shut, "udp", open.ip, "198.18.0.10", "9891")
+	in(shut, "tcp", open.ip, "198.18.0.10", "9892")
+	in(shut, "frame", open.mac, bridgeMAC, open.ip, "198.18.0.10", "9893")
+	time.Sleep(time.Second)
+	counts := run("ip", "netns", "exec", "pdk-inet", "nft", "list", "table", "inet", "spynode")
+	for _, want := range []string{`udp dport 9881 counter packets [1-9]`, `tcp dport 9882 counter packets [1-9]`,
+		`udp dport 9891 counter packets 0 `, `tcp dport 9892 counter packets 0 `, `udp dport 9893 counter packets 0 `} {
+		if !regexp.MustCompile(want).MatchString(counts) {
+			t.Fatalf("spoofing on %s: no %q in what the test internet counted:\n%s", sv.Name, want, counts)
+		}
+	}
+	spoofs := regexp.MustCompile(`counter packets ([0-9]+) bytes [0-9]+ drop comment "box=shut3 kind=spoof"`).FindStringSubmatch(run("ip", "netns", "exec", sv.NS, "nft", "list", "ruleset"))
+	if spoofs == nil || spoofs[1] == "0" {
+		t.Fatalf("no spoof drops counted for shut3 on %s", sv.Name)
+	}
+	t.Logf("spoofing from a deny-all box on %s: %s frames dropped at its port, none arrived; the allow-all box's own did", sv.Name, spoofs[1])
+
+	// Inbound: only the box's own server reaches its service.
+	if out, err := exec.Command("ip", "netns", "exec", sv.NS, "true").CombinedOutput(); err != nil {
+		t.Fatalf("%s's namespace: %v %s", sv.Name, err, out)
+	}
+	must("exec", "--detach", "open3", "--", "busybox", "httpd", "-f", "-p", "8081", "-h", "/etc")
+	url := "http://" + open.ip + ":8081/hostname"
+	waitFor(t, 30*time.Second, "open3's service from "+sv.Name, func() bool {
+		return exec.Command("ip", "netns", "exec", sv.NS, "curl", "-sS", "-m", "2", "-o", "/dev/null", url).Run() == nil
+	})
+	subnet := open.ip[:strings.LastIndex(open.ip, ".")] + ".0/24"
+	run("ip", "route", "add", subnet, "via", sv.Addr.String())
+	defer exec.Command("ip", "route", "del", subnet, "via", sv.Addr.String()).Run()
+	if out, err := exec.Command("curl", "-sS", "-m", "3", url).CombinedOutput(); err == nil {
+		t.Fatalf("this machine, another server, reached a service of a box on %s: %s", sv.Name, out)
+	}
+	inbound := regexp.MustCompile(`counter packets ([0-9]+) bytes [0-9]+ drop comment "box=\* kind=inbound"`).FindStringSubmatch(run("ip", "netns", "exec", sv.NS, "nft", "list", "ruleset"))
+	if inbound == nil || inbound[1] == "0" {
+		t.Fatalf("the connection from another server to a box on %s was not dropped as inbound:\n%v", sv.Name, inbound)
+	}
+	t.Logf("inbound to a box on %s from another server: refused, %s packets dropped as inbound", sv.Name, inbound[1])
+	must("rm", "--force", "open3", "shut3")
 }
