@@ -215,6 +215,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	s.forgetCold(pool)
 	if len(pool) == 0 {
 		return 0, nil
 	}
@@ -267,10 +268,17 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 // warmExec has the driver start, in a ready pool box, the process that
 // will start its commands (driver.ExecWarmer), so that a claimed box's
 // first command does not wait for the runtime. A box that cannot have
-// one is said when its start fails; its commands start as usual.
+// one is said once, when its start fails, and not tried again (each try
+// is an exec in it, every pool pass); its commands start as usual.
 func (s *Service) warmExec(ctx context.Context, key string) {
 	w, ok := s.Driver.(driver.ExecWarmer)
 	if !ok {
+		return
+	}
+	s.memMu.Lock()
+	cold := s.coldPool[key]
+	s.memMu.Unlock()
+	if cold {
 		return
 	}
 	// Its readiness probe may have had one started already (keepWarm).
@@ -279,7 +287,24 @@ func (s *Service) warmExec(ctx context.Context, key string) {
 		s.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}
 	if err != nil && ctx.Err() == nil {
+		s.memMu.Lock()
+		if s.coldPool == nil {
+			s.coldPool = map[string]bool{}
+		}
+		s.coldPool[key] = true
+		s.memMu.Unlock()
 		s.Log.Warn("warm pool box: its commands will start as usual", "key", key, "err", err)
+	}
+}
+
+// forgetCold keeps coldPool to the pool boxes there are.
+func (s *Service) forgetCold(pool []store.PoolBox) {
+	s.memMu.Lock()
+	defer s.memMu.Unlock()
+	for k := range s.coldPool {
+		if !slices.ContainsFunc(pool, func(p store.PoolBox) bool { return p.Key == k }) {
+			delete(s.coldPool, k)
+		}
 	}
 }
 

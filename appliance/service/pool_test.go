@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -303,5 +304,52 @@ func TestStoppedPoolBoxIsNotClaimed(t *testing.T) {
 	}
 	if mustBox(t, s, "b").Engine != pool[0].Key {
 		t.Fatal("the pool box was not claimed once it ran again")
+	}
+}
+
+// noWarm is a driver whose boxes cannot have a warm exec (an image
+// without python3): it counts the tries.
+type noWarm struct {
+	*fake.Driver
+	mu    sync.Mutex
+	tries map[string]int
+}
+
+func (n *noWarm) WarmExec(_ context.Context, box string) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.tries[box]++
+	return false, errors.New("no warm exec (python3 in the image?)")
+}
+
+func (n *noWarm) DropWarm(string) {}
+
+// A pool box that cannot have a warm exec is tried once, not at each
+// pass of the pool (each try is an exec in it, and a warning): passes
+// that refill the pool after claims look at every pool box.
+func TestPoolTriesAWarmExecOnce(t *testing.T) {
+	s, drv := poolService(t, 2)
+	nw := &noWarm{Driver: drv, tries: map[string]int{}}
+	s.Driver = nw
+	ctx := context.Background()
+	for i := range 4 {
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: fmt.Sprintf("c%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			if _, err := s.KeepPool(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	nw.mu.Lock()
+	defer nw.mu.Unlock()
+	if len(nw.tries) < 4 {
+		t.Fatalf("warm execs tried in %d pool boxes, want every new one: %v", len(nw.tries), nw.tries)
+	}
+	for key, n := range nw.tries {
+		if n != 1 {
+			t.Fatalf("pool box %s: %d tries of a warm exec, want 1 (%v)", key, n, nw.tries)
+		}
 	}
 }

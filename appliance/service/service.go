@@ -70,12 +70,15 @@ type Service struct {
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live, restoring and diskGrace
+	memMu   sync.Mutex              // guards live, restoring, diskGrace and coldPool
 	live    map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time
+	// coldPool holds the pool boxes whose warm exec could not start (an
+	// image without python3): not tried again while paddockd runs.
+	coldPool map[string]bool
 	jobs      map[string]chan struct{} // running jobs: closed when done
 
 	// claimCut, when set (by tests), ends a claim just after it is
