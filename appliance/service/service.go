@@ -79,7 +79,7 @@ type Service struct {
 	// coldPool holds the pool boxes whose warm exec could not start (an
 	// image without python3): not tried again while paddockd runs.
 	coldPool map[string]bool
-	jobs      map[string]chan struct{} // running jobs: closed when done
+	jobs     map[string]chan struct{} // running jobs: closed when done
 
 	// claimCut, when set (by tests), ends a claim just after it is
 	// declared, as a crash there would.
