@@ -439,6 +439,28 @@ func (d *Driver) fill(ctx context.Context, box string, s *warmSlot) (bool, error
 	return true, nil
 }
 
+// execPID is the process ID (as this machine sees it) of exec id, which
+// runs: asked again while the engine says 0, within ctx.
+func (d *Driver) execPID(ctx context.Context, id string) (int, error) {
+	for {
+		ei, err := d.c.ExecInspect(ctx, id, client.ExecInspectOptions{})
+		if err != nil {
+			return 0, err
+		}
+		if ei.PID > 0 {
+			return ei.PID, nil
+		}
+		if !ei.Running && ei.ExitCode != 0 {
+			return 0, fmt.Errorf("it ended (exit %d)", ei.ExitCode)
+		}
+		select {
+		case <-ctx.Done():
+			return 0, fmt.Errorf("the engine did not say its process ID: %w", ctx.Err())
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
 // startWarm starts a warm exec in the box and waits for its program to
 // say it is up.
 func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
@@ -485,10 +507,10 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	}
 	if err == nil {
 		// Its process ID and the box's cgroup, for the timeouts of its
-		// commands.
-		var ei client.ExecInspectResult
-		ei, err = d.c.ExecInspect(ctx, cr.ID, client.ExecInspectOptions{})
-		w.pid = ei.PID
+		// commands. The engine records the ID a moment after the process
+		// runs, and may say 0 until then, even once the program spoke: a
+		// warm exec whose ID is not known would time nothing out.
+		w.pid, err = d.execPID(ctx, cr.ID)
 		if err == nil {
 			w.cg, err = containerCgroup(ins.Container.ID, ins.Container.State.Pid)
 		}
