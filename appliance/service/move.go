@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -79,13 +79,14 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 	}
 	// What moves: the boxes, each once, and every drive they mount.
 	var boxes []store.Box
+	moving := map[string]bool{}
 	source, sourceOf := "", ""
 	for _, n := range names {
 		b, ok := byName[n]
 		if !ok {
 			return nil, notFound("box", n)
 		}
-		if slices.ContainsFunc(boxes, func(x store.Box) bool { return x.Name == n }) {
+		if moving[n] {
 			continue
 		}
 		if len(boxes) > 0 && b.Node != source {
@@ -102,10 +103,11 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 			return nil, conflict("box %q is %s: a box moves once it has run (start it, or wait)", n, b.Observed)
 		}
 		boxes = append(boxes, b)
+		moving[n] = true
 	}
-	driveSet := map[string]store.Drive{}
+	driveSet := map[string]bool{}
 	addDrive := func(name, why string) error {
-		if _, ok := driveSet[name]; ok {
+		if driveSet[name] {
 			return nil
 		}
 		d, err := s.Store.GetDrive(name)
@@ -126,10 +128,10 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 		if d.Node == target {
 			return conflict("drive %q is on %s already", name, s.nodeDisplay(target))
 		}
-		if r := s.DriveRestoring(name); r {
+		if s.DriveRestoring(name) {
 			return conflict("drive %q is being restored from a backup: it moves once that ends", name)
 		}
-		driveSet[name] = d
+		driveSet[name] = true
 		return nil
 	}
 	for _, b := range boxes {
@@ -146,21 +148,17 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 	}
 	// Every box that mounts a drive that moves moves with it.
 	for _, b := range all {
-		if slices.ContainsFunc(boxes, func(x store.Box) bool { return x.Name == b.Name }) {
+		if moving[b.Name] {
 			continue
 		}
 		for _, m := range b.Mounts {
-			if _, ok := driveSet[m.Drive]; ok {
+			if driveSet[m.Drive] {
 				with := append(boxNames(boxes), b.Name)
 				return nil, conflict("drive %q is mounted by box %q too, which is not moving: a box and its drives are on one server; move them together ('paddock move %s --to %s')", m.Drive, b.Name, strings.Join(with, " "), to)
 			}
 		}
 	}
-	driveNames := make([]string, 0, len(driveSet))
-	for n := range driveSet {
-		driveNames = append(driveNames, n)
-	}
-	slices.Sort(driveNames)
+	driveNames := slices.Sorted(maps.Keys(driveSet))
 
 	src, srcOK := s.Cluster.Driver.Node(source)
 	dst, dstOK := s.Cluster.Driver.Node(target)
@@ -169,7 +167,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 	if !srcOK || !dstOK || !fromOK || !intoOK {
 		return nil, conflict("the servers' agents cannot ship snapshots (an older paddockd?)")
 	}
-	mv := store.Move{Source: source, Target: target, Boxes: boxNames(boxes), Drives: driveNames, Started: time.Now()}
+	mv := store.Move{Source: source, Target: target, Boxes: boxNames(boxes), Drives: driveNames, Started: s.now()}
 	for _, b := range boxes {
 		if b.Desired == "running" {
 			mv.Running = append(mv.Running, b.Name)
@@ -443,7 +441,7 @@ func (s *Service) RecoverMoves(ctx context.Context) {
 			continue
 		}
 		s.Log.Info("a move cut off by the last stop", "boxes", mv.Boxes, "drives", mv.Drives, "finished", switched, "undone", !switched,
-			"from", s.nodeDisplay(mv.Source), "to", s.nodeDisplay(mv.Target))
+			"from", s.nodeDisplay(mv.Source), "to", s.nodeDisplay(mv.Target), "started", mv.Started)
 		s.Store.DoneMove(mv.ID)
 	}
 }

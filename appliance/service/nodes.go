@@ -1088,52 +1088,47 @@ type moveGroup struct {
 // together: boxes that share drives (by way of any chain of them) go in
 // one, and each drive no box mounts goes alone.
 func moveGroups(boxes []store.Box, drives []store.Drive, node string) []moveGroup {
-	group := map[string]int{} // "box:NAME" or "drive:NAME" to its group
-	var groups []moveGroup
-	var join func(key string, g int)
-	mounts := map[string][]string{} // drive to the boxes that mount it
+	mounts := map[string][]store.Box{} // drive to the boxes that mount it
 	for _, b := range boxes {
 		for _, m := range b.Mounts {
-			mounts[m.Drive] = append(mounts[m.Drive], b.Name)
+			mounts[m.Drive] = append(mounts[m.Drive], b)
 		}
 	}
-	byName := map[string]store.Box{}
-	for _, b := range boxes {
-		byName[b.Name] = b
-	}
-	join = func(key string, g int) {
-		if _, ok := group[key]; ok {
+	var groups []moveGroup
+	boxIn, driveIn := map[string]bool{}, map[string]bool{}
+	var addBox func(g *moveGroup, b store.Box)
+	addDrive := func(g *moveGroup, d string) {
+		if driveIn[d] {
 			return
 		}
-		group[key] = g
-		kind, name, _ := strings.Cut(key, ":")
-		if kind == "box" {
-			b := byName[name]
-			groups[g].boxes = append(groups[g].boxes, b)
-			for _, m := range b.Mounts {
-				join("drive:"+m.Drive, g)
-			}
+		driveIn[d] = true
+		g.drives = append(g.drives, d)
+		for _, b := range mounts[d] {
+			addBox(g, b)
+		}
+	}
+	addBox = func(g *moveGroup, b store.Box) {
+		if boxIn[b.Name] {
 			return
 		}
-		groups[g].drives = append(groups[g].drives, name)
-		for _, b := range mounts[name] {
-			join("box:"+b, g)
+		boxIn[b.Name] = true
+		g.boxes = append(g.boxes, b)
+		for _, m := range b.Mounts {
+			addDrive(g, m.Drive)
 		}
 	}
 	for _, b := range boxes {
-		if b.Node == node {
-			if _, ok := group["box:"+b.Name]; !ok {
-				groups = append(groups, moveGroup{})
-				join("box:"+b.Name, len(groups)-1)
-			}
+		if b.Node == node && !boxIn[b.Name] {
+			var g moveGroup
+			addBox(&g, b)
+			groups = append(groups, g)
 		}
 	}
 	for _, d := range drives {
-		if d.Node == node && d.State == "ready" {
-			if _, ok := group["drive:"+d.Name]; !ok {
-				groups = append(groups, moveGroup{})
-				join("drive:"+d.Name, len(groups)-1)
-			}
+		if d.Node == node && d.State == "ready" && !driveIn[d.Name] {
+			var g moveGroup
+			addDrive(&g, d.Name)
+			groups = append(groups, g)
 		}
 	}
 	return groups

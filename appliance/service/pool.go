@@ -268,8 +268,10 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 // warmExec has the driver start, in a ready pool box, the process that
 // will start its commands (driver.ExecWarmer), so that a claimed box's
 // first command does not wait for the runtime. A box that cannot have
-// one is said once, when its start fails, and not tried again (each try
-// is an exec in it, every pool pass); its commands start as usual.
+// one is said once, when its start fails, and not asked about again:
+// the driver keeps a failed start's error a while and gives it again,
+// and each pool pass would log it again (on another server, after a
+// round trip to its agent). Its commands start as usual.
 func (s *Service) warmExec(ctx context.Context, key string) {
 	w, ok := s.Driver.(driver.ExecWarmer)
 	if !ok {

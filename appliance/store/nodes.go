@@ -238,7 +238,7 @@ type Move struct {
 // AddMove records a move before anything of it is shipped.
 func (s *Store) AddMove(m Move) (int64, error) {
 	res, err := s.db.Exec(`INSERT INTO moves (source, target, boxes, drives, running, snaps, started) VALUES (?,?,?,?,?,?,?)`,
-		m.Source, m.Target, mustJSON(nonNil(m.Boxes)), mustJSON(nonNil(m.Drives)), mustJSON(nonNil(m.Running)), mustJSON(nonNil(m.Snaps)), unix(m.Started))
+		m.Source, m.Target, mustJSON(m.Boxes), mustJSON(m.Drives), mustJSON(m.Running), mustJSON(m.Snaps), unix(m.Started))
 	if err != nil {
 		return 0, err
 	}
@@ -248,7 +248,7 @@ func (s *Store) AddMove(m Move) (int64, error) {
 // SetMoveSnaps records the snapshots a move ships (known once the boxes
 // are stopped and snapshotted).
 func (s *Store) SetMoveSnaps(id int64, snaps []string) error {
-	_, err := s.db.Exec(`UPDATE moves SET snaps=? WHERE id=?`, mustJSON(nonNil(snaps)), id)
+	_, err := s.db.Exec(`UPDATE moves SET snaps=? WHERE id=?`, mustJSON(snaps), id)
 	return err
 }
 
@@ -278,11 +278,4 @@ func (s *Store) Moves() ([]Move, error) {
 		}
 		return m, nil
 	})
-}
-
-func nonNil(v []string) []string {
-	if v == nil {
-		return []string{}
-	}
-	return v
 }

@@ -61,10 +61,10 @@ func (t *Tx) SetDriveState(name, state string) error {
 	return oneRow(res)
 }
 
+const getDrive = `SELECT ` + driveCols + ` FROM drives WHERE name=?`
+
 // GetDrive reads one drive in the transaction.
-func (t *Tx) GetDrive(name string) (Drive, error) {
-	return scanDrive(t.tx.QueryRow(`SELECT `+driveCols+` FROM drives WHERE name=?`, name))
-}
+func (t *Tx) GetDrive(name string) (Drive, error) { return scanDrive(t.tx.QueryRow(getDrive, name)) }
 
 // UpdateDrive rewrites a drive's size and labels.
 func (t *Tx) UpdateDrive(d Drive) error {
@@ -256,6 +256,4 @@ func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives,
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
 
 // GetDrive reads one drive.
-func (s *Store) GetDrive(name string) (Drive, error) {
-	return scanDrive(s.db.QueryRow(`SELECT `+driveCols+` FROM drives WHERE name=?`, name))
-}
+func (s *Store) GetDrive(name string) (Drive, error) { return scanDrive(s.db.QueryRow(getDrive, name)) }
