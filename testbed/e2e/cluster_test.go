@@ -977,6 +977,7 @@ table inet spynode {
 		udp dport 9891 counter
 		tcp dport 9892 counter
 		udp dport 9893 counter
+		udp dport 9899 counter
 	}
 }
 `
@@ -991,10 +992,16 @@ table inet spynode {
 	in(shut, "udp", open.ip, "198.18.0.10", "9891")
 	in(shut, "tcp", open.ip, "198.18.0.10", "9892")
 	in(shut, "frame", open.mac, bridgeMAC, open.ip, "198.18.0.10", "9893")
-	time.Sleep(time.Second)
-	counts := run("ip", "netns", "exec", "pdk-inet", "nft", "list", "table", "inet", "spynode")
-	for _, want := range []string{`udp dport 9881 counter packets [1-9]`, `tcp dport 9882 counter packets [1-9]`,
-		`udp dport 9891 counter packets 0 `, `tcp dport 9892 counter packets 0 `, `udp dport 9893 counter packets 0 `} {
+	// A last control, sent after the forged packets along their path:
+	// once it has arrived, they have had their chance.
+	in(open, "udp", open.ip, "198.18.0.10", "9899")
+	var counts string
+	arrived := regexp.MustCompile(`udp dport 9881 counter packets [1-9][\s\S]*tcp dport 9882 counter packets [1-9][\s\S]*udp dport 9899 counter packets [1-9]`)
+	waitFor(t, 30*time.Second, "the allow-all box's own packets in the test internet", func() bool {
+		counts = run("ip", "netns", "exec", "pdk-inet", "nft", "list", "table", "inet", "spynode")
+		return arrived.MatchString(counts)
+	})
+	for _, want := range []string{`udp dport 9891 counter packets 0 `, `tcp dport 9892 counter packets 0 `, `udp dport 9893 counter packets 0 `} {
 		if !regexp.MustCompile(want).MatchString(counts) {
 			t.Fatalf("spoofing on %s: no %q in what the test internet counted:\n%s", sv.Name, want, counts)
 		}
