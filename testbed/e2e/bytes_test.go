@@ -34,6 +34,11 @@ var inputSizes = []int{0, 1, 32767, 32768, 32769, 65535, 65536, 65537, 1 << 20}
 
 const bigSize = 64 << 20
 
+// execHang is how long one command of the byte test may go on before it
+// is taken for one that will never end: its biggest input and output,
+// 64 MiB each way, take seconds on a busy two-core machine.
+const execHang = 3 * time.Minute
+
 // Every byte a caller gives a command reaches it, and every byte the
 // command writes reaches the caller, under load: execs side by side on
 // several boxes with input of the sizes above (each command's input
@@ -187,7 +192,16 @@ func noByteLost(t *testing.T, d *harness.Daemon, warm bool) {
 				case 3: // a command that ends before its input does
 					cmd, want = []string{"head", "-c", "1000"}, in[:min(1000, len(in))]
 				}
-				code, err := c.Exec(ctx, box, api.ExecPost{Cmd: cmd}, client.ExecIO{Stdin: stdin, Stdout: &out, Stderr: &errb})
+				// A command that never ends is lost for the run, not for
+				// the test: its own bound says so and the others go on.
+				one, cancel := context.WithTimeout(ctx, execHang)
+				code, err := c.Exec(one, box, api.ExecPost{Cmd: cmd}, client.ExecIO{Stdin: stdin, Stdout: &out, Stderr: &errb})
+				hung := one.Err() != nil && ctx.Err() == nil
+				cancel()
+				if hung {
+					fail("exec %d (%s, %d bytes in) had not ended after %v: it waits for something that will not come (an end of input?)", i, cmd[0], size, execHang)
+					continue
+				}
 				if err != nil || code != 0 {
 					fail("exec %d (%s, %d bytes in): code %d, %v", i, cmd[0], size, code, err)
 					continue

@@ -786,8 +786,10 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 
 	var cut atomic.Value // the error that cut the command's input short
 	if spec.Stdin != nil {
+		streamCtx, streamEnded := context.WithCancel(context.WithoutCancel(ctx))
+		defer streamEnded()
 		go func() {
-			_, err := io.Copy(att.Conn, spec.Stdin)
+			n, err := io.Copy(att.Conn, spec.Stdin)
 			if err == nil {
 				inputEnded.Store(true)
 			}
@@ -801,6 +803,9 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 				// no such thing (only ^D, which the terminal itself
 				// carries), and the engine would stop the output with it.
 				att.CloseWrite()
+				if n == 0 {
+					d.endEmptyInput(streamCtx, id) // stdin.go
+				}
 			}
 		}()
 	}
