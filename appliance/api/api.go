@@ -6,6 +6,8 @@
 package api
 
 import (
+	"encoding/json"
+	"fmt"
 	"time"
 )
 
@@ -572,3 +574,38 @@ type Node struct {
 type NodeLabels struct {
 	Labels map[string]string `json:"labels"`
 }
+
+// AuditCheck is what checking the audit log's chain found.
+type AuditCheck struct {
+	OK      bool        `json:"ok"`
+	Entries int64       `json:"entries"`          // entries that chain, from First on
+	First   int64       `json:"first"`            // the first entry kept (those before were pruned)
+	Last    int64       `json:"last"`             // the last entry that chains
+	Broken  *AuditBreak `json:"broken,omitempty"` // where it breaks
+}
+
+// AuditEntry is one entry of the audit log (see package audit).
+type AuditEntry struct {
+	Seq    int64           `json:"seq"`
+	At     time.Time       `json:"at"`
+	User   string          `json:"user,omitempty"` // empty: nobody signed in (a failed sign-in names whom it tried in Detail)
+	Via    string          `json:"via,omitempty"`  // "token NAME", "session", "ssh key NAME", "link"
+	Addr   string          `json:"addr,omitempty"`
+	Agent  string          `json:"agent,omitempty"`
+	Action string          `json:"action"`
+	Box    string          `json:"box,omitempty"`
+	Owner  string          `json:"box_owner,omitempty"` // the box's owner then: a member sees entries about their boxes
+	Object string          `json:"object,omitempty"`    // another object, as KIND/NAME: "drives/cache"
+	Detail json.RawMessage `json:"detail,omitempty"`
+	Result string          `json:"result"` // "ok", or what went wrong
+	Prev   string          `json:"prev"`
+	Hash   string          `json:"hash"`
+}
+
+// AuditBreak is where the audit log stops chaining.
+type AuditBreak struct {
+	Seq    int64  `json:"seq"`
+	Reason string `json:"reason"`
+}
+
+func (b *AuditBreak) Error() string { return fmt.Sprintf("entry %d: %s", b.Seq, b.Reason) }

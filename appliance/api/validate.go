@@ -302,3 +302,24 @@ func LabelsText(labels map[string]string) string {
 	}
 	return strings.Join(ks, ",")
 }
+
+// ParseSince reads how far back to look: a duration ("90m", "1h", "2d")
+// before now, or a time (RFC 3339).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	bad := &Error{Code: CodeInvalid, Field: "since", Message: fmt.Sprintf("since %q: give a duration (90m, 1h, 2d) or a time (2026-01-02T15:04:05Z)", s)}
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 {
+			return time.Time{}, bad
+		}
+		return now.Add(-time.Duration(n) * 24 * time.Hour), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, bad
+	}
+	return now.Add(-d), nil
+}

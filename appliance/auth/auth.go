@@ -51,6 +51,24 @@ type Sealer struct{ aead cipher.AEAD }
 
 // LoadSealer reads the key at path, making it on first use.
 func LoadSealer(path string) (*Sealer, error) {
+	key, err := LoadKey(path)
+	if err != nil {
+		return nil, err
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, err
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, err
+	}
+	return &Sealer{aead: aead}, nil
+}
+
+// LoadKey reads a 32-byte key from path, making one (mode 0600) when
+// there is none.
+func LoadKey(path string) ([]byte, error) {
 	key, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		key = make([]byte, 32)
@@ -66,17 +84,9 @@ func LoadSealer(path string) (*Sealer, error) {
 		return nil, err
 	}
 	if len(key) != 32 {
-		return nil, fmt.Errorf("%s: the secret key must be 32 bytes", path)
+		return nil, fmt.Errorf("%s: the key must be 32 bytes", path)
 	}
-	block, err := aes.NewCipher(key)
-	if err != nil {
-		return nil, err
-	}
-	aead, err := cipher.NewGCM(block)
-	if err != nil {
-		return nil, err
-	}
-	return &Sealer{aead: aead}, nil
+	return key, nil
 }
 
 // Seal encrypts a value; name is bound to it, so a sealed value cannot be

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -711,4 +712,35 @@ func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]s
 // RemoveNode forgets a server that holds nothing (the owner's).
 func (c *Client) RemoveNode(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/nodes/"+esc(name), nil, nil)
+}
+
+// AuditQuery picks audit log entries; zero fields pick all.
+type AuditQuery struct {
+	Box, User, Action, Since string
+	After                    int64
+	Limit                    int
+}
+
+// Audit lists the audit log entries the caller may see, oldest first.
+func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]api.AuditEntry, error) {
+	v := url.Values{}
+	for k, s := range map[string]string{"box": q.Box, "user": q.User, "action": q.Action, "since": q.Since} {
+		if s != "" {
+			v.Set(k, s)
+		}
+	}
+	if q.After > 0 {
+		v.Set("after", strconv.FormatInt(q.After, 10))
+	}
+	if q.Limit > 0 {
+		v.Set("limit", strconv.Itoa(q.Limit))
+	}
+	var es []api.AuditEntry
+	return es, c.do(ctx, "GET", "/audit?"+v.Encode(), nil, &es)
+}
+
+// VerifyAudit checks the audit log's chain (the owner's).
+func (c *Client) VerifyAudit(ctx context.Context) (api.AuditCheck, error) {
+	var r api.AuditCheck
+	return r, c.do(ctx, "GET", "/audit/verify", nil, &r)
 }

@@ -106,6 +106,13 @@ type Config struct {
 	// owners too: past it, the logs of their oldest ended jobs are
 	// replaced by a line that says so (0: no bound).
 	JobLogsPerUserMiB int64 `koanf:"job_logs_per_user_mib"`
+	// AuditDays is how long audit log entries are kept (package audit);
+	// 0 keeps them all.
+	AuditDays int `koanf:"audit_days"`
+	// AuditFile, when set, gets each audit entry as a JSON line as it is
+	// recorded, for a log shipper to follow (and to witness the log:
+	// package audit).
+	AuditFile string `koanf:"audit_file"`
 	// ArchiveMaxMiB bounds what one push or drive restore may hold
 	// (sparse files are refused whatever their size).
 	ArchiveMaxMiB int64 `koanf:"archive_max_mib"`
@@ -206,6 +213,8 @@ func Defaults() map[string]any {
 		"limits.jobs":                 50,
 		"limits.drive_gib":            100,
 		"archive_max_mib":             16384,
+		"audit_days":                  90,
+		"audit_file":                  "",
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,
 		"box_user":                    "paddock",
@@ -376,6 +385,9 @@ const MaxWarmPool = 20
 func (c Config) Validate() error {
 	if c.StateDir == "" {
 		return errors.New("config: state_dir is empty")
+	}
+	if c.AuditDays < 0 {
+		return errors.New("config: audit_days must be 0 (keep every entry) or more")
 	}
 	if c.JobLogMaxMiB < 0 || c.ArchiveMaxMiB < 0 || c.JobLogsPerUserMiB < 0 {
 		return errors.New("config: job_log_max_mib, job_logs_per_user_mib and archive_max_mib must be 0 (no bound) or more")

@@ -201,9 +201,16 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	auditor, err := openAudit(cfg)
+	if err != nil {
+		return err
+	}
+	if auditor.Export != nil {
+		defer auditor.Export.Close()
+	}
 	host, _ := os.Hostname()
 	host = strings.ToLower(strings.SplitN(host, ".", 2)[0])
-	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer,
+	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer, Audit: auditor,
 		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
 			Name: host, URL: cfg.ClusterListen, Swarm: drv,
 			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
@@ -362,6 +369,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		}
 	})
 	go loop(ctx, nodesEvery, nil, func() { svc.LookAtNodes(ctx) })
+	svc.PruneAudit()
+	go loop(ctx, time.Hour, nil, svc.PruneAudit)
 	go loop(ctx, 500*time.Millisecond, nil, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
 			log.Error("ttl", "err", err)
@@ -441,6 +450,22 @@ func cleanupFirewall(cfg config.Config, stderr io.Writer) error {
 		return err
 	}
 	return policies.Remove(conn, cfg.Instance)
+}
+
+// openAudit opens the audit log's key (audit.key in the state folder,
+// made on first use) and its export file, when audit_file names one.
+func openAudit(cfg config.Config) (*service.Auditor, error) {
+	key, err := auth.LoadKey(filepath.Join(cfg.StateDir, "audit.key"))
+	if err != nil {
+		return nil, fmt.Errorf("the audit log's key: %w", err)
+	}
+	a := &service.Auditor{Key: key}
+	if cfg.AuditFile != "" {
+		if a.Export, err = os.OpenFile(cfg.AuditFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600); err != nil {
+			return nil, fmt.Errorf("audit_file: %w", err)
+		}
+	}
+	return a, nil
 }
 
 // kicker is a channel for loop's kicks and the function that kicks: a

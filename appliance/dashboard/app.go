@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -118,9 +119,11 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	}
 	u, sess, next, err := p.Svc.RedeemSignIn(r.PathValue("token"))
 	if err != nil {
+		audit.From(r.Context()).Result(err.Error())
 		p.linkGone(w, err)
 		return
 	}
+	audit.From(r.Context()).Who(u.Name, "sign-in link")
 	p.Log.Info("dashboard sign-in", "user", u.Name, "addr", ClientAddr(r))
 	p.setSession(w, sess)
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)

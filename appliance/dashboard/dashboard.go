@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -218,6 +219,7 @@ func (p *Pages) Session(r *http.Request) (store.Token, store.User, bool) {
 	if err != nil || t.Kind != store.TokenSession {
 		return store.Token{}, store.User{}, false
 	}
+	audit.From(r.Context()).Who(u.Name, "session")
 	return t, u, true
 }
 
@@ -270,7 +272,10 @@ func (p *Pages) redeem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	u, sess, err := p.Svc.Redeem(tok, name, pw)
+	rec := audit.From(r.Context())
+	rec.Note("name", name)
 	if err != nil {
+		rec.Result(err.Error())
 		code, msg := http.StatusInternalServerError, err.Error()
 		var ae *api.Error
 		if errors.As(err, &ae) {
@@ -287,6 +292,7 @@ func (p *Pages) redeem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Log.Info("user created", "user", u.Name, "role", u.Role, "by", kind)
+	rec.Who(u.Name, "link")
 	p.setSession(w, sess)
 	p.render(w, http.StatusCreated, "welcome", view{Title: "Welcome", User: u.Name, Role: u.Role, Next: p.serverURL(r)})
 }
@@ -328,13 +334,17 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r, name) {
 		return
 	}
+	rec := audit.From(r.Context())
+	rec.Note("name", name)
 	u, sess, err := p.Svc.Login(name, r.PostFormValue("password"))
 	if err != nil {
+		rec.Result("wrong user name or password")
 		p.Log.Warn("failed login", "user", name, "addr", ClientAddr(r))
 		p.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Next: next, Error: "Wrong user name or password."})
 		return
 	}
 	p.Log.Info("login", "user", u.Name, "addr", ClientAddr(r))
+	rec.Who(u.Name, "password")
 	p.setSession(w, sess)
 	http.Redirect(w, r, next, http.StatusSeeOther)
 }

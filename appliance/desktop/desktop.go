@@ -25,6 +25,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 )
@@ -51,11 +52,12 @@ type Proxy struct {
 
 type ticket struct {
 	box     string
+	user    string // whom it was given to (for the audit log)
 	expires time.Time
 }
 
 // Ticket makes a single-use ticket for a box's desktop.
-func (p *Proxy) Ticket(box string) (api.DesktopTicket, error) {
+func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, error) {
 	if err := p.Svc.DesktopBox(box); err != nil {
 		return api.DesktopTicket{}, err
 	}
@@ -73,17 +75,19 @@ func (p *Proxy) Ticket(box string) (api.DesktopTicket, error) {
 			delete(p.tickets, k)
 		}
 	}
-	p.tickets[t] = ticket{box: box, expires: exp}
+	u, _ := service.UserFrom(ctx)
+	p.tickets[t] = ticket{box: box, user: u.Name, expires: exp}
 	return api.DesktopTicket{Ticket: t, Path: "/desktop/" + box + "/#ticket=" + t, Expires: exp}, nil
 }
 
-// take consumes a ticket for a box.
-func (p *Proxy) take(t, box string) bool {
+// take consumes a ticket for a box: whom it was given to, and whether it
+// was good.
+func (p *Proxy) take(t, box string) (string, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v, ok := p.tickets[t]
 	delete(p.tickets, t)
-	return ok && v.box == box && time.Now().Before(v.expires)
+	return v.user, ok && v.box == box && time.Now().Before(v.expires)
 }
 
 // Routes adds the page, the noVNC files and the websocket to mux. They are
@@ -112,7 +116,8 @@ func (p *Proxy) Routes(t *route.Table) {
 
 func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 	box := r.PathValue("box")
-	if !p.take(r.URL.Query().Get("ticket"), box) {
+	user, ok := p.take(r.URL.Query().Get("ticket"), box)
+	if !ok {
 		http.Error(w, "no valid ticket for this desktop: run 'paddock desktop "+box+"'", http.StatusUnauthorized)
 		return
 	}
@@ -126,6 +131,9 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	defer c.CloseNow()
+	rec := audit.From(r.Context())
+	rec.Who(user, "desktop ticket")
+	rec.Open()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	conn := websocket.NetConn(ctx, c, websocket.MessageBinary)

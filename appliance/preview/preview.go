@@ -21,6 +21,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -231,6 +232,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
 		return
 	}
+	audit.From(r.Context()).About(box, "")
 	if _, ok := h.visible(u, box); !ok {
 		http.Error(w, "no box named "+strconv.Quote(box), http.StatusNotFound)
 		return

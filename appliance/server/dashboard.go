@@ -17,6 +17,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/service"
 )
 
@@ -144,6 +145,7 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) error {
 		return nil // Accept has answered
 	}
 	defer c.CloseNow()
+	audit.From(r.Context()).Open()
 	c.SetReadLimit(1 << 20)
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

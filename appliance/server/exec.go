@@ -2,11 +2,13 @@ package server
 
 import (
 	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/stream"
 )
@@ -21,6 +23,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeInvalid, Message: "attached exec needs 'Upgrade: " + api.UpgradeExec + "'; use /jobs to run detached"}
 	}
 	name := r.PathValue("name")
+	rec := audit.From(r.Context())
+	rec.Note("argv", p.Cmd)
+	if p.TTY {
+		rec.Note("tty", true)
+	}
 	spec, err := s.Svc.CheckExec(name, p)
 	if err != nil {
 		return err
@@ -34,6 +41,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if err := brw.Flush(); err != nil {
 		return nil
 	}
+	rec.Open()
 	fw := stream.NewWriter(conn)
 	ctx := r.Context()
 	stdinR, stdinW := io.Pipe()
@@ -45,9 +53,11 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	})
 	stdinR.Close()
 	if err != nil {
+		rec.Result(err.Error())
 		fw.Frame(stream.Error, []byte(err.Error()))
 		return nil
 	}
+	rec.Result(fmt.Sprintf("exit %d", code))
 	fw.Frame(stream.Exit, stream.ExitFrame(code))
 	return nil
 }
@@ -93,6 +103,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Note("argv", p.Cmd)
 	j, err := s.Svc.StartJob(r.PathValue("name"), p)
 	if err != nil {
 		return err
@@ -129,7 +140,11 @@ func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.Push(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"), r.Body); err != nil {
+	rec := audit.From(r.Context())
+	rec.Note("path", r.URL.Query().Get("path"))
+	body := &counted{r: r.Body}
+	defer func() { rec.Note("bytes", body.n) }()
+	if err := s.Svc.Push(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"), body); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
@@ -137,13 +152,14 @@ func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) pull(w http.ResponseWriter, r *http.Request) error {
+	audit.From(r.Context()).Note("path", r.URL.Query().Get("path"))
 	rc, err := s.Svc.Pull(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
-	return s.sendTar(w, rc, err, "pull", r.PathValue("name"))
+	return s.sendTar(w, r, rc, err, "pull", r.PathValue("name"))
 }
 
 func (s *Server) backupDrive(w http.ResponseWriter, r *http.Request) error {
 	rc, err := s.Svc.BackupDrive(r.Context(), r.PathValue("name"))
-	return s.sendTar(w, rc, err, "drive backup", r.PathValue("name"))
+	return s.sendTar(w, r, rc, err, "drive backup", r.PathValue("name"))
 }
 
 func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
@@ -159,16 +175,32 @@ func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
 // (http.ErrAbortHandler), so that the client reads an error. Ended
 // cleanly, a tar cut between two entries would read as a whole one with
 // files missing.
-func (s *Server) sendTar(w http.ResponseWriter, rc io.ReadCloser, err error, what, name string) error {
+func (s *Server) sendTar(w http.ResponseWriter, r *http.Request, rc io.ReadCloser, err error, what, name string) error {
 	if err != nil {
 		return err
 	}
 	defer rc.Close()
 	w.Header().Set("Content-Type", "application/x-tar")
 	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, rc); err != nil {
+	n, err := io.Copy(w, rc)
+	rec := audit.From(r.Context())
+	rec.Note("bytes", n)
+	if err != nil {
+		rec.Result("cut short: " + err.Error())
 		s.Log.Warn(what+" interrupted", "name", name, "err", err)
 		panic(http.ErrAbortHandler)
 	}
 	return nil
+}
+
+// counted is a reader that counts what was read through it.
+type counted struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -85,6 +85,8 @@ var ops = map[string]openapi.Op{
 	"DELETE /v1/nodes/{name}":               {Tag: "nodes", Summary: "Forget a server that holds no box, drive or snapshot (the owner's)", Status: 204},
 	"POST /v1/nodes/{name}/drain":           {Tag: "nodes", Summary: "Drain a server: no new box goes there, and its boxes move to others (the owner's)", Response: api.Drained{}},
 	"DELETE /v1/nodes/{name}/drain":         {Tag: "nodes", Summary: "Undrain a server: new boxes may go there again (the owner's)", Status: 204},
+	"GET /v1/audit":                         {Tag: "audit", Summary: "The audit log, oldest first: the owner sees every entry; a member, their own actions and those about their boxes (the newest 1000 unless limit says)", Response: []api.AuditEntry{}, Query: [][2]string{{"box", "entries about this box"}, {"user", "entries of this user's actions"}, {"action", "this action, or a kind of them (box: box.create, box.stop...)"}, {"since", "a duration back from now (90m, 1h, 2d) or a time (RFC 3339)"}, {"after", "entries after this number (to follow the log)"}, {"limit", "the newest N, 1 to 10000"}}},
+	"GET /v1/audit/verify":                  {Tag: "audit", Summary: "Check the audit log's chain of keyed hashes; where it breaks, if it does (the owner's)", Response: api.AuditCheck{}},
 	"POST /v1/nodes/joins":                  {Tag: "nodes", Summary: "A one-time token, and the command that lets a server join with it (the owner's)", Response: api.NodeJoin{}, Status: 201},
 }
 

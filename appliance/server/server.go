@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
@@ -187,18 +188,21 @@ func (s *Server) Handler() http.Handler {
 		add("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)
 		s.Desktop.Routes(mux)
 	}
+	add("GET "+p+"/audit", s.auditLog)
+	add("GET "+p+"/audit/verify", s.verifyAudit)
 	mux.Add("/", route.Token, s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
+	h := s.recorded(mux, mux)
 	if s.Preview == nil {
-		return mux
+		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, _, ok := s.Preview.Match(r.Host); ok {
 			s.Preview.ServeHTTP(w, r)
 			return
 		}
-		mux.ServeHTTP(w, r)
+		h.ServeHTTP(w, r)
 	})
 }
 
@@ -283,6 +287,7 @@ func (s *Server) authed(h handler) http.Handler {
 			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized, Message: err.Error()})
 			return
 		}
+		audit.From(r.Context()).Who(u.Name, via(t))
 		ctx := service.WithUser(r.Context(), u)
 		ctx = context.WithValue(ctx, tokenKey{}, t)
 		if err := h(w, r.WithContext(ctx)); err != nil {
@@ -364,6 +369,7 @@ func status(err error) (int, api.Error) {
 
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code, body := status(err)
+	audit.From(r.Context()).Result(body.Message)
 	if code >= 500 {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
@@ -484,6 +490,10 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	tok, err := s.Svc.DevicePoll(p.DeviceCode)
+	var e *api.Error
+	if errors.As(err, &e) && (e.Code == api.CodePending || e.Code == api.CodeSlowDown) {
+		audit.From(r.Context()).Skip() // polled every few seconds while it waits
+	}
 	if err != nil {
 		return err
 	}
@@ -502,6 +512,10 @@ func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
 	var p api.BoxPost
 	if err := decode(r, &p); err != nil {
 		return err
+	}
+	rec := audit.From(r.Context())
+	if u, ok := service.UserFrom(r.Context()); ok {
+		rec.About(p.Name, u.Name)
 	}
 	b, err := s.Svc.CreateBox(r.Context(), p)
 	if err != nil {
@@ -670,6 +684,7 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &req); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Note("project", req.Spec.Project)
 	res, err := s.Svc.ApplyProject(r.Context(), req)
 	if err != nil {
 		return err
@@ -753,6 +768,9 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	rec := audit.From(r.Context())
+	rec.Note("agent", p.Agent)
+	rec.Note("task", p.Task)
 	j, err := s.Svc.Prompt(r.PathValue("name"), p)
 	if err != nil {
 		return err
@@ -847,7 +865,7 @@ func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.Desktop.Ticket(r.PathValue("name"))
+	t, err := s.Desktop.Ticket(r.Context(), r.PathValue("name"))
 	if err != nil {
 		return err
 	}
@@ -867,6 +885,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Object("tokens", p.Name)
 	t, err := s.Svc.CreateToken(r.Context(), p.Name)
 	if err != nil {
 		return err

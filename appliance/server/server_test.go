@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
@@ -49,7 +50,8 @@ func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background(), Sealer: sealer}
+	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background(), Sealer: sealer,
+		Audit: &service.Auditor{Key: audit.Key("a key of thirty-two bytes, for t")}}
 	pages := dashboard.New(svc, st, log, "", false)
 	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages}).Handler())
 	t.Cleanup(ts.Close)
@@ -271,7 +273,7 @@ func TestSendTarBreaksOffOnAnError(t *testing.T) {
 	tw.Flush()
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body := io.MultiReader(bytes.NewReader(part.Bytes()), iotest.ErrReader(errors.New("a file turned unreadable")))
-		s.sendTar(w, io.NopCloser(body), nil, "pull", "b")
+		s.sendTar(w, r, io.NopCloser(body), nil, "pull", "b")
 	}))
 	defer ts.Close()
 	resp, err := http.Get(ts.URL)

@@ -44,6 +44,8 @@ type Service struct {
 	Cluster *Cluster
 	// Sealer encrypts secrets at rest (nil: no secrets).
 	Sealer *auth.Sealer
+	// Audit writes the audit log (nil: none is kept).
+	Audit *Auditor
 	// Life bounds background work (jobs); it ends when the daemon stops.
 	Life context.Context
 	Now  func() time.Time

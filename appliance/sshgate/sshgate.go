@@ -18,6 +18,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"io"
 	"log/slog"
 	"net"
@@ -76,11 +77,11 @@ func HostKey(path string) (ssh.Signer, error) {
 func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
 	g.cfg = &ssh.ServerConfig{
 		PublicKeyCallback: func(meta ssh.ConnMetadata, key ssh.PublicKey) (*ssh.Permissions, error) {
-			name, err := g.allowed(meta.User(), ssh.FingerprintSHA256(key))
+			name, user, err := g.allowed(meta.User(), ssh.FingerprintSHA256(key))
 			if err != nil {
 				return nil, fmt.Errorf("key not allowed for %s", meta.User())
 			}
-			return &ssh.Permissions{Extensions: map[string]string{"key": name}}, nil
+			return &ssh.Permissions{Extensions: map[string]string{"key": name, "user": user}}, nil
 		},
 		ServerVersion: "SSH-2.0-paddockd",
 	}
@@ -105,18 +106,19 @@ func (g *Gateway) Listen(addr string, hostKey ssh.Signer) error {
 }
 
 // allowed checks that a user who may reach the box (its owner, or an owner
-// of the server) registered the key, and returns that registration's name.
+// of the server) registered the key, and returns that registration's name
+// and its user's.
 // Several users may register one public key; each reaches their own boxes
 // with it. The answer is the same for a box that does not exist, so names
 // do not leak.
-func (g *Gateway) allowed(box, fingerprint string) (string, error) {
+func (g *Gateway) allowed(box, fingerprint string) (string, string, error) {
 	holders, err := g.Store.SSHKeyHolders(fingerprint)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	b, err := g.Store.GetBox(box)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	for _, k := range holders {
 		u := store.User{ID: k.Owner, Role: store.RoleOwner} // keys from before there were users
@@ -126,10 +128,10 @@ func (g *Gateway) allowed(box, fingerprint string) (string, error) {
 			}
 		}
 		if service.Sees(u, b.Owner) {
-			return k.Name, nil
+			return k.Name, u.Name, nil
 		}
 	}
-	return "", errors.New("no user who may reach this box registered the key")
+	return "", "", errors.New("no user who may reach this box registered the key")
 }
 
 // Addr is where the gateway listens.
@@ -154,7 +156,16 @@ func (g *Gateway) serveConn(c net.Conn) {
 	conns, endForwards := context.WithCancel(context.Background())
 	defer endForwards()
 	box := sc.User()
-	g.Log.Info("ssh session", "box", box, "key", sc.Permissions.Extensions["key"], "from", sc.RemoteAddr().String())
+	key := sc.Permissions.Extensions["key"]
+	g.Log.Info("ssh session", "box", box, "key", key, "from", sc.RemoteAddr().String())
+	// The connection is the session the audit log records, opened and
+	// closed; what runs in it is the box's.
+	rec := audit.NewRecord("ssh", g.Svc.Record)
+	rec.Who(sc.Permissions.Extensions["user"], "ssh key "+key)
+	rec.Where(hostOf(sc.RemoteAddr()), string(sc.ClientVersion()))
+	rec.About(box, "")
+	rec.Open()
+	defer rec.Finish()
 	for nc := range chans {
 		switch nc.ChannelType() {
 		case "session":
@@ -320,4 +331,12 @@ func sendStatus(ch ssh.Channel, code int) {
 	b := make([]byte, 4)
 	binary.BigEndian.PutUint32(b, uint32(code))
 	ch.SendRequest("exit-status", false, b)
+}
+
+// hostOf is the address of a connection's far end, without its port.
+func hostOf(a net.Addr) string {
+	if h, _, err := net.SplitHostPort(a.String()); err == nil {
+		return h
+	}
+	return a.String()
 }

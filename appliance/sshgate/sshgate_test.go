@@ -47,12 +47,12 @@ func TestKeysReachTheirUsersBoxes(t *testing.T) {
 		{"ole", "miasbox", false},
 		{"mia", "nosuch", false},
 	} {
-		name, err := g.allowed(c.box, fp[c.user])
-		if (err == nil) != c.ok || (c.ok && name != c.user+"-key") {
-			t.Errorf("%s's key to %s: %q %v, want allowed=%v", c.user, c.box, name, err, c.ok)
+		name, user, err := g.allowed(c.box, fp[c.user])
+		if (err == nil) != c.ok || (c.ok && (name != c.user+"-key" || user != c.user)) {
+			t.Errorf("%s's key to %s: %q of %q, %v, want allowed=%v", c.user, c.box, name, user, err, c.ok)
 		}
 	}
-	if _, err := g.allowed("miasbox", "SHA256:unknown"); err == nil {
+	if _, _, err := g.allowed("miasbox", "SHA256:unknown"); err == nil {
 		t.Error("an unknown key is allowed")
 	}
 	// A member who registers the owner's public key takes nothing from the
@@ -67,15 +67,15 @@ func TestKeysReachTheirUsersBoxes(t *testing.T) {
 	st.Declare(func(tx *store.Tx) error {
 		return tx.CreateBox(store.Box{Name: "olesbox", Type: "small", Image: "i", Desired: "running", Created: time.Now(), Owner: ole.ID})
 	})
-	if name, err := g.allowed("miasbox", fp["olga"]); err != nil || name != "olga-key" {
+	if name, _, err := g.allowed("miasbox", fp["olga"]); err != nil || name != "olga-key" {
 		t.Errorf("the owner's key after a member registered it: %q %v", name, err)
 	}
-	if name, err := g.allowed("olesbox", fp["olga"]); err != nil || name != "olga-key" {
+	if name, _, err := g.allowed("olesbox", fp["olga"]); err != nil || name != "olga-key" {
 		t.Errorf("the owner's key to a member's box: %q %v", name, err)
 	}
 	// A removed user's keys stop working.
 	st.DeleteUser(mia.ID)
-	if _, err := g.allowed("miasbox", fp["mia"]); err == nil {
+	if _, _, err := g.allowed("miasbox", fp["mia"]); err == nil {
 		t.Error("a removed user's key is allowed")
 	}
 }

@@ -47,6 +47,7 @@ var examples = map[string][]string{
 	"fmt":        {"paddock fmt", "paddock fmt --check"},
 	"policy":     {"paddock policy set web deny-all", "paddock policy new registries --allow-domain registry.npmjs.org", "paddock policy log web --json"},
 	"version":    {"paddock version", "paddock version --json"},
+	"audit":      {"paddock audit --box web --since 1h", "paddock audit --action exec --json", "paddock audit -f", "paddock audit verify"},
 	"skill":      {"paddock skill show", "paddock skill install --agent claude"},
 	"mcp":        {"paddock mcp", "paddock mcp install --agent codex"},
 	"completion": {"paddock completion bash", "paddock completion zsh"},

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -36,6 +36,25 @@ _AttrChangeOptional = TypedDict("_AttrChangeOptional", {"after": "str", "before"
 
 
 class AttrChange(_AttrChangeRequired, _AttrChangeOptional):
+    pass
+
+
+AuditBreak = TypedDict("AuditBreak", {"reason": "str", "seq": "int"})
+
+
+_AuditCheckRequired = TypedDict("_AuditCheckRequired", {"entries": "int", "first": "int", "last": "int", "ok": "bool"})
+_AuditCheckOptional = TypedDict("_AuditCheckOptional", {"broken": "AuditBreak"}, total=False)
+
+
+class AuditCheck(_AuditCheckRequired, _AuditCheckOptional):
+    pass
+
+
+_AuditEntryRequired = TypedDict("_AuditEntryRequired", {"action": "str", "at": "str", "hash": "str", "prev": "str", "result": "str", "seq": "int"})
+_AuditEntryOptional = TypedDict("_AuditEntryOptional", {"addr": "str", "agent": "str", "box": "str", "box_owner": "str", "detail": "str", "object": "str", "user": "str", "via": "str"}, total=False)
+
+
+class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
     pass
 
 

@@ -30,6 +30,36 @@ export interface AttrChange {
   name: string;
 }
 
+export interface AuditBreak {
+  reason: string;
+  seq: number;
+}
+
+export interface AuditCheck {
+  broken?: AuditBreak;
+  entries: number;
+  first: number;
+  last: number;
+  ok: boolean;
+}
+
+export interface AuditEntry {
+  action: string;
+  addr?: string;
+  agent?: string;
+  at: string;
+  box?: string;
+  box_owner?: string;
+  detail?: string;
+  hash: string;
+  object?: string;
+  prev: string;
+  result: string;
+  seq: number;
+  user?: string;
+  via?: string;
+}
+
 export interface Box {
   agent?: string;
   cpus: number;

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"bufio"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// auditActions names the action each recorded route is in the audit log
+// (package audit): every route that changes something, signs someone in
+// or out, or reaches into a box, across the whole table (API, pages,
+// previews, desktops). A test walks the real table and calls each.
+// Reads of the server's own state (lists, one box, reports) are not
+// recorded.
+var auditActions = map[string]string{
+	"POST /v1/logout":                   "logout",
+	"POST /v1/login/device":             "login.device",
+	"POST /v1/login/device/token":       "login.device.token",
+	"POST /v1/signin-links":             "signin.link",
+	"POST /v1/users/invites":            "user.invite",
+	"DELETE /v1/users/{user}":           "user.remove",
+	"POST /v1/tokens":                   "token.create",
+	"DELETE /v1/tokens/{name}":          "token.revoke",
+	"POST /v1/keys":                     "key.add",
+	"DELETE /v1/keys/{name}":            "key.remove",
+	"PUT /v1/secrets/{name}":            "secret.set",
+	"DELETE /v1/secrets/{name}":         "secret.remove",
+	"POST /v1/boxes":                    "box.create",
+	"DELETE /v1/boxes/{name}":           "box.remove",
+	"POST /v1/boxes/{name}/stop":        "box.stop",
+	"POST /v1/boxes/{name}/start":       "box.start",
+	"PUT /v1/boxes/{name}/ttl":          "box.ttl",
+	"POST /v1/boxes/{name}/snapshots":   "box.snapshot",
+	"POST /v1/boxes/{name}/restore":     "box.restore",
+	"POST /v1/boxes/{name}/move":        "box.move",
+	"POST /v1/boxes/{name}/fork":        "box.fork",
+	"PUT /v1/boxes/{name}/policy":       "box.policy",
+	"POST /v1/boxes/{name}/setup":       "box.setup",
+	"POST /v1/boxes/{name}/exec":        "exec",
+	"GET /v1/boxes/{name}/terminal":     "terminal",
+	"POST /v1/boxes/{name}/jobs":        "job.start",
+	"POST /v1/boxes/{name}/prompt":      "prompt",
+	"PUT /v1/boxes/{name}/files":        "push",
+	"GET /v1/boxes/{name}/files":        "pull",
+	"GET /v1/boxes/{name}/download":     "download",
+	"GET /v1/boxes/{name}/dir":          "dir",
+	"GET /v1/boxes/{name}/screenshot":   "screenshot",
+	"POST /v1/boxes/{name}/screenshots": "screenshot.keep",
+	"POST /v1/boxes/{name}/desktop":     "desktop.ticket",
+	"GET /desktop/{box}/ws":             "desktop",
+	"GET /preview":                      "preview.open",
+	"POST /v1/drives":                   "drive.create",
+	"DELETE /v1/drives/{name}":          "drive.remove",
+	"POST /v1/drives/{name}/move":       "drive.move",
+	"GET /v1/drives/{name}/archive":     "drive.backup",
+	"PUT /v1/drives/{name}/archive":     "drive.restore",
+	"POST /v1/policies":                 "policy.create",
+	"PUT /v1/policies/{name}":           "policy.update",
+	"DELETE /v1/policies/{name}":        "policy.remove",
+	"POST /v1/reconcile":                "reconcile",
+	"POST /v1/plan":                     "plan",
+	"POST /v1/apply":                    "apply",
+	"PUT /v1/nodes/{name}/labels":       "node.label",
+	"DELETE /v1/nodes/{name}":           "node.remove",
+	"POST /v1/nodes/{name}/drain":       "node.drain",
+	"DELETE /v1/nodes/{name}/drain":     "node.undrain",
+	"POST /v1/nodes/joins":              "node.join-token",
+	"POST /login":                       "login",
+	"POST /logout":                      "logout",
+	"POST /device":                      "login.device.approve",
+	"POST /signin/{token}":              "signin",
+	"POST /setup/{token}":               "user.setup",
+	"POST /invite/{token}":              "user.join",
+}
+
+// AuditActions is the table above (for tests).
+func AuditActions() map[string]string { return auditActions }
+
+// recorded writes the audit entry of each request of a recorded route,
+// once it has been answered (or, for a session, at its opening too).
+func (s *Server) recorded(mux *route.Table, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pattern := mux.Handler(r)
+		action := auditActions[pattern]
+		if action == "" || s.Svc.Audit == nil {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := audit.NewRecord(action, s.Svc.Record)
+		rec.Where(dashboard.ClientAddr(r), r.UserAgent())
+		about(rec, pattern, r.URL.Path, s.Svc)
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if sw.code >= 400 {
+				rec.Fail(strconv.Itoa(sw.code) + " " + http.StatusText(sw.code))
+			}
+			rec.Finish()
+		}()
+		next.ServeHTTP(sw, r.WithContext(audit.With(r.Context(), rec)))
+	})
+}
+
+// about names the box or object of a request from its route's wildcards:
+// {name} after /boxes/ (or {box}) is the box; a wildcard after another
+// KIND/ is the object KIND/VALUE; a link's {token} is a secret, and
+// left out.
+func about(rec *audit.Record, pattern, path string, svc *service.Service) {
+	_, p, ok := strings.Cut(pattern, " ")
+	if !ok {
+		p = pattern
+	}
+	pat, got := strings.Split(p, "/"), strings.Split(path, "/")
+	if len(got) < len(pat) {
+		return
+	}
+	for i, seg := range pat {
+		if !strings.HasPrefix(seg, "{") || i == 0 {
+			continue
+		}
+		name, kind, v := strings.Trim(seg, "{}"), pat[i-1], got[i]
+		switch {
+		case name == "token":
+		case kind == "boxes" && name == "name", name == "box":
+			rec.About(v, svc.BoxOwnerName(v))
+		case kind == "jobs" || kind == "screenshots":
+			rec.Note(strings.TrimSuffix(kind, "s"), v)
+		default:
+			rec.Object(kind, v)
+		}
+	}
+}
+
+// via says how a token's holder proved who they are.
+func via(t store.Token) string {
+	if t.Kind == store.TokenSession {
+		return "session"
+	}
+	return "token " + t.Name
+}
+
+// statusWriter remembers the status sent; it unwraps for hijacks and
+// flushes (http.ResponseController).
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack is the underlying writer's: the websocket library asks for it
+// directly.
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	if w.code == 0 {
+		w.code = http.StatusSwitchingProtocols
+	}
+	return http.NewResponseController(w.ResponseWriter).Hijack()
+}
+
+func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
+
+// GET /v1/audit: the entries the caller may see, oldest first.
+func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	f := store.AuditFilter{Box: q.Get("box"), User: q.Get("user"), Action: q.Get("action"), Limit: 1000}
+	if v := q.Get("since"); v != "" {
+		t, err := api.ParseSince(v, time.Now())
+		if err != nil {
+			return err
+		}
+		f.Since = t
+	}
+	if v := q.Get("after"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return &api.Error{Code: api.CodeInvalid, Field: "after", Message: "after is an entry's number"}
+		}
+		f.After = n
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 10000 {
+			return &api.Error{Code: api.CodeInvalid, Field: "limit", Message: "limit is from 1 to 10000"}
+		}
+		f.Limit = n
+	}
+	es, err := s.Svc.AuditLog(r.Context(), f)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, es)
+}
+
+// GET /v1/audit/verify: the chain checked (the owner's).
+func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.Svc.VerifyAudit(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
