@@ -34,7 +34,7 @@ import (
 
 // Files are the state directory's files and folders a backup keeps,
 // beside the database.
-var Files = []string{"secret.key", "ssh_host_ed25519_key", "local.token", "caddy"}
+var Files = []string{"secret.key", "audit.key", "ssh_host_ed25519_key", "local.token", "caddy"}
 
 // Key is what a backup is encrypted to (Recipients) or opened with
 // (Identities).

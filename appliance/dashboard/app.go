@@ -70,6 +70,7 @@ func (p *Pages) appRoutes(t *route.Table) {
 	t.Add("GET /policies", route.Session, p.guard(p.app("policies")))
 	t.Add("GET /projects", route.Session, p.guard(p.app("projects")))
 	t.Add("GET /access", route.Session, p.guard(p.app("access")))
+	t.Add("GET /audit", route.Session, p.guard(p.app("audit")))
 	t.Add("GET /server", route.Session, p.guard(p.app("server")))
 	t.Add("GET /api", route.Session, p.guard(p.app("api")))
 	sub, _ := fs.Sub(appFiles, "ui")
@@ -202,7 +203,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 	}
 }
 
-var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "server": "Server"}
+var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "audit": "Audit log", "server": "Server"}
 
 // nodeRows are the servers, as 'paddock nodes' lists them.
 func (p *Pages) nodeRows(ctx context.Context) []nodeRow {

@@ -8,6 +8,7 @@
 package openapi
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"reflect"
@@ -201,6 +202,8 @@ func (g *gen) schemaOf(t reflect.Type) map[string]any {
 		return map[string]any{"type": "integer"}
 	case t.Kind() == reflect.Float32 || t.Kind() == reflect.Float64:
 		return map[string]any{"type": "number"}
+	case t == reflect.TypeOf(json.RawMessage(nil)):
+		return map[string]any{} // JSON as it is: any value
 	case t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8:
 		return map[string]any{"type": "string", "contentEncoding": "base64"}
 	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:

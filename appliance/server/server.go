@@ -637,6 +637,7 @@ func (s *Server) createDrive(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Object("drives", p.Name)
 	d, err := s.Svc.CreateDrive(r.Context(), p)
 	if err != nil {
 		return err
@@ -737,6 +738,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Object("policies", p.Name)
 	out, err := s.Svc.CreatePolicy(r.Context(), p)
 	if err != nil {
 		return err
@@ -849,6 +851,7 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
 	if err := decode(r, &p); err != nil {
 		return err
 	}
+	audit.From(r.Context()).Object("keys", p.Name)
 	k, err := s.Svc.AddKey(r.Context(), p)
 	if err != nil {
 		return err

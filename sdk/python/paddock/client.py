@@ -489,6 +489,18 @@ class Client:
     def remove_user(self, name):
         self._json("DELETE", "/users/" + _q(name))
 
+    def audit(self, box=None, user=None, action=None, since=None, after=None, limit=None) -> List[models.AuditEntry]:
+        """The audit log's entries the caller may see, oldest first. since is a
+        duration back from now ("1h", "2d") or a time; after an entry's number,
+        to follow the log; action an action or a kind of them ("box")."""
+        q = {k: v for k, v in (("box", box), ("user", user), ("action", action), ("since", since),
+                               ("after", after), ("limit", limit)) if v not in (None, "")}
+        return self._json("GET", "/audit?" + urllib.parse.urlencode(q))
+
+    def verify_audit(self) -> models.AuditCheck:
+        """Check the audit log's chain: where it breaks, if it does (the owner's)."""
+        return self._json("GET", "/audit/verify")
+
     def nodes(self) -> List[models.Node]:
         """The servers boxes are placed on, the control plane's first (the owner's)."""
         return self._json("GET", "/nodes")

@@ -51,7 +51,7 @@ class AuditCheck(_AuditCheckRequired, _AuditCheckOptional):
 
 
 _AuditEntryRequired = TypedDict("_AuditEntryRequired", {"action": "str", "at": "str", "hash": "str", "prev": "str", "result": "str", "seq": "int"})
-_AuditEntryOptional = TypedDict("_AuditEntryOptional", {"addr": "str", "agent": "str", "box": "str", "box_owner": "str", "detail": "str", "object": "str", "user": "str", "via": "str"}, total=False)
+_AuditEntryOptional = TypedDict("_AuditEntryOptional", {"addr": "str", "agent": "str", "box": "str", "box_owner": "str", "detail": "Any", "object": "str", "user": "str", "via": "str"}, total=False)
 
 
 class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):

@@ -104,6 +104,10 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(rep["policy"], "deny-all")
         self.assertIn("metadata", rep["drops"])
         self.c.set_policy("py-box", "allow-all")
+        # Both changes are in the audit log, which chains.
+        es = self.c.audit(box="py-box", action="box.policy")
+        self.assertEqual([e["result"] for e in es], ["ok", "ok"])
+        self.assertTrue(self.c.verify_audit()["ok"])
 
     def test_stop_snapshot_start(self):
         b = self.c.create_box(name="py-life")

@@ -41,10 +41,21 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, Box, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, Box, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
+
+/** What audit() picks; empty fields pick all. */
+export interface AuditFilter {
+  box?: string;
+  user?: string;
+  /** an action, or a kind of them: "box" picks box.create, box.stop... */
+  action?: string;
+  since?: string;
+  after?: number;
+  limit?: number;
+}
 
 /** What createBox takes: the API's BoxPost, with a TTL also as seconds. */
 export type CreateBox = Omit<BoxPost, "ttl"> & {
@@ -443,6 +454,16 @@ export class Client {
     return this.json("POST", "/users/invites", { role });
   }
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
+  /** The audit log's entries the caller may see, oldest first; `since` is
+   * a duration back from now ("1h", "2d") or a time; `after` an entry's
+   * number, to follow the log. */
+  audit(filter: AuditFilter = {}): Promise<AuditEntry[]> {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(filter)) if (v !== undefined && v !== "") p.set(k, String(v));
+    return this.json("GET", "/audit?" + p.toString());
+  }
+  /** Check the audit log's chain: where it breaks, if it does (the owner's). */
+  verifyAudit(): Promise<AuditCheck> { return this.json("GET", "/audit/verify"); }
   /** The servers boxes are placed on, the control plane's first (the owner's). */
   nodes(): Promise<Node[]> { return this.json("GET", "/nodes"); }
   /** A one-time command that lets another server join (the owner's). */

@@ -50,7 +50,7 @@ export interface AuditEntry {
   at: string;
   box?: string;
   box_owner?: string;
-  detail?: string;
+  detail?: unknown;
   hash: string;
   object?: string;
   prev: string;

@@ -138,6 +138,11 @@ test("policies apply to the running box", async () => {
   assert.equal(rep.policy, "deny-all");
   assert.ok("metadata" in rep.drops);
   await c.setPolicy("ts-box", "allow-all");
+  // Both changes are in the audit log, which chains.
+  const es = await c.audit({ box: "ts-box", action: "box.policy" });
+  assert.equal(es.length, 2);
+  assert.deepEqual(es.map((e) => e.result), ["ok", "ok"]);
+  assert.equal((await c.verifyAudit()).ok, true);
 });
 
 test("stop snapshots, start brings the files back, fork copies them", async () => {
