@@ -744,3 +744,15 @@ func (c *Client) VerifyAudit(ctx context.Context) (api.AuditCheck, error) {
 	var r api.AuditCheck
 	return r, c.do(ctx, "GET", "/audit/verify", nil, &r)
 }
+
+// Quota is a user's quota and use (a member may read their own).
+func (c *Client) Quota(ctx context.Context, user string) (api.UserQuota, error) {
+	var q api.UserQuota
+	return q, c.do(ctx, "GET", "/users/"+esc(user)+"/quota", nil, &q)
+}
+
+// SetQuota changes a member's quota (the owner's).
+func (c *Client) SetQuota(ctx context.Context, user string, p api.QuotaPut) (api.UserQuota, error) {
+	var q api.UserQuota
+	return q, c.do(ctx, "PUT", "/users/"+esc(user)+"/quota", p, &q)
+}

@@ -62,8 +62,12 @@ type Agent struct {
 
 // Limits are counts a member may not pass.
 type Limits struct {
-	Boxes  int `koanf:"boxes"`
-	Drives int `koanf:"drives"`
+	Boxes int `koanf:"boxes"`
+	// Running counts a member's boxes meant to run (0: no bound).
+	Running int `koanf:"running"`
+	Drives  int `koanf:"drives"`
+	// Types are the box types a member may make (empty: every one).
+	Types []string `koanf:"types"`
 	// Jobs counts a member's running jobs and prompts.
 	Jobs int `koanf:"jobs"`
 	// DriveGiB bounds what a member's drives hold together, measured
@@ -211,6 +215,8 @@ func Defaults() map[string]any {
 		"limits.boxes":                20,
 		"limits.drives":               20,
 		"limits.jobs":                 50,
+		"limits.running":              0,
+		"limits.types":                []string{},
 		"limits.drive_gib":            100,
 		"archive_max_mib":             16384,
 		"audit_days":                  90,

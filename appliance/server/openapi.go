@@ -20,6 +20,8 @@ var ops = map[string]openapi.Op{
 	"POST /v1/signin-links":                 {Tag: "account", Summary: "A single-use link, good for two minutes, that signs a browser in to the dashboard as the caller", Request: api.SignInPost{}, Response: api.SignInLink{}, Status: 201},
 	"GET /v1/users":                         {Tag: "account", Summary: "Users (the owner sees all; a member, themselves)", Response: []api.User{}},
 	"POST /v1/users/invites":                {Tag: "account", Summary: "A one-time invitation link (owner only)", Request: api.InvitePost{}, Response: api.InviteCreated{}, Status: 201},
+	"GET /v1/users/{user}/quota":            {Tag: "account", Summary: "A user's quota (what they may have at once: the server's defaults, but the fields set for them) and their use; a member reads their own", Response: api.UserQuota{}},
+	"PUT /v1/users/{user}/quota":            {Tag: "account", Summary: "Set a member's quota: each field given (0: no bound); those in default go back to the server's default (owner only)", Request: api.QuotaPut{}, Response: api.UserQuota{}},
 	"DELETE /v1/users/{user}":               {Tag: "account", Summary: "Remove a user: their tokens, sessions and keys go; boxes and drives stay (owner only)", Status: 204},
 	"GET /v1/tokens":                        {Tag: "account", Summary: "The caller's API tokens (names only)", Response: []api.TokenInfo{}},
 	"POST /v1/tokens":                       {Tag: "account", Summary: "Make an API token; its value is in this answer only", Request: api.TokenPost{}, Response: api.TokenCreated{}, Status: 201},

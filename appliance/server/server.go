@@ -154,6 +154,8 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/users", s.users)
 	add("POST "+p+"/users/invites", s.invite)
 	add("DELETE "+p+"/users/{user}", s.removeUser)
+	add("GET "+p+"/users/{user}/quota", s.quota)
+	add("PUT "+p+"/users/{user}/quota", s.setQuota)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -961,4 +963,29 @@ func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+// GET /v1/users/{user}/quota: a user's quota and use (a member: their
+// own).
+func (s *Server) quota(w http.ResponseWriter, r *http.Request) error {
+	q, err := s.Svc.Quota(r.Context(), r.PathValue("user"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, q)
+}
+
+// PUT /v1/users/{user}/quota: change a member's quota (the owner's).
+func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
+	var p api.QuotaPut
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(p)
+	audit.From(r.Context()).Note("set", json.RawMessage(b))
+	q, err := s.Svc.SetQuota(r.Context(), r.PathValue("user"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, q)
 }

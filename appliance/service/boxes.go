@@ -69,8 +69,20 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 // createBox declares b, saying why a name cannot be had or a member may
 // have no more boxes.
 func (s *Service) createBox(tx *store.Tx, b store.Box) error {
+	q, err := s.quotaOf(tx, b.Owner)
+	if err != nil {
+		return err
+	}
+	if err := q.typeAllowed(b.Type); err != nil {
+		return err
+	}
 	if err := s.checkLimit(tx, b.Owner, "boxes"); err != nil {
 		return err
+	}
+	if b.Desired == "running" {
+		if err := s.checkRunning(tx, b.Owner, b.Name); err != nil {
+			return err
+		}
 	}
 	// One answer whoever holds the name (the caller, another user, a
 	// removed box still being cleaned up): it says nothing of whose it is.
@@ -83,25 +95,20 @@ func (s *Service) createBox(tx *store.Tx, b store.Box) error {
 }
 
 // checkLimit refuses one more box or drive to a member who has the most
-// the configuration allows, naming the limit.
+// their quota allows, naming it.
 func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
-	limit := map[string]int{"boxes": s.Cfg.Limits.Boxes, "drives": s.Cfg.Limits.Drives}[what]
-	if limit <= 0 || owner == 0 { // owner 0: before there were users
-		return nil
-	}
-	if u, err := tx.GetUser(owner); errors.Is(err, store.ErrNotFound) || (err == nil && u.Role != store.RoleMember) {
-		return nil // owners have no limits
-	} else if err != nil {
+	q, err := s.quotaOf(tx, owner)
+	if err != nil || !q.member {
 		return err
 	}
 	boxes, drives, err := tx.CountOwned(owner)
 	if err != nil {
 		return err
 	}
-	if n := map[string]int{"boxes": boxes, "drives": drives}[what]; n >= limit {
-		return conflict("you have %d %s, the most a member may have (limits.%s = %d): remove one first", n, what, what, limit)
+	if what == "boxes" {
+		return q.over("boxes", boxes, q.Boxes, "boxes")
 	}
-	return nil
+	return q.over("drives", drives, q.Drives, "drives")
 }
 
 // errNoImage is the one answer for an image a box may not be made from,
@@ -322,9 +329,12 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 
 // StartBox starts a stopped box; its TTL starts again.
 func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
-	err := s.update(name, func(_ *store.Tx, b *store.Box) error {
+	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Desired == "running" {
 			return nil
+		}
+		if err := s.checkRunning(tx, b.Owner, b.Name); err != nil {
+			return err
 		}
 		if b.Note != "" {
 			// Stopped for its disk: it gets a grace to free space.
@@ -618,17 +628,19 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 // is written only through a box, so this is what stops it growing. It
 // takes no snapshot, as for a box's own disk.
 func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error {
-	limit := s.Cfg.Limits.DriveGiB
-	if limit <= 0 {
-		return nil
-	}
 	users, err := s.Store.Users()
 	if err != nil {
 		return err
 	}
+	// The members whose quota bounds their drives.
 	member := map[int64]bool{}
+	quotas := map[int64]quota{}
 	for _, u := range users {
-		member[u.ID] = u.Role == store.RoleMember
+		q, err := s.quotaOf(s.Store, u.ID)
+		if err != nil {
+			return err
+		}
+		member[u.ID], quotas[u.ID] = q.member && q.DriveGiB > 0, q
 	}
 	drives, err := s.Store.ListDrives()
 	if err != nil {
@@ -651,8 +663,9 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 	}
 	var errs []error
 	for _, b := range boxes {
-		n := held[b.Owner]
-		if float64(n) <= limit*(1<<30) || b.Desired != "running" || b.Observed != "running" || s.inDiskGrace(b.Name) {
+		n, q := held[b.Owner], quotas[b.Owner]
+		limit := q.DriveGiB
+		if !member[b.Owner] || float64(n) <= limit*(1<<30) || b.Desired != "running" || b.Observed != "running" || s.inDiskGrace(b.Name) {
 			continue
 		}
 		mounts := false
@@ -662,8 +675,8 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 		if !mounts {
 			continue
 		}
-		note := fmt.Sprintf("stopped at %s: your drives hold %.2f GiB, past limits.drive_gib = %g; start it and free space on a drive, or remove one",
-			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), limit)
+		note := fmt.Sprintf("stopped at %s: your drives hold %.2f GiB, past %s; start it and free space on a drive, or remove one (or %s)",
+			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), q.source("drive_gib", limit), q.raise("drive_gib"))
 		s.Log.Warn("a member's drives past their bound, stopping a box that mounts one", "box", b.Name, "bytes", n, "drive_gib", limit)
 		err := s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
 			sb.Desired, sb.Note = "stopped", note

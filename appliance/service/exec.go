@@ -163,30 +163,36 @@ func (s *Service) probe(ctx context.Context, box, script string) string {
 }
 
 // checkJobLimit refuses one more running job in a member's boxes when the
-// member has limits.jobs running, naming the limit.
+// member has as many running as their quota allows, naming it.
 func (s *Service) checkJobLimit(box string) error {
-	limit := s.Cfg.Limits.Jobs
 	b, err := s.Store.GetBox(box)
-	if limit <= 0 || err != nil || b.Owner == 0 {
-		return err
-	}
-	if u, err := s.Store.GetUser(b.Owner); err != nil || u.Role != store.RoleMember {
-		return nil
-	}
-	running, err := s.Store.ListJobs("", "running")
 	if err != nil {
 		return err
 	}
+	q, err := s.quotaOf(s.Store, b.Owner)
+	if err != nil || !q.member || q.Jobs <= 0 {
+		return err
+	}
+	n, err := s.runningJobs(b.Owner)
+	if err != nil {
+		return err
+	}
+	return q.over("jobs", n, q.Jobs, "jobs running")
+}
+
+// runningJobs counts the jobs running in the boxes of user id.
+func (s *Service) runningJobs(id int64) (int, error) {
+	running, err := s.Store.ListJobs("", "running")
+	if err != nil {
+		return 0, err
+	}
 	n := 0
 	for _, j := range running {
-		if jb, err := s.Store.GetBox(j.Box); err == nil && jb.Owner == b.Owner {
+		if jb, err := s.Store.GetBox(j.Box); err == nil && jb.Owner == id {
 			n++
 		}
 	}
-	if n >= limit {
-		return conflict("you have %d jobs running, the most a member may have (limits.jobs = %d): wait for one to end", n, limit)
-	}
-	return nil
+	return n, nil
 }
 
 // ForgetJobLogs removes the logs of jobs that went with a removed box.

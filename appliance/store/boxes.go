@@ -346,6 +346,7 @@ func (t *Tx) FreeIP(subnet netip.Prefix, gateway netip.Addr) (netip.Addr, error)
 // querier is what *sql.DB and *sql.Tx share.
 type querier interface {
 	Query(query string, args ...any) (*sql.Rows, error)
+	QueryRow(query string, args ...any) *sql.Row
 }
 
 // listAll runs a query and scans every row.

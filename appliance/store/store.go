@@ -298,6 +298,17 @@ var migrations = []string{
 		hash TEXT NOT NULL,
 		seal TEXT NOT NULL
 	 );`,
+	// Each user's own quota; a NULL takes the server's default
+	// (limits.* in the configuration).
+	`CREATE TABLE quotas (
+		user_id INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
+		boxes INTEGER,
+		running INTEGER,
+		drives INTEGER,
+		drive_gib REAL,
+		jobs INTEGER,
+		types TEXT
+	 );`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

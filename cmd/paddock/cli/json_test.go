@@ -26,6 +26,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = []api.Box{{Name: "web", Status: "running"}}
 		case strings.HasSuffix(r.URL.Path, "/policy"):
 			v = api.PolicyReport{Box: "web", Policy: "deny-all", Drops: map[string]uint64{"policy": 1}}
+		case strings.HasSuffix(r.URL.Path, "/quota"):
+			v = api.UserQuota{User: "u", Role: "member", Own: []string{}}
 		case r.URL.Path == "/v1/audit/verify":
 			v = api.AuditCheck{OK: true, Entries: 2, First: 1, Last: 2}
 		case r.URL.Path == "/v1/nodes/joins":

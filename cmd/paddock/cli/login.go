@@ -210,6 +210,8 @@ func cmdUser(e *env, args []string) error {
 		}
 		fmt.Fprintf(e.stdout, "removed user %s\n", args[1])
 		return nil
+	case "quota":
+		return userQuota(e, c, args[1:])
 	}
-	return usagef("user ls | user invite [--role member|owner] | user rm NAME")
+	return usagef("user ls | user invite [--role member|owner] | user rm NAME | user quota [NAME] [--boxes N ...]")
 }

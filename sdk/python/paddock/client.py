@@ -489,6 +489,15 @@ class Client:
     def remove_user(self, name):
         self._json("DELETE", "/users/" + _q(name))
 
+    def quota(self, user) -> models.UserQuota:
+        """A user's quota and use (a member reads their own)."""
+        return self._json("GET", "/users/" + _q(user) + "/quota")
+
+    def set_quota(self, user, quota) -> models.UserQuota:
+        """Set a member's quota: each field given (0: no bound); those in
+        quota["default"] go back to the server's (the owner's)."""
+        return self._json("PUT", "/users/" + _q(user) + "/quota", quota)
+
     def audit(self, box=None, user=None, action=None, since=None, after=None, limit=None) -> List[models.AuditEntry]:
         """The audit log's entries the caller may see, oldest first. since is a
         duration back from now ("1h", "2d") or a time; after an entry's number,

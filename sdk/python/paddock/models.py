@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -309,6 +309,15 @@ class PromptPost(_PromptPostRequired, _PromptPostOptional):
 PushSpec = TypedDict("PushSpec", {"local": "str", "to": "str"})
 
 
+QuotaLimits = TypedDict("QuotaLimits", {"boxes": "int", "drive_gib": "float", "drives": "int", "jobs": "int", "running": "int", "types": "Optional[List[str]]"})
+
+
+QuotaPut = TypedDict("QuotaPut", {"boxes": "int", "default": "Optional[List[str]]", "drive_gib": "float", "drives": "int", "jobs": "int", "running": "int", "types": "Optional[List[str]]"}, total=False)
+
+
+QuotaUse = TypedDict("QuotaUse", {"boxes": "int", "drives": "int", "jobs": "int", "running": "int"})
+
+
 _ReconcileResultRequired = TypedDict("_ReconcileResultRequired", {"changes": "Optional[List[str]]"})
 _ReconcileResultOptional = TypedDict("_ReconcileResultOptional", {"errors": "Optional[Dict[str, str]]"}, total=False)
 
@@ -361,6 +370,9 @@ TokenPost = TypedDict("TokenPost", {"name": "str"})
 
 
 User = TypedDict("User", {"created": "str", "name": "str", "role": "str"})
+
+
+UserQuota = TypedDict("UserQuota", {"limits": "QuotaLimits", "own": "Optional[List[str]]", "role": "str", "use": "QuotaUse", "user": "str"})
 
 
 _WhoamiRequired = TypedDict("_WhoamiRequired", {"role": "str", "server": "str", "token": "str", "user": "str", "version": "str"})

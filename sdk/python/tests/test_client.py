@@ -108,6 +108,8 @@ class ClientTest(unittest.TestCase):
         es = self.c.audit(box="py-box", action="box.policy")
         self.assertEqual([e["result"] for e in es], ["ok", "ok"])
         self.assertTrue(self.c.verify_audit()["ok"])
+        # The owner has no quota.
+        self.assertEqual(self.c.quota(self.c.whoami()["user"])["role"], "owner")
 
     def test_stop_snapshot_start(self):
         b = self.c.create_box(name="py-life")

@@ -41,7 +41,7 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, Box, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
@@ -454,6 +454,10 @@ export class Client {
     return this.json("POST", "/users/invites", { role });
   }
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
+  /** A user's quota and use (a member reads their own). */
+  quota(user: string): Promise<UserQuota> { return this.json("GET", `/users/${q(user)}/quota`); }
+  /** Set a member's quota: each field given (0: no bound); those in `default` go back to the server's (the owner's). */
+  setQuota(user: string, quota: QuotaPut): Promise<UserQuota> { return this.json("PUT", `/users/${q(user)}/quota`, quota); }
   /** The audit log's entries the caller may see, oldest first; `since` is
    * a duration back from now ("1h", "2d") or a time; `after` an entry's
    * number, to follow the log. */

@@ -388,6 +388,32 @@ export interface PushSpec {
   to: string;
 }
 
+export interface QuotaLimits {
+  boxes: number;
+  drive_gib: number;
+  drives: number;
+  jobs: number;
+  running: number;
+  types: string[] | null;
+}
+
+export interface QuotaPut {
+  boxes?: number;
+  default?: string[] | null;
+  drive_gib?: number;
+  drives?: number;
+  jobs?: number;
+  running?: number;
+  types?: string[] | null;
+}
+
+export interface QuotaUse {
+  boxes: number;
+  drives: number;
+  jobs: number;
+  running: number;
+}
+
 export interface ReconcileResult {
   changes: string[] | null;
   errors?: Record<string, string> | null;
@@ -457,6 +483,14 @@ export interface User {
   created: string;
   name: string;
   role: string;
+}
+
+export interface UserQuota {
+  limits: QuotaLimits;
+  own: string[] | null;
+  role: string;
+  use: QuotaUse;
+  user: string;
 }
 
 export interface Whoami {

@@ -143,6 +143,9 @@ test("policies apply to the running box", async () => {
   assert.equal(es.length, 2);
   assert.deepEqual(es.map((e) => e.result), ["ok", "ok"]);
   assert.equal((await c.verifyAudit()).ok, true);
+  // The owner has no quota.
+  const me = await c.whoami();
+  assert.equal((await c.quota(me.user)).role, "owner");
 });
 
 test("stop snapshots, start brings the files back, fork copies them", async () => {

@@ -1,0 +1,249 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Quotas: what each member may have at once. The server's limits.* are
+// every member's defaults; the owner sets any of them for one user
+// ('paddock user quota NAME --boxes 5'), and puts them back to the
+// default. Owners have none. Each refusal names the quota, where it came
+// from, and the command that raises it.
+
+// quota is what holds for one user.
+type quota struct {
+	api.QuotaLimits
+	name   string
+	member bool
+	own    map[string]bool
+}
+
+// quotaSource is what the store and its transactions share for quotas.
+type quotaSource interface {
+	GetUser(int64) (store.User, error)
+	GetQuota(int64) (store.Quota, error)
+}
+
+// quotaOf is what holds for user id (none for an owner, or a box of no
+// user).
+func (s *Service) quotaOf(src quotaSource, id int64) (quota, error) {
+	if id == 0 {
+		return quota{}, nil
+	}
+	u, err := src.GetUser(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return quota{}, nil
+	} else if err != nil {
+		return quota{}, err
+	}
+	q := quota{name: u.Name, member: u.Role == store.RoleMember, own: map[string]bool{}}
+	if !q.member {
+		return q, nil
+	}
+	l := s.Cfg.Limits
+	q.QuotaLimits = api.QuotaLimits{Boxes: l.Boxes, Running: l.Running, Drives: l.Drives, DriveGiB: l.DriveGiB, Jobs: l.Jobs, Types: slices.Clone(l.Types)}
+	set, err := src.GetQuota(id)
+	if err != nil {
+		return q, err
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		to   *int
+	}{{"boxes", set.Boxes, &q.Boxes}, {"running", set.Running, &q.Running}, {"drives", set.Drives, &q.Drives}, {"jobs", set.Jobs, &q.Jobs}} {
+		if f.v != nil {
+			*f.to, q.own[f.name] = *f.v, true
+		}
+	}
+	if set.DriveGiB != nil {
+		q.DriveGiB, q.own["drive_gib"] = *set.DriveGiB, true
+	}
+	if set.Types != nil {
+		q.Types, q.own["types"] = slices.Clone(*set.Types), true
+	}
+	return q, nil
+}
+
+// source says where a quota's field comes from, as refusals name it.
+func (q quota) source(field string, v any) string {
+	if q.own[field] {
+		return fmt.Sprintf("the quota set for %s: %s = %v", q.name, field, v)
+	}
+	return fmt.Sprintf("limits.%s = %v, the server's default", field, v)
+}
+
+// raise is how the owner raises a quota's field.
+func (q quota) raise(field string) string {
+	if field == "types" {
+		return fmt.Sprintf("the owner can allow more ('paddock user quota %s --types %s')", q.name, strings.Join(api.BoxTypes, ","))
+	}
+	return fmt.Sprintf("the owner can raise it ('paddock user quota %s --%s N')", q.name, strings.ReplaceAll(field, "_", "-"))
+}
+
+// over refuses one more of what: n is what the user has.
+func (q quota) over(field string, n, limit int, what string) error {
+	if limit <= 0 || n < limit {
+		return nil
+	}
+	if n == 1 {
+		what = strings.NewReplacer("boxes", "box", "drives", "drive", "jobs", "job").Replace(what)
+	}
+	return conflict("%s has %d %s, the most allowed (%s): %s, or %s", q.name, n, what, q.source(field, limit), q.relief(field), q.raise(field))
+}
+
+func (q quota) relief(field string) string {
+	switch field {
+	case "running":
+		return "stop one first"
+	case "jobs":
+		return "wait for one to end"
+	}
+	return "remove one first"
+}
+
+// typeAllowed refuses a box type the user's quota does not list.
+func (q quota) typeAllowed(t string) error {
+	if !q.member || len(q.Types) == 0 || slices.Contains(q.Types, t) {
+		return nil
+	}
+	return &api.Error{Code: api.CodeForbidden, Field: "type", Message: fmt.Sprintf("%s may make boxes of type %s, not %s (%s): %s",
+		q.name, strings.Join(q.Types, ", "), t, q.source("types", strings.Join(q.Types, ",")), q.raise("types"))}
+}
+
+// checkRunning refuses one more box meant to run, but the one named.
+func (s *Service) checkRunning(tx *store.Tx, owner int64, box string) error {
+	q, err := s.quotaOf(tx, owner)
+	if err != nil || !q.member || q.Running <= 0 {
+		return err
+	}
+	n, err := tx.CountRunning(owner, box)
+	if err != nil {
+		return err
+	}
+	return q.over("running", n, q.Running, "boxes running")
+}
+
+// Quota is a user's quota and use: the owner reads anyone's; a member,
+// their own ("" is the caller).
+func (s *Service) Quota(ctx context.Context, name string) (api.UserQuota, error) {
+	u, err := s.quotaUser(ctx, name)
+	if err != nil {
+		return api.UserQuota{}, err
+	}
+	q, err := s.quotaOf(s.Store, u.ID)
+	if err != nil {
+		return api.UserQuota{}, err
+	}
+	out := api.UserQuota{User: u.Name, Role: u.Role, Limits: q.QuotaLimits, Own: []string{}}
+	if out.Limits.Types == nil {
+		out.Limits.Types = []string{}
+	}
+	for _, f := range api.QuotaFields {
+		if q.own[f] {
+			out.Own = append(out.Own, f)
+		}
+	}
+	err = s.Store.Declare(func(tx *store.Tx) error {
+		var err error
+		if out.Use.Boxes, out.Use.Drives, err = tx.CountOwned(u.ID); err != nil {
+			return err
+		}
+		out.Use.Running, err = tx.CountRunning(u.ID, "")
+		return err
+	})
+	if err != nil {
+		return out, err
+	}
+	out.Use.Jobs, err = s.runningJobs(u.ID)
+	return out, err
+}
+
+// quotaUser is the user a quota request is about: "" is the caller; a
+// member asking of another is told there is no such user.
+func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error) {
+	me, ok := UserFrom(ctx)
+	if name == "" {
+		if !ok {
+			return store.User{}, invalid("user", "name the user")
+		}
+		return me, nil
+	}
+	u, err := s.Store.UserByName(name)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && ok && me.Role != store.RoleOwner && me.ID != u.ID) {
+		return store.User{}, notFound("user", name)
+	}
+	return u, err
+}
+
+// SetQuota changes a user's quota (the owner's).
+func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (api.UserQuota, error) {
+	if err := requireOwner(ctx, "set quotas"); err != nil {
+		return api.UserQuota{}, err
+	}
+	u, err := s.quotaUser(ctx, name)
+	if err != nil {
+		return api.UserQuota{}, err
+	}
+	if u.Role != store.RoleMember {
+		return api.UserQuota{}, conflict("%s is an owner: owners have no quota", u.Name)
+	}
+	set, err := s.Store.GetQuota(u.ID)
+	if err != nil {
+		return api.UserQuota{}, err
+	}
+	for _, f := range []struct {
+		name string
+		v    *int
+		to   **int
+	}{{"boxes", p.Boxes, &set.Boxes}, {"running", p.Running, &set.Running}, {"drives", p.Drives, &set.Drives}, {"jobs", p.Jobs, &set.Jobs}} {
+		if f.v != nil {
+			if *f.v < 0 {
+				return api.UserQuota{}, invalid(f.name, "%s must be 0 (no bound) or more", f.name)
+			}
+			*f.to = f.v
+		}
+	}
+	if p.DriveGiB != nil {
+		if *p.DriveGiB < 0 {
+			return api.UserQuota{}, invalid("drive_gib", "drive_gib must be 0 (no bound) or more")
+		}
+		set.DriveGiB = p.DriveGiB
+	}
+	if p.Types != nil {
+		for _, t := range *p.Types {
+			if err := api.ValidType(t); err != nil {
+				return api.UserQuota{}, err
+			}
+		}
+		set.Types = p.Types
+	}
+	for _, f := range p.Default {
+		switch f {
+		case "boxes":
+			set.Boxes = nil
+		case "running":
+			set.Running = nil
+		case "drives":
+			set.Drives = nil
+		case "drive_gib":
+			set.DriveGiB = nil
+		case "jobs":
+			set.Jobs = nil
+		case "types":
+			set.Types = nil
+		default:
+			return api.UserQuota{}, invalid("default", "no quota field %q: the fields are %s", f, strings.Join(api.QuotaFields, ", "))
+		}
+	}
+	if err := s.Store.SetQuota(u.ID, set); err != nil {
+		return api.UserQuota{}, err
+	}
+	return s.Quota(ctx, u.Name)
+}
