@@ -35,7 +35,7 @@ var topSchema = &hcl.BodySchema{
 var boxSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "type"}, {Name: "image"}, {Name: "ttl"}, {Name: "policy"}, {Name: "agent"},
-		{Name: "env"}, {Name: "setup"}, {Name: "desktop"}, {Name: "files"},
+		{Name: "env"}, {Name: "setup"}, {Name: "desktop"}, {Name: "files"}, {Name: "labels"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "mount", LabelNames: []string{"drive"}},
@@ -489,6 +489,18 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 	for k := range box.Env {
 		if err := api.ValidEnvName(k); err != nil {
 			diags = append(diags, errAt(a.Expr.Range(), "Invalid environment variable name", err.Error()))
+		}
+	}
+
+	box.Labels, a, ds = d.strMap(content.Attributes, "labels", "labels")
+	diags = append(diags, ds...)
+	rng(a, "labels")
+	if a != nil {
+		for _, k := range slices.Sorted(maps.Keys(box.Labels)) {
+			if err := api.ValidNodeLabel(k, box.Labels[k]); err != nil {
+				kr, _ := objectItemRanges(a.Expr, k)
+				diags = append(diags, errAt(kr, "Invalid label", err.Error()))
+			}
 		}
 	}
 

@@ -64,6 +64,8 @@ type Box struct {
 	// Node is the server the box is on, once the server has more than
 	// one (see Node).
 	Node string `json:"node,omitempty"`
+	// Labels are the box's own labels (what it is for: team=web).
+	Labels map[string]string `json:"labels,omitempty"`
 	// NodeLabels are the labels its server had to have when it was made.
 	NodeLabels map[string]string `json:"node_labels,omitempty"`
 }
@@ -180,6 +182,8 @@ type BoxPost struct {
 	// Node puts the box on that server (see GET /v1/nodes); empty: where
 	// Paddock places it.
 	Node string `json:"node,omitempty"`
+	// Labels are the box's own labels, to find it by.
+	Labels map[string]string `json:"labels,omitempty"`
 	// NodeLabels put the box on a server with all these labels ('paddock
 	// node label').
 	NodeLabels map[string]string `json:"node_labels,omitempty"`

@@ -28,6 +28,9 @@ type BoxSpec struct {
 	// them out (it has the local files) and reports the outcome.
 	Push  []PushSpec `json:"push,omitempty"`
 	Setup []string   `json:"setup,omitempty"`
+	// Labels are the box's own labels, to find it by ('paddock ls
+	// --label'); they change in place.
+	Labels map[string]string `json:"labels,omitempty"`
 	// NodeLabels are the labels of the server the box must be made on
 	// (placement { labels = {...} }).
 	NodeLabels map[string]string `json:"node_labels,omitempty"`

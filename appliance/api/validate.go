@@ -268,6 +268,11 @@ func ValidateProject(s ProjectSpec) error {
 				return at(addr, err)
 			}
 		}
+		for k, v := range b.Labels {
+			if err := ValidNodeLabel(k, v); err != nil {
+				return at(addr, err)
+			}
+		}
 		for _, p := range b.Push {
 			if p.Local == "" {
 				return at(addr, &Error{Code: CodeInvalid, Field: "push", Message: "a push needs a local path"})
@@ -322,4 +327,14 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 		return time.Time{}, bad
 	}
 	return now.Add(-d), nil
+}
+
+// HasLabels says whether labels hold every one of want.
+func HasLabels(labels, want map[string]string) bool {
+	for k, v := range want {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
 }

@@ -170,8 +170,21 @@ func (c *Client) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error) 
 
 // Boxes lists boxes.
 func (c *Client) Boxes(ctx context.Context) ([]api.Box, error) {
+	return c.BoxesLabelled(ctx, nil)
+}
+
+// BoxesLabelled lists the boxes that have every one of labels.
+func (c *Client) BoxesLabelled(ctx context.Context, labels map[string]string) ([]api.Box, error) {
+	q := url.Values{}
+	for k, v := range labels {
+		q.Add("label", k+"="+v)
+	}
+	path := "/boxes"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
 	var bs []api.Box
-	return bs, c.do(ctx, "GET", "/boxes", nil, &bs)
+	return bs, c.do(ctx, "GET", path, nil, &bs)
 }
 
 // Box returns one box.

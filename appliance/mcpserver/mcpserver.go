@@ -127,11 +127,17 @@ type Box struct {
 
 // CreateIn creates a box.
 type CreateIn struct {
-	Name    string `json:"name,omitempty" jsonschema:"the box's name (empty: a generated one)"`
-	Type    string `json:"type,omitempty" jsonschema:"small, medium or large (default small)"`
-	TTL     string `json:"ttl,omitempty" jsonschema:"stop it (with a snapshot) after this long: 1h, 30m"`
-	Policy  string `json:"policy,omitempty" jsonschema:"egress policy: allow-all, deny-all or a policy's name"`
-	Desktop bool   `json:"desktop,omitempty" jsonschema:"give the box a desktop that can be screenshotted"`
+	Name    string            `json:"name,omitempty" jsonschema:"the box's name (empty: a generated one)"`
+	Type    string            `json:"type,omitempty" jsonschema:"small, medium or large (default small)"`
+	TTL     string            `json:"ttl,omitempty" jsonschema:"stop it (with a snapshot) after this long: 1h, 30m"`
+	Policy  string            `json:"policy,omitempty" jsonschema:"egress policy: allow-all, deny-all or a policy's name"`
+	Desktop bool              `json:"desktop,omitempty" jsonschema:"give the box a desktop that can be screenshotted"`
+	Labels  map[string]string `json:"labels,omitempty" jsonschema:"labels of the box, to find it by later (team=web): lower-case keys"`
+}
+
+// ListIn picks boxes by their labels.
+type ListIn struct {
+	Labels map[string]string `json:"labels,omitempty" jsonschema:"only the boxes with all these labels"`
 }
 
 // ExecIn runs a command.
@@ -220,12 +226,12 @@ func tool[In any](s *Server, name, desc string, e effect, fn func(context.Contex
 
 func (s *Server) tools() {
 	c := s.c
-	tool(s, "list_boxes", "List the boxes you can use: name, state, type, policy, TTL.", readOnly, func(ctx context.Context, _ struct{}) (*mcp.CallToolResult, error) {
-		bs, err := c.Boxes(ctx)
+	tool(s, "list_boxes", "List the boxes you can use: name, state, type, policy, TTL, labels; with labels, those that have them all.", readOnly, func(ctx context.Context, in ListIn) (*mcp.CallToolResult, error) {
+		bs, err := c.BoxesLabelled(ctx, in.Labels)
 		return asText(bs), err
 	})
 	tool(s, "create_box", "Create a box (a Linux computer of your own) and wait until it runs. Remember its name.", additive, func(ctx context.Context, in CreateIn) (*mcp.CallToolResult, error) {
-		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, Policy: in.Policy}
+		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, Policy: in.Policy, Labels: in.Labels}
 		if in.Desktop {
 			p.Desktop = &in.Desktop
 		}

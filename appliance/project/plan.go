@@ -373,6 +373,7 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 	out = attr(out, "desktop", boolText(before.Desktop), boolText(b.Desktop != nil && *b.Desktop), true)
 	// Where a box is made: a new constraint is kept, and moves nothing.
 	out = attr(out, "placement", mapText(before.NodeLabels), mapText(b.NodeLabels), false)
+	out = attr(out, "labels", mapText(before.Labels), mapText(b.Labels), false)
 
 	mb := map[string]api.Mount{}
 	for _, m := range before.Mounts {

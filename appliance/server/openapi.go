@@ -32,7 +32,7 @@ var ops = map[string]openapi.Op{
 	"GET /v1/secrets":                       {Tag: "account", Summary: "Secrets the caller's boxes get (names, never values)", Response: []api.Secret{}},
 	"PUT /v1/secrets/{name}":                {Tag: "account", Summary: "Set a secret; the body is its value", RequestType: "text/plain", Status: 204, Query: [][2]string{{"shared", "true: an owner's secret for every user's boxes"}}},
 	"DELETE /v1/secrets/{name}":             {Tag: "account", Summary: "Remove a secret", Status: 204},
-	"GET /v1/boxes":                         {Tag: "boxes", Summary: "The boxes the caller sees", Response: []api.Box{}},
+	"GET /v1/boxes":                         {Tag: "boxes", Summary: "The boxes the caller sees", Response: []api.Box{}, Query: [][2]string{{"label", "KEY=VALUE: only boxes with this label (repeat: with all of them)"}}},
 	"POST /v1/boxes":                        {Tag: "boxes", Summary: "Create a box (declared, then reconciled; answers once it runs or failed)", Request: api.BoxPost{}, Response: api.Box{}, Status: 201},
 	"GET /v1/boxes/{name}":                  {Tag: "boxes", Summary: "One box", Response: api.Box{}, Query: [][2]string{{"detail", "1: also ask the box how its Docker engine is (ready, up, ...)"}}},
 	"DELETE /v1/boxes/{name}":               {Tag: "boxes", Summary: "Remove a box, its /var/lib/docker and snapshots; drives stay", Status: 204},

@@ -503,11 +503,34 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
+	want, err := labelQuery(r.URL.Query()["label"])
+	if err != nil {
+		return err
+	}
 	bs, err := s.Svc.ListBoxes(r.Context())
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, bs)
+	out := bs[:0]
+	for _, b := range bs {
+		if api.HasLabels(b.Labels, want) {
+			out = append(out, b)
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// labelQuery reads label=KEY=VALUE parameters (a box must have all).
+func labelQuery(vs []string) (map[string]string, error) {
+	want := map[string]string{}
+	for _, v := range vs {
+		k, val, ok := strings.Cut(v, "=")
+		if !ok || k == "" {
+			return nil, &api.Error{Code: api.CodeInvalid, Field: "label", Message: fmt.Sprintf("label %q: give KEY=VALUE", v)}
+		}
+		want[k] = val
+	}
+	return want, nil
 }
 
 func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {

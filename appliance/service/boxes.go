@@ -182,15 +182,18 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 			return store.Box{}, err
 		}
 	}
-	for k, v := range p.NodeLabels {
-		if err := api.ValidNodeLabel(k, v); err != nil {
-			return store.Box{}, err
+	for _, labels := range []map[string]string{p.NodeLabels, p.Labels} {
+		for k, v := range labels {
+			if err := api.ValidNodeLabel(k, v); err != nil {
+				return store.Box{}, err
+			}
 		}
 	}
 	now := s.now()
 	b := store.Box{
 		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
 		Desired: "running", Created: now, Policy: p.Policy, Desktop: s.Cfg.DesktopDefault, NodeLabels: p.NodeLabels,
+		Labels: p.Labels,
 	}
 	if b.Policy == "" {
 		b.Policy = api.PolicyAllowAll

@@ -246,7 +246,7 @@ func specBox(b api.BoxSpec, into *store.Box) {
 		into.TTL = ttl
 		into.ExpiresAt = nil
 	}
-	into.NodeLabels = b.NodeLabels
+	into.NodeLabels, into.Labels = b.NodeLabels, b.Labels
 	into.Mounts = nil
 	for _, m := range b.Mounts {
 		into.Mounts = append(into.Mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})

@@ -226,7 +226,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		Error: b.ObservedEr, Created: b.Created, From: b.From,
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
 		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
-		Node: b.Node, NodeLabels: b.NodeLabels,
+		Node: b.Node, NodeLabels: b.NodeLabels, Labels: b.Labels,
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError

@@ -61,6 +61,8 @@ type Box struct {
 	// (a Boxfile's placement, 'new --node-label'); they choose a server
 	// when the box is made, and move nothing after.
 	NodeLabels map[string]string
+	// Labels are the box's own labels (what it is for).
+	Labels map[string]string
 }
 
 // Key is the name the box's engine objects have.
@@ -78,7 +80,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels`
 
 type scanner interface{ Scan(...any) error }
 
@@ -86,10 +88,10 @@ func scanBox(r scanner) (Box, error) {
 	var b Box
 	var ttl int64
 	var exp sql.NullInt64
-	var mounts, env, nodeLabels string
+	var mounts, env, nodeLabels, labels string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -109,6 +111,9 @@ func scanBox(r scanner) (Box, error) {
 		return b, err
 	}
 	if err := json.Unmarshal([]byte(nodeLabels), &b.NodeLabels); err != nil {
+		return b, err
+	}
+	if err := json.Unmarshal([]byte(labels), &b.Labels); err != nil {
 		return b, err
 	}
 	return b, nil
@@ -154,9 +159,12 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.NodeLabels == nil {
 		b.NodeLabels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels))
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels))
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -179,10 +187,13 @@ func (t *Tx) UpdateBox(b Box) error {
 	if b.NodeLabels == nil {
 		b.NodeLabels = map[string]string{}
 	}
+	if b.Labels == nil {
+		b.Labels = map[string]string{}
+	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
-		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), b.Name)
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), mustJSON(b.Labels), b.Name)
 	if err != nil {
 		return err
 	}

@@ -300,6 +300,8 @@ var migrations = []string{
 	 );`,
 	// Each user's own quota; a NULL takes the server's default
 	// (limits.* in the configuration).
+	// A box's own labels.
+	`ALTER TABLE boxes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';`,
 	`CREATE TABLE quotas (
 		user_id INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
 		boxes INTEGER,

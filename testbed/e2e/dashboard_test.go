@@ -646,6 +646,22 @@ func TestDashboard(t *testing.T) {
 	m.do(chromedp.Navigate(base + "/boxes/mine"))
 	poll[bool](m, "the member's box page", `document.body.dataset.ready === "1"`, 10*time.Second)
 	m.shots(shotDir, "member-box-dark")
+
+	// The owner sets the member's quota on the Access page: one box, which
+	// they have; their next is refused, naming it.
+	b.do(chromedp.Navigate(base + "/access"))
+	poll[bool](b, "the member's quota", `(document.querySelector('#users tr[data-user="mo"] .quota')?.textContent || "").includes("boxes 1/")`, 10*time.Second)
+	b.do(chromedp.Click(chromedp.CSS(`#users tr[data-user="mo"] button[data-action="quota"]`)), chromedp.WaitVisible(chromedp.CSS("#q-boxes")),
+		chromedp.SendKeys(chromedp.CSS("#q-boxes"), "1"))
+	b.shots(shotDir, "access-quota")
+	b.do(chromedp.Click(chromedp.CSS("#q-save")))
+	poll[bool](b, "the quota shown", `(document.querySelector('#users tr[data-user="mo"] .quota')?.textContent || "").includes("boxes 1/1*")`, 10*time.Second)
+	if q, err := d.Client().Quota(ctx, "mo"); err != nil || q.Limits.Boxes != 1 || strings.Join(q.Own, ",") != "boxes" {
+		t.Fatalf("the quota the page set: %+v %v", q, err)
+	}
+	if _, err := mc.CreateBox(ctx, api.BoxPost{Name: "mine2"}); err == nil || !strings.Contains(err.Error(), "the quota set for mo: boxes = 1") {
+		t.Fatalf("a box past the quota set on the page: %v", err)
+	}
 	t.Logf("looked at: %s", strings.Join(listPNG(shotDir), " "))
 }
 

@@ -1,6 +1,6 @@
 // The access page: API tokens, SSH keys, secrets and (for the owner)
-// users and invitations.
-import { api, el, enc, when, busy, role } from "./common.js";
+// users, their invitations and quotas.
+import { api, el, enc, when, busy, role, clearErrors } from "./common.js";
 
 function table(id, rows, cols, empty) {
   const tbody = document.querySelector(`#${id} tbody`);
@@ -60,15 +60,63 @@ document.getElementById("secret-form").addEventListener("submit", (ev) => {
   }, f);
 });
 
+// The quota fields, as the API names them, and how each reads.
+const quotaFields = ["boxes", "running", "drives", "drive_gib", "jobs", "types"];
+const bound = (n) => (n > 0 ? String(n) : "∞");
+
+function quotaText(q) {
+  if (q.role !== "member") return "none (owner)";
+  const own = (f) => (q.own.includes(f) ? "*" : "");
+  return [`boxes ${q.use.boxes}/${bound(q.limits.boxes)}${own("boxes")}`, `running ${q.use.running}/${bound(q.limits.running)}${own("running")}`,
+    `drives ${q.use.drives}/${bound(q.limits.drives)}${own("drives")}`, `jobs ${q.use.jobs}/${bound(q.limits.jobs)}${own("jobs")}`,
+    `drive GiB ${bound(q.limits.drive_gib)}${own("drive_gib")}`, `types ${q.limits.types.length ? q.limits.types.join(",") : "all"}${own("types")}`].join(" · ");
+}
+
+// editQuota opens the quota form for a member: their own values filled
+// in, the server's defaults as placeholders.
+function editQuota(q) {
+  const d = document.getElementById("quota-dialog");
+  const form = document.getElementById("quota-form");
+  document.getElementById("quota-title").textContent = "Quota of " + q.user;
+  clearErrors(form);
+  for (const f of quotaFields) {
+    const input = document.getElementById("q-" + f);
+    const v = f === "types" ? q.limits.types.join(",") : String(q.limits[f]);
+    input.value = q.own.includes(f) ? v : "";
+    input.placeholder = q.own.includes(f) ? "" : (f === "types" && !v ? "all" : v);
+  }
+  form.onsubmit = (ev) => {
+    ev.preventDefault();
+    busy(document.getElementById("q-save"), async () => {
+      const put = { default: [] };
+      for (const f of quotaFields) {
+        const v = document.getElementById("q-" + f).value.trim();
+        if (v === "") put.default.push(f);
+        else if (f === "types") put.types = v.split(",").map((t) => t.trim()).filter(Boolean);
+        else put[f] = Number(v);
+      }
+      await api("PUT", "/users/" + enc(q.user) + "/quota", put);
+      d.close();
+      users();
+    }, form, document.getElementById("quota-error"));
+  };
+  document.getElementById("q-cancel").onclick = () => d.close();
+  d.showModal();
+}
+
 async function users() {
   const f = document.getElementById("invite-form");
   const me = document.body.dataset.user;
   const list = await api("GET", "/users");
-  table("users", list.map((u) => el("tr", { "data-user": u.name }, el("td", {}, u.name), el("td", {}, u.role), el("td", {}, when(u.created)),
-    el("td", { class: "acts" }, u.name === me ? "" : removeBtn("Remove user " + u.name, async () => {
-      if (!confirm(`Remove ${u.name}? Their tokens and keys go; their boxes and drives stay, owned by nobody but you.`)) return;
-      await api("DELETE", "/users/" + enc(u.name)); users();
-    }, f)))), 4, "");
+  const quotas = await Promise.all(list.map((u) => api("GET", "/users/" + enc(u.name) + "/quota")));
+  table("users", list.map((u, i) => el("tr", { "data-user": u.name }, el("td", {}, u.name), el("td", {}, u.role), el("td", {}, when(u.created)),
+    el("td", { class: "quota" }, quotaText(quotas[i])),
+    el("td", { class: "acts" },
+      quotas[i].role === "member" ? el("button", { type: "button", class: "small", "data-action": "quota", "aria-label": "Edit the quota of " + u.name, onclick: () => editQuota(quotas[i]) }, "Quota") : "",
+      u.name === me ? "" : removeBtn("Remove user " + u.name, async () => {
+        if (!confirm(`Remove ${u.name}? Their tokens and keys go; their boxes and drives stay, owned by nobody but you.`)) return;
+        await api("DELETE", "/users/" + enc(u.name)); users();
+      }, f)))), 5, "");
 }
 if (role === "owner") {
   document.getElementById("invite-form").addEventListener("submit", (ev) => {

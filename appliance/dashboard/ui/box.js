@@ -75,6 +75,7 @@ function renderBox() {
     act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
   const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
+    ["Labels", Object.entries(box.labels || {}).sort().map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
     ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
     ["Created", when(box.created)], ["From snapshot", box.from || "—"],
     ["Previews", previews]];

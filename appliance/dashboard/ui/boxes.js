@@ -6,7 +6,13 @@ const boxes = new Map();
 const snapshots = new Map(); // id -> snapshot
 const tbody = document.querySelector("#boxes tbody");
 const owner = role === "owner";
-const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner"), node: document.getElementById("f-node") };
+const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner"), node: document.getElementById("f-node"), label: document.getElementById("f-label") };
+// A label filter is KEY=VALUE (or KEY, any value), several with commas.
+const labelsMatch = (b, text) => text.split(",").map((s) => s.trim()).filter(Boolean).every((want) => {
+  const [k, ...v] = want.split("=");
+  const have = (b.labels || {})[k.trim()];
+  return have !== undefined && (!v.length || have === v.join("=").trim());
+});
 // The server column and filter show once boxes are on more than one
 // server (a box's node is set only then).
 let servers = false;
@@ -62,7 +68,8 @@ function render() {
   const shown = rows.filter((b) => (!filters.state.value || b.status === filters.state.value) &&
     (!filters.project.value || b.project === filters.project.value) &&
     (!filters.owner || !filters.owner.value || b.owner === filters.owner.value) &&
-    (!servers || !filters.node.value || b.node === filters.node.value));
+    (!servers || !filters.node.value || b.node === filters.node.value) &&
+    labelsMatch(b, filters.label.value));
   tbody.replaceChildren(...shown.map(row));
   if (shown.length === 0) {
     const msg = !ready ? "Loading…" : rows.length ? "No box matches the filters." : "No boxes yet. Make one with New box, or 'paddock new'.";
@@ -71,6 +78,7 @@ function render() {
 }
 
 for (const f of Object.values(filters)) f?.addEventListener("change", render);
+filters.label.addEventListener("input", render);
 setInterval(() => { for (const td of tbody.querySelectorAll("td.ttl")) { const b = boxes.get(td.closest("tr").dataset.box); if (b) td.textContent = ttlLeft(b); } }, 1000);
 
 events({

@@ -22,6 +22,7 @@ func cmdNew(e *env, args []string) error {
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
 	node := fs.String("node", "", "put the box on this server ('paddock nodes'; default: where Paddock places it)")
 	nodeLabels := fs.StringArray("node-label", nil, "put the box on a server with this label: KEY=VALUE (repeatable; 'paddock node label')")
+	labels := fs.StringArray("label", nil, "a label of the box, to find it by: KEY=VALUE (repeatable; 'paddock ls --label')")
 	desktop := fs.Bool("desktop", false, "give the box an XFCE desktop on display :1 (default: the server's desktop_default; --desktop=false for none)")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -48,6 +49,13 @@ func cmdNew(e *env, args []string) error {
 			return err
 		}
 		post.NodeLabels = labels
+	}
+	if len(*labels) > 0 {
+		l, err := parseLabels(*labels)
+		if err != nil {
+			return err
+		}
+		post.Labels = l
 	}
 	if fs.Changed("desktop") {
 		post.Desktop = desktop
@@ -98,14 +106,19 @@ func ttlText(b api.Box) string {
 func cmdLs(e *env, args []string) error {
 	fs := flags("ls")
 	asJSON := fs.Bool("json", false, "print JSON")
+	labels := fs.StringArray("label", nil, "only boxes with this label: KEY=VALUE (repeatable: with all of them)")
 	if err := parse(fs, args); err != nil {
+		return err
+	}
+	want, err := parseLabels(*labels)
+	if err != nil {
 		return err
 	}
 	c, err := e.client()
 	if err != nil {
 		return err
 	}
-	bs, err := c.Boxes(e.ctx)
+	bs, err := c.BoxesLabelled(e.ctx, want)
 	if err != nil {
 		return err
 	}
@@ -117,9 +130,9 @@ func cmdLs(e *env, args []string) error {
 	// A server with nodes says where each box is.
 	nodes := slices.ContainsFunc(bs, func(b api.Box) bool { return b.Node != "" })
 	if nodes {
-		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tNODE\tIMAGE")
+		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tNODE\tIMAGE\tLABELS")
 	} else {
-		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tIMAGE")
+		fmt.Fprintln(tw, "NAME\tTYPE\tSTATUS\tTTL\tIMAGE\tLABELS")
 	}
 	for _, b := range bs {
 		name := b.Name
@@ -131,10 +144,10 @@ func cmdLs(e *env, args []string) error {
 			status += " (→ " + b.Desired + ")"
 		}
 		if nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Node, b.Image)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Node, b.Image, dash(api.LabelsText(b.Labels)))
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Image)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", name, b.Type, status, ttlText(b), b.Image, dash(api.LabelsText(b.Labels)))
 	}
 	return tw.Flush()
 }
@@ -206,6 +219,9 @@ func cmdShow(e *env, args []string) error {
 	}
 	if len(b.NodeLabels) > 0 {
 		fmt.Fprintf(tw, "placement:\tservers with %s\n", api.LabelsText(b.NodeLabels))
+	}
+	if len(b.Labels) > 0 {
+		fmt.Fprintf(tw, "labels:\t%s\n", api.LabelsText(b.Labels))
 	}
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)

@@ -35,6 +35,8 @@ var examples = map[string][]string{
 	"secret":     {"paddock secret set ANTHROPIC_API_KEY", "paddock secret ls --json", "paddock secret rm ANTHROPIC_API_KEY"},
 	"key":        {"paddock key add ~/.ssh/id_ed25519.pub", "paddock key ls", "paddock key rm laptop"},
 	"ssh":        {"paddock ssh web", "paddock ssh web -- uname -a"},
+	"ssh-config": {"paddock ssh-config --install", "paddock ssh-config web >> ~/.ssh/config"},
+	"code":       {"paddock code web", "paddock code web /config/project"},
 	"logs":       {"paddock logs web j1a2b3c4 -f"},
 	"wait":       {"paddock wait web j1a2b3c4"},
 	"push":       {"paddock push web . --to /config/project"},

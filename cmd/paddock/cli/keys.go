@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -87,26 +86,18 @@ func cmdSSH(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	who, err := c.Whoami(e.ctx)
-	if err != nil {
-		return err
-	}
-	if who.SSHPort == 0 {
-		return errors.New("the server has no SSH gateway (ssh_listen is off)")
-	}
 	// A box that is not there (or not the user's) is said as the API says
 	// it, not as the gateway's refusal of the key.
 	if _, err := c.Box(e.ctx, name); err != nil {
 		return err
 	}
-	s, _ := e.load()
-	server := s.Server
-	if v := e.getenv("PADDOCK_HOST"); v != "" {
-		server = v
-	}
-	host := "127.0.0.1"
-	if u, err := url.Parse(server); err == nil && u.Hostname() != "" && (u.Scheme == "http" || u.Scheme == "https") {
-		host = u.Hostname()
+	// The gateway's host key, as the server says it over its API (whose
+	// connection is checked by TLS), is the only one ssh trusts for it,
+	// from a known_hosts file of the CLI's own: no question on a first
+	// connection, and no other key accepted later.
+	host, port, pin, err := e.gateway(c)
+	if err != nil {
+		return err
 	}
 	// ssh wants options before the destination and the command after it.
 	opts, command := args[1:], []string(nil)
@@ -116,15 +107,7 @@ func cmdSSH(e *env, args []string) error {
 			break
 		}
 	}
-	// The gateway's host key, as the server says it over its API (whose
-	// connection is checked by TLS), is the only one ssh trusts for it,
-	// from a known_hosts file of the CLI's own: no question on a first
-	// connection, and no other key accepted later.
-	pin, err := e.pinHostKey(host, who.SSHPort, who.SSHHostKey)
-	if err != nil {
-		return err
-	}
-	sshArgs := append(append(append(append([]string{"-p", fmt.Sprint(who.SSHPort)}, pin...), opts...), name+"@"+host), command...)
+	sshArgs := append(append(append(append([]string{"-p", fmt.Sprint(port)}, pin...), opts...), name+"@"+host), command...)
 	cmd := exec.Command("ssh", sshArgs...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = e.stdin, e.stdout, e.stderr
 	err = cmd.Run()

@@ -146,21 +146,24 @@ class Client:
 
     # --- boxes ---
 
-    def boxes(self) -> List[models.Box]:
-        """The boxes this token's user sees."""
-        return self._json("GET", "/boxes")
+    def boxes(self, labels=None) -> List[models.Box]:
+        """The boxes this token's user sees; with labels (a dict), those that
+        have all of them."""
+        q = urllib.parse.urlencode([("label", f"{k}={v}") for k, v in (labels or {}).items()])
+        return self._json("GET", "/boxes" + ("?" + q if q else ""))
 
     def box(self, name) -> models.Box:
         return self._json("GET", "/boxes/" + _q(name))
 
     def create_box(self, name=None, type=None, image=None, ttl=None, env=None,
-                   policy=None, mounts=None, desktop=None) -> models.Box:
+                   policy=None, mounts=None, desktop=None, labels=None) -> models.Box:
         """Declare a box and wait for it to run. ttl is seconds or a
-        duration ("1h"); mounts is a list of {"drive", "path", "readonly"}."""
+        duration ("1h"); mounts is a list of {"drive", "path", "readonly"};
+        labels a dict of the box's own labels, to find it by."""
         post = {k: v for k, v in {
             "name": name, "type": type, "image": image,
             "ttl": str(ttl) if ttl is not None else None, "env": env,
-            "policy": policy, "mounts": mounts, "desktop": desktop,
+            "policy": policy, "mounts": mounts, "desktop": desktop, "labels": labels,
         }.items() if v is not None}
         return self._json("POST", "/boxes", post)
 

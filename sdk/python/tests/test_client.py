@@ -16,7 +16,7 @@ class ClientTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.c = Client()
-        cls.box = cls.c.create_box(name="py-box", ttl="1h", env={"GREETING": "hi"})
+        cls.box = cls.c.create_box(name="py-box", ttl="1h", env={"GREETING": "hi"}, labels={"sdk": "py"})
 
     @classmethod
     def tearDownClass(cls):
@@ -28,6 +28,9 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.box["status"], "running")
         self.assertEqual(self.box["ttl_seconds"], 3600)
         self.assertIn("py-box", [b["name"] for b in self.c.boxes()])
+        self.assertEqual(self.box["labels"], {"sdk": "py"})
+        self.assertEqual([b["name"] for b in self.c.boxes(labels={"sdk": "py"})], ["py-box"])
+        self.assertEqual(self.c.boxes(labels={"sdk": "none"}), [])
 
     def test_exec_streams_and_exit_code(self):
         r = self.c.exec("py-box", ["sh", "-c", "cat; echo $GREETING $EXTRA; pwd; echo oops >&2; exit 3"],

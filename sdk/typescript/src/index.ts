@@ -254,7 +254,13 @@ export class Client {
 
   // --- boxes ---
 
-  boxes(): Promise<Box[]> { return this.json("GET", "/boxes"); }
+  /** The boxes this token's user sees; with labels, those that have all of them. */
+  boxes(labels: Record<string, string> = {}): Promise<Box[]> {
+    const p = new URLSearchParams();
+    for (const [k, v] of Object.entries(labels)) p.append("label", `${k}=${v}`);
+    const qs = p.toString();
+    return this.json("GET", "/boxes" + (qs ? "?" + qs : ""));
+  }
   box(name: string): Promise<Box> { return this.json("GET", `/boxes/${q(name)}`); }
   /** Declares a box and resolves once it runs. */
   createBox(post: CreateBox = {}): Promise<Box> {

@@ -74,6 +74,7 @@ export interface Box {
   from?: string;
   image: string;
   ip?: string;
+  labels?: Record<string, string> | null;
   memory_mib: number;
   mounts?: Mount[] | null;
   name: string;
@@ -101,6 +102,7 @@ export interface BoxPost {
   desktop?: boolean;
   env?: Record<string, string> | null;
   image?: string;
+  labels?: Record<string, string> | null;
   mounts?: Mount[] | null;
   name?: string;
   node?: string;
@@ -115,6 +117,7 @@ export interface BoxSpec {
   desktop?: boolean;
   env?: Record<string, string> | null;
   image?: string;
+  labels?: Record<string, string> | null;
   mounts?: Mount[] | null;
   name: string;
   node_labels?: Record<string, string> | null;

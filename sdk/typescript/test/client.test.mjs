@@ -11,9 +11,12 @@ const { Client, PaddockError, makeTar } = await import(process.env.PADDOCK_SDK ?
 const c = new Client();
 
 before(async () => {
-  const box = await c.createBox({ name: "ts-box", ttl: 3600, env: { GREETING: "hi" } });
+  const box = await c.createBox({ name: "ts-box", ttl: 3600, env: { GREETING: "hi" }, labels: { sdk: "ts" } });
   assert.equal(box.status, "running");
   assert.equal(box.ttl_seconds, 3600);
+  assert.deepEqual(box.labels, { sdk: "ts" });
+  assert.deepEqual((await c.boxes({ sdk: "ts" })).map((b) => b.name), ["ts-box"]);
+  assert.deepEqual(await c.boxes({ sdk: "none" }), []);
 });
 
 after(async () => {
