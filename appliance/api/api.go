@@ -443,7 +443,7 @@ type User struct {
 
 // InvitePost asks for an invitation link.
 type InvitePost struct {
-	// Role is "member" (the default) or "owner".
+	// Role is "member" (the default), "admin" or "owner" (an owner's to give).
 	Role string `json:"role,omitempty"`
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // Event is one change on the events stream: Kind is "box", "drive",
@@ -80,11 +79,11 @@ func (s *Service) OpenWatch(ctx context.Context) (release func(), err error) {
 	}, nil
 }
 
-// audience names who sees what the user of ctx sees: owners (and the
-// daemon) see all, a member their own.
+// audience names who sees what the user of ctx sees: owners and admins
+// (and the daemon) see all, a member their own.
 func audience(ctx context.Context) string {
 	u, ok := UserFrom(ctx)
-	if !ok || u.Role == store.RoleOwner {
+	if !ok || u.SeesAll() {
 		return "all"
 	}
 	return fmt.Sprint("user:", u.ID)

@@ -176,7 +176,7 @@ func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error
 		return me, nil
 	}
 	u, err := s.Store.UserByName(name)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && ok && me.Role != store.RoleOwner && me.ID != u.ID) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && ok && !me.SeesAll() && me.ID != u.ID) {
 		return store.User{}, notFound("user", name)
 	}
 	return u, err
@@ -184,7 +184,7 @@ func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error
 
 // SetQuota changes a user's quota (the owner's).
 func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (api.UserQuota, error) {
-	if err := requireOwner(ctx, "set quotas"); err != nil {
+	if err := requireAdmin(ctx, "set quotas"); err != nil {
 		return api.UserQuota{}, err
 	}
 	u, err := s.quotaUser(ctx, name)
@@ -192,7 +192,7 @@ func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (ap
 		return api.UserQuota{}, err
 	}
 	if u.Role != store.RoleMember {
-		return api.UserQuota{}, conflict("%s is an owner: owners have no quota", u.Name)
+		return api.UserQuota{}, conflict("%s is an %s: owners and admins have no quota", u.Name, u.Role)
 	}
 	set, err := s.Store.GetQuota(u.ID)
 	if err != nil {

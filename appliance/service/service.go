@@ -143,7 +143,7 @@ func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
 func (s *Service) Reconcile(ctx context.Context) (reconcile.Result, error) {
 	res, err := s.Rec.Run(ctx)
 	res = withoutPool(res)
-	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
+	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
 		out := reconcile.Result{Errors: map[string]error{}}
 		for _, c := range res.Changes {
 			if s.sees(u, c) {

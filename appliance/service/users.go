@@ -46,7 +46,7 @@ func UserFrom(ctx context.Context) (store.User, bool) {
 
 // Sees reports whether u may see and touch an object owned by owner.
 func Sees(u store.User, owner int64) bool {
-	return u.Role == store.RoleOwner || u.ID == owner
+	return u.SeesAll() || u.ID == owner
 }
 
 // visible is Sees for the user of ctx (the daemon sees all).
@@ -64,6 +64,14 @@ func ownerID(ctx context.Context) int64 {
 func requireOwner(ctx context.Context, what string) error {
 	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
 		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
+	}
+	return nil
+}
+
+// requireAdmin refuses all but owners and admins.
+func requireAdmin(ctx context.Context, what string) error {
+	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
+		return &api.Error{Code: api.CodeForbidden, Message: "only the owner or an admin may " + what}
 	}
 	return nil
 }
@@ -93,14 +101,19 @@ func (s *Service) SetupLink() (string, error) {
 
 // Invite makes a one-time link that creates a user with a role.
 func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreated, error) {
-	if err := requireOwner(ctx, "invite users"); err != nil {
+	if err := requireAdmin(ctx, "invite users"); err != nil {
 		return api.InviteCreated{}, err
 	}
 	if p.Role == "" {
 		p.Role = store.RoleMember
 	}
-	if p.Role != store.RoleMember && p.Role != store.RoleOwner {
-		return api.InviteCreated{}, invalid("role", "role must be %q or %q, not %q", store.RoleMember, store.RoleOwner, p.Role)
+	if p.Role != store.RoleMember && p.Role != store.RoleAdmin && p.Role != store.RoleOwner {
+		return api.InviteCreated{}, invalid("role", "role must be %q, %q or %q, not %q", store.RoleMember, store.RoleAdmin, store.RoleOwner, p.Role)
+	}
+	if p.Role == store.RoleOwner {
+		if err := requireOwner(ctx, "invite an owner"); err != nil {
+			return api.InviteCreated{}, err
+		}
 	}
 	if err := s.membersAllowed(p.Role); err != nil {
 		return api.InviteCreated{}, err
@@ -122,7 +135,7 @@ var ErrUnsafeWithMembers = &api.Error{Code: api.CodeConflict, Message: "this ser
 // membersAllowed refuses a member (role) while the server's boxes may
 // run Docker on runc.
 func (s *Service) membersAllowed(role string) error {
-	if role == store.RoleMember && s.Cfg.UnsafeDockerInRuncBoxes {
+	if role != store.RoleOwner && s.Cfg.UnsafeDockerInRuncBoxes {
 		return ErrUnsafeWithMembers
 	}
 	return nil
@@ -136,7 +149,7 @@ func CheckUnsafeSetting(unsafe bool, users []store.User) error {
 	}
 	var members []string
 	for _, u := range users {
-		if u.Role == store.RoleMember {
+		if u.Role != store.RoleOwner {
 			members = append(members, u.Name)
 		}
 	}
@@ -238,7 +251,7 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 // RemoveUser removes a user, their tokens, sessions and keys. Their boxes
 // and drives stay, and the owner can remove them.
 func (s *Service) RemoveUser(ctx context.Context, name string) error {
-	if err := requireOwner(ctx, "remove users"); err != nil {
+	if err := requireAdmin(ctx, "remove users"); err != nil {
 		return err
 	}
 	u, err := s.Store.UserByName(name)
@@ -247,6 +260,11 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 	}
 	if err != nil {
 		return err
+	}
+	if u.Role == store.RoleOwner {
+		if err := requireOwner(ctx, "remove an owner"); err != nil {
+			return err
+		}
 	}
 	if me, ok := UserFrom(ctx); ok && me.ID == u.ID {
 		return conflict("you cannot remove yourself")

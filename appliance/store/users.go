@@ -9,9 +9,17 @@ import (
 
 // Roles of users.
 const (
-	RoleOwner  = "owner"
+	RoleOwner = "owner"
+	// RoleAdmin does what an owner does with users and their objects,
+	// but not the server's settings (its servers, secrets shared with
+	// every box) nor making or removing owners.
+	RoleAdmin  = "admin"
 	RoleMember = "member"
 )
+
+// SeesAll says whether u sees and manages every user's objects: an
+// owner or an admin.
+func (u User) SeesAll() bool { return u.Role == RoleOwner || u.Role == RoleAdmin }
 
 // User is a person (or the local machine's owner) who may use the API.
 // Password is a slow hash ("" when the user cannot log in with one).

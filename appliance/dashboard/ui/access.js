@@ -118,7 +118,7 @@ async function users() {
         await api("DELETE", "/users/" + enc(u.name)); users();
       }, f)))), 5, "");
 }
-if (role === "owner") {
+if (role === "owner" || role === "admin") {
   document.getElementById("invite-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
     busy(document.getElementById("i-go"), async () => {
@@ -133,4 +133,4 @@ const fail = (id) => (e) => { const p = document.getElementById(id); p.textConte
 tokens().catch(fail("token-error"));
 keys().catch(fail("key-error"));
 secrets().catch(fail("secret-error"));
-if (role === "owner") users().catch(fail("invite-error"));
+if (role === "owner" || role === "admin") users().catch(fail("invite-error"));

@@ -5,7 +5,7 @@ import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors
 const boxes = new Map();
 const snapshots = new Map(); // id -> snapshot
 const tbody = document.querySelector("#boxes tbody");
-const owner = role === "owner";
+const owner = role === "owner" || role === "admin";
 const filters = { state: document.getElementById("f-state"), project: document.getElementById("f-project"), owner: document.getElementById("f-owner"), node: document.getElementById("f-node"), label: document.getElementById("f-label") };
 // A label filter is KEY=VALUE (or KEY, any value), several with commas.
 const labelsMatch = (b, text) => text.split(",").map((s) => s.trim()).filter(Boolean).every((want) => {

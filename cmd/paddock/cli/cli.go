@@ -63,7 +63,7 @@ func init() {
 		{"login", "URL [--token TOKEN] [--ca-cert FILE]", "log in to a paddockd (in the browser, or with a token) and remember it", cmdLogin},
 		{"logout", "", "revoke the token and forget the server", cmdLogout},
 		{"whoami", "[--json]", "show the user, server and token in use", cmdWhoami},
-		{"user", "ls [--json] | invite [--role member|owner] | rm NAME | quota [NAME] [--boxes N] [--running N] [--drives N] [--drive-gib G] [--jobs N] [--types T,...] [--default FIELD,...] [--json]", "users of the server (the owner invites and removes them, and sets each member's quota)", cmdUser},
+		{"user", "ls [--json] | invite [--role member|admin|owner] | rm NAME | quota [NAME] [--boxes N] [--running N] [--drives N] [--drive-gib G] [--jobs N] [--types T,...] [--default FIELD,...] [--json]", "users of the server (the owner and admins invite and remove them, and set each member's quota)", cmdUser},
 		{"token", "create NAME | ls [--json] | revoke NAME", "API tokens for automation (the value is shown once)", cmdToken},
 		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop] [--node N] [--node-label K=V] [--label K=V]", "create a box; it becomes current", cmdNew},
 		{"ls", "[--label K=V] [--json]", "list boxes (with --label, those with every label given)", cmdLs},

@@ -456,7 +456,7 @@ export class Client {
   addKey(key: string, name?: string): Promise<Key> { return this.json("POST", "/keys", { key, name }); }
   async removeKey(name: string): Promise<void> { await this.json("DELETE", `/keys/${q(name)}`); }
   users(): Promise<User[]> { return this.json("GET", "/users"); }
-  invite(role: "member" | "owner" = "member"): Promise<InviteCreated> {
+  invite(role: "member" | "admin" | "owner" = "member"): Promise<InviteCreated> {
     return this.json("POST", "/users/invites", { role });
   }
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
