@@ -351,6 +351,9 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 
 func (p *Pages) logout(w http.ResponseWriter, r *http.Request) {
 	t, _, ok := p.Session(r)
+	if !ok {
+		audit.From(r.Context()).Skip() // no one known
+	}
 	if ok && !CSRFOK(t, r.PostFormValue("csrf")) {
 		// A forged logout neither ends the session nor drops the cookie.
 		p.render(w, http.StatusForbidden, "error", view{Title: "Refused", Error: "This form is stale; open the page again."})
@@ -375,6 +378,7 @@ func (p *Pages) devicePage(w http.ResponseWriter, r *http.Request) {
 func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
 	t, u, ok := p.Session(r)
 	if !ok {
+		audit.From(r.Context()).Skip() // no one known
 		http.Redirect(w, r, "/login?next=/device", http.StatusSeeOther)
 		return
 	}

@@ -117,7 +117,10 @@ func (p *Proxy) Routes(t *route.Table) {
 func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 	box := r.PathValue("box")
 	user, ok := p.take(r.URL.Query().Get("ticket"), box)
+	rec := audit.From(r.Context())
+	rec.Who(user, "desktop ticket")
 	if !ok {
+		rec.Skip() // no one known (see server's authed)
 		http.Error(w, "no valid ticket for this desktop: run 'paddock desktop "+box+"'", http.StatusUnauthorized)
 		return
 	}
@@ -131,8 +134,6 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // Accept has answered
 	}
 	defer c.CloseNow()
-	rec := audit.From(r.Context())
-	rec.Who(user, "desktop ticket")
 	rec.Open()
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()

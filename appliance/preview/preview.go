@@ -219,6 +219,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 	}
 	_, u, ok := h.Pages.Session(r)
 	if !ok {
+		audit.From(r.Context()).Skip() // no one known
 		http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 		return
 	}

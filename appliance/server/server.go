@@ -286,6 +286,10 @@ func (s *Server) authed(h handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		t, u, err := s.caller(r)
 		if err != nil {
+			// Refused before anyone is known: not in the audit log, which
+			// a flood of such requests would fill (the routes that sign
+			// people in are recorded, and rate limited).
+			audit.From(r.Context()).Skip()
 			s.writeError(w, r, &api.Error{Code: api.CodeUnauthorized, Message: err.Error()})
 			return
 		}
