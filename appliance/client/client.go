@@ -752,7 +752,7 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]api.AuditEntry, err
 	return es, c.do(ctx, "GET", "/audit?"+v.Encode(), nil, &es)
 }
 
-// VerifyAudit checks the audit log's chain (the owner's).
+// VerifyAudit checks the audit log's chain (the owner or an admin).
 func (c *Client) VerifyAudit(ctx context.Context) (api.AuditCheck, error) {
 	var r api.AuditCheck
 	return r, c.do(ctx, "GET", "/audit/verify", nil, &r)
@@ -764,7 +764,7 @@ func (c *Client) Quota(ctx context.Context, user string) (api.UserQuota, error) 
 	return q, c.do(ctx, "GET", "/users/"+esc(user)+"/quota", nil, &q)
 }
 
-// SetQuota changes a member's quota (the owner's).
+// SetQuota changes a member's quota (the owner or an admin).
 func (c *Client) SetQuota(ctx context.Context, user string, p api.QuotaPut) (api.UserQuota, error) {
 	var q api.UserQuota
 	return q, c.do(ctx, "PUT", "/users/"+esc(user)+"/quota", p, &q)

@@ -103,7 +103,7 @@ func init() {
 		{"validate", "[-f PATH] [--var K=V] [--json]", "check a Boxfile without contacting the server", cmdValidate},
 		{"fmt", "[-f PATH] [--check]", "rewrite Boxfiles in canonical form", cmdFmt},
 		{"policy", "set BOX MODE|NAME | ls [--json] | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX [--json]", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
-		{"audit", "[--box B] [--user U] [--action A] [--since 1h] [--json] [-f] | verify [--json]", "who did what: the audit log (the owner's whole; a member's, their actions and their boxes), followed with -f; verify checks its chain", cmdAudit},
+		{"audit", "[--box B] [--user U] [--action A] [--since 1h] [--json] [-f] | verify [--json]", "who did what: the audit log (the owner and admins read all of it; a member, their actions and their boxes), followed with -f; verify checks its chain", cmdAudit},
 		{"nodes", "[--json]", "list the servers boxes are placed on (the owner's)", cmdNodes},
 		{"node", "add [--json] | label NODE [KEY=VALUE...] | drain NODE | undrain NODE | rm NODE", "let another server join as a node (prints a command with a one-time token), label a node, drain one (its boxes move to others), or forget one that holds nothing (the owner's)", cmdNode},
 		{"version", "[--json]", "show the client's version and the server's", cmdVersion},

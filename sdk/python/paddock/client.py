@@ -498,7 +498,7 @@ class Client:
 
     def set_quota(self, user, quota) -> models.UserQuota:
         """Set a member's quota: each field given (0: no bound); those in
-        quota["default"] go back to the server's (the owner's)."""
+        quota["default"] go back to the server's (the owner or an admin)."""
         return self._json("PUT", "/users/" + _q(user) + "/quota", quota)
 
     def audit(self, box=None, user=None, action=None, since=None, after=None, limit=None) -> List[models.AuditEntry]:
@@ -510,7 +510,7 @@ class Client:
         return self._json("GET", "/audit?" + urllib.parse.urlencode(q))
 
     def verify_audit(self) -> models.AuditCheck:
-        """Check the audit log's chain: where it breaks, if it does (the owner's)."""
+        """Check the audit log's chain: where it breaks, if it does (the owner or an admin)."""
         return self._json("GET", "/audit/verify")
 
     def nodes(self) -> List[models.Node]:

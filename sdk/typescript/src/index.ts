@@ -462,7 +462,7 @@ export class Client {
   async removeUser(name: string): Promise<void> { await this.json("DELETE", `/users/${q(name)}`); }
   /** A user's quota and use (a member reads their own). */
   quota(user: string): Promise<UserQuota> { return this.json("GET", `/users/${q(user)}/quota`); }
-  /** Set a member's quota: each field given (0: no bound); those in `default` go back to the server's (the owner's). */
+  /** Set a member's quota: each field given (0: no bound); those in `default` go back to the server's (the owner or an admin). */
   setQuota(user: string, quota: QuotaPut): Promise<UserQuota> { return this.json("PUT", `/users/${q(user)}/quota`, quota); }
   /** The audit log's entries the caller may see, oldest first; `since` is
    * a duration back from now ("1h", "2d") or a time; `after` an entry's
@@ -472,7 +472,7 @@ export class Client {
     for (const [k, v] of Object.entries(filter)) if (v !== undefined && v !== "") p.set(k, String(v));
     return this.json("GET", "/audit?" + p.toString());
   }
-  /** Check the audit log's chain: where it breaks, if it does (the owner's). */
+  /** Check the audit log's chain: where it breaks, if it does (the owner or an admin). */
   verifyAudit(): Promise<AuditCheck> { return this.json("GET", "/audit/verify"); }
   /** The servers boxes are placed on, the control plane's first (the owner's). */
   nodes(): Promise<Node[]> { return this.json("GET", "/nodes"); }
