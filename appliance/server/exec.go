@@ -52,12 +52,15 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		Stdin: stdinR, Stdout: fw.Stream(stream.Stdout), Stderr: fw.Stream(stream.Stderr), Resize: resize,
 	})
 	stdinR.Close()
+	// The end is in the log before the caller hears of it.
 	if err != nil {
 		rec.Result(err.Error())
+		rec.Finish()
 		fw.Frame(stream.Error, []byte(err.Error()))
 		return nil
 	}
 	rec.Result(fmt.Sprintf("exit %d", code))
+	rec.Finish()
 	fw.Frame(stream.Exit, stream.ExitFrame(code))
 	return nil
 }

@@ -34,7 +34,7 @@ func (s *Service) Record(e audit.Entry) {
 	}
 	e.At = s.now()
 	if e.Box != "" && e.Owner == "" {
-		e.Owner = s.boxOwnerName(e.Box)
+		e.Owner = s.BoxOwnerName(e.Box)
 	}
 	e, err := s.Store.AppendAudit(e, a.Key.Seal)
 	if err != nil {
@@ -52,9 +52,10 @@ func (s *Service) Record(e audit.Entry) {
 	}
 }
 
-// boxOwnerName is the name of box's owner ("" when it has none or is
-// not there).
-func (s *Service) boxOwnerName(box string) string {
+// BoxOwnerName is the name of box's owner ("" when it has none or is
+// not there): a record made before the box changes hands or goes keeps
+// it.
+func (s *Service) BoxOwnerName(box string) string {
 	b, err := s.Store.GetBox(box)
 	if err != nil || b.Owner == 0 {
 		return ""
@@ -65,10 +66,6 @@ func (s *Service) boxOwnerName(box string) string {
 	}
 	return u.Name
 }
-
-// BoxOwnerName is the name of box's owner, for a record made before the
-// box changes hands or goes.
-func (s *Service) BoxOwnerName(box string) string { return s.boxOwnerName(box) }
 
 // AuditLog lists the entries the caller may see: owners and admins, all;
 // a member, their own actions and those about their boxes.

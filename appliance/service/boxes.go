@@ -76,11 +76,11 @@ func (s *Service) createBox(tx *store.Tx, b store.Box) error {
 	if err := q.typeAllowed(b.Type); err != nil {
 		return err
 	}
-	if err := s.checkLimit(tx, b.Owner, "boxes"); err != nil {
+	if err := q.owned(tx, b.Owner, "boxes"); err != nil {
 		return err
 	}
 	if b.Desired == "running" {
-		if err := s.checkRunning(tx, b.Owner, b.Name); err != nil {
+		if err := q.running(tx, b.Owner, b.Name); err != nil {
 			return err
 		}
 	}
@@ -98,17 +98,10 @@ func (s *Service) createBox(tx *store.Tx, b store.Box) error {
 // their quota allows, naming it.
 func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
 	q, err := s.quotaOf(tx, owner)
-	if err != nil || !q.member {
-		return err
-	}
-	boxes, drives, err := tx.CountOwned(owner)
 	if err != nil {
 		return err
 	}
-	if what == "boxes" {
-		return q.over("boxes", boxes, q.Boxes, "boxes")
-	}
-	return q.over("drives", drives, q.Drives, "drives")
+	return q.owned(tx, owner, what)
 }
 
 // errNoImage is the one answer for an image a box may not be made from,

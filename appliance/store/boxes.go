@@ -201,11 +201,18 @@ func (t *Tx) UpdateBox(b Box) error {
 }
 
 // CountOwned counts the boxes and the drives (not being removed) of a user.
-func (t *Tx) CountOwned(owner int64) (boxes, drives int, err error) {
-	if err = t.tx.QueryRow(`SELECT count(*) FROM boxes WHERE owner=?`, owner).Scan(&boxes); err != nil {
+func (t *Tx) CountOwned(owner int64) (boxes, drives int, err error) { return countOwned(t.tx, owner) }
+
+// CountOwned is Tx.CountOwned outside a transaction (for reading).
+func (s *Store) CountOwned(owner int64) (boxes, drives int, err error) {
+	return countOwned(s.db, owner)
+}
+
+func countOwned(q querier, owner int64) (boxes, drives int, err error) {
+	if err = q.QueryRow(`SELECT count(*) FROM boxes WHERE owner=?`, owner).Scan(&boxes); err != nil {
 		return
 	}
-	err = t.tx.QueryRow(`SELECT count(*) FROM drives WHERE owner=? AND state != 'deleting'`, owner).Scan(&drives)
+	err = q.QueryRow(`SELECT count(*) FROM drives WHERE owner=? AND state != 'deleting'`, owner).Scan(&drives)
 	return
 }
 

@@ -71,7 +71,16 @@ func (s *Store) SetQuota(user int64, q Quota) error {
 // CountRunning counts the owner's boxes meant to run, but the one named
 // except.
 func (t *Tx) CountRunning(owner int64, except string) (int, error) {
+	return countRunning(t.tx, owner, except)
+}
+
+// CountRunning is Tx.CountRunning outside a transaction (for reading).
+func (s *Store) CountRunning(owner int64, except string) (int, error) {
+	return countRunning(s.db, owner, except)
+}
+
+func countRunning(q querier, owner int64, except string) (int, error) {
 	var n int
-	err := t.tx.QueryRow(`SELECT count(*) FROM boxes WHERE owner=? AND desired='running' AND name != ?`, owner, except).Scan(&n)
+	err := q.QueryRow(`SELECT count(*) FROM boxes WHERE owner=? AND desired='running' AND name != ?`, owner, except).Scan(&n)
 	return n, err
 }

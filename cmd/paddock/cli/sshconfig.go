@@ -95,28 +95,49 @@ func cmdSSHConfig(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	names, err := e.sshBoxes(c, fs.Args())
-	if err != nil {
-		return err
-	}
-	host, port, pin, err := e.gateway(c)
-	if err != nil {
-		return err
-	}
-	entries := sshEntries(names, host, port, pin)
 	if !*install {
-		_, err := io.WriteString(e.stdout, entries)
+		_, entries, err := e.sshEntriesOf(c, fs.Args())
+		if err != nil {
+			return err
+		}
+		_, err = io.WriteString(e.stdout, entries)
 		return err
 	}
-	path, err := sshConfigPath(*file)
+	path, names, err := e.installSSHConfig(c, fs.Args(), *file)
 	if err != nil {
-		return err
-	}
-	if err := installSSHBlock(path, entries); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s: %d box(es), as BOX%s (ssh web%s); run this again for boxes made later\n", path, len(names), sshHostSuffix, sshHostSuffix)
 	return nil
+}
+
+// sshEntriesOf is the boxes named (all the user's when none) and their
+// Host entries.
+func (e *env) sshEntriesOf(c *client.Client, named []string) ([]string, string, error) {
+	names, err := e.sshBoxes(c, named)
+	if err != nil {
+		return nil, "", err
+	}
+	host, port, pin, err := e.gateway(c)
+	if err != nil {
+		return nil, "", err
+	}
+	return names, sshEntries(names, host, port, pin), nil
+}
+
+// installSSHConfig writes the entries of the boxes named (all when none)
+// into the SSH config file (~/.ssh/config when ""), and says where and
+// which boxes.
+func (e *env) installSSHConfig(c *client.Client, named []string, file string) (string, []string, error) {
+	names, entries, err := e.sshEntriesOf(c, named)
+	if err != nil {
+		return "", nil, err
+	}
+	path, err := sshConfigPath(file)
+	if err != nil {
+		return "", nil, err
+	}
+	return path, names, installSSHBlock(path, entries)
 }
 
 // sshBoxes is the boxes named, checked, or every box the user sees.
@@ -210,19 +231,7 @@ func cmdCode(e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("VS Code's 'code' command is not on PATH (VS Code: Shell Command: Install 'code' command in PATH); or open %s%s from Remote-SSH after 'paddock ssh-config --install'", name, sshHostSuffix)
 	}
-	names, err := e.sshBoxes(c, nil)
-	if err != nil {
-		return err
-	}
-	host, port, pin, err := e.gateway(c)
-	if err != nil {
-		return err
-	}
-	path, err := sshConfigPath(*file)
-	if err != nil {
-		return err
-	}
-	if err := installSSHBlock(path, sshEntries(names, host, port, pin)); err != nil {
+	if _, _, err := e.installSSHConfig(c, nil, *file); err != nil {
 		return err
 	}
 	cmd := exec.Command(code, "--remote", "ssh-remote+"+name+sshHostSuffix, dir)
