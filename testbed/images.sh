@@ -8,8 +8,10 @@
 #   paddock-test/box:<hash>          the box image (provision.sh: desktop, agents, /config)
 #   paddock-test/server:<hash>       a bare Debian server with systemd as PID 1, for
 #                                    running install/install.sh end to end
-#   paddock-test/mini:<hash>         a small box image (user, paddock-init, busybox), moved
-#                                    into the server's nested engine by that test
+#   paddock-test/mini:<hash>         a small box image (user, paddock-init, busybox, and
+#                                    python3-minimal, which the warm exec runs, as in the
+#                                    box image), moved into the nodes' and the server's
+#                                    nested engines by the tests
 #
 # Tags carry a hash of their inputs, so an image already on the machine is
 # reused and a changed input builds a new one.
@@ -74,7 +76,7 @@ fi
 if [ "$want" = mini ]; then
   prov="$here/../install/image"
   text="FROM $base
-RUN apt-get update && apt-get install -y --no-install-recommends busybox && rm -rf /var/lib/apt/lists/* && \\
+RUN apt-get update && apt-get install -y --no-install-recommends busybox python3-minimal && rm -rf /var/lib/apt/lists/* && \\
     useradd --uid 1000 --home-dir /config --create-home --shell /bin/sh paddock
 COPY paddock-init /usr/local/bin/paddock-init
 CMD [\"/usr/local/bin/paddock-init\"]"
