@@ -176,6 +176,34 @@ type BoxUserFiles interface {
 	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
 }
 
+// UserFiles is a driver that pushes and pulls a box's files itself, with
+// the rights of the box's user uid (as BoxUserFiles lets code do on this
+// machine), wherever the box runs: no process in the box and no copy
+// through the engine. The control plane's cluster driver sends each call
+// to the agent of the box's server, which does it there.
+type UserFiles interface {
+	// PushFolder is where a push into dir stages: dir, or the nearest
+	// folder of its path that exists. writable says whether the box's
+	// user may make entries in it; notFolder, when not empty, is a file
+	// found where a folder of dir's path must be (folder is then "").
+	PushFolder(ctx context.Context, box string, uid int, dir string) (folder, notFolder string, writable bool, err error)
+	// UnpackAsUser unpacks a tar stream into the folder stage (made by
+	// it), checking every entry as it passes (at most max bytes of
+	// contents: archive.Checker), and then merges stage into dir (made
+	// as needed) by renames. When a folder of dir is not the user's to
+	// write in, it merges nothing and names it (blocked): stage stays,
+	// for a merge as root. On an error stage is removed; left says
+	// whether stage is still there either way.
+	UnpackAsUser(ctx context.Context, box string, uid int, stage, dir string, max int64, tar io.Reader) (blocked string, left bool, err error)
+	// Unreadable checks that p can be pulled as the box's user: the
+	// first entry under p the user may not read ("" when none). A p that
+	// does not exist is ErrNotFound.
+	Unreadable(ctx context.Context, box string, uid int, p string) (string, error)
+	// PackAsUser streams p as a tar, read as the box's user; the first
+	// component of every name is p's base name.
+	PackAsUser(ctx context.Context, box string, uid int, p string) (io.ReadCloser, error)
+}
+
 // ExecWarmer is a driver that can start, in a running box, the process
 // that will start its Execs without a terminal, ahead of them: the
 // runtime's start of a process is then not in the commands' time. The

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -163,6 +164,77 @@ func (a *Agent) Handler() http.Handler {
 		return a.Firewall.Report(r.PathValue("box"))
 	})
 
+	// A push and a pull done as the box's user (driver.UserFiles).
+	userFiles := func() (driver.UserFiles, error) {
+		uf, ok := d.(driver.UserFiles)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		return uf, nil
+	}
+	call("GET "+p+"boxes/{name}/user/folder", func(r *http.Request) (any, error) {
+		uf, err := userFiles()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := uidOf(r)
+		if err != nil {
+			return nil, err
+		}
+		var out pushFolder
+		out.Folder, out.NotFolder, out.Writable, err = uf.PushFolder(r.Context(), r.PathValue("name"), uid, r.URL.Query().Get("dir"))
+		return out, err
+	})
+	m.HandleFunc("PUT "+p+"boxes/{name}/user/files", func(w http.ResponseWriter, r *http.Request) {
+		uf, err := userFiles()
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		q := r.URL.Query()
+		uid, err := uidOf(r)
+		var max int64
+		if err == nil {
+			max, err = strconv.ParseInt(q.Get("max"), 10, 64)
+		}
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		blocked, left, err := uf.UnpackAsUser(r.Context(), r.PathValue("name"), uid, q.Get("stage"), q.Get("dir"), max, r.Body)
+		if err != nil {
+			if left {
+				w.Header().Set(leftHeader, "1")
+			}
+			writeError(w, err)
+			return
+		}
+		writeJSON(w, unpacked{Blocked: blocked, Left: left})
+	})
+	call("GET "+p+"boxes/{name}/user/unreadable", func(r *http.Request) (any, error) {
+		uf, err := userFiles()
+		if err != nil {
+			return nil, err
+		}
+		uid, err := uidOf(r)
+		if err != nil {
+			return nil, err
+		}
+		u, err := uf.Unreadable(r.Context(), r.PathValue("name"), uid, r.URL.Query().Get("path"))
+		return map[string]string{"unreadable": u}, err
+	})
+	m.HandleFunc("GET "+p+"boxes/{name}/user/archive", func(w http.ResponseWriter, r *http.Request) {
+		uf, err := userFiles()
+		var uid int
+		if err == nil {
+			uid, err = uidOf(r)
+		}
+		var rc io.ReadCloser
+		if err == nil {
+			rc, err = uf.PackAsUser(r.Context(), r.PathValue("name"), uid, r.URL.Query().Get("path"))
+		}
+		stream(w, rc, err)
+	})
 	m.HandleFunc("GET "+p+"boxes/{name}/exec", a.serveExec)
 	m.HandleFunc("PUT "+p+"boxes/{name}/files", func(w http.ResponseWriter, r *http.Request) {
 		if err := d.CopyTo(r.Context(), r.PathValue("name"), r.URL.Query().Get("dir"), r.Body); err != nil {

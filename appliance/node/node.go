@@ -27,7 +27,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
+	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
@@ -43,7 +45,38 @@ const (
 	kindNotFound    = "not_found"
 	kindInUse       = "in_use"
 	kindUnsupported = "unsupported"
+	// An archive a push refused: its entries, its form, its size
+	// (archive.ErrUnsafe, ErrMalformed, ErrTooBig).
+	kindUnsafe    = "unsafe_archive"
+	kindMalformed = "malformed_archive"
+	kindTooBig    = "archive_too_big"
 )
+
+// leftHeader, on a push's error, says that its staging folder is still
+// there (its removal failed).
+const leftHeader = "Paddock-Stage-Left"
+
+// pushFolder is driver.UserFiles.PushFolder's answer.
+type pushFolder struct {
+	Folder    string `json:"folder"`
+	NotFolder string `json:"not_folder,omitempty"`
+	Writable  bool   `json:"writable"`
+}
+
+// unpacked is driver.UserFiles.UnpackAsUser's answer.
+type unpacked struct {
+	Blocked string `json:"blocked,omitempty"`
+	Left    bool   `json:"left,omitempty"`
+}
+
+// uidOf is a call's box user (its uid query): never root.
+func uidOf(r *http.Request) (int, error) {
+	uid, err := strconv.Atoi(r.URL.Query().Get("uid"))
+	if err != nil || uid <= 0 {
+		return 0, fmt.Errorf("uid %q: give the box user's uid", r.URL.Query().Get("uid"))
+	}
+	return uid, nil
+}
 
 // ErrUnsupported is a call the node's driver does not have (an optional
 // driver interface).
@@ -62,6 +95,12 @@ func kindOf(err error) string {
 		return kindInUse
 	case errors.Is(err, ErrUnsupported):
 		return kindUnsupported
+	case errors.Is(err, archive.ErrUnsafe):
+		return kindUnsafe
+	case errors.Is(err, archive.ErrMalformed):
+		return kindMalformed
+	case errors.Is(err, archive.ErrTooBig):
+		return kindTooBig
 	}
 	return ""
 }
@@ -85,6 +124,12 @@ func fromWire(w wireError) error {
 		base = driver.ErrInUse
 	case kindUnsupported:
 		base = ErrUnsupported
+	case kindUnsafe:
+		base = archive.ErrUnsafe
+	case kindMalformed:
+		base = archive.ErrMalformed
+	case kindTooBig:
+		base = archive.ErrTooBig
 	}
 	return &remoteError{msg: w.Error, base: base}
 }

@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -40,6 +41,7 @@ var (
 	_ driver.DiskMeter       = (*Remote)(nil)
 	_ driver.Hostnamer       = (*Remote)(nil)
 	_ driver.ExecWarmer      = (*Remote)(nil)
+	_ driver.UserFiles       = (*Remote)(nil)
 	_ driver.ImageIDer       = (*Remote)(nil)
 	_ driver.SnapshotSizer   = (*Remote)(nil)
 	_ driver.SnapshotShipper = (*Remote)(nil)
@@ -52,6 +54,7 @@ func NewRemote(name, addr string, cfg *tls.Config) *Remote {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.TLSClientConfig = cfg
 	tr.ForceAttemptHTTP2 = false
+	tr.WriteBufferSize, tr.ReadBufferSize = 256<<10, 256<<10
 	r := &Remote{Name: name, base: "https://" + addr + Prefix, hc: &http.Client{Transport: tr}}
 	r.sever, r.cut = context.WithCancel(context.Background())
 	return r
@@ -274,6 +277,53 @@ func (w *wholeReader) Close() error {
 	err := w.resp.Body.Close()
 	w.stop()
 	return err
+}
+
+func userPath(box, what string, uid int) string {
+	return "boxes/" + pathEscape(box) + "/user/" + what + "?uid=" + strconv.Itoa(uid)
+}
+
+// PushFolder is where a push into dir stages, looked at on the node.
+func (r *Remote) PushFolder(ctx context.Context, box string, uid int, dir string) (folder, notFolder string, writable bool, err error) {
+	var out pushFolder
+	err = r.do(ctx, "GET", userPath(box, "folder", uid)+"&dir="+url.QueryEscape(dir), nil, &out)
+	return out.Folder, out.NotFolder, out.Writable, err
+}
+
+// UnpackAsUser sends a push to the node, which unpacks and merges it as
+// the box's user.
+func (r *Remote) UnpackAsUser(ctx context.Context, box string, uid int, stage, dir string, max int64, tar io.Reader) (blocked string, left bool, err error) {
+	ctx, stop := r.bound(ctx)
+	defer stop()
+	p := userPath(box, "files", uid) + "&stage=" + url.QueryEscape(stage) + "&dir=" + url.QueryEscape(dir) + "&max=" + strconv.FormatInt(max, 10)
+	req, err := http.NewRequestWithContext(ctx, "PUT", r.url(p), io.NopCloser(tar))
+	if err != nil {
+		return "", false, err
+	}
+	req.Header.Set("Content-Type", "application/x-tar")
+	resp, err := r.hc.Do(req)
+	if err != nil {
+		// Whether the node made the staging folder is not known.
+		return "", true, fmt.Errorf("node %s: %w", r.Name, err)
+	}
+	defer resp.Body.Close()
+	var out unpacked
+	if err := r.answer(resp, &out); err != nil {
+		return "", resp.Header.Get(leftHeader) != "", err
+	}
+	return out.Blocked, out.Left, nil
+}
+
+// Unreadable finds, on the node, what of p the box's user may not read.
+func (r *Remote) Unreadable(ctx context.Context, box string, uid int, p string) (string, error) {
+	var out struct{ Unreadable string }
+	err := r.do(ctx, "GET", userPath(box, "unreadable", uid)+"&path="+url.QueryEscape(p), nil, &out)
+	return out.Unreadable, err
+}
+
+// PackAsUser streams p from the node, packed there as the box's user.
+func (r *Remote) PackAsUser(ctx context.Context, box string, uid int, p string) (io.ReadCloser, error) {
+	return r.get(ctx, userPath(box, "archive", uid)+"&path="+url.QueryEscape(p))
 }
 
 // CopyTo extracts a tar stream into dir in a box of the node.

@@ -6,19 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -398,8 +393,8 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
-	if bu, ok := s.Driver.(driver.BoxUserFiles); ok {
-		if done, err := s.pushAsUser(ctx, bu, name, key, dir, body); done {
+	if uf, ok := s.Driver.(driver.UserFiles); ok {
+		if done, err := s.pushAsUser(ctx, uf, name, key, dir, body); done {
 			return err
 		}
 	}
@@ -441,45 +436,29 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	return err
 }
 
-// pushAsUser is Push done by paddockd itself on the box's files, with the
-// box user's rights (driver.BoxUserFiles): the archive is checked entry by
-// entry as it is written into the staging folder, which then moves into
-// place by renames. Nothing runs in the box and the engine copies nothing.
-// Where the box's user may not write the folder the staging folder would
-// go in, it is not done (done false, the body unread): the push is the
+// pushAsUser is Push done by paddockd itself (or, for a box on another
+// server, by that server's agent) on the box's files, with the box user's
+// rights (driver.UserFiles): the archive is checked entry by entry as it
+// is written into the staging folder, which then moves into place by
+// renames. Nothing runs in the box and the engine copies nothing. Where
+// the box's user may not write the folder the staging folder would go
+// in, it is not done (done false, the body unread): the push is the
 // engine's, as root. Where it may not write a folder of the target that
 // the archive merges into, the staged files are merged as root
 // (engineMerge).
-func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, key, dir string, body io.Reader) (done bool, err error) {
+func (s *Service) pushAsUser(ctx context.Context, uf driver.UserFiles, name, key, dir string, body io.Reader) (done bool, err error) {
 	uid := s.Cfg.BoxUID
-	var parent, notFolder string
 	t0 := time.Now()
-	err = bu.AsBoxUser(ctx, key, uid, func() error {
-		for p := dir; ; p = path.Dir(p) {
-			fi, err := os.Stat(p)
-			if noSuchFile(err) && p != "/" {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !fi.IsDir() {
-				notFolder = p
-			} else if unix.Access(p, unix.W_OK|unix.X_OK) == nil {
-				parent = p
-			}
-			return nil
-		}
-	})
+	parent, notFolder, writable, err := uf.PushFolder(ctx, key, uid, dir)
 	switch {
 	case notFolder != "":
 		return true, invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, name, notFolder)
 	case errors.Is(err, errors.ErrUnsupported):
-		return false, nil // a box of another node
+		return false, nil // a driver without it
 	case err != nil:
 		s.Log.Warn("push by the engine: the box's files could not be opened as its user", "box", name, "dir", dir, "err", err)
 		return false, nil
-	case parent == "":
+	case !writable:
 		s.Log.Debug("push by the engine: the box user may not write there", "box", name, "dir", dir)
 		return false, nil
 	}
@@ -492,30 +471,16 @@ func (s *Service) pushAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 	// The steps in the box run to their end even if the client goes: a
 	// step cut off could not be undone.
 	stay := context.WithoutCancel(ctx)
-	var blocked string
-	var t2 time.Time
-	removed := false
-	err = bu.AsBoxUser(stay, key, uid, func() error {
-		err := archive.UnpackWith(body, stage, archive.Checker{Max: s.Cfg.ArchiveMaxMiB << 20})
-		t2 = time.Now()
-		if err == nil {
-			if blocked, err = archive.MergeBlocked(stage, dir); err == nil && blocked == "" {
-				return archive.Merge(stage, dir)
-			}
-		}
-		if err != nil {
-			removed = os.RemoveAll(stage) == nil
-		}
-		return err
-	})
+	blocked, staged, err := uf.UnpackAsUser(stay, key, uid, stage, dir, s.Cfg.ArchiveMaxMiB<<20, body)
+	t2 := time.Now()
 	if err == nil && blocked != "" {
 		// A folder of the target is not the box user's to write in: the
 		// staged files are merged as root, as the engine's path does.
 		s.Log.Debug("push merged by the engine", "box", name, "dir", dir, "blocked", blocked)
 		err = s.engineMerge(stay, key, stage, dir)
-		removed = err == nil
+		staged = err != nil
 	}
-	if removed || err == nil {
+	if !staged {
 		s.doneLeftover(left) // else listed: the next start removes it
 	}
 	switch {
@@ -600,8 +565,8 @@ func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, erro
 	if !path.IsAbs(p) {
 		return nil, invalid("path", "path %q must be absolute", p)
 	}
-	if bu, ok := s.Driver.(driver.BoxUserFiles); ok {
-		if rc, done, err := s.pullAsUser(ctx, bu, name, b.Key(), path.Clean(p)); done {
+	if uf, ok := s.Driver.(driver.UserFiles); ok {
+		if rc, done, err := s.pullAsUser(ctx, uf, name, b.Key(), path.Clean(p)); done {
 			return rc, err
 		}
 	}
@@ -612,29 +577,18 @@ func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, erro
 	return rc, err
 }
 
-// pullAsUser is Pull packed by paddockd on the box's files as the box's
-// user (driver.BoxUserFiles). It is not done (done false) when the user
-// may not read all of p: those pulls are the engine's, as root.
-func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, key, p string) (rc io.ReadCloser, done bool, err error) {
+// pullAsUser is Pull packed by paddockd (or the agent of the box's
+// server) on the box's files as the box's user (driver.UserFiles). It is
+// not done (done false) when the user may not read all of p: those pulls
+// are the engine's, as root.
+func (s *Service) pullAsUser(ctx context.Context, uf driver.UserFiles, name, key, p string) (rc io.ReadCloser, done bool, err error) {
 	uid := s.Cfg.BoxUID
-	missing := false
-	var unreadable string
-	err = bu.AsBoxUser(ctx, key, uid, func() error {
-		_, err := os.Lstat(p)
-		if noSuchFile(err) {
-			missing = true
-			return nil
-		}
-		if err == nil {
-			unreadable, err = archive.Unreadable(p)
-		}
-		return err
-	})
+	unreadable, err := uf.Unreadable(ctx, key, uid, p)
 	switch {
-	case missing:
+	case errors.Is(err, driver.ErrNotFound):
 		return nil, true, noSuchPath(name, p)
 	case errors.Is(err, errors.ErrUnsupported):
-		return nil, false, nil // a box of another node
+		return nil, false, nil // a driver without it
 	case err != nil:
 		s.Log.Warn("pull by the engine: the box's files could not be opened as its user", "box", name, "path", p, "err", err)
 		return nil, false, nil
@@ -642,22 +596,11 @@ func (s *Service) pullAsUser(ctx context.Context, bu driver.BoxUserFiles, name, 
 		s.Log.Debug("pull by the engine: the box user may not read all of it", "box", name, "path", p, "unreadable", unreadable)
 		return nil, false, nil
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		// Ends when the whole tree was written or the reader closed.
-		err := bu.AsBoxUser(context.WithoutCancel(ctx), key, uid, func() error { return archive.PackTree(pw, p) })
-		pw.CloseWithError(err)
-	}()
-	return pr, true, nil
+	rc, err = uf.PackAsUser(ctx, key, uid, p)
+	return rc, true, err
 }
 
 // noSuchPath is Pull's answer for a path that is not in the box.
 func noSuchPath(box, p string) error {
 	return &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no such file or directory in box %q: %s", box, p)}
-}
-
-// noSuchFile reports whether a lookup failed because nothing is there
-// (or a file stands where a folder of the path would be).
-func noSuchFile(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)
 }

@@ -95,7 +95,7 @@ var (
 	_ driver.ExecWarmer    = (*Driver)(nil)
 	_ driver.SnapshotSizer = (*Driver)(nil)
 	_ driver.ImageIDer     = (*Driver)(nil)
-	_ driver.BoxUserFiles  = (*Driver)(nil)
+	_ driver.UserFiles     = (*Driver)(nil)
 )
 
 // ErrNoSuchNode is an object placed on a node the cluster does not have.
@@ -520,17 +520,53 @@ func (c *Driver) ImageID(ctx context.Context, ref string) (string, error) {
 	return ider.ImageID(ctx, ref)
 }
 
-// AsBoxUser runs fn in a box's files as its user, where the box's node is
-// this machine; for a box on another node it is errors.ErrUnsupported (the
-// caller goes the engine's way instead).
-func (c *Driver) AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error {
-	return c.box(box, func(d driver.Driver) error {
-		bu, ok := d.(driver.BoxUserFiles)
-		if !ok {
-			return fmt.Errorf("box %s is on another node: %w", box, errors.ErrUnsupported)
+// userFiles is the driver.UserFiles of a box's node.
+func (c *Driver) userFiles(box string) (driver.UserFiles, error) {
+	var uf driver.UserFiles
+	err := c.box(box, func(d driver.Driver) error {
+		var ok bool
+		if uf, ok = d.(driver.UserFiles); !ok {
+			return fmt.Errorf("the node's driver has no UserFiles: %w", errors.ErrUnsupported)
 		}
-		return bu.AsBoxUser(ctx, box, uid, fn)
+		return nil
 	})
+	return uf, err
+}
+
+// PushFolder is where a push into dir stages, on the box's node.
+func (c *Driver) PushFolder(ctx context.Context, box string, uid int, dir string) (string, string, bool, error) {
+	uf, err := c.userFiles(box)
+	if err != nil {
+		return "", "", false, err
+	}
+	return uf.PushFolder(ctx, box, uid, dir)
+}
+
+// UnpackAsUser unpacks and merges a push on the box's node.
+func (c *Driver) UnpackAsUser(ctx context.Context, box string, uid int, stage, dir string, max int64, tar io.Reader) (string, bool, error) {
+	uf, err := c.userFiles(box)
+	if err != nil {
+		return "", false, err
+	}
+	return uf.UnpackAsUser(ctx, box, uid, stage, dir, max, tar)
+}
+
+// Unreadable finds what of p the box's user may not read, on its node.
+func (c *Driver) Unreadable(ctx context.Context, box string, uid int, p string) (string, error) {
+	uf, err := c.userFiles(box)
+	if err != nil {
+		return "", err
+	}
+	return uf.Unreadable(ctx, box, uid, p)
+}
+
+// PackAsUser streams p, packed as the box's user on its node.
+func (c *Driver) PackAsUser(ctx context.Context, box string, uid int, p string) (io.ReadCloser, error) {
+	uf, err := c.userFiles(box)
+	if err != nil {
+		return nil, err
+	}
+	return uf.PackAsUser(ctx, box, uid, p)
 }
 
 // RemoveNode forgets a node's driver.

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
@@ -232,6 +233,7 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 
 	volumes(t, d, image, spec.Mounts[0].Volume)
 	boxUser(t, d)
+	userFiles(t, d)
 	hostname(t, d)
 	warmExec(t, d)
 }
@@ -430,6 +432,97 @@ func boxUser(t *testing.T, d driver.Driver) {
 	}
 	if err := bu.AsBoxUser(ctx, "ct-none", 1000, func() error { return nil }); err == nil {
 		t.Fatal("AsBoxUser in a box that does not exist: no error")
+	}
+}
+
+// userFiles checks driver.UserFiles on ct-run, where the driver has it: a
+// push's folder (an existing one, one to make, a file in the way, root's
+// folder), an archive unpacked and merged as the box's user, one refused
+// for an entry that climbs out (nothing written, nothing left), a merge
+// blocked by root's folder (named, the stage left for a merge as root),
+// and a pull packed as the box's user (what it may not read named, a
+// missing path ErrNotFound).
+func userFiles(t *testing.T, d driver.Driver) {
+	uf, ok := d.(driver.UserFiles)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	sh := rootShell(t, d, "ct-run")
+	sh("mkdir -p /tmp/uf /tmp/uf/rootdir && chown 1000:1000 /tmp/uf && echo f > /tmp/uf/file && echo secret > /tmp/uf/secret && chmod 600 /tmp/uf/secret")
+	for _, c := range []struct {
+		dir, folder, notFolder string
+		writable               bool
+	}{
+		{"/tmp/uf", "/tmp/uf", "", true},
+		{"/tmp/uf/new/deeper", "/tmp/uf", "", true},
+		{"/tmp/uf/file/x", "", "/tmp/uf/file", false},
+		{"/tmp/uf/rootdir/x", "/tmp/uf/rootdir", "", false},
+	} {
+		folder, notFolder, writable, err := uf.PushFolder(ctx, "ct-run", 1000, c.dir)
+		must(t, err)
+		if folder != c.folder || notFolder != c.notFolder || writable != c.writable {
+			t.Fatalf("PushFolder %s: %q %q %v; want %q %q %v", c.dir, folder, notFolder, writable, c.folder, c.notFolder, c.writable)
+		}
+	}
+	tarOf := func(entries ...string) io.Reader {
+		var b bytes.Buffer
+		tw := tar.NewWriter(&b)
+		for _, name := range entries {
+			tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(name)), Typeflag: tar.TypeReg})
+			tw.Write([]byte(name))
+		}
+		tw.Close()
+		return &b
+	}
+	blocked, left, err := uf.UnpackAsUser(ctx, "ct-run", 1000, "/tmp/uf/.stage1", "/tmp/uf/new/deeper", 1<<20, tarOf("a.txt", "sub/b.txt"))
+	must(t, err)
+	if blocked != "" || left {
+		t.Fatalf("UnpackAsUser: blocked %q, left %v", blocked, left)
+	}
+	if got := sh("cat /tmp/uf/new/deeper/a.txt /tmp/uf/new/deeper/sub/b.txt; echo; stat -c '%u' /tmp/uf/new/deeper/sub/b.txt; ls -a /tmp/uf | grep -c stage || true"); got != "a.txtsub/b.txt\n1000\n0\n" {
+		t.Fatalf("what the push made: %q", got)
+	}
+	_, left, err = uf.UnpackAsUser(ctx, "ct-run", 1000, "/tmp/uf/.stage2", "/tmp/uf/new", 1<<20, tarOf("ok.txt", "../../escaped.txt"))
+	if !errors.Is(err, archive.ErrUnsafe) || left {
+		t.Fatalf("an entry that climbs out: left %v, %v; want archive.ErrUnsafe", left, err)
+	}
+	if got := sh("ls /tmp/uf/new; ls -a /tmp/uf | grep -c stage; ls /tmp/escaped.txt /tmp/uf/escaped.txt 2>/dev/null || true"); got != "deeper\n0\n" {
+		t.Fatalf("after a refused archive: %q", got)
+	}
+	_, _, err = uf.UnpackAsUser(ctx, "ct-run", 1000, "/tmp/uf/.stage3", "/tmp/uf", 10, tarOf("big-enough-to-pass-ten-bytes"))
+	if !errors.Is(err, archive.ErrTooBig) {
+		t.Fatalf("an archive over its bound: %v; want archive.ErrTooBig", err)
+	}
+	blocked, left, err = uf.UnpackAsUser(ctx, "ct-run", 1000, "/tmp/uf/.stage4", "/tmp/uf", 1<<20, tarOf("rootdir/in.txt"))
+	must(t, err)
+	if blocked == "" || !left || sh("test -d /tmp/uf/.stage4 && echo kept") != "kept\n" {
+		t.Fatalf("a merge into root's folder: blocked %q, left %v", blocked, left)
+	}
+	unreadable, err := uf.Unreadable(ctx, "ct-run", 1000, "/tmp/uf")
+	must(t, err)
+	if unreadable != "/tmp/uf/secret" {
+		t.Fatalf("Unreadable /tmp/uf: %q, want /tmp/uf/secret", unreadable)
+	}
+	if _, err := uf.Unreadable(ctx, "ct-run", 1000, "/tmp/uf/none"); !errors.Is(err, driver.ErrNotFound) {
+		t.Fatalf("Unreadable of a missing path: %v, want ErrNotFound", err)
+	}
+	rc, err := uf.PackAsUser(ctx, "ct-run", 1000, "/tmp/uf/new")
+	must(t, err)
+	defer rc.Close()
+	got := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		must(t, err)
+		b, _ := io.ReadAll(tr)
+		got[h.Name] = string(b)
+	}
+	if got["new/deeper/a.txt"] != "a.txt" || got["new/deeper/sub/b.txt"] != "sub/b.txt" {
+		t.Fatalf("PackAsUser /tmp/uf/new: %q", got)
 	}
 }
 
