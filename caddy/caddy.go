@@ -96,6 +96,10 @@ func PreviewPattern(hostname string, boxes []string) string {
 
 type obj = map[string]any
 
+// streamBuffer is the size of the proxy's reads from and writes to
+// paddockd.
+const streamBuffer = 256 << 10
+
 // Config builds the Caddy JSON configuration for a site.
 func Config(s Site) ([]byte, error) {
 	if s.Hostname == "" || s.Upstream == "" || s.StorageDir == "" {
@@ -125,6 +129,9 @@ func Config(s Site) ([]byte, error) {
 		"handler":        "reverse_proxy",
 		"upstreams":      []obj{{"dial": s.Upstream}},
 		"flush_interval": -1,
+		// Uploads and downloads (pushes, pulls, drive backups) pass in
+		// 256 KiB writes, not the transport's 4 KiB.
+		"transport": obj{"protocol": "http", "read_buffer_size": streamBuffer, "write_buffer_size": streamBuffer},
 	}
 	routes := []obj{
 		{"match": []obj{{"host": []string{s.Hostname}}}, "handle": []obj{proxy}, "terminal": true},

@@ -2,7 +2,7 @@
 # Builds the test images without a registry and prints the tag of the one
 # asked for (default: box).
 #
-#   images.sh [box|server|mini]
+#   images.sh [box|server|mini|desk]
 #
 #   paddock-test/base:trixie-<hash>  debootstrap of Debian's packages, docker import
 #   paddock-test/box:<hash>          the box image (provision.sh: desktop, agents, /config)
@@ -12,6 +12,10 @@
 #                                    python3-minimal, which the warm exec runs, as in the
 #                                    box image), moved into the nodes' and the server's
 #                                    nested engines by the tests
+#   paddock-test/desk:<hash>         the mini image with a desktop that paddock-init
+#                                    starts (TigerVNC's X server, no XFCE), ImageMagick's
+#                                    import (screenshots) and nc (the desktop's bridge):
+#                                    a desktop box on another server in TestCluster
 #
 # Tags carry a hash of their inputs, so an image already on the machine is
 # reused and a changed input builds a new one.
@@ -28,7 +32,7 @@ mirror() {
 }
 
 want=${1:-box}
-case "$want" in box|server|mini) ;; *) echo "usage: images.sh [box|server|mini]" >&2; exit 2 ;; esac
+case "$want" in box|server|mini|desk) ;; *) echo "usage: images.sh [box|server|mini|desk]" >&2; exit 2 ;; esac
 
 # trixie, like production's Ubuntu, gets Node.js 22 from provision.sh.
 suite=trixie
@@ -73,10 +77,25 @@ CMD [\"/sbin/init\"]"
   echo "$tag"
   exit 0
 fi
+if [ "$want" = desk ]; then
+  # GL's software renderer (LLVM and Mesa, 200 MB), which the X server
+  # starts without, is taken out.
+  mini=$(bash "$here/images.sh" mini)
+  prov="$here/../install/image"
+  text="FROM $mini
+RUN apt-get update && apt-get install -y --no-install-recommends tigervnc-standalone-server x11-utils imagemagick netcat-openbsd && \\
+    apt-get clean && rm -rf /var/lib/apt/lists/* && \\
+    dpkg --force-depends --purge \$(dpkg-query -W -f '\${Package}\\n' 'libllvm*' 'mesa-libgallium' 'libz3-*' 'libgl1-mesa-dri' 2>/dev/null)
+COPY paddock-desktop /usr/local/bin/paddock-desktop"
+  tag="paddock-test/desk:$( (printf '%s' "$text"; cat "$prov/paddock-desktop") | sha256sum | cut -c1-12)"
+  build "$tag" "$text" "$prov/paddock-desktop"
+  echo "$tag"
+  exit 0
+fi
 if [ "$want" = mini ]; then
   prov="$here/../install/image"
   text="FROM $base
-RUN apt-get update && apt-get install -y --no-install-recommends busybox python3-minimal && rm -rf /var/lib/apt/lists/* && \\
+RUN apt-get update && apt-get install -y --no-install-recommends busybox python3-minimal && apt-get clean && rm -rf /var/lib/apt/lists/* && \\
     useradd --uid 1000 --home-dir /config --create-home --shell /bin/sh paddock
 COPY paddock-init /usr/local/bin/paddock-init
 CMD [\"/usr/local/bin/paddock-init\"]"

@@ -560,18 +560,27 @@ type Node struct {
 	// down, unknown); empty before the server is in the swarm.
 	SwarmID string `json:"swarm_id,omitempty"`
 	// Drained: no new box goes there ('paddock node drain').
-	Drained     bool      `json:"drained,omitempty"`
-	SwarmState  string    `json:"swarm_state,omitempty"`
-	Error       string    `json:"error,omitempty"`
-	Boxes       int       `json:"boxes"`
-	Pool        int       `json:"pool"`
-	Drives      int       `json:"drives"`
-	CPUs        int       `json:"cpus,omitempty"`
-	MemoryBytes int64     `json:"memory_bytes,omitempty"`
-	MemoryFree  int64     `json:"memory_free,omitempty"`
-	DiskBytes   int64     `json:"disk_bytes,omitempty"`
-	DiskFree    int64     `json:"disk_free,omitempty"`
-	Joined      time.Time `json:"joined,omitempty"`
+	Drained    bool   `json:"drained,omitempty"`
+	SwarmState string `json:"swarm_state,omitempty"`
+	Error      string `json:"error,omitempty"`
+	Boxes      int    `json:"boxes"`
+	Pool       int    `json:"pool"`
+	// OwnPool is the server's own warm pool: pool boxes of each type
+	// kept on it ('paddock node pool'), beside warm_pool's.
+	OwnPool     map[string]int `json:"own_pool,omitempty"`
+	Drives      int            `json:"drives"`
+	CPUs        int            `json:"cpus,omitempty"`
+	MemoryBytes int64          `json:"memory_bytes,omitempty"`
+	MemoryFree  int64          `json:"memory_free,omitempty"`
+	DiskBytes   int64          `json:"disk_bytes,omitempty"`
+	DiskFree    int64          `json:"disk_free,omitempty"`
+	Joined      time.Time      `json:"joined,omitempty"`
+}
+
+// NodePool replaces a server's own warm pool (PUT /v1/nodes/NAME/pool):
+// how many ready boxes of each type are kept on it (0: none).
+type NodePool struct {
+	Pool map[string]int `json:"pool"`
 }
 
 // NodeLabels replaces a server's labels (PUT /v1/nodes/NAME/labels).

@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"path"
 	"slices"
@@ -306,6 +307,16 @@ func LabelsText(labels map[string]string) string {
 		ks[i] = k + "=" + labels[k]
 	}
 	return strings.Join(ks, ",")
+}
+
+// PoolText is a server's own warm pool as TYPE=COUNT, sorted and spaced
+// ("" for none).
+func PoolText(pool map[string]int) string {
+	var parts []string
+	for _, t := range slices.Sorted(maps.Keys(pool)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", t, pool[t]))
+	}
+	return strings.Join(parts, " ")
 }
 
 // ParseSince reads how far back to look: a duration ("90m", "1h", "2d")

@@ -51,7 +51,7 @@ func NewWithCA(server, token string, caPEM []byte) (*Client, error) {
 			return nil, fmt.Errorf("bad server address %q: no host", server)
 		}
 		c.base = u.Scheme + "://" + u.Host
-		tr := &http.Transport{Proxy: http.ProxyFromEnvironment}
+		tr := &http.Transport{Proxy: http.ProxyFromEnvironment, WriteBufferSize: streamBuffer, ReadBufferSize: streamBuffer}
 		if len(caPEM) > 0 {
 			pool, err := x509.SystemCertPool()
 			if err != nil {
@@ -70,6 +70,7 @@ func NewWithCA(server, token string, caPEM []byte) (*Client, error) {
 		}
 		c.base = "http://paddock"
 		c.hc = &http.Client{Transport: &http.Transport{
+			WriteBufferSize: streamBuffer, ReadBufferSize: streamBuffer,
 			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 				var d net.Dialer
 				return d.DialContext(ctx, "unix", sock)
@@ -80,6 +81,11 @@ func NewWithCA(server, token string, caPEM []byte) (*Client, error) {
 	}
 	return c, nil
 }
+
+// streamBuffer is the size of the transport's writes and reads: a push's
+// archive goes out in 256 KiB writes (TLS records of 16 KiB), not the
+// default 4 KiB.
+const streamBuffer = 256 << 10
 
 func (c *Client) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+"/"+api.Version+path, body)
@@ -720,6 +726,12 @@ func (c *Client) NodeJoin(ctx context.Context) (api.NodeJoin, error) {
 func (c *Client) LabelNode(ctx context.Context, name string, labels map[string]string) (api.Node, error) {
 	var n api.Node
 	return n, c.do(ctx, "PUT", "/nodes/"+esc(name)+"/labels", api.NodeLabels{Labels: labels}, &n)
+}
+
+// SetNodePool replaces a server's own warm pool (the owner's).
+func (c *Client) SetNodePool(ctx context.Context, name string, pool map[string]int) (api.Node, error) {
+	var n api.Node
+	return n, c.do(ctx, "PUT", "/nodes/"+esc(name)+"/pool", api.NodePool{Pool: pool}, &n)
 }
 
 // RemoveNode forgets a server that holds nothing (the owner's).

@@ -50,8 +50,8 @@ type appView struct {
 
 // nodeRow is a server as the Server page lists it.
 type nodeRow struct {
-	Name, State, Swarm, Addr, Memory, Labels string
-	Boxes, Pool                              int
+	Name, State, Swarm, Addr, Memory, Labels, Pool string
+	Boxes                                          int
 }
 
 type fact struct{ Name, Value string }
@@ -213,7 +213,10 @@ func (p *Pages) nodeRows(ctx context.Context) []nodeRow {
 	}
 	out := make([]nodeRow, 0, len(ns))
 	for _, n := range ns {
-		r := nodeRow{Name: n.Name, State: n.State, Swarm: n.SwarmState, Addr: n.Addr, Boxes: n.Boxes, Pool: n.Pool, Labels: api.LabelsText(n.Labels)}
+		r := nodeRow{Name: n.Name, State: n.State, Swarm: n.SwarmState, Addr: n.Addr, Boxes: n.Boxes, Pool: fmt.Sprint(n.Pool), Labels: api.LabelsText(n.Labels)}
+		if own := api.PoolText(n.OwnPool); own != "" {
+			r.Pool += " (its own: " + own + ")"
+		}
 		if n.ControlPlane {
 			r.Addr = "control plane"
 		}

@@ -72,6 +72,7 @@ var auditActions = map[string]string{
 	"POST /v1/plan":                     "plan",
 	"POST /v1/apply":                    "apply",
 	"PUT /v1/nodes/{name}/labels":       "node.label",
+	"PUT /v1/nodes/{name}/pool":         "node.pool",
 	"DELETE /v1/nodes/{name}":           "node.remove",
 	"POST /v1/nodes/{name}/drain":       "node.drain",
 	"DELETE /v1/nodes/{name}/drain":     "node.undrain",

@@ -84,6 +84,7 @@ var ops = map[string]openapi.Op{
 	"GET /v1/openapi.json":                  {Tag: "meta", Summary: "This document", Response: map[string]any{}},
 	"GET /v1/nodes":                         {Tag: "nodes", Summary: "The servers boxes are placed on, the control plane's first (the owner's)", Response: []api.Node{}},
 	"PUT /v1/nodes/{name}/labels":           {Tag: "nodes", Summary: "Replace a server's labels (the owner's)", Request: api.NodeLabels{}, Response: api.Node{}},
+	"PUT /v1/nodes/{name}/pool":             {Tag: "nodes", Summary: "Replace a server's own warm pool: ready boxes of each type kept on it (the owner's)", Request: api.NodePool{}, Response: api.Node{}},
 	"DELETE /v1/nodes/{name}":               {Tag: "nodes", Summary: "Forget a server that holds no box, drive or snapshot (the owner's)", Status: 204},
 	"POST /v1/nodes/{name}/drain":           {Tag: "nodes", Summary: "Drain a server: no new box goes there, and its boxes move to others (the owner's)", Response: api.Drained{}},
 	"DELETE /v1/nodes/{name}/drain":         {Tag: "nodes", Summary: "Undrain a server: new boxes may go there again (the owner's)", Status: 204},

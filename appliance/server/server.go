@@ -169,6 +169,7 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/nodes", s.nodes)
 	add("POST "+p+"/nodes/joins", s.nodeJoinToken)
 	add("PUT "+p+"/nodes/{name}/labels", s.labelNode)
+	add("PUT "+p+"/nodes/{name}/pool", s.setNodePool)
 	add("DELETE "+p+"/nodes/{name}", s.removeNode)
 	add("POST "+p+"/nodes/{name}/drain", s.drainNode)
 	add("DELETE "+p+"/nodes/{name}/drain", s.undrainNode)
@@ -962,6 +963,18 @@ func (s *Server) labelNode(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	n, err := s.Svc.LabelNode(r.Context(), r.PathValue("name"), p.Labels)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, n)
+}
+
+func (s *Server) setNodePool(w http.ResponseWriter, r *http.Request) error {
+	var p api.NodePool
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	n, err := s.Svc.SetNodePool(r.Context(), r.PathValue("name"), p.Pool)
 	if err != nil {
 		return err
 	}

@@ -402,7 +402,7 @@ func TestNodesAreTheOwners(t *testing.T) {
 		path = strings.ReplaceAll(path, "{name}", "n2")
 		body := ""
 		if method == "PUT" {
-			body = `{"labels":{}}`
+			body = `{}`
 		}
 		if code, e := call(t, ts, mia, method, path, body); code != http.StatusForbidden {
 			t.Errorf("a member's %s %s: %d %+v", method, path, code, e)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/node"
@@ -490,6 +491,10 @@ func (s *Service) nodeList() ([]api.Node, error) {
 	}
 	all := []store.Node{{Name: "", Subnet: s.Net.Subnet.String(), Labels: map[string]string{}}}
 	all = append(all, ns...)
+	own, err := s.Store.NodePools()
+	if err != nil {
+		return nil, err
+	}
 	var out []api.Node
 	for _, n := range all {
 		boxes, pool, drives, _, err := s.Store.NodeObjects(n.Name)
@@ -497,7 +502,7 @@ func (s *Service) nodeList() ([]api.Node, error) {
 			return nil, err
 		}
 		an := api.Node{Name: n.Name, Addr: n.Addr, Subnet: n.Subnet, Labels: n.Labels, Joined: n.Joined, Drained: n.Drained,
-			Boxes: boxes, Pool: pool, Drives: drives, State: "up"}
+			Boxes: boxes, Pool: pool, OwnPool: own[n.Name], Drives: drives, State: "up"}
 		if n.Name == "" {
 			an.Name, an.ControlPlane = s.localNodeName(), true
 		}
@@ -864,6 +869,48 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	} else if err != nil {
 		return api.Node{}, err
 	}
+	ns, err := s.nodeList()
+	if err != nil {
+		return api.Node{}, err
+	}
+	for _, n := range ns {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return api.Node{}, notFound("node", name)
+}
+
+// SetNodePool replaces a server's own warm pool (the owner's): how many
+// ready boxes of each type are kept on that server, beside those
+// warm_pool keeps wherever there is most room. A box asked for on that
+// server ('new --node') or with labels only it has is then claimed from
+// it. A type given 0 keeps none there. A drained or down server keeps its
+// pool once it takes boxes again.
+func (s *Service) SetNodePool(ctx context.Context, name string, pool map[string]int) (api.Node, error) {
+	if err := requireOwner(ctx, "set a server's warm pool"); err != nil {
+		return api.Node{}, err
+	}
+	for _, t := range slices.Sorted(maps.Keys(pool)) {
+		if _, ok := s.Cfg.Types[t]; !ok {
+			return api.Node{}, invalid("pool", "no box type %q: the types are %s", t, strings.Join(slices.Sorted(maps.Keys(s.Cfg.Types)), ", "))
+		}
+		if n := pool[t]; n < 0 || n > config.MaxWarmPool {
+			return api.Node{}, invalid("pool", "%s=%d: give a count from 0 to %d", t, n, config.MaxWarmPool)
+		}
+	}
+	node := name
+	if name == s.localNodeName() {
+		node = ""
+	} else if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
+		return api.Node{}, notFound("node", name)
+	} else if err != nil {
+		return api.Node{}, err
+	}
+	if err := s.Store.SetNodePool(node, pool); err != nil {
+		return api.Node{}, err
+	}
+	s.poolChanged()
 	ns, err := s.nodeList()
 	if err != nil {
 		return api.Node{}, err

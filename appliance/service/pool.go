@@ -48,9 +48,10 @@ const poolProbeTimeout = 10 * time.Second
 
 // poolFits says whether a new box can be claimed from the pool: requests
 // for another image, for drives or from a snapshot are made cold.
+// (Whether a pool box of its type is ready, here or on the server it
+// asks for, is the claim's to find.)
 func (s *Service) poolFits(b store.Box) bool {
-	return s.Cfg.WarmPool[b.Type] > 0 && b.Image == s.Cfg.Image && b.Desktop == s.Cfg.DesktopDefault &&
-		len(b.Mounts) == 0 && b.From == ""
+	return b.Image == s.Cfg.Image && b.Desktop == s.Cfg.DesktopDefault && len(b.Mounts) == 0 && b.From == ""
 }
 
 // takePool, in the transaction that declares b, gives b a ready pool
@@ -133,9 +134,18 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	own, err := s.ownPools()
+	if err != nil {
+		return false, err
+	}
 	want := 0
 	for _, n := range s.Cfg.WarmPool {
 		want += n
+	}
+	for _, types := range own {
+		for _, n := range types {
+			want += n
+		}
 	}
 	if want == 0 && len(pool) == 0 {
 		return false, nil // no pool (nor the image to look at)
@@ -148,21 +158,52 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 		}
 		imageID = id
 	}
-	have := map[string]int{}
+	// Each pool box counts first towards its server's own pool, then
+	// towards warm_pool's (wherever it is); one beyond both goes.
+	haveOwn := map[string]map[string]int{}
+	haveAny := map[string]int{}
 	var drop []string
 	for _, p := range pool {
 		stale := p.Image != s.Cfg.Image || p.Desktop != s.Cfg.DesktopDefault || (imageID != "" && p.ImageID != imageID)
-		if stale || have[p.Type] >= s.Cfg.WarmPool[p.Type] {
+		switch {
+		case stale:
 			drop = append(drop, p.Key)
-			continue
+		case haveOwn[p.Node][p.Type] < own[p.Node][p.Type]:
+			if haveOwn[p.Node] == nil {
+				haveOwn[p.Node] = map[string]int{}
+			}
+			haveOwn[p.Node][p.Type]++
+		case haveAny[p.Type] < s.Cfg.WarmPool[p.Type]:
+			haveAny[p.Type]++
+		default:
+			drop = append(drop, p.Key)
 		}
-		have[p.Type]++
 	}
-	add := map[string]int{}
+	// What to add: on a server ("": any, where there is most room), of a
+	// type, how many.
+	type addition struct {
+		node, typ string
+		n         int
+	}
+	var add []addition
 	if imageID != "" { // no image, no pool boxes (and no box at all)
-		for t, n := range s.Cfg.WarmPool {
-			if n > have[t] {
-				add[t] = n - have[t]
+		ns, err := s.Store.ListNodes()
+		if err != nil {
+			return false, err
+		}
+		for _, node := range slices.Sorted(maps.Keys(own)) {
+			if _, err := s.wanted(s.nodeDisplay(node), ns); err != nil {
+				continue // down or drained: its own pool waits for it
+			}
+			for _, t := range slices.Sorted(maps.Keys(own[node])) {
+				if n := own[node][t] - haveOwn[node][t]; n > 0 {
+					add = append(add, addition{s.nodeDisplay(node), t, n})
+				}
+			}
+		}
+		for _, t := range slices.Sorted(maps.Keys(s.Cfg.WarmPool)) {
+			if n := s.Cfg.WarmPool[t] - haveAny[t]; n > 0 {
+				add = append(add, addition{"", t, n})
 			}
 		}
 	}
@@ -176,33 +217,70 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 			s.Log.Debug("warm pool waited for a lull", "waited", waited)
 		}
 	}
+	added := 0
 	err = s.Store.Declare(func(tx *store.Tx) error {
+		added = 0
 		for _, k := range drop {
 			if err := tx.RemovePool(k); err != nil && !errors.Is(err, store.ErrNotFound) {
 				return err
 			}
 		}
-		for _, t := range slices.Sorted(maps.Keys(add)) {
-			for range add[t] {
+		for _, a := range add {
+			for range a.n {
 				uid := store.NewUID()
-				p := store.PoolBox{Key: "pool-" + uid, UID: uid, Type: t, Image: s.Cfg.Image, ImageID: imageID,
+				p := store.PoolBox{Key: "pool-" + uid, UID: uid, Type: a.typ, Image: s.Cfg.Image, ImageID: imageID,
 					Desktop: s.Cfg.DesktopDefault, Created: s.now()}
 				b := reconcile.PoolAsBox(p)
-				if err := s.place(tx, &b); err != nil {
+				if err := s.placeOn(tx, &b, a.node); err != nil {
+					if a.node != "" {
+						// Gone down or drained since: its own pool waits
+						// until it takes boxes again.
+						s.Log.Debug("warm pool: not on this server now", "node", a.node, "err", err)
+						break
+					}
 					return err
 				}
 				p.IP, p.Node = b.IP, b.Node
 				if err := tx.AddPool(p); err != nil {
 					return err
 				}
+				added++
 			}
 		}
 		return nil
 	})
 	if err == nil {
-		s.Log.Info("warm pool", "added", add, "removed", len(drop))
+		s.Log.Info("warm pool", "added", added, "removed", len(drop))
 	}
-	return err == nil, err
+	return err == nil && (added > 0 || len(drop) > 0), err
+}
+
+// ownPools is each server's own warm pool (SetNodePool) that is kept now:
+// a type this server knows, on a server that joined.
+func (s *Service) ownPools() (map[string]map[string]int, error) {
+	all, err := s.Store.NodePools()
+	if err != nil {
+		return nil, err
+	}
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]int{}
+	for node, types := range all {
+		if node != "" && !slices.ContainsFunc(ns, func(n store.Node) bool { return n.Name == node }) {
+			continue
+		}
+		for t, n := range types {
+			if _, ok := s.Cfg.Types[t]; ok && n > 0 {
+				if out[node] == nil {
+					out[node] = map[string]int{}
+				}
+				out[node][t] = n
+			}
+		}
+	}
+	return out, nil
 }
 
 // probePool runs a command in each pool box not yet ready whose container
@@ -323,9 +401,21 @@ func (s *Service) PoolStatus() (string, error) {
 			ready[p.Type]++
 		}
 	}
+	// What is kept: warm_pool's, and each server's own.
+	want := map[string]int{}
+	maps.Copy(want, s.Cfg.WarmPool)
+	own, err := s.ownPools()
+	if err != nil {
+		return "", err
+	}
+	for _, types := range own {
+		for t, n := range types {
+			want[t] += n
+		}
+	}
 	var parts []string
-	for _, t := range slices.Sorted(maps.Keys(s.Cfg.WarmPool)) {
-		if n := s.Cfg.WarmPool[t]; n > 0 {
+	for _, t := range slices.Sorted(maps.Keys(want)) {
+		if n := want[t]; n > 0 {
 			parts = append(parts, fmt.Sprintf("%s: %d of %d ready", t, ready[t], n))
 		}
 	}

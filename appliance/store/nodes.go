@@ -130,11 +130,67 @@ func (s *Store) SetNodeDrained(name string, drained bool) error {
 // RemoveNode forgets a node. The caller checks first that nothing is left
 // on it (NodeObjects).
 func (s *Store) RemoveNode(name string) error {
-	res, err := s.db.Exec(`DELETE FROM nodes WHERE name=?`, name)
+	tx, err := s.db.Begin()
 	if err != nil {
 		return err
 	}
-	return oneRow(res)
+	defer tx.Rollback()
+	res, err := tx.Exec(`DELETE FROM nodes WHERE name=?`, name)
+	if err != nil {
+		return err
+	}
+	if err := oneRow(res); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(`DELETE FROM node_pools WHERE node=?`, name); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
+
+// NodePools is every server's own warm pool: node, then type, then how
+// many pool boxes of it are kept there.
+func (s *Store) NodePools() (map[string]map[string]int, error) {
+	rows, err := s.db.Query(`SELECT node, type, count FROM node_pools`)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]map[string]int{}
+	for rows.Next() {
+		var node, typ string
+		var n int
+		if err := rows.Scan(&node, &typ, &n); err != nil {
+			return nil, err
+		}
+		if out[node] == nil {
+			out[node] = map[string]int{}
+		}
+		out[node][typ] = n
+	}
+	return out, rows.Err()
+}
+
+// SetNodePool replaces a server's own warm pool (types with 0 are left
+// out: none kept there).
+func (s *Store) SetNodePool(node string, pool map[string]int) error {
+	tx, err := s.db.Begin()
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.Exec(`DELETE FROM node_pools WHERE node=?`, node); err != nil {
+		return err
+	}
+	for t, n := range pool {
+		if n <= 0 {
+			continue
+		}
+		if _, err := tx.Exec(`INSERT INTO node_pools (node, type, count) VALUES (?,?,?)`, node, t, n); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // NodeObjects counts the boxes, pool boxes, drives and snapshots declared

@@ -298,10 +298,10 @@ var migrations = []string{
 		hash TEXT NOT NULL,
 		seal TEXT NOT NULL
 	 );`,
-	// Each user's own quota; a NULL takes the server's default
-	// (limits.* in the configuration).
 	// A box's own labels.
 	`ALTER TABLE boxes ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';`,
+	// Each user's own quota; a NULL takes the server's default
+	// (limits.* in the configuration).
 	`CREATE TABLE quotas (
 		user_id INTEGER PRIMARY KEY REFERENCES users(id) ON DELETE CASCADE,
 		boxes INTEGER,
@@ -310,6 +310,15 @@ var migrations = []string{
 		drive_gib REAL,
 		jobs INTEGER,
 		types TEXT
+	 );`,
+	// A server's own warm pool: pool boxes of each type kept on it, beside
+	// those warm_pool keeps wherever there is most room ('' is the
+	// control plane's own server).
+	`CREATE TABLE node_pools (
+		node TEXT NOT NULL,
+		type TEXT NOT NULL,
+		count INTEGER NOT NULL,
+		PRIMARY KEY (node, type)
 	 );`,
 }
 

@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"image/png"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/coder/websocket"
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -36,12 +39,12 @@ func dockerOut(args ...string) (string, error) {
 }
 
 func TestCluster(t *testing.T) {
-	mini := imageTag(t, "mini")
+	mini, desk := imageTag(t, "mini"), imageTag(t, "desk")
 	dir, err := os.MkdirTemp("", "pdk-cl-")
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers, err := harness.StartServers(dir, []string{"n2", "n3"}, mini)
+	servers, err := harness.StartServers(dir, []string{"n2", "n3"}, mini, desk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +75,7 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
-		d.Image = mini
+		d.Image, d.Images = mini, []string{desk}
 		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 			"PADDOCK_HTTPS_LISTEN="+httpsAddr, "PADDOCK_HTTP_LISTEN="+httpAddr)
 	})
@@ -459,6 +462,49 @@ func TestCluster(t *testing.T) {
 	preview(b3, "preview-on-n3")
 	preview(on(local), "preview-on-the-control-plane")
 
+	// A desktop on another server: paddock show says it is up (its X
+	// server answered), a screenshot is taken there (ImageMagick's import,
+	// run in the box through n3's agent) at the desktop's size, and the
+	// browser's bridge reaches its VNC server (nc in the box): the first
+	// bytes through the ticket's websocket are the RFB greeting.
+	must("new", "--name", "desk3", "--node", "n3", "--image", desk, "--desktop")
+	var deskBox api.Box
+	waitFor(t, time.Minute, "desk3's desktop up", func() bool {
+		deskBox = api.Box{}
+		json.Unmarshal([]byte(must("show", "desk3", "--json")), &deskBox)
+		return deskBox.Desktop && deskBox.DesktopState == "up"
+	})
+	if deskBox.Node != "n3" {
+		t.Fatalf("desk3 is on %q", deskBox.Node)
+	}
+	shot := filepath.Join(t.TempDir(), "desk3.png")
+	must("screenshot", "desk3", "-o", shot)
+	if f, err := os.Open(shot); err != nil {
+		t.Fatal(err)
+	} else {
+		cfg, err := png.DecodeConfig(f)
+		f.Close()
+		if err != nil || cfg.Width != 1280 || cfg.Height != 800 {
+			t.Fatalf("desk3's screenshot: a PNG of %dx%d, %v", cfg.Width, cfg.Height, err)
+		}
+	}
+	tk, err := d.Client().DesktopTicket(context.Background(), "desk3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsCtx, wsCancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ws, _, err := websocket.Dial(wsCtx, "ws://"+d.Listen+"/desktop/desk3/ws?ticket="+tk.Ticket, &websocket.DialOptions{Subprotocols: []string{"binary"}})
+	if err != nil {
+		t.Fatalf("the desktop's websocket of desk3: %v", err)
+	}
+	_, greeting, err := ws.Read(wsCtx)
+	ws.CloseNow()
+	wsCancel()
+	if err != nil || !strings.HasPrefix(string(greeting), "RFB 003.") {
+		t.Fatalf("through desk3's desktop bridge: %q, %v", greeting, err)
+	}
+	must("rm", "--force", "desk3")
+
 	// SSH into a box on another server (the gateway carries it by exec),
 	// a command with its exit status and a terminal.
 	key := filepath.Join(t.TempDir(), "id")
@@ -640,6 +686,41 @@ func TestCluster(t *testing.T) {
 	}(); n != "n3" {
 		t.Fatalf("a box asked for on n3 is on %q", n)
 	}
+	// A server's own warm pool: kept on it, beside warm_pool's; a box
+	// asked for there is claimed from it (its container is the pool
+	// box's, made before the request); 0 keeps none there.
+	if out := must("node", "pool", "n3", "small=1"); !strings.Contains(out, "its own pool small=1") {
+		t.Fatalf("node pool n3 small=1: %s", out)
+	}
+	if own := nodes()["n3"].OwnPool; own["small"] != 1 {
+		t.Fatalf("n3's own pool in the list: %v", own)
+	}
+	db, err := d.StateDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var ownKey string
+	waitFor(t, 2*time.Minute, "a ready pool box on n3", func() bool {
+		return db.QueryRow(`SELECT key FROM pool WHERE node='n3' AND ready=1`).Scan(&ownKey) == nil
+	})
+	if out, _ := n3.Docker("ps", "--format", "{{.Names}}"); !strings.Contains(out, ownKey+"\n") {
+		t.Fatalf("n3's pool box %s is not on n3's engine:\n%s", ownKey, out)
+	}
+	must("new", "--name", "fromown", "--node", "n3")
+	var engine, onNode string
+	if err := db.QueryRow(`SELECT engine, node FROM boxes WHERE name='fromown'`).Scan(&engine, &onNode); err != nil || engine != ownKey || onNode != "n3" {
+		t.Fatalf("a box asked for on n3: engine %q on %q (%v), not n3's pool box %s", engine, onNode, err, ownKey)
+	}
+	// (This paddockd has no warm_pool: every pool box is a server's own.)
+	must("node", "pool", "n3", "small=0")
+	waitFor(t, time.Minute, "n3's own pool to go", func() bool {
+		n := -1
+		db.QueryRow(`SELECT count(*) FROM pool`).Scan(&n)
+		return n == 0
+	})
+	must("rm", "--force", "fromown")
+
 	must("node", "label", "n2", "ssd=yes")
 	if l := nodes()["n2"].Labels["ssd"]; l != "yes" {
 		t.Fatalf("n2's labels after node label: %v", nodes()["n2"].Labels)

@@ -139,6 +139,9 @@ type Daemon struct {
 	Env []string
 	// Config is the TOML configuration file's content (default: TestConfig).
 	Config string
+	// Images are other images boxes may be made from (the configuration's
+	// images, beside the test image's second name).
+	Images []string
 	// Engine is the Docker engine's address (docker_host) when it is not
 	// the machine's (an OwnEngine's).
 	Engine string
@@ -367,7 +370,11 @@ func (d *Daemon) start() error {
 	}
 	// The second name a script may give the test image (engine tag alt)
 	// is on the daemon's list of images.
-	if err := os.WriteFile(conf, []byte(fmt.Sprintf("images = [%q]\n", AltImage(d.Image, d.Instance))+d.Config), 0o644); err != nil {
+	images := fmt.Sprintf("%q", AltImage(d.Image, d.Instance))
+	for _, im := range d.Images {
+		images += fmt.Sprintf(", %q", im)
+	}
+	if err := os.WriteFile(conf, []byte("images = ["+images+"]\n"+d.Config), 0o644); err != nil {
 		return err
 	}
 	cmd := exec.Command(d.Bins.Paddockd, "--local", "--config", conf,

@@ -105,7 +105,7 @@ func init() {
 		{"policy", "set BOX MODE|NAME | ls [--json] | new NAME [--allow-domain D] [--allow-cidr C] | rm NAME | log BOX [--json]", "egress policies: allow-all, deny-all or an allowlist", cmdPolicy},
 		{"audit", "[--box B] [--user U] [--action A] [--since 1h] [--json] [-f] | verify [--json]", "who did what: the audit log (the owner and admins read all of it; a member, their actions and their boxes), followed with -f; verify checks its chain", cmdAudit},
 		{"nodes", "[--json]", "list the servers boxes are placed on (the owner's)", cmdNodes},
-		{"node", "add [--json] | label NODE [KEY=VALUE...] | drain NODE | undrain NODE | rm NODE", "let another server join as a node (prints a command with a one-time token), label a node, drain one (its boxes move to others), or forget one that holds nothing (the owner's)", cmdNode},
+		{"node", "add [--json] | label NODE [KEY=VALUE...] | pool NODE [TYPE=COUNT...] | drain NODE | undrain NODE | rm NODE", "let another server join as a node (prints a command with a one-time token), label a node, keep a warm pool of its own on one, drain one (its boxes move to others), or forget one that holds nothing (the owner's)", cmdNode},
 		{"version", "[--json]", "show the client's version and the server's", cmdVersion},
 		{"skill", "show [--all] | install [--agent claude|codex|opencode|pi|all] [--dir D]", "the Paddock skill that teaches coding agents to use this CLI: print it, or write it where agents read skills", cmdSkill},
 		{"mcp", "[install --agent claude|codex|opencode [--dir D]]", "serve the Model Context Protocol on stdio for a coding agent, as you; or add it to an agent's configuration", cmdMCP},

@@ -8,7 +8,7 @@ var examples = map[string][]string{
 	"whoami":     {"paddock whoami", "paddock whoami --json"},
 	"user":       {"paddock user ls", "paddock user invite --role member", "paddock user rm mia", "paddock user quota mia --boxes 5 --running 2", "paddock user quota mia --default boxes", "paddock user quota"},
 	"nodes":      {"paddock nodes", "paddock nodes --json"},
-	"node":       {"paddock node add", "paddock node label n2 ssd=yes", "paddock node drain n2", "paddock node rm n2"},
+	"node":       {"paddock node add", "paddock node label n2 ssd=yes", "paddock node pool n2 small=2", "paddock node drain n2", "paddock node rm n2"},
 	"token":      {"paddock token create ci", "paddock token ls --json", "paddock token revoke ci"},
 	"new":        {"paddock new --type small --ttl 1h", "paddock new --name web --drive cache:/mnt/cache --policy deny-all --desktop"},
 	"ls":         {"paddock ls", "paddock ls --json"},

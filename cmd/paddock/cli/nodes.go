@@ -2,6 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -11,7 +13,7 @@ import (
 
 func cmdNode(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give add, label or rm")
+		return usagef("give add, label, pool, drain, undrain or rm")
 	}
 	switch {
 	case args[0] == "add":
@@ -49,6 +51,38 @@ func cmdNode(e *env, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "node %s: labels %s\n", n.Name, labelsText(n))
+		return nil
+	case args[0] == "pool" && len(args) >= 2:
+		c, err := e.client()
+		if err != nil {
+			return err
+		}
+		var n api.Node
+		if len(args) == 2 {
+			ns, err := c.Nodes(e.ctx)
+			if err != nil {
+				return err
+			}
+			i := slices.IndexFunc(ns, func(n api.Node) bool { return n.Name == args[1] })
+			if i < 0 {
+				return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no server named %q ('paddock nodes' lists them)", args[1])}
+			}
+			n = ns[i]
+		} else {
+			pool := map[string]int{}
+			for _, kv := range args[2:] {
+				t, v, ok := strings.Cut(kv, "=")
+				count, err := strconv.Atoi(v)
+				if !ok || t == "" || err != nil {
+					return invalidf("pool %q: give TYPE=COUNT (small=2; 0 keeps none)", kv)
+				}
+				pool[t] = count
+			}
+			if n, err = c.SetNodePool(e.ctx, args[1], pool); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(e.stdout, "node %s: its own pool %s; %d pool boxes there now\n", n.Name, ownPoolText(n), n.Pool)
 		return nil
 	case args[0] == "drain" && len(args) == 2:
 		c, err := e.client()
@@ -90,7 +124,7 @@ func cmdNode(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "removed node %s (its agent is no longer called; to join again it needs a new token)\n", args[1])
 		return nil
 	}
-	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node drain NODE | node undrain NODE | node rm NODE")
+	return usagef("node add [--json] | node label NODE [KEY=VALUE...] | node pool NODE [TYPE=COUNT...] | node drain NODE | node undrain NODE | node rm NODE")
 }
 
 // parseLabels reads KEY=VALUE server labels.
@@ -140,7 +174,11 @@ func cmdNodes(e *env, args []string) error {
 		if n.Error != "" {
 			state += ": " + n.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", name, state, orDash(n.SwarmState != "", n.SwarmState), addr, n.Subnet, n.Boxes, n.Pool,
+		pool := fmt.Sprint(n.Pool)
+		if own := api.PoolText(n.OwnPool); own != "" {
+			pool += " (own " + own + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", name, state, orDash(n.SwarmState != "", n.SwarmState), addr, n.Subnet, n.Boxes, pool,
 			orDash(n.CPUs > 0, fmt.Sprint(n.CPUs)), orDash(n.MemoryBytes > 0, gib(n.MemoryFree)+" of "+gib(n.MemoryBytes)),
 			orDash(n.DiskBytes > 0, gib(n.DiskFree)+" of "+gib(n.DiskBytes)), labelsText(n))
 	}
@@ -157,3 +195,11 @@ func orDash(ok bool, s string) string {
 func gib(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
 
 func labelsText(n api.Node) string { return dash(api.LabelsText(n.Labels)) }
+
+// ownPoolText is a server's own warm pool as TYPE=COUNT, or "none".
+func ownPoolText(n api.Node) string {
+	if t := api.PoolText(n.OwnPool); t != "" {
+		return t
+	}
+	return "none"
+}

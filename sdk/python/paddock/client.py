@@ -524,6 +524,11 @@ class Client:
     def label_node(self, name, labels) -> models.Node:
         return self._json("PUT", "/nodes/" + _q(name) + "/labels", {"labels": labels})
 
+    def set_node_pool(self, name, pool) -> models.Node:
+        """Keep a warm pool of the server's own: ready boxes of each type
+        on it (0: none), beside warm_pool's."""
+        return self._json("PUT", "/nodes/" + _q(name) + "/pool", {"pool": pool})
+
     def drain_node(self, name) -> models.Drained:
         """No new box goes to the server, and its boxes move to others."""
         return self._json("POST", "/nodes/" + _q(name) + "/drain")

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -223,7 +223,7 @@ class MovedBox(_MovedBoxRequired, _MovedBoxOptional):
 
 
 _NodeRequired = TypedDict("_NodeRequired", {"boxes": "int", "drives": "int", "labels": "Optional[Dict[str, str]]", "name": "str", "pool": "int", "state": "str", "subnet": "str"})
-_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "drained": "bool", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int", "swarm_id": "str", "swarm_state": "str"}, total=False)
+_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "drained": "bool", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int", "own_pool": "Optional[Dict[str, int]]", "swarm_id": "str", "swarm_state": "str"}, total=False)
 
 
 class Node(_NodeRequired, _NodeOptional):
@@ -234,6 +234,9 @@ NodeJoin = TypedDict("NodeJoin", {"ca_sha256": "str", "command": "str", "expires
 
 
 NodeLabels = TypedDict("NodeLabels", {"labels": "Optional[Dict[str, str]]"})
+
+
+NodePool = TypedDict("NodePool", {"pool": "Optional[Dict[str, int]]"})
 
 
 _PlanRequired = TypedDict("_PlanRequired", {"changes": "Optional[List[Change]]", "project": "str", "serial": "int"})

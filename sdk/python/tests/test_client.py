@@ -213,6 +213,11 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(PaddockError) as e:
             self.c.drain_node("nosuch")
         self.assertEqual(e.exception.status, 404)
+        n = self.c.set_node_pool(ns[0]["name"], {"small": 0})
+        self.assertEqual((n["name"], n.get("own_pool")), (ns[0]["name"], None))
+        with self.assertRaises(PaddockError) as e:
+            self.c.set_node_pool(ns[0]["name"], {"huge": 1})
+        self.assertEqual((e.exception.status, e.exception.field), (400, "pool"))
         with self.assertRaises(PaddockError) as e:
             self.c.move_box("nosuch", ns[0]["name"])
         self.assertEqual(e.exception.status, 404)

@@ -481,11 +481,14 @@ export class Client {
   labelNode(name: string, labels: Record<string, string>): Promise<Node> {
     return this.json("PUT", `/nodes/${q(name)}/labels`, { labels });
   }
+  /** Keep a warm pool of the server's own: ready boxes of each type on it (0: none), beside warm_pool's. */
+  setNodePool(name: string, pool: Record<string, number>): Promise<Node> {
+    return this.json("PUT", `/nodes/${q(name)}/pool`, { pool });
+  }
   /** No new box goes to the server, and its boxes move to others. */
   drainNode(name: string): Promise<Drained> { return this.json("POST", `/nodes/${q(name)}/drain`); }
   async undrainNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}/drain`); }
   async removeNode(name: string): Promise<void> { await this.json("DELETE", `/nodes/${q(name)}`); }
-  /** Moves a box to another server: stopped with a snapshot, shipped, made and started there. */
   /** Move a box, with the drives it mounts and the boxes in `with` that share them, to another server. */
   moveBox(name: string, node: string, withBoxes: string[] = []): Promise<Box> {
     return this.json("POST", `/boxes/${q(name)}/move`, { node, with: withBoxes });

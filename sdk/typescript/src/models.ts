@@ -297,6 +297,7 @@ export interface Node {
   memory_bytes?: number;
   memory_free?: number;
   name: string;
+  own_pool?: Record<string, number> | null;
   pool: number;
   state: string;
   subnet: string;
@@ -313,6 +314,10 @@ export interface NodeJoin {
 
 export interface NodeLabels {
   labels: Record<string, string> | null;
+}
+
+export interface NodePool {
+  pool: Record<string, number> | null;
 }
 
 export interface Plan {

@@ -225,6 +225,9 @@ test("tokens, secrets, keys and users", async () => {
   assert.equal(ns.length, 1);
   assert.ok(ns[0].control_plane && ns[0].state === "up");
   await assert.rejects(c.drainNode("nosuch"), (e) => e.status === 404);
+  const own = await c.setNodePool(ns[0].name, { small: 0 });
+  assert.deepEqual([own.name, own.own_pool], [ns[0].name, undefined]);
+  await assert.rejects(c.setNodePool(ns[0].name, { huge: 1 }), (e) => e.status === 400 && e.field === "pool");
   await assert.rejects(c.moveBox("nosuch", ns[0].name), (e) => e.status === 404);
 });
 
