@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/testbed/forms"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
@@ -105,30 +107,7 @@ func TestInstall(t *testing.T) {
 		exec.Command("docker", "rm", "-f", "-v", name).Run()
 		exec.Command("docker", "volume", "rm", name).Run()
 	})
-	run := exec.Command("docker", "run", "-d", "--name", name, "--hostname", "paddock.test",
-		"--cap-add=ALL", "--cap-drop=SYS_RESOURCE", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
-		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
-		"-v", name+":/var/lib/docker", "-v", off+":/opt/offline:ro", "--label", "paddock.test=install", serverImage, "/sbin/init")
-	if out, err := run.CombinedOutput(); err != nil {
-		t.Fatalf("starting the server: %v\n%s", err, out)
-	}
-	s := &server{t: t, name: name}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		out, _ := s.sh("systemctl is-system-running")
-		if st := strings.TrimSpace(out); st == "running" || st == "degraded" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("systemd did not come up: %s", out)
-		}
-		time.Sleep(300 * time.Millisecond)
-	}
-	s.ip = strings.TrimSpace(s.must("hostname -i | awk '{print $1}'"))
-	// A nested engine cannot turn IPv6 off on its containers' interfaces
-	// (/proc/sys is read-only in this container; on a VPS it is not). Boxes'
-	// IPv6 is dropped by Paddock's table either way.
-	s.must("mkdir -p /etc/systemd/system/docker.service.d && printf '[Service]\\nEnvironment=DOCKER_ALLOW_IPV6_ON_IPV4_INTERFACE=1\\n' >/etc/systemd/system/docker.service.d/nested.conf")
+	s := startServer(t, serverImage, off, name, "paddock.test")
 
 	// Preflight refusals, each leaving the system as it was. Name lookups
 	// stay on the machine meanwhile (no resolver).
@@ -361,6 +340,88 @@ func TestInstall(t *testing.T) {
 		t.Errorf("the second run restarted paddockd (pid %s, then %s)", strings.TrimSpace(pid), strings.TrimSpace(again))
 	}
 
+	// A second server joins through the installer, under systemd: the
+	// control plane listens for its servers, 'paddock node add' gives the
+	// command, and install.sh --join on a fresh server installs the engine,
+	// joins the swarm and starts paddock-node.service (not paddockd); a box
+	// runs there; 'node rm' makes it leave, and systemd does not start its
+	// agent again.
+	s.must(fmt.Sprintf("echo 'cluster_listen = \"%s:7444\"' >>/etc/paddock/paddock.toml && systemctl restart paddockd", s.ip))
+	waitFor(t, time.Minute, "paddockd to answer after its restart", func() bool {
+		_, err := cli(ciEnv, "whoami")
+		return err == nil
+	})
+	out, err = cli(ciEnv, "node", "add", "--json")
+	var j api.NodeJoin
+	if err != nil || json.Unmarshal([]byte(out), &j) != nil {
+		t.Fatalf("node add: %v\n%s", err, out)
+	}
+	addr := regexp.MustCompile(`--join (\S+)`).FindStringSubmatch(j.Command)
+	if addr == nil {
+		t.Fatalf("node add's command: %q", j.Command)
+	}
+	nodeName := name + "-n2"
+	t.Cleanup(func() {
+		if t.Failed() {
+			out, _ := exec.Command("docker", "exec", nodeName, "journalctl", "-u", "paddock-node", "--no-pager", "-n", "60").CombinedOutput()
+			t.Logf("paddock-node journal:\n%s", out)
+		}
+		exec.Command("docker", "rm", "-f", "-v", nodeName).Run()
+		exec.Command("docker", "volume", "rm", nodeName).Run()
+	})
+	n2 := startServer(t, serverImage, off, nodeName, "n2.test")
+	out = n2.must(env + "PADDOCK_NODE_NAME=n2 sh /opt/offline/install.sh --join " + addr[1] + " --token " + j.Token + " --ca-sha256 " + j.CASHA256)
+	if st := strings.TrimSpace(n2.must("systemctl is-active paddock-node; test -e /etc/systemd/system/paddockd.service || echo no-paddockd")); st != "active\nno-paddockd" {
+		t.Fatalf("after install.sh --join: %q\n%s", st, out)
+	}
+	if b, err := exec.Command("sh", "-c", "docker save "+mini+" | docker exec -i "+nodeName+" docker load").CombinedOutput(); err != nil {
+		t.Fatalf("moving the image into n2: %v\n%s", err, b)
+	}
+	waitFor(t, time.Minute, "n2 up in paddock nodes", func() bool {
+		out, _ := cli(ciEnv, "nodes", "--json")
+		var ns []api.Node
+		json.Unmarshal([]byte(out), &ns)
+		for _, n := range ns {
+			if n.Name == "n2" && n.State == "up" && n.SwarmState == "ready" {
+				return true
+			}
+		}
+		return false
+	})
+	if out := s.must("docker node ls --format '{{.Hostname}} {{.Status}}' | sort"); out != "n2.test Ready\npaddock.test Ready\n" {
+		t.Fatalf("the swarm's nodes: %q", out)
+	}
+	if out, err := cli(ciEnv, "new", "--name", "onn2", "--node", "n2"); err != nil {
+		t.Fatalf("new on n2: %v %s", err, out)
+	}
+	if out, err := cli(ciEnv, "exec", "onn2", "--", "hostname"); err != nil || out != "onn2\n" {
+		t.Fatalf("exec in the box on n2: %v %q", err, out)
+	}
+	if out := n2.must("docker ps --filter label=paddock.kind=box --format '{{.Names}}'"); !strings.Contains(out, "onn2") {
+		t.Fatalf("the box is not on n2's engine: %q", out)
+	}
+	if out, err := cli(ciEnv, "rm", "--force", "onn2"); err != nil {
+		t.Fatalf("rm onn2: %v %s", err, out)
+	}
+	if out, err := cli(ciEnv, "node", "rm", "n2"); err != nil {
+		t.Fatalf("node rm n2: %v %s", err, out)
+	}
+	unit := func(prop string) string {
+		return strings.TrimSpace(n2.must("systemctl show -p " + prop + " --value paddock-node"))
+	}
+	waitFor(t, time.Minute, "n2's agent to leave", func() bool {
+		st := unit("ActiveState")
+		return st != "active" && st != "activating"
+	})
+	// Ended with 78, and not waiting to be started again (a restart
+	// would show as activating/auto-restart).
+	if st, sub, code := unit("ActiveState"), unit("SubState"), unit("ExecMainStatus"); sub == "auto-restart" || code != "78" {
+		t.Fatalf("n2's agent after node rm: %s/%s, exit %s (want it ended with 78 and not restarted)", st, sub, code)
+	}
+	if out := n2.must("docker info --format '{{.Swarm.LocalNodeState}}'; ls /var/lib/paddock/node 2>/dev/null || echo no-join"); out != "inactive\nno-join\n" {
+		t.Fatalf("n2 after node rm: %q (want out of the swarm, its join forgotten)", out)
+	}
+
 	if out, err := cli(ciEnv, "drive", "new", "keep"); err != nil {
 		t.Fatalf("drive new: %v %s", err, out)
 	}
@@ -384,6 +445,38 @@ func TestInstall(t *testing.T) {
 	if out, _ := s.sh("ls -d /var/lib/paddock 2>/dev/null; docker volume ls -q --filter label=paddock.instance; docker ps -aq --filter label=paddock.instance"); strings.TrimSpace(out) != "" {
 		t.Fatalf("after --uninstall twice: %s", out)
 	}
+}
+
+// startServer starts a fresh Debian server with systemd (serverImage) as
+// a container called name, with the offline files at /opt/offline, and
+// waits for systemd.
+func startServer(t *testing.T, serverImage, off, name, hostname string) *server {
+	t.Helper()
+	run := exec.Command("docker", "run", "-d", "--name", name, "--hostname", hostname,
+		"--cap-add=ALL", "--cap-drop=SYS_RESOURCE", "--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		"-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run", "--tmpfs", "/run/lock",
+		"-v", name+":/var/lib/docker", "-v", off+":/opt/offline:ro", "--label", "paddock.test=install", serverImage, "/sbin/init")
+	if out, err := run.CombinedOutput(); err != nil {
+		t.Fatalf("starting the server: %v\n%s", err, out)
+	}
+	s := &server{t: t, name: name}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, _ := s.sh("systemctl is-system-running")
+		if st := strings.TrimSpace(out); st == "running" || st == "degraded" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("systemd did not come up: %s", out)
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	s.ip = strings.TrimSpace(s.must("hostname -i | awk '{print $1}'"))
+	// A nested engine cannot turn IPv6 off on its containers' interfaces
+	// (/proc/sys is read-only in this container; on a VPS it is not). Boxes'
+	// IPv6 is dropped by Paddock's table either way.
+	s.must("mkdir -p /etc/systemd/system/docker.service.d && printf '[Service]\\nEnvironment=DOCKER_ALLOW_IPV6_ON_IPV4_INTERFACE=1\\n' >/etc/systemd/system/docker.service.d/nested.conf")
+	return s
 }
 
 func exitCode(err error) int {
