@@ -54,31 +54,8 @@ func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 	onError(d.Cleanup)
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cluster-cli")), bins: bins}
 
-	var j api.NodeJoin
-	check(json.Unmarshal([]byte(r.paddock("node", "add", "--json")), &j))
 	n2 := servers.List[0]
-	args := strings.Fields(j.Command)
-	for len(args) > 0 && args[0] != "node" {
-		args = args[1:]
-	}
-	check(n2.StartAgent(bins.Paddockd, []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}, append(args[1:], "--name", "n2")...))
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var ns []api.Node
-		json.Unmarshal([]byte(r.paddock("nodes", "--json")), &ns)
-		up := false
-		for _, x := range ns {
-			up = up || (x.Name == "n2" && x.State == "up")
-		}
-		if up {
-			break
-		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(n2.AgentLog())
-			check(fmt.Errorf("n2 did not come up as a node within a minute:\n%s", b))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	joinServer(r, bins, servers, n2)
 	raw := "pdkbench-" + d.Instance
 	engine := func(a ...string) string { return r.docker(append([]string{"-H", n2.Engine}, a...)...) }
 	defer func() {
@@ -176,4 +153,32 @@ func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
 	}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("ccp%d", i))) })
 	rows = append(rows, row{"pull 100 MB, one file, from another server", p, dk})
 	return rows
+}
+
+// joinServer joins sv to the control plane r talks to, as a user does
+// (the command 'paddock node add' prints, its agent named sv.Name), and
+// waits until 'paddock nodes' says it is up.
+func joinServer(r *runner, bins harness.Bins, servers *harness.Servers, sv *harness.Server) {
+	var j api.NodeJoin
+	check(json.Unmarshal([]byte(r.paddock("node", "add", "--json")), &j))
+	args := strings.Fields(j.Command)
+	for len(args) > 0 && args[0] != "node" {
+		args = args[1:]
+	}
+	check(sv.StartAgent(bins.Paddockd, []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}, append(args[1:], "--name", sv.Name)...))
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ns []api.Node
+		json.Unmarshal([]byte(r.paddock("nodes", "--json")), &ns)
+		for _, x := range ns {
+			if x.Name == sv.Name && x.State == "up" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			b, _ := os.ReadFile(sv.AgentLog())
+			check(fmt.Errorf("%s did not come up as a node within a minute:\n%s", sv.Name, b))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

@@ -8,6 +8,7 @@
 //	go run ./testbed/bench [-n 5] [-big-n 3]
 //	go run ./testbed/bench -scale    # at 1, 10, 50 and again 1 idle boxes
 //	go run ./testbed/bench -section cluster  # a box on a second server beside that server's engine
+//	go run ./testbed/bench -section capacity # three servers against one, each with a memory budget
 //	go run ./testbed/bench -section first -n 3  # new + push on a server just started, beside the same settled
 //	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //
@@ -115,7 +116,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), or cluster (a box on a second server, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), cluster (a box on a second server, not in all), or capacity (three servers against one, not in all)")
 	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
@@ -141,6 +142,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if *section == "capacity" {
+		printCapacity(benchCapacity(bins, work))
+		return
 	}
 	if *section == "cluster" {
 		rows := benchCluster(bins, work, *n, *bigN)

@@ -53,12 +53,58 @@ type Server struct {
 	done   chan struct{}
 	agent  *exec.Cmd
 	agentD chan struct{}
+	// cgroupParent is where its engine puts containers ("": the engine's
+	// default).
+	cgroupParent string
+}
+
+// memoryCgroup makes a cgroup named name that holds at most memory bytes,
+// for an engine's --cgroup-parent (cgroup v1 or v2), and what removes it
+// (and what the engine made beside it in the other hierarchies) once the
+// engine's containers are gone.
+func memoryCgroup(name string, memory int64) (string, func(), error) {
+	const root = "/sys/fs/cgroup"
+	undo := func() {
+		dirs, _ := filepath.Glob(filepath.Join(root, "*", name))
+		if _, err := os.Stat(filepath.Join(root, name)); err == nil {
+			dirs = append(dirs, filepath.Join(root, name))
+		}
+		for _, d := range dirs {
+			os.Remove(d)
+		}
+	}
+	dir, file := filepath.Join(root, "memory", name), "memory.limit_in_bytes"
+	if _, err := os.Stat(filepath.Join(root, "cgroup.controllers")); err == nil {
+		dir, file = filepath.Join(root, name), "memory.max" // v2
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", undo, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(fmt.Sprint(memory)), 0o644); err != nil {
+		return "", undo, fmt.Errorf("bounding %s's memory: %w", name, err)
+	}
+	return "/" + name, undo, nil
 }
 
 // StartServers starts n servers named names[i] (the hub under dir, a path
 // short enough for sockets) and loads images into each engine from this
 // machine's.
 func StartServers(dir string, names []string, images ...string) (*Servers, error) {
+	return startServers(dir, names, 0, images)
+}
+
+// StartBoundedServers is StartServers with each server's containers under
+// a cgroup of their own that holds at most memory bytes, as a server with
+// that much memory for its boxes would: the engine's --cgroup-parent, a
+// cgroup made (and removed) here.
+func StartBoundedServers(dir string, names []string, memory int64, images ...string) (*Servers, error) {
+	if memory <= 0 {
+		return nil, errors.New("give the servers' memory")
+	}
+	return startServers(dir, names, memory, images)
+}
+
+func startServers(dir string, names []string, memory int64, images []string) (*Servers, error) {
 	// A swarm a killed run left on this machine's engine is advertised
 	// at an address this machine no longer has: no one else's, and of no
 	// use (a control plane would refuse to manage it).
@@ -135,6 +181,15 @@ func StartServers(dir string, names []string, images ...string) (*Servers, error
 			s.Stop()
 			return nil, err
 		}
+		if memory > 0 {
+			parent, undo, err := memoryCgroup(sv.NS, memory)
+			s.undo = append(s.undo, undo)
+			if err != nil {
+				s.Stop()
+				return nil, err
+			}
+			sv.cgroupParent = parent
+		}
 		if err := sv.startEngine(i); err != nil {
 			s.Stop()
 			return nil, err
@@ -178,8 +233,12 @@ func (sv *Server) startEngine(i int) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := sv.In("dockerd", "--data-root", sv.dir+"/data", "--exec-root", sv.dir+"/exec",
-		"--pidfile", sv.dir+"/dockerd.pid", "-H", sv.Engine, "--bip", fmt.Sprintf("172.30.%d.1/24", i+1))
+	args := []string{"dockerd", "--data-root", sv.dir + "/data", "--exec-root", sv.dir + "/exec",
+		"--pidfile", sv.dir + "/dockerd.pid", "-H", sv.Engine, "--bip", fmt.Sprintf("172.30.%d.1/24", i+1)}
+	if sv.cgroupParent != "" {
+		args = append(args, "--cgroup-parent", sv.cgroupParent)
+	}
+	cmd := sv.In(args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
