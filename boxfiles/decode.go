@@ -35,7 +35,7 @@ var topSchema = &hcl.BodySchema{
 var boxSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{
 		{Name: "type"}, {Name: "image"}, {Name: "ttl"}, {Name: "policy"}, {Name: "agent"},
-		{Name: "env"}, {Name: "setup"}, {Name: "desktop"}, {Name: "files"}, {Name: "labels"},
+		{Name: "env"}, {Name: "setup"}, {Name: "desktop"}, {Name: "files"}, {Name: "labels"}, {Name: "idle_stop"},
 	},
 	Blocks: []hcl.BlockHeaderSchema{
 		{Type: "mount", LabelNames: []string{"drive"}},
@@ -469,6 +469,15 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 	if box.TTL != "" {
 		if _, err := api.ParseTTL(box.TTL); err != nil {
 			diags = append(diags, errAt(a.Expr.Range(), "Invalid duration", err.Error()))
+		}
+	}
+
+	box.IdleStop, a, ds = d.str(content.Attributes, "idle_stop", "idle_stop")
+	diags = append(diags, ds...)
+	rng(a, "idle_stop")
+	if box.IdleStop != "" {
+		if _, err := api.ParseIdleStop(box.IdleStop); err != nil {
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid idle stop", err.Error()))
 		}
 	}
 

@@ -47,8 +47,16 @@ type Box struct {
 	// IP is the box's address on the box network.
 	IP string `json:"ip,omitempty"`
 	// Note says why the box was stopped when its user did not stop it:
-	// its disk use passed its type's disk_gib. Cleared when it starts.
+	// its disk use passed its type's disk_gib, or it went unused for its
+	// idle stop. Cleared when it starts.
 	Note string `json:"note,omitempty"`
+	// IdleStop is how long the box may go unused before it is stopped
+	// (its own, or its type's; empty: never).
+	IdleStop string `json:"idle_stop,omitempty"`
+	// Sleeping says that its idle stop stopped it: its next use (a
+	// command, an SSH connection, a push or pull, a preview, its desktop
+	// or terminal) starts it.
+	Sleeping bool `json:"sleeping,omitempty"`
 	// Docker is how the box's own Docker engine is, on a running box asked
 	// for by name with ?detail=1: "ready" (an engine with no containers:
 	// it starts on first use), "starting", "up", "failed: WHY", or "off"
@@ -187,6 +195,10 @@ type BoxPost struct {
 	// NodeLabels put the box on a server with all these labels ('paddock
 	// node label').
 	NodeLabels map[string]string `json:"node_labels,omitempty"`
+	// IdleStop stops the box, with a snapshot, once it went that long
+	// unused ("30m"); it starts again on its next use. Empty: its type's
+	// idle_stop; "off": never.
+	IdleStop string `json:"idle_stop,omitempty"`
 }
 
 // Mount attaches a named drive to a box.

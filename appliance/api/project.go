@@ -17,6 +17,9 @@ type BoxSpec struct {
 	Type  string `json:"type,omitempty"`
 	Image string `json:"image,omitempty"`
 	TTL   string `json:"ttl,omitempty"`
+	// IdleStop stops the box once unused that long ("30m"; "off": never;
+	// empty: its type's); it changes in place.
+	IdleStop string `json:"idle_stop,omitempty"`
 	// Policy is "allow-all", "deny-all" or the name of a declared policy.
 	Policy string            `json:"policy,omitempty"`
 	Agent  string            `json:"agent,omitempty"`

@@ -90,6 +90,33 @@ func ParseTTL(s string) (time.Duration, error) {
 	return d, nil
 }
 
+// IdleStopOff is a box's idle stop when it has none, whatever its type.
+const IdleStopOff = -time.Second
+
+// ParseIdleStop reads a box's idle stop: "" (its type's: 0), "off"
+// (never: IdleStopOff) or a duration of whole seconds, at least one.
+func ParseIdleStop(s string) (time.Duration, error) {
+	switch s {
+	case "":
+		return 0, nil
+	case "off", "0":
+		return IdleStopOff, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < time.Second || d%time.Second != 0 {
+		return 0, &Error{Code: CodeInvalid, Field: "idle_stop", Message: fmt.Sprintf("bad idle_stop %q: give a duration of whole seconds (30m, 2h), or off", s)}
+	}
+	return d, nil
+}
+
+// IdleStopText is how an idle stop reads: "" for none, else a duration.
+func IdleStopText(d time.Duration) string {
+	if d <= 0 {
+		return ""
+	}
+	return d.String()
+}
+
 // ValidMount checks a drive mount: the drive name and a path under /mnt.
 func ValidMount(m Mount) error {
 	if err := ValidName("drive", m.Drive); err != nil {
@@ -237,6 +264,9 @@ func ValidateProject(s ProjectSpec) error {
 			}
 		}
 		if _, err := ParseTTL(b.TTL); err != nil {
+			return at(addr, err)
+		}
+		if _, err := ParseIdleStop(b.IdleStop); err != nil {
 			return at(addr, err)
 		}
 		switch b.Policy {

@@ -69,3 +69,16 @@ func TestParseMount(t *testing.T) {
 		}
 	}
 }
+
+func TestParseIdleStop(t *testing.T) {
+	for in, want := range map[string]time.Duration{"": 0, "off": IdleStopOff, "0": IdleStopOff, "30m": 30 * time.Minute, "1s": time.Second} {
+		if got, err := ParseIdleStop(in); err != nil || got != want {
+			t.Errorf("ParseIdleStop(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"soon", "-5m", "500ms", "1.5s", "30"} {
+		if _, err := ParseIdleStop(bad); err == nil {
+			t.Errorf("ParseIdleStop(%q) accepted", bad)
+		}
+	}
+}

@@ -378,6 +378,9 @@ type ExecIO struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Resize <-chan [2]uint16
+	// Notice, when set, gets what the server says to the person (that it
+	// is starting a sleeping box), apart from the command's output.
+	Notice func(string)
 }
 
 // Exec runs a command attached and returns its exit code.
@@ -466,6 +469,10 @@ func (c *Client) Exec(ctx context.Context, box string, p api.ExecPost, streams E
 			return stream.ParseExit(payload)
 		case stream.Error:
 			return -1, errors.New(string(payload))
+		case stream.Notice:
+			if streams.Notice != nil {
+				streams.Notice(string(payload))
+			}
 		}
 	}
 }

@@ -41,6 +41,12 @@ type BoxType struct {
 	// disk_check_interval and stops a box past the bound, saying why
 	// (0: no bound). Drives are not counted.
 	DiskGiB float64 `koanf:"disk_gib"`
+	// IdleStop stops a box of this type that went unused that long (no
+	// command, job, SSH session, terminal, desktop viewer, push, pull or
+	// preview request, and its CPU under idle_cpu), with a snapshot, as
+	// 'paddock stop' does; it starts again on its next use. 0: never. A
+	// box's own idle_stop ('new --idle-stop', a Boxfile's) wins.
+	IdleStop time.Duration `koanf:"idle_stop"`
 }
 
 // Agent says how a coding agent runs a task without a person: Command,
@@ -161,6 +167,12 @@ type Config struct {
 	// for its disk has to free space before it is measured again (five
 	// checks, if that is longer).
 	DiskGrace time.Duration `koanf:"disk_grace"`
+	// IdleCheckInterval is how often boxes with an idle stop are looked
+	// at (their use, their CPU).
+	IdleCheckInterval time.Duration `koanf:"idle_check_interval"`
+	// IdleCPU is the CPU use, in CPUs (0.05: 5% of one), under which a box
+	// counts as unused between two looks.
+	IdleCPU float64 `koanf:"idle_cpu"`
 	// LogLevel: debug, info, warn, error.
 	LogLevel string `koanf:"log_level"`
 	// Agents is the agent table: name → how it runs a task.
@@ -241,6 +253,8 @@ func Defaults() map[string]any {
 		"types.large.disk_gib":        80,
 		"disk_check_interval":         "2m",
 		"disk_grace":                  "1m",
+		"idle_check_interval":         "30s",
+		"idle_cpu":                    0.05,
 		"types.medium.cpus":           2.0,
 		"types.medium.memory_mib":     4096,
 		"types.large.cpus":            4.0,
@@ -409,6 +423,9 @@ func (c Config) Validate() error {
 		if !ok || bt.CPUs <= 0 || bt.MemoryMiB <= 0 || bt.Pids <= 0 {
 			return fmt.Errorf("config: types.%s needs cpus > 0, memory_mib > 0 and pids > 0", t)
 		}
+		if bt.IdleStop < 0 {
+			return fmt.Errorf("config: types.%s.idle_stop must be 0 (never) or a duration", t)
+		}
 	}
 	for name, a := range c.Agents {
 		if len(a.Command) == 0 {
@@ -431,6 +448,9 @@ func (c Config) Validate() error {
 		if _, ok := c.Types[t]; !ok || n < 0 || n > MaxWarmPool {
 			return fmt.Errorf("config: warm_pool.%s: give a box type (small, medium, large) a count from 0 to %d", t, MaxWarmPool)
 		}
+	}
+	if c.IdleCheckInterval <= 0 || c.IdleCPU < 0 {
+		return errors.New("config: idle_check_interval must be positive and idle_cpu 0 or more")
 	}
 	if c.SnapshotKeep < 0 {
 		return errors.New("config: snapshot_keep must be 0 (keep all) or more")

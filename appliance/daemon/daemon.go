@@ -278,7 +278,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
 	var prev *preview.Handler
 	if cfg.Hostname != "" {
-		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox}
+		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox, Use: svc.Use}
 	} else if host, port, err := net.SplitHostPort(cfg.Listen); err == nil && port != "" {
 		// Local mode: previews at http://PORT-BOX.localhost:PORT, which
 		// browsers send to the loopback address; a browser without a
@@ -287,7 +287,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			host = "127.0.0.1"
 		}
 		prev = &preview.Handler{Store: st, Pages: pages, Hostname: "localhost", Scheme: "http", Port: port,
-			Main: net.JoinHostPort(host, port), Dial: svc.DialBox}
+			Main: net.JoinHostPort(host, port), Dial: svc.DialBox, Use: svc.Use}
 	}
 	srv := &http.Server{
 		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
@@ -374,6 +374,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	go loop(ctx, 500*time.Millisecond, nil, func() {
 		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
 			log.Error("ttl", "err", err)
+		}
+	})
+	go loop(ctx, cfg.IdleCheckInterval, nil, func() {
+		if err := svc.CheckIdle(ctx); err != nil && ctx.Err() == nil {
+			log.Error("idle stop", "err", err)
 		}
 	})
 	if cfg.DiskCheckInterval > 0 {

@@ -58,6 +58,12 @@ type ticket struct {
 
 // Ticket makes a single-use ticket for a box's desktop.
 func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, error) {
+	// Opening a desktop is a use: a sleeping box wakes.
+	used, _, err := p.Svc.Use(ctx, box)
+	if err != nil {
+		return api.DesktopTicket{}, err
+	}
+	used()
 	if err := p.Svc.DesktopBox(box); err != nil {
 		return api.DesktopTicket{}, err
 	}
@@ -124,6 +130,13 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no valid ticket for this desktop: run 'paddock desktop "+box+"'", http.StatusUnauthorized)
 		return
 	}
+	// A viewer is a use of the box while it is connected.
+	used, _, err := p.Svc.Use(r.Context(), box)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	defer used()
 	spec, err := p.Svc.CheckExec(box, api.ExecPost{Cmd: []string{"nc", "127.0.0.1", VNCPort}})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)

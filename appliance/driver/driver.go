@@ -176,6 +176,13 @@ type BoxUserFiles interface {
 	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
 }
 
+// CPUMeter is a driver that can say how much CPU time a running box's
+// processes have used since it started: what an idle stop weighs between
+// two looks.
+type CPUMeter interface {
+	CPUTime(ctx context.Context, box string) (time.Duration, error)
+}
+
 // UserFiles is a driver that pushes and pulls a box's files itself, with
 // the rights of the box's user uid (as BoxUserFiles lets code do on this
 // machine), wherever the box runs: no process in the box and no copy

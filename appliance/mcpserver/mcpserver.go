@@ -127,12 +127,14 @@ type Box struct {
 
 // CreateIn creates a box.
 type CreateIn struct {
-	Name    string            `json:"name,omitempty" jsonschema:"the box's name (empty: a generated one)"`
-	Type    string            `json:"type,omitempty" jsonschema:"small, medium or large (default small)"`
-	TTL     string            `json:"ttl,omitempty" jsonschema:"stop it (with a snapshot) after this long: 1h, 30m"`
-	Policy  string            `json:"policy,omitempty" jsonschema:"egress policy: allow-all, deny-all or a policy's name"`
-	Desktop bool              `json:"desktop,omitempty" jsonschema:"give the box a desktop that can be screenshotted"`
-	Labels  map[string]string `json:"labels,omitempty" jsonschema:"labels of the box, to find it by later (team=web): lower-case keys"`
+	Name string `json:"name,omitempty" jsonschema:"the box's name (empty: a generated one)"`
+	Type string `json:"type,omitempty" jsonschema:"small, medium or large (default small)"`
+	TTL  string `json:"ttl,omitempty" jsonschema:"stop it (with a snapshot) after this long: 1h, 30m"`
+	// IdleStop stops it once unused that long; its next use starts it.
+	IdleStop string            `json:"idle_stop,omitempty" jsonschema:"stop it (with a snapshot) once unused this long (30m); its next use starts it again; off: never"`
+	Policy   string            `json:"policy,omitempty" jsonschema:"egress policy: allow-all, deny-all or a policy's name"`
+	Desktop  bool              `json:"desktop,omitempty" jsonschema:"give the box a desktop that can be screenshotted"`
+	Labels   map[string]string `json:"labels,omitempty" jsonschema:"labels of the box, to find it by later (team=web): lower-case keys"`
 }
 
 // ListIn picks boxes by their labels.
@@ -231,7 +233,7 @@ func (s *Server) tools() {
 		return asText(bs), err
 	})
 	tool(s, "create_box", "Create a box (a Linux computer of your own) and wait until it runs. Remember its name.", additive, func(ctx context.Context, in CreateIn) (*mcp.CallToolResult, error) {
-		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, Policy: in.Policy, Labels: in.Labels}
+		p := api.BoxPost{Name: in.Name, Type: in.Type, TTL: in.TTL, IdleStop: in.IdleStop, Policy: in.Policy, Labels: in.Labels}
 		if in.Desktop {
 			p.Desktop = &in.Desktop
 		}

@@ -165,19 +165,17 @@ func (a *Agent) Handler() http.Handler {
 	})
 
 	// A push and a pull done as the box's user (driver.UserFiles).
-	userFiles := func() (driver.UserFiles, error) {
+	// userFiles is the driver's UserFiles and the call's box user.
+	userFiles := func(r *http.Request) (driver.UserFiles, int, error) {
 		uf, ok := d.(driver.UserFiles)
 		if !ok {
-			return nil, ErrUnsupported
-		}
-		return uf, nil
-	}
-	call("GET "+p+"boxes/{name}/user/folder", func(r *http.Request) (any, error) {
-		uf, err := userFiles()
-		if err != nil {
-			return nil, err
+			return nil, 0, ErrUnsupported
 		}
 		uid, err := uidOf(r)
+		return uf, uid, err
+	}
+	call("GET "+p+"boxes/{name}/user/folder", func(r *http.Request) (any, error) {
+		uf, uid, err := userFiles(r)
 		if err != nil {
 			return nil, err
 		}
@@ -186,13 +184,8 @@ func (a *Agent) Handler() http.Handler {
 		return out, err
 	})
 	m.HandleFunc("PUT "+p+"boxes/{name}/user/files", func(w http.ResponseWriter, r *http.Request) {
-		uf, err := userFiles()
-		if err != nil {
-			writeError(w, err)
-			return
-		}
 		q := r.URL.Query()
-		uid, err := uidOf(r)
+		uf, uid, err := userFiles(r)
 		var max int64
 		if err == nil {
 			max, err = strconv.ParseInt(q.Get("max"), 10, 64)
@@ -212,11 +205,7 @@ func (a *Agent) Handler() http.Handler {
 		writeJSON(w, unpacked{Blocked: blocked, Left: left})
 	})
 	call("GET "+p+"boxes/{name}/user/unreadable", func(r *http.Request) (any, error) {
-		uf, err := userFiles()
-		if err != nil {
-			return nil, err
-		}
-		uid, err := uidOf(r)
+		uf, uid, err := userFiles(r)
 		if err != nil {
 			return nil, err
 		}
@@ -224,11 +213,7 @@ func (a *Agent) Handler() http.Handler {
 		return map[string]string{"unreadable": u}, err
 	})
 	m.HandleFunc("GET "+p+"boxes/{name}/user/archive", func(w http.ResponseWriter, r *http.Request) {
-		uf, err := userFiles()
-		var uid int
-		if err == nil {
-			uid, err = uidOf(r)
-		}
+		uf, uid, err := userFiles(r)
 		var rc io.ReadCloser
 		if err == nil {
 			rc, err = uf.PackAsUser(r.Context(), r.PathValue("name"), uid, r.URL.Query().Get("path"))
@@ -296,6 +281,14 @@ func (a *Agent) Handler() http.Handler {
 		}
 		n, err := m.DiskUsage(r.Context(), r.PathValue("name"))
 		return map[string]int64{"bytes": n}, err
+	})
+	call("GET "+p+"boxes/{name}/cpu", func(r *http.Request) (any, error) {
+		m, ok := d.(driver.CPUMeter)
+		if !ok {
+			return nil, ErrUnsupported
+		}
+		n, err := m.CPUTime(r.Context(), r.PathValue("name"))
+		return map[string]int64{"nanos": int64(n)}, err
 	})
 	call("GET "+p+"volumes/{kind}/{name}/usage", func(r *http.Request) (any, error) {
 		m, ok := d.(driver.DiskMeter)

@@ -83,6 +83,9 @@ type Handler struct {
 	// this server has no route to its box network. Boxes of this server
 	// are reached at their address.
 	Dial func(ctx context.Context, box string, port int) (net.Conn, error)
+	// Use marks a box in use for a request, waking it if it sleeps
+	// (Service.Use); nil: requests are no use.
+	Use func(ctx context.Context, box string) (done func(), woke bool, err error)
 
 	once     sync.Once
 	approved map[string]bool
@@ -305,6 +308,17 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		http.Error(w, "no box named "+strconv.Quote(box), http.StatusNotFound)
 		return
+	}
+	if h.Use != nil {
+		done, woke, err := h.Use(r.Context(), box)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		defer done()
+		if woke {
+			b, _ = h.Store.GetBox(box)
+		}
 	}
 	if b.IP == "" || b.Observed != "running" {
 		http.Error(w, "box "+strconv.Quote(box)+" is not running", http.StatusServiceUnavailable)

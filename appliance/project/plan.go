@@ -342,6 +342,18 @@ func boolText(b bool) string {
 	return "true"
 }
 
+// idleText is how a box's own idle stop reads in a plan: "" for its
+// type's, "off", or a duration.
+func idleText(d time.Duration) string {
+	switch {
+	case d < 0:
+		return Quote("off")
+	case d > 0:
+		return Quote(d.String())
+	}
+	return ""
+}
+
 func mountText(m api.Mount) string {
 	s := Quote(m.Path)
 	if m.ReadOnly {
@@ -363,6 +375,8 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 	out = attr(out, "type", quoteNonEmpty(before.Type), quoteNonEmpty(b.Type), true)
 	out = attr(out, "image", quoteNonEmpty(before.Image), quoteNonEmpty(b.Image), true)
 	out = attr(out, "ttl", TTLText(before.TTL), TTLText(ttl), false)
+	idle, _ := api.ParseIdleStop(b.IdleStop)
+	out = attr(out, "idle_stop", idleText(before.IdleStop), idleText(idle), false)
 	bp := before.Policy
 	if create {
 		bp = ""

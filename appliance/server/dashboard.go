@@ -135,6 +135,13 @@ func (s *Server) terminal(w http.ResponseWriter, r *http.Request) error {
 	name := r.PathValue("name")
 	rows, _ := strconv.ParseUint(r.URL.Query().Get("rows"), 10, 16)
 	cols, _ := strconv.ParseUint(r.URL.Query().Get("cols"), 10, 16)
+	// A terminal is a use of the box while it is open (a sleeping box
+	// wakes first).
+	used, _, err := s.Svc.Use(r.Context(), name)
+	if err != nil {
+		return err
+	}
+	defer used()
 	spec, err := s.Svc.CheckExec(name, api.ExecPost{Cmd: []string{"bash", "-l"}, TTY: true, Rows: uint16(rows), Cols: uint16(cols),
 		Env: map[string]string{"TERM": "xterm-256color"}})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/stream"
 )
@@ -28,9 +29,20 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	if p.TTY {
 		rec.Note("tty", true)
 	}
-	spec, err := s.Svc.CheckExec(name, p)
-	if err != nil {
-		return err
+	// A sleeping box is woken after the upgrade, so that the caller hears
+	// of it first (a notice); any other is checked before, so that a
+	// refusal is a plain answer.
+	sleeping := s.Svc.Sleeping(name)
+	var spec driver.ExecSpec
+	if !sleeping {
+		done, _, err := s.Svc.Use(r.Context(), name)
+		if err != nil {
+			return err
+		}
+		defer done()
+		if spec, err = s.Svc.CheckExec(name, p); err != nil {
+			return err
+		}
 	}
 	conn, brw, err := http.NewResponseController(w).Hijack()
 	if err != nil {
@@ -44,6 +56,20 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	rec.Open()
 	fw := stream.NewWriter(conn)
 	ctx := r.Context()
+	if sleeping {
+		fw.Frame(stream.Notice, []byte(fmt.Sprintf("starting box %s (its idle stop had stopped it)…", name)))
+		done, _, err := s.Svc.Use(ctx, name)
+		if err == nil {
+			defer done()
+			spec, err = s.Svc.CheckExec(name, p)
+		}
+		if err != nil {
+			rec.Result(err.Error())
+			rec.Finish()
+			fw.Frame(stream.Error, []byte(err.Error()))
+			return nil
+		}
+	}
 	stdinR, stdinW := io.Pipe()
 	resize := make(chan [2]uint16, 4)
 	go readClientFrames(brw.Reader, stdinW, resize)

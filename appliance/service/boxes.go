@@ -155,6 +155,10 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 	if err != nil {
 		return store.Box{}, err
 	}
+	idle, err := api.ParseIdleStop(p.IdleStop)
+	if err != nil {
+		return store.Box{}, err
+	}
 	if p.Image == "" {
 		p.Image = s.Cfg.Image
 	}
@@ -186,7 +190,7 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 	b := store.Box{
 		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
 		Desired: "running", Created: now, Policy: p.Policy, Desktop: s.Cfg.DesktopDefault, NodeLabels: p.NodeLabels,
-		Labels: p.Labels,
+		Labels: p.Labels, IdleStop: idle,
 	}
 	if b.Policy == "" {
 		b.Policy = api.PolicyAllowAll
@@ -306,6 +310,10 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 	var snap string
 	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Desired == "stopped" {
+			if b.Slept {
+				// Stopped by hand now: its next use does not start it.
+				b.Slept, b.Note = false, ""
+			}
 			return nil
 		}
 		b.Desired = "stopped"
@@ -325,6 +333,12 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 
 // StartBox starts a stopped box; its TTL starts again.
 func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
+	return s.startBox(ctx, name, false)
+}
+
+// startBox starts a stopped box; its TTL starts again unless keepTTL (a
+// wake on use: a TTL ends a box whatever its use). A start counts as use.
+func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.Box, error) {
 	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Desired == "running" {
 			return nil
@@ -332,7 +346,7 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 		if err := s.checkRunning(tx, b.Owner, b.Name); err != nil {
 			return err
 		}
-		if b.Note != "" {
+		if b.Note != "" && !b.Slept {
 			// Stopped for its disk: it gets a grace to free space.
 			s.memMu.Lock()
 			if s.diskGrace == nil {
@@ -341,13 +355,16 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 			s.diskGrace[name] = s.now()
 			s.memMu.Unlock()
 		}
-		b.Desired, b.Note = "running", ""
-		if b.TTL > 0 {
+		b.Desired, b.Note, b.Slept = "running", "", false
+		if b.TTL > 0 && !keepTTL {
 			exp := s.now().Add(b.TTL)
 			b.ExpiresAt = &exp
 		}
 		return nil
 	})
+	if err == nil {
+		s.touch(name)
+	}
 	return s.settle(ctx, name, err, "box."+name)
 }
 

@@ -56,6 +56,11 @@ const MaxScreenshots = 2
 // Screenshot returns a PNG of a box's whole display. It waits a few seconds
 // for a desktop that is still starting.
 func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
+	used, _, err := s.Use(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer used()
 	if err := s.DesktopBox(name); err != nil {
 		return nil, err
 	}

@@ -223,8 +223,18 @@ func (s *Service) StartJob(name string, p api.ExecPost) (api.Job, error) {
 
 // startJob starts a job; secrets go into its environment only (never into
 // the box's declared state, the job record or a snapshot).
-func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]string, label string) (api.Job, error) {
+func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]string, label string) (job api.Job, err error) {
 	p.TTY = false
+	// A job is a use of its box until it ends (a sleeping box wakes).
+	used, _, err := s.Use(context.Background(), name)
+	if err != nil {
+		return api.Job{}, err
+	}
+	defer func() {
+		if err != nil {
+			used()
+		}
+	}()
 	spec, err := s.CheckExec(name, p)
 	if err != nil {
 		return api.Job{}, err
@@ -266,6 +276,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 
 	go func() {
 		defer close(done)
+		defer used()
 		w := f
 		spec.Stdout, spec.Stderr = w, w
 		code, err := s.Driver.Exec(s.Life, s.engineName(name), spec)
@@ -384,6 +395,11 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 // target under root's /opt, say) the engine copies the archive in and one
 // command in the box merges it as root.
 func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) error {
+	used, _, err := s.Use(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer used()
 	b, err := s.runningBox(name)
 	if err != nil {
 		return err
@@ -557,7 +573,18 @@ const pushStagePrefix = ".paddock-push-"
 // name is path's base name. Where the box's user may read all of it,
 // paddockd packs it itself, on the box's files with the box user's rights
 // (pullAsUser); elsewhere the engine copies it out, as root.
-func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, error) {
+func (s *Service) Pull(ctx context.Context, name, p string) (rc io.ReadCloser, err error) {
+	used, _, err := s.Use(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			used()
+		} else {
+			rc = &usedReader{ReadCloser: rc, done: used}
+		}
+	}()
 	b, err := s.runningBox(name)
 	if err != nil {
 		return nil, err
@@ -570,7 +597,7 @@ func (s *Service) Pull(ctx context.Context, name, p string) (io.ReadCloser, erro
 			return rc, err
 		}
 	}
-	rc, err := s.Driver.CopyFrom(ctx, b.Key(), path.Clean(p))
+	rc, err = s.Driver.CopyFrom(ctx, b.Key(), path.Clean(p))
 	if errors.Is(err, driver.ErrNotFound) {
 		return nil, noSuchPath(name, p)
 	}

@@ -44,12 +44,10 @@ func TestMoveGroups(t *testing.T) {
 	}
 }
 
-// A box asked for on a server takes a pool box of that server, if it has
-// one ready, and is made cold there if not; never a pool box elsewhere.
-func TestPoolClaimOnTheServerAsked(t *testing.T) {
-	s, nodes := clustered(t)
-	s.Cfg.WarmPool = map[string]int{"small": 3}
-	s.Cfg.DesktopDefault = false
+// answerExecs makes the nodes' fake drivers answer every command in a
+// box that runs (the pool's readiness probe), and fail in one that does
+// not.
+func answerExecs(nodes map[string]*fakeNode) {
 	for _, n := range nodes {
 		drv := n.Driver
 		drv.ExecFunc = func(box string, _ driver.ExecSpec) (int, error) {
@@ -59,6 +57,15 @@ func TestPoolClaimOnTheServerAsked(t *testing.T) {
 			return 0, nil
 		}
 	}
+}
+
+// A box asked for on a server takes a pool box of that server, if it has
+// one ready, and is made cold there if not; never a pool box elsewhere.
+func TestPoolClaimOnTheServerAsked(t *testing.T) {
+	s, nodes := clustered(t)
+	s.Cfg.WarmPool = map[string]int{"small": 3}
+	s.Cfg.DesktopDefault = false
+	answerExecs(nodes)
 	fillPool(t, s, 3)
 	pool, _ := s.Store.ListPool()
 	on := map[string]string{}
@@ -97,15 +104,7 @@ func TestOwnPoolIsKeptOnItsServer(t *testing.T) {
 	s, nodes := clustered(t)
 	s.Cfg.WarmPool = map[string]int{"small": 1}
 	s.Cfg.DesktopDefault = false
-	for _, n := range nodes {
-		drv := n.Driver
-		drv.ExecFunc = func(box string, _ driver.ExecSpec) (int, error) {
-			if drv.Hostname(box) == "" {
-				return -1, fmt.Errorf("%w: box %s does not run", driver.ErrNotFound, box)
-			}
-			return 0, nil
-		}
-	}
+	answerExecs(nodes)
 	ctx := context.Background()
 	onN3 := func() int {
 		pool, _ := s.Store.ListPool()

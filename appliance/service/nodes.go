@@ -522,6 +522,20 @@ func (s *Service) nodeList() ([]api.Node, error) {
 	return out, nil
 }
 
+// nodeNamed is one server as nodeList shows it.
+func (s *Service) nodeNamed(name string) (api.Node, error) {
+	ns, err := s.nodeList()
+	if err != nil {
+		return api.Node{}, err
+	}
+	for _, n := range ns {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return api.Node{}, notFound("node", name)
+}
+
 func (s *Service) localNodeName() string {
 	if s.Cluster != nil && s.Cluster.Name != "" {
 		return s.Cluster.Name
@@ -869,16 +883,7 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	} else if err != nil {
 		return api.Node{}, err
 	}
-	ns, err := s.nodeList()
-	if err != nil {
-		return api.Node{}, err
-	}
-	for _, n := range ns {
-		if n.Name == name {
-			return n, nil
-		}
-	}
-	return api.Node{}, notFound("node", name)
+	return s.nodeNamed(name)
 }
 
 // SetNodePool replaces a server's own warm pool (the owner's): how many
@@ -911,16 +916,7 @@ func (s *Service) SetNodePool(ctx context.Context, name string, pool map[string]
 		return api.Node{}, err
 	}
 	s.poolChanged()
-	ns, err := s.nodeList()
-	if err != nil {
-		return api.Node{}, err
-	}
-	for _, n := range ns {
-		if n.Name == name {
-			return n, nil
-		}
-	}
-	return api.Node{}, notFound("node", name)
+	return s.nodeNamed(name)
 }
 
 // dropPool removes the pool boxes of a server (the pool is made again

@@ -247,6 +247,7 @@ func specBox(b api.BoxSpec, into *store.Box) {
 		into.ExpiresAt = nil
 	}
 	into.NodeLabels, into.Labels = b.NodeLabels, b.Labels
+	into.IdleStop, _ = api.ParseIdleStop(b.IdleStop)
 	into.Mounts = nil
 	for _, m := range b.Mounts {
 		into.Mounts = append(into.Mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})

@@ -72,7 +72,7 @@ type Service struct {
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live, restoring, diskGrace and coldPool
+	memMu   sync.Mutex              // guards live, restoring, diskGrace, coldPool and uses
 	live    map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
@@ -82,6 +82,9 @@ type Service struct {
 	// image without python3): not tried again while paddockd runs.
 	coldPool map[string]bool
 	jobs     map[string]chan struct{} // running jobs: closed when done
+	// uses is each box's use, for its idle stop (idle.go).
+	uses   map[string]*boxUse
+	wakeMu sync.Mutex // one wake at a time
 
 	// claimCut, when set (by tests), ends a claim just after it is
 	// declared, as a crash there would.
@@ -227,6 +230,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
 		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
 		Node: b.Node, NodeLabels: b.NodeLabels, Labels: b.Labels,
+		IdleStop: api.IdleStopText(idleStopOf(b, types)), Sleeping: b.Slept && b.Desired == "stopped",
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError

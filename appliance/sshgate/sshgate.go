@@ -18,17 +18,18 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/paddock-dev/paddock/appliance/audit"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -166,12 +167,25 @@ func (g *Gateway) serveConn(c net.Conn) {
 	rec.About(box, "")
 	rec.Open()
 	defer rec.Finish()
+	// The connection is a use of the box while it lasts: a box its idle
+	// stop put to sleep is started first (its first session is told).
+	used, woke, err := g.Svc.Use(context.Background(), box)
+	if err != nil {
+		g.Log.Warn("ssh: waking the box", "box", box, "err", err)
+	} else {
+		defer used()
+	}
+	var told atomic.Bool
+	told.Store(!woke)
 	for nc := range chans {
 		switch nc.ChannelType() {
 		case "session":
 			ch, chReqs, err := nc.Accept()
 			if err != nil {
 				continue
+			}
+			if !told.Swap(true) {
+				fmt.Fprintf(ch.Stderr(), "paddock: started box %s (its idle stop had stopped it)\r\n", box)
 			}
 			go g.session(box, ch, chReqs)
 		case "direct-tcpip":

@@ -63,6 +63,12 @@ type Box struct {
 	NodeLabels map[string]string
 	// Labels are the box's own labels (what it is for).
 	Labels map[string]string
+	// IdleStop is how long the box may go unused before it is stopped (0:
+	// its type's idle_stop; negative: never).
+	IdleStop time.Duration
+	// Slept says that its idle stop stopped it (Desired is "stopped"): it
+	// wakes on use. Cleared when it starts.
+	Slept bool
 }
 
 // Key is the name the box's engine objects have.
@@ -80,18 +86,18 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept`
 
 type scanner interface{ Scan(...any) error }
 
 func scanBox(r scanner) (Box, error) {
 	var b Box
-	var ttl int64
+	var ttl, idle int64
 	var exp sql.NullInt64
 	var mounts, env, nodeLabels, labels string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -99,6 +105,7 @@ func scanBox(r scanner) (Box, error) {
 		return b, err
 	}
 	b.TTL = time.Duration(ttl) * time.Second
+	b.IdleStop = time.Duration(idle) * time.Second
 	if exp.Valid {
 		t := fromUnix(exp.Int64)
 		b.ExpiresAt = &t
@@ -162,9 +169,10 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Labels == nil {
 		b.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
-		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels))
+		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels),
+		int64(b.IdleStop/time.Second), b.Slept)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -191,9 +199,10 @@ func (t *Tx) UpdateBox(b Box) error {
 		b.Labels = map[string]string{}
 	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=?, idle_stop_seconds=?, slept=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
-		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), mustJSON(b.Labels), b.Name)
+		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), mustJSON(b.Labels),
+		int64(b.IdleStop/time.Second), b.Slept, b.Name)
 	if err != nil {
 		return err
 	}

@@ -320,6 +320,10 @@ var migrations = []string{
 		count INTEGER NOT NULL,
 		PRIMARY KEY (node, type)
 	 );`,
+	// A box's idle stop (0: its type's; negative: never) and whether it
+	// stopped it (the box wakes on use).
+	`ALTER TABLE boxes ADD COLUMN idle_stop_seconds INTEGER NOT NULL DEFAULT 0;
+	 ALTER TABLE boxes ADD COLUMN slept INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

@@ -23,6 +23,10 @@ const (
 	StdinEOF byte = 4
 	Exit     byte = 5 // payload: int32 exit code
 	Error    byte = 6 // payload: message
+	// Notice is a word for the person, not the command's output (payload:
+	// text), such as that the box is being woken: clients may show it or
+	// not.
+	Notice byte = 7
 )
 
 // MaxFrame bounds a frame's payload.

@@ -20,12 +20,13 @@ drive "npm-cache" {
 }
 
 box "web" {
-  type   = "medium"
-  image  = local.base
-  ttl    = "1h"
-  policy = policy.registries
-  agent  = "claude"
-  env    = { NODE_ENV = var.env, ROOT = path.root, UPPER = upper(var.env) }
+  type      = "medium"
+  image     = local.base
+  ttl       = "1h"
+  idle_stop = "30m"
+  policy    = policy.registries
+  agent     = "claude"
+  env       = { NODE_ENV = var.env, ROOT = path.root, UPPER = upper(var.env) }
   mount "npm-cache" {
     path     = "/mnt/npm-cache"
     readonly = true

@@ -2,10 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
-	"os"
-	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/testbed/harness"
@@ -39,27 +35,9 @@ open("/tmp/held", "w").write(str(os.getpid()))
 time.sleep(1e9)`, capHoldMiB)
 
 func benchCapacity(bins harness.Bins, work string) (one, three, madeOne, madeThree int) {
-	top, err := harness.Root()
-	check(err)
-	mini := strings.TrimSpace((&runner{}).run("bash", filepath.Join(top, "testbed", "images.sh"), "mini"))
-	dir, err := os.MkdirTemp("", "pdk-bk-") // short: sockets live under it
-	check(err)
-	defer os.RemoveAll(dir)
-	servers, err := harness.StartBoundedServers(dir, []string{"c1", "c2", "c3"}, capServerMiB<<20, mini)
-	check(err)
-	defer servers.Stop()
-	onError(servers.Stop)
-	l, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
-	check(err)
-	clusterAddr := l.Addr().String()
-	l.Close()
-	d, err := harness.NewDaemon(bins, mini, filepath.Join(work, "capacity"))
-	check(err)
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr}
-	check(d.Start())
-	defer d.Cleanup()
-	onError(d.Cleanup)
-	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "capacity-cli")), bins: bins}
+	c := startCluster(bins, work, "capacity", []string{"c1", "c2", "c3"}, capServerMiB<<20)
+	defer c.stop()
+	servers, r := c.servers, c.r
 	for i, sv := range servers.List {
 		joinServer(r, bins, servers, sv)
 		if i == 0 {

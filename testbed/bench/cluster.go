@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -30,30 +29,9 @@ import (
 const clusterPool = 4
 
 func benchCluster(bins harness.Bins, work string, n, bigN int) []row {
-	top, err := harness.Root()
-	check(err)
-	out, err := exec.Command("bash", filepath.Join(top, "testbed", "images.sh"), "mini").Output()
-	check(err)
-	mini := strings.TrimSpace(string(out))
-	dir, err := os.MkdirTemp("", "pdk-bc-") // short: sockets live under it
-	check(err)
-	defer os.RemoveAll(dir)
-	servers, err := harness.StartServers(dir, []string{"n2"}, mini)
-	check(err)
-	defer servers.Stop()
-	onError(servers.Stop)
-	l, err := net.Listen("tcp", net.JoinHostPort(servers.Host.String(), "0"))
-	check(err)
-	clusterAddr := l.Addr().String()
-	l.Close()
-	d, err := harness.NewDaemon(bins, mini, filepath.Join(work, "cluster"))
-	check(err)
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", clusterPool)}
-	check(d.Start())
-	defer d.Cleanup()
-	onError(d.Cleanup)
-	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cluster-cli")), bins: bins}
-
+	cl := startCluster(bins, work, "cluster", []string{"n2"}, 0, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", clusterPool))
+	defer cl.stop()
+	servers, d, r, mini := cl.servers, cl.d, cl.r, cl.mini
 	n2 := servers.List[0]
 	joinServer(r, bins, servers, n2)
 	raw := "pdkbench-" + d.Instance
@@ -181,4 +159,49 @@ func joinServer(r *runner, bins harness.Bins, servers *harness.Servers, sv *harn
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// cluster is a control plane and servers to join it, for a bench.
+type cluster struct {
+	servers *harness.Servers
+	d       *harness.Daemon
+	r       *runner
+	mini    string
+	dir     string
+}
+
+// startCluster starts servers named names (with memory bytes each for
+// boxes when not 0: harness.StartBoundedServers) and a paddockd that
+// listens for them, with env added, in work/sub; none has joined yet.
+func startCluster(bins harness.Bins, work, sub string, names []string, memory int64, env ...string) *cluster {
+	top, err := harness.Root()
+	check(err)
+	c := &cluster{mini: strings.TrimSpace((&runner{}).run("bash", filepath.Join(top, "testbed", "images.sh"), "mini"))}
+	c.dir, err = os.MkdirTemp("", "pdk-b-") // short: sockets live under it
+	check(err)
+	if memory > 0 {
+		c.servers, err = harness.StartBoundedServers(c.dir, names, memory, c.mini)
+	} else {
+		c.servers, err = harness.StartServers(c.dir, names, c.mini)
+	}
+	check(err)
+	onError(c.servers.Stop)
+	l, err := net.Listen("tcp", net.JoinHostPort(c.servers.Host.String(), "0"))
+	check(err)
+	clusterAddr := l.Addr().String()
+	l.Close()
+	c.d, err = harness.NewDaemon(bins, c.mini, filepath.Join(work, sub))
+	check(err)
+	c.d.Env = append([]string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr}, env...)
+	check(c.d.Start())
+	onError(c.d.Cleanup)
+	c.r = &runner{env: append(c.d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, sub+"-cli")), bins: bins}
+	return c
+}
+
+// stop ends the daemon, then the servers.
+func (c *cluster) stop() {
+	c.d.Cleanup()
+	c.servers.Stop()
+	os.RemoveAll(c.dir)
 }

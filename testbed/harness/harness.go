@@ -283,6 +283,8 @@ disk_check_interval = "2s"
 # A box started again after its disk bound is measured again after 10 s
 # (five checks), not a minute (bounds.txtar waits for it).
 disk_grace = "1s"
+# Idle stops are looked at every second (idle.txtar's are seconds long).
+idle_check_interval = "1s"
 [types.small]
 pids = 512
 disk_gib = 0

@@ -76,6 +76,7 @@ function renderBox() {
   const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Labels", Object.entries(box.labels || {}).sort().map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
+    ["Idle stop", box.idle_stop ? `after ${box.idle_stop} unused${box.sleeping ? " (asleep: its next use starts it)" : ""}` : "—"],
     ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
     ["Created", when(box.created)], ["From snapshot", box.from || "—"],
     ["Previews", previews]];

@@ -96,6 +96,7 @@ var (
 	_ driver.SnapshotSizer = (*Driver)(nil)
 	_ driver.ImageIDer     = (*Driver)(nil)
 	_ driver.UserFiles     = (*Driver)(nil)
+	_ driver.CPUMeter      = (*Driver)(nil)
 )
 
 // ErrNoSuchNode is an object placed on a node the cluster does not have.
@@ -432,6 +433,19 @@ func (c *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
 		return 0, errNo("DiskUsage")
 	}
 	return m.DiskUsage(ctx, box)
+}
+
+// CPUTime is the CPU time a box used, on its node.
+func (c *Driver) CPUTime(ctx context.Context, box string) (time.Duration, error) {
+	d, err := c.node(KindBox, box)
+	if err != nil {
+		return 0, err
+	}
+	m, ok := d.(driver.CPUMeter)
+	if !ok {
+		return 0, fmt.Errorf("the node's driver has no CPUTime: %w", errors.ErrUnsupported)
+	}
+	return m.CPUTime(ctx, box)
 }
 
 // VolumeUsage is what a volume holds, on its node.

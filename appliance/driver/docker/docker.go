@@ -461,6 +461,23 @@ func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 	return out, nil
 }
 
+var _ driver.CPUMeter = (*Driver)(nil)
+
+// CPUTime is the CPU time a running box's processes used, from the
+// engine's one-shot stats (its cgroup's).
+func (d *Driver) CPUTime(ctx context.Context, box string) (time.Duration, error) {
+	res, err := d.c.ContainerStats(ctx, d.containerName(box), client.ContainerStatsOptions{})
+	if err != nil {
+		return 0, wrap(err)
+	}
+	defer res.Body.Close()
+	var st container.StatsResponse
+	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
+		return 0, fmt.Errorf("box %s's stats: %w", box, err)
+	}
+	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+}
+
 // DiskUsage is what a box has written: its writable layer, as the
 // engine sizes it, and its /var/lib/docker volume, as the blocks under the
 // volume's folder on the host (where paddockd runs, beside the engine).

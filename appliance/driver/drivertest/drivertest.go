@@ -435,6 +435,23 @@ func boxUser(t *testing.T, d driver.Driver) {
 	}
 }
 
+// tarEntries reads a tar stream: each entry's name, and its contents (a
+// link's target).
+func tarEntries(t *testing.T, r io.Reader) map[string]string {
+	t.Helper()
+	got := map[string]string{}
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return got
+		}
+		must(t, err)
+		body, _ := io.ReadAll(tr)
+		got[h.Name] = string(body) + h.Linkname
+	}
+}
+
 // userFiles checks driver.UserFiles on ct-run, where the driver has it: a
 // push's folder (an existing one, one to make, a file in the way, root's
 // folder), an archive unpacked and merged as the box's user, one refused
@@ -510,17 +527,7 @@ func userFiles(t *testing.T, d driver.Driver) {
 	rc, err := uf.PackAsUser(ctx, "ct-run", 1000, "/tmp/uf/new")
 	must(t, err)
 	defer rc.Close()
-	got := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
-		b, _ := io.ReadAll(tr)
-		got[h.Name] = string(b)
-	}
+	got := tarEntries(t, rc)
 	if got["new/deeper/a.txt"] != "a.txt" || got["new/deeper/sub/b.txt"] != "sub/b.txt" {
 		t.Fatalf("PackAsUser /tmp/uf/new: %q", got)
 	}
@@ -559,17 +566,7 @@ func volumes(t *testing.T, d driver.Driver, image string, drive driver.VolumeRef
 
 	rc, err := d.ReadVolume(ctx, drive, image)
 	must(t, err)
-	got := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		must(t, err)
-		body, _ := io.ReadAll(tr)
-		got[h.Name] = string(body) + h.Linkname
-	}
+	got := tarEntries(t, rc)
 	rc.Close()
 	want := map[string]string{"a.txt": "alpha\n", "sub/": "", "sub/b.txt": "beta\n", "link": "a.txt", ".dot": "hidden\n"}
 	if len(got) != len(want) {

@@ -11,6 +11,7 @@ import (
 	"io"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -42,6 +43,8 @@ type Driver struct {
 	// Usage is what DiskUsage reports per box, and VolumeUsage per
 	// volume as "kind:name" (set by tests).
 	Usage map[string]int64
+	// CPU is what CPUTime reports for a box (set by tests).
+	CPU map[string]time.Duration
 	// ExecFunc, when set, answers Exec (the fake runs no commands).
 	ExecFunc func(box string, spec driver.ExecSpec) (int, error)
 	// WriteVolumeFunc, when set, answers WriteVolume of an existing volume
@@ -370,6 +373,16 @@ func (d *Driver) VolumeUsage(_ context.Context, v driver.VolumeRef) (int64, erro
 		return 0, driver.ErrNotFound
 	}
 	return d.Usage[v.Kind+":"+v.Name], nil
+}
+
+// CPUTime reports CPU[box] for an existing box.
+func (d *Driver) CPUTime(_ context.Context, box string) (time.Duration, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.boxes[box] == nil {
+		return 0, driver.ErrNotFound
+	}
+	return d.CPU[box], nil
 }
 
 // DiskUsage reports Usage[box] for an existing box.

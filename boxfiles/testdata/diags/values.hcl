@@ -4,8 +4,9 @@ policy "p" {
 }
 
 box "web" {
-  type = "smal"
-  ttl  = "soon"
+  type      = "smal"
+  ttl       = "soon"
+  idle_stop = "later"
 }
 
 box "api" {

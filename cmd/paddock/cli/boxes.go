@@ -15,6 +15,7 @@ func cmdNew(e *env, args []string) error {
 	fs := flags("new")
 	typ := fs.String("type", "small", "box type: small, medium or large")
 	ttl := fs.String("ttl", "", "stop (with a snapshot) after this long: seconds or a duration (1h)")
+	idleStop := fs.String("idle-stop", "", "stop (with a snapshot) once unused this long; its next use starts it again: a duration (30m), or off (default: its type's idle_stop)")
 	name := fs.String("name", "", "box name (default: generated)")
 	image := fs.String("image", "", "box image (default: the server's)")
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
@@ -37,12 +38,15 @@ func cmdNew(e *env, args []string) error {
 	if _, err := api.ParseTTL(*ttl); err != nil {
 		return invalidf("%v", err)
 	}
+	if _, err := api.ParseIdleStop(*idleStop); err != nil {
+		return invalidf("%v", err)
+	}
 	if *name != "" {
 		if err := api.ValidName("box", *name); err != nil {
 			return invalidf("%v", err)
 		}
 	}
-	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, Image: *image, Policy: *policy, Node: *node}
+	post := api.BoxPost{Name: *name, Type: *typ, TTL: *ttl, IdleStop: *idleStop, Image: *image, Policy: *policy, Node: *node}
 	if len(*nodeLabels) > 0 {
 		labels, err := parseLabels(*nodeLabels)
 		if err != nil {
@@ -186,7 +190,11 @@ func cmdShow(e *env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "name:\t%s\n", b.Name)
-	fmt.Fprintf(tw, "status:\t%s\n", b.Status)
+	if b.Sleeping {
+		fmt.Fprintf(tw, "status:\t%s, asleep (its next use starts it)\n", b.Status)
+	} else {
+		fmt.Fprintf(tw, "status:\t%s\n", b.Status)
+	}
 	if b.Note != "" {
 		fmt.Fprintf(tw, "note:\t%s\n", b.Note)
 	}
@@ -200,6 +208,7 @@ func cmdShow(e *env, args []string) error {
 		fmt.Fprintf(tw, "from snapshot:\t%s\n", b.From)
 	}
 	fmt.Fprintf(tw, "ttl:\t%s\n", ttlText(b))
+	fmt.Fprintf(tw, "idle stop:\t%s\n", orDash(b.IdleStop != "", b.IdleStop))
 	fmt.Fprintf(tw, "policy:\t%s\n", b.Policy)
 	switch {
 	case !b.Desktop:

@@ -64,7 +64,8 @@ func cmdExec(e *env, args []string) error {
 		fmt.Fprintln(e.stdout, j.ID)
 		return nil
 	}
-	streams := client.ExecIO{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr}
+	streams := client.ExecIO{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr,
+		Notice: func(s string) { fmt.Fprintln(e.stderr, "paddock: "+s) }}
 	if *tty {
 		f, ok := e.stdin.(*os.File)
 		if !ok || !term.IsTerminal(int(f.Fd())) {

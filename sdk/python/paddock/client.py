@@ -156,14 +156,18 @@ class Client:
         return self._json("GET", "/boxes/" + _q(name))
 
     def create_box(self, name=None, type=None, image=None, ttl=None, env=None,
-                   policy=None, mounts=None, desktop=None, labels=None) -> models.Box:
+                   policy=None, mounts=None, desktop=None, labels=None,
+                   idle_stop=None) -> models.Box:
         """Declare a box and wait for it to run. ttl is seconds or a
         duration ("1h"); mounts is a list of {"drive", "path", "readonly"};
-        labels a dict of the box's own labels, to find it by."""
+        labels a dict of the box's own labels, to find it by; idle_stop
+        ("30m", or "off") stops it once unused that long, and its next use
+        starts it."""
         post = {k: v for k, v in {
             "name": name, "type": type, "image": image,
             "ttl": str(ttl) if ttl is not None else None, "env": env,
             "policy": policy, "mounts": mounts, "desktop": desktop, "labels": labels,
+            "idle_stop": idle_stop,
         }.items() if v is not None}
         return self._json("POST", "/boxes", post)
 

@@ -59,7 +59,7 @@ class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -74,11 +74,11 @@ class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):
     pass
 
 
-BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "ttl": "str", "type": "str"}, total=False)
+BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "ttl": "str", "type": "str"}, total=False)
 
 
 _BoxSpecRequired = TypedDict("_BoxSpecRequired", {"name": "str"})
-_BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "desktop": "bool", "env": "Optional[Dict[str, str]]", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "push": "Optional[List[PushSpec]]", "setup": "Optional[List[str]]", "ttl": "str", "type": "str"}, total=False)
+_BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "push": "Optional[List[PushSpec]]", "setup": "Optional[List[str]]", "ttl": "str", "type": "str"}, total=False)
 
 
 class BoxSpec(_BoxSpecRequired, _BoxSpecOptional):

@@ -115,7 +115,8 @@ class ClientTest(unittest.TestCase):
         self.assertEqual(self.c.quota(self.c.whoami()["user"])["role"], "owner")
 
     def test_stop_snapshot_start(self):
-        b = self.c.create_box(name="py-life")
+        b = self.c.create_box(name="py-life", idle_stop="2h")
+        self.assertEqual((b.get("idle_stop"), b.get("sleeping")), ("2h0m0s", None))
         self.c.exec("py-life", ["sh", "-c", "echo kept > /config/f"])
         self.assertEqual(self.c.stop_box("py-life")["status"], "stopped")
         self.assertEqual([s["reason"] for s in self.c.snapshots("py-life")], ["stop"])

@@ -72,6 +72,7 @@ export interface Box {
   error?: string;
   expires_at?: string;
   from?: string;
+  idle_stop?: string;
   image: string;
   ip?: string;
   labels?: Record<string, string> | null;
@@ -85,6 +86,7 @@ export interface Box {
   policy?: string;
   project?: string;
   setup?: string;
+  sleeping?: boolean;
   status: string;
   ttl_seconds?: number;
   type: string;
@@ -101,6 +103,7 @@ export interface BoxAgent {
 export interface BoxPost {
   desktop?: boolean;
   env?: Record<string, string> | null;
+  idle_stop?: string;
   image?: string;
   labels?: Record<string, string> | null;
   mounts?: Mount[] | null;
@@ -116,6 +119,7 @@ export interface BoxSpec {
   agent?: string;
   desktop?: boolean;
   env?: Record<string, string> | null;
+  idle_stop?: string;
   image?: string;
   labels?: Record<string, string> | null;
   mounts?: Mount[] | null;

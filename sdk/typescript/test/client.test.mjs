@@ -152,7 +152,8 @@ test("policies apply to the running box", async () => {
 });
 
 test("stop snapshots, start brings the files back, fork copies them", async () => {
-  await c.createBox({ name: "ts-life" });
+  const life = await c.createBox({ name: "ts-life", idle_stop: "2h" });
+  assert.deepEqual([life.idle_stop, life.sleeping], ["2h0m0s", undefined]);
   await c.exec("ts-life", ["sh", "-c", "echo kept > /config/f"]);
   assert.equal((await c.stopBox("ts-life")).status, "stopped");
   assert.deepEqual((await c.snapshots("ts-life")).map((s) => s.reason), ["stop"]);
