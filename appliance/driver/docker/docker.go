@@ -463,19 +463,17 @@ func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 
 var _ driver.CPUMeter = (*Driver)(nil)
 
-// CPUTime is the CPU time a running box's processes used, from the
-// engine's one-shot stats (its cgroup's).
+// CPUTime is the CPU time a running box's processes used, read from the
+// kernel: its cgroup's cpuacct.usage (cgroup v1) or cpu.stat's
+// usage_usec (v2), found through its first process. (The engine's own
+// stats answer zeros on some hosts: Debian's 20.10 with a split cpu and
+// cpuacct hierarchy.) It needs the engine on this machine.
 func (d *Driver) CPUTime(ctx context.Context, box string) (time.Duration, error) {
-	res, err := d.c.ContainerStats(ctx, d.containerName(box), client.ContainerStatsOptions{})
+	pid, err := d.runningPid(ctx, box)
 	if err != nil {
-		return 0, wrap(err)
+		return 0, err
 	}
-	defer res.Body.Close()
-	var st container.StatsResponse
-	if err := json.NewDecoder(res.Body).Decode(&st); err != nil {
-		return 0, fmt.Errorf("box %s's stats: %w", box, err)
-	}
-	return time.Duration(st.CPUStats.CPUUsage.TotalUsage), nil
+	return cgroupCPU(pid)
 }
 
 // DiskUsage is what a box has written: its writable layer, as the

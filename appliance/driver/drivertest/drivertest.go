@@ -234,6 +234,7 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	volumes(t, d, image, spec.Mounts[0].Volume)
 	boxUser(t, d)
 	userFiles(t, d)
+	cpuTime(t, d)
 	hostname(t, d)
 	warmExec(t, d)
 }
@@ -432,6 +433,28 @@ func boxUser(t *testing.T, d driver.Driver) {
 	}
 	if err := bu.AsBoxUser(ctx, "ct-none", 1000, func() error { return nil }); err == nil {
 		t.Fatal("AsBoxUser in a box that does not exist: no error")
+	}
+}
+
+// cpuTime checks CPUTime on ct-run, where the driver has it: the CPU a
+// command in the box spends (a fixed loop: some milliseconds on any
+// machine) is counted, and the count does not go back.
+func cpuTime(t *testing.T, d driver.Driver) {
+	m, ok := d.(driver.CPUMeter)
+	if !ok {
+		return
+	}
+	ctx := context.Background()
+	before, err := m.CPUTime(ctx, "ct-run")
+	must(t, err)
+	rootShell(t, d, "ct-run")("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	after, err := m.CPUTime(ctx, "ct-run")
+	must(t, err)
+	if after-before < time.Millisecond {
+		t.Fatalf("CPUTime before and after a loop of 200,000 steps in the box: %v, %v", before, after)
+	}
+	if _, err := m.CPUTime(ctx, "ct-none"); err == nil {
+		t.Fatal("CPUTime of a box that does not exist: no error")
 	}
 }
 
