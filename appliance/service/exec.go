@@ -123,8 +123,12 @@ func (s *Service) BoxDesktop(ctx context.Context, b api.Box) string {
 	if b.Status != "running" || !b.Desktop {
 		return ""
 	}
+	// The X server answering is what "up" means: it can answer a moment
+	// before paddock-init has written so.
 	return s.probe(ctx, b.Name, `s=$(cat /run/paddock-desktop 2>/dev/null || echo starting)
-if [ "$s" = up ] && ! DISPLAY=`+Display+` xdpyinfo >/dev/null 2>&1; then s=down; fi
+if DISPLAY=`+Display+` xdpyinfo >/dev/null 2>&1; then
+  case "$s" in starting) s=up ;; esac
+elif [ "$s" = up ]; then s=down; fi
 echo "$s"`)
 }
 

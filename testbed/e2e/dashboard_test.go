@@ -284,6 +284,14 @@ func TestDashboard(t *testing.T) {
 	}
 	poll[bool](b, "the disk note in the list", `(document.querySelector('#boxes tr[data-box="full"] .status')?.textContent || "").includes("past types.medium.disk_gib = 0.05")`, 60*time.Second)
 
+	// A box its idle stop put to sleep says so in the list, without a
+	// reload.
+	if _, err := d.Client().CreateBox(ctx, api.BoxPost{Name: "nap", IdleStop: "2s"}); err != nil {
+		t.Fatal(err)
+	}
+	poll[bool](b, "the sleeping box in the list", `(document.querySelector('#boxes tr[data-box="nap"] .status')?.textContent || "").includes("asleep: its next use starts it")`, 60*time.Second)
+	b.shots(shotDir, "boxes-asleep")
+
 	// Create a box with the form and watch it turn running without a reload.
 	b.do(chromedp.Click(chromedp.CSS("#new-open")),
 		chromedp.SendKeys(chromedp.CSS("#n-name"), "dash"),
