@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/config"
@@ -84,12 +83,12 @@ func (s *Service) touch(name string) {
 // cannot. The caller has checked that the user may use the box.
 func (s *Service) Use(ctx context.Context, name string) (done func(), woke bool, err error) {
 	b, err := s.Store.GetBox(name)
-	if err == nil && b.Slept && b.Desired == "stopped" {
+	if err == nil && b.Asleep() {
 		// One wake at a time: a second use waits, then finds it awake.
 		s.wakeMu.Lock()
 		b, err = s.Store.GetBox(name)
 		switch {
-		case err != nil || !b.Slept || b.Desired != "stopped":
+		case err != nil || !b.Asleep():
 		case b.ExpiresAt != nil && !b.ExpiresAt.After(s.now()):
 			// Its TTL ran out while it slept: it stays stopped, as a TTL
 			// leaves a box, and says so.
@@ -133,7 +132,7 @@ func (s *Service) Use(ctx context.Context, name string) (done func(), woke bool,
 // its next use starts it.
 func (s *Service) Sleeping(name string) bool {
 	b, err := s.Store.GetBox(name)
-	return err == nil && b.Slept && b.Desired == "stopped"
+	return err == nil && b.Asleep()
 }
 
 // usedReader is a pull's stream: a use of its box until it is closed.
@@ -158,9 +157,13 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 	}
 	meter, _ := s.Driver.(driver.CPUMeter)
 	// The use of boxes that are gone is forgotten.
+	declared := map[string]bool{}
+	for _, b := range boxes {
+		declared[b.Name] = true
+	}
 	s.memMu.Lock()
 	for name, u := range s.uses {
-		if u.open == 0 && !slices.ContainsFunc(boxes, func(b store.Box) bool { return b.Name == name }) {
+		if u.open == 0 && !declared[name] {
 			delete(s.uses, name)
 		}
 	}
@@ -179,19 +182,18 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 		if open > 0 {
 			continue
 		}
+		cpu, cpuErr := time.Duration(0), errors.ErrUnsupported
 		if meter != nil {
-			if cpu, err := meter.CPUTime(ctx, b.Key()); err == nil {
-				busy := !prevAt.IsZero() && cpu >= prevCPU &&
-					float64(cpu-prevCPU) > s.Cfg.IdleCPU*float64(now.Sub(prevAt))
-				s.memMu.Lock()
-				u.cpu, u.cpuAt = cpu, now
-				if busy {
-					u.last = now
-				}
-				s.memMu.Unlock()
-			}
+			cpu, cpuErr = meter.CPUTime(ctx, b.Key())
 		}
 		s.memMu.Lock()
+		if cpuErr == nil {
+			// Busy since the last look: in use now.
+			if !prevAt.IsZero() && cpu >= prevCPU && float64(cpu-prevCPU) > s.Cfg.IdleCPU*float64(now.Sub(prevAt)) {
+				u.last = now
+			}
+			u.cpu, u.cpuAt = cpu, now
+		}
 		unused := now.Sub(u.last)
 		s.memMu.Unlock()
 		if unused < idle {

@@ -134,7 +134,11 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	own, err := s.ownPools()
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return false, err
+	}
+	own, err := s.ownPools(ns)
 	if err != nil {
 		return false, err
 	}
@@ -187,10 +191,6 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 	}
 	var add []addition
 	if imageID != "" { // no image, no pool boxes (and no box at all)
-		ns, err := s.Store.ListNodes()
-		if err != nil {
-			return false, err
-		}
 		for _, node := range slices.Sorted(maps.Keys(own)) {
 			if _, err := s.wanted(s.nodeDisplay(node), ns); err != nil {
 				continue // down or drained: its own pool waits for it
@@ -256,13 +256,9 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 }
 
 // ownPools is each server's own warm pool (SetNodePool) that is kept now:
-// a type this server knows, on a server that joined.
-func (s *Service) ownPools() (map[string]map[string]int, error) {
+// a type this server knows, on a server that joined (of ns).
+func (s *Service) ownPools(ns []store.Node) (map[string]map[string]int, error) {
 	all, err := s.Store.NodePools()
-	if err != nil {
-		return nil, err
-	}
-	ns, err := s.Store.ListNodes()
 	if err != nil {
 		return nil, err
 	}
@@ -404,7 +400,11 @@ func (s *Service) PoolStatus() (string, error) {
 	// What is kept: warm_pool's, and each server's own.
 	want := map[string]int{}
 	maps.Copy(want, s.Cfg.WarmPool)
-	own, err := s.ownPools()
+	ns, err := s.Store.ListNodes()
+	if err != nil {
+		return "", err
+	}
+	own, err := s.ownPools(ns)
 	if err != nil {
 		return "", err
 	}

@@ -230,7 +230,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		CPUs: types[b.Type].CPUs, MemoryMiB: types[b.Type].MemoryMiB,
 		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
 		Node: b.Node, NodeLabels: b.NodeLabels, Labels: b.Labels,
-		IdleStop: api.IdleStopText(idleStopOf(b, types)), Sleeping: b.Slept && b.Desired == "stopped",
+		IdleStop: api.IdleStopText(idleStopOf(b, types)), Sleeping: b.Asleep(),
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError

@@ -71,6 +71,10 @@ type Box struct {
 	Slept bool
 }
 
+// Asleep says that the box's idle stop stopped it, and its next use
+// starts it.
+func (b Box) Asleep() bool { return b.Slept && b.Desired == "stopped" }
+
 // Key is the name the box's engine objects have.
 func (b Box) Key() string {
 	if b.Engine != "" {

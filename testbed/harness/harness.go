@@ -283,8 +283,11 @@ disk_check_interval = "2s"
 # A box started again after its disk bound is measured again after 10 s
 # (five checks), not a minute (bounds.txtar waits for it).
 disk_grace = "1s"
-# Idle stops are looked at every second (idle.txtar's are seconds long).
+# Idle stops are looked at every second (idle.txtar's are seconds long),
+# and a box using 1% of a CPU is in use: a busy box passes that on any
+# machine, however loaded, and an idle one stays far under it.
 idle_check_interval = "1s"
+idle_cpu = 0.01
 [types.small]
 pids = 512
 disk_gib = 0

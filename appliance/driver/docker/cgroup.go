@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -34,7 +35,7 @@ func cgroupCPU(pid int) (time.Duration, error) {
 			}
 		}
 	}
-	mounts, err := cgroupMounts()
+	mounts, err := cgroupMountsOnce()
 	if err != nil {
 		return 0, err
 	}
@@ -63,6 +64,10 @@ func cgroupCPU(pid int) (time.Duration, error) {
 	}
 	return 0, fmt.Errorf("no CPU accounting cgroup for process %d", pid)
 }
+
+// cgroupMountsOnce is cgroupMounts, read once: the hierarchies are
+// mounted at boot.
+var cgroupMountsOnce = sync.OnceValues(cgroupMounts)
 
 // cgroupMounts is where this machine mounts its cgroup hierarchies: each
 // v1 controller's mount point, and "cgroup2" for the v2 one.

@@ -42,9 +42,7 @@ func (d *Driver) PushFolder(ctx context.Context, box string, uid int, dir string
 
 // UnpackAsUser unpacks and merges a push as the box's user (AsBoxUser).
 func (d *Driver) UnpackAsUser(ctx context.Context, box string, uid int, stage, dir string, max int64, tar io.Reader) (blocked string, left bool, err error) {
-	ran := false
 	err = d.AsBoxUser(ctx, box, uid, func() error {
-		ran = true
 		err := archive.UnpackWith(tar, stage, archive.Checker{Max: max})
 		if err == nil {
 			if blocked, err = archive.MergeBlocked(stage, dir); err == nil && blocked == "" {
@@ -58,10 +56,6 @@ func (d *Driver) UnpackAsUser(ctx context.Context, box string, uid int, stage, d
 		}
 		return err
 	})
-	if !ran {
-		// The box's files could not be opened: nothing was made.
-		left = false
-	}
 	return blocked, left, err
 }
 
