@@ -173,6 +173,17 @@ type Config struct {
 	// IdleCPU is the CPU use, in CPUs (0.05: 5% of one), under which a box
 	// counts as unused between two looks.
 	IdleCPU float64 `koanf:"idle_cpu"`
+	// MetricsInterval is how often each running box's use (CPU, memory,
+	// processes, network) is sampled (0: never).
+	MetricsInterval time.Duration `koanf:"metrics_interval"`
+	// MetricsDiskInterval is how often the disk of a running box whose
+	// type has no disk bound is measured for its metrics (a bounded
+	// one's is measured every disk_check_interval): measuring walks its
+	// files.
+	MetricsDiskInterval time.Duration `koanf:"metrics_disk_interval"`
+	// MetricsKeep is how long samples are kept; after an hour, one a
+	// minute.
+	MetricsKeep time.Duration `koanf:"metrics_keep"`
 	// LogLevel: debug, info, warn, error.
 	LogLevel string `koanf:"log_level"`
 	// Agents is the agent table: name → how it runs a task.
@@ -255,6 +266,9 @@ func Defaults() map[string]any {
 		"disk_grace":                  "1m",
 		"idle_check_interval":         "30s",
 		"idle_cpu":                    0.05,
+		"metrics_interval":            "5s",
+		"metrics_disk_interval":       "1m",
+		"metrics_keep":                "24h",
 		"types.medium.cpus":           2.0,
 		"types.medium.memory_mib":     4096,
 		"types.large.cpus":            4.0,
@@ -451,6 +465,9 @@ func (c Config) Validate() error {
 	}
 	if c.IdleCheckInterval <= 0 || c.IdleCPU < 0 {
 		return errors.New("config: idle_check_interval must be positive and idle_cpu 0 or more")
+	}
+	if c.MetricsInterval < 0 || c.MetricsDiskInterval <= 0 || c.MetricsKeep < time.Hour {
+		return errors.New("config: metrics_interval must be 0 (off) or a duration, metrics_disk_interval positive, and metrics_keep an hour or more")
 	}
 	if c.SnapshotKeep < 0 {
 		return errors.New("config: snapshot_keep must be 0 (keep all) or more")

@@ -381,6 +381,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			log.Error("idle stop", "err", err)
 		}
 	})
+	if cfg.MetricsInterval > 0 {
+		go loop(ctx, cfg.MetricsInterval, nil, func() {
+			if err := svc.SampleMetrics(ctx); err != nil && ctx.Err() == nil {
+				log.Error("metrics", "err", err)
+			}
+		})
+	}
 	if cfg.DiskCheckInterval > 0 {
 		go loop(ctx, cfg.DiskCheckInterval, nil, func() {
 			if err := svc.CheckDisk(ctx); err != nil && ctx.Err() == nil {

@@ -176,11 +176,32 @@ type BoxUserFiles interface {
 	AsBoxUser(ctx context.Context, box string, uid int, fn func() error) error
 }
 
-// CPUMeter is a driver that can say how much CPU time a running box's
-// processes have used since it started: what an idle stop weighs between
-// two looks.
-type CPUMeter interface {
-	CPUTime(ctx context.Context, box string) (time.Duration, error)
+// Usage is what a running box uses, read from the kernel: its cgroup
+// (v1 or v2) and its network namespace. The counts are since the box's
+// container started.
+type Usage struct {
+	// CPU is the CPU time its processes used (what an idle stop weighs
+	// between two looks; metrics make a percentage of it).
+	CPU time.Duration
+	// Memory is what its processes hold, less the page cache the kernel
+	// can drop (the inactive files), as docker stats counts it.
+	Memory int64
+	// MemoryLimit is its cgroup's bound (0: none).
+	MemoryLimit int64
+	// Processes counts its processes (threads, as the pids controller
+	// counts them), those of its own Docker engine's containers too.
+	Processes int
+	// NetRx and NetTx are the bytes its network interfaces (not
+	// loopback) took in and sent.
+	NetRx, NetTx int64
+	// OOMKills counts the processes the kernel killed for its memory
+	// bound.
+	OOMKills int64
+}
+
+// Meter is a driver that can say what a running box uses now.
+type Meter interface {
+	BoxUsage(ctx context.Context, box string) (Usage, error)
 }
 
 // UserFiles is a driver that pushes and pulls a box's files itself, with

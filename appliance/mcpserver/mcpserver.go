@@ -192,6 +192,12 @@ type PromptIn struct {
 	Agent string `json:"agent,omitempty" jsonschema:"which agent (default: the server's)"`
 }
 
+// MetricsIn asks for a box's use.
+type MetricsIn struct {
+	Box   string `json:"box" jsonschema:"the box's name"`
+	Since string `json:"since,omitempty" jsonschema:"with history: its samples from this long ago (90m, 1h, 2d); without, the newest only"`
+}
+
 // JobIn names a job.
 type JobIn struct {
 	Box string `json:"box" jsonschema:"the box's name"`
@@ -365,6 +371,23 @@ func (s *Server) tools() {
 	tool(s, "prompt", "Hand a coding agent in a box a task; it runs in the background as a job (read it with job_log).", destructive, func(ctx context.Context, in PromptIn) (*mcp.CallToolResult, error) {
 		j, err := c.Prompt(ctx, in.Box, api.PromptPost{Agent: in.Agent, Task: in.Task})
 		return asText(j), err
+	})
+	tool(s, "box_metrics", "What a running box uses now: CPU (percent of one CPU), memory and its bound, disk and its bound, network bytes and rates, processes; with since, its samples over that time. Use it to find why a build is slow or was killed (out of memory: list_boxes shows oom_kills).", readOnly, func(ctx context.Context, in MetricsIn) (*mcp.CallToolResult, error) {
+		since := in.Since
+		if since == "" {
+			since = "1m"
+		}
+		m, err := c.BoxMetrics(ctx, in.Box, since)
+		if err != nil {
+			return nil, err
+		}
+		if in.Since == "" {
+			if len(m.Samples) == 0 {
+				return asText(map[string]string{"box": in.Box, "note": "no sample in the last minute: the box is not running"}), nil
+			}
+			return asText(m.Samples[len(m.Samples)-1]), nil
+		}
+		return asText(m), nil
 	})
 	tool(s, "job_log", "A background job's state and output so far (the last 1 MiB).", readOnly, func(ctx context.Context, in JobIn) (*mcp.CallToolResult, error) {
 		j, err := c.Job(ctx, in.Box, in.Job)

@@ -282,13 +282,12 @@ func (a *Agent) Handler() http.Handler {
 		n, err := m.DiskUsage(r.Context(), r.PathValue("name"))
 		return map[string]int64{"bytes": n}, err
 	})
-	call("GET "+p+"boxes/{name}/cpu", func(r *http.Request) (any, error) {
-		m, ok := d.(driver.CPUMeter)
+	call("GET "+p+"boxes/{name}/usage", func(r *http.Request) (any, error) {
+		m, ok := d.(driver.Meter)
 		if !ok {
 			return nil, ErrUnsupported
 		}
-		n, err := m.CPUTime(r.Context(), r.PathValue("name"))
-		return map[string]int64{"nanos": int64(n)}, err
+		return m.BoxUsage(r.Context(), r.PathValue("name"))
 	})
 	call("GET "+p+"volumes/{kind}/{name}/usage", func(r *http.Request) (any, error) {
 		m, ok := d.(driver.DiskMeter)

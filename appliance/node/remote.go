@@ -42,7 +42,7 @@ var (
 	_ driver.Hostnamer       = (*Remote)(nil)
 	_ driver.ExecWarmer      = (*Remote)(nil)
 	_ driver.UserFiles       = (*Remote)(nil)
-	_ driver.CPUMeter        = (*Remote)(nil)
+	_ driver.Meter           = (*Remote)(nil)
 	_ driver.ImageIDer       = (*Remote)(nil)
 	_ driver.SnapshotSizer   = (*Remote)(nil)
 	_ driver.SnapshotShipper = (*Remote)(nil)
@@ -372,11 +372,11 @@ func (r *Remote) DiskUsage(ctx context.Context, box string) (int64, error) {
 	return out.Bytes, err
 }
 
-// CPUTime is the CPU time a box of the node used.
-func (r *Remote) CPUTime(ctx context.Context, box string) (time.Duration, error) {
-	var out struct{ Nanos int64 }
-	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/cpu", nil, &out)
-	return time.Duration(out.Nanos), err
+// BoxUsage is what a box of the node uses.
+func (r *Remote) BoxUsage(ctx context.Context, box string) (driver.Usage, error) {
+	var out driver.Usage
+	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/usage", nil, &out)
+	return out, err
 }
 
 // VolumeUsage is what a volume of the node holds.

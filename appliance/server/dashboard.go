@@ -77,7 +77,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
 	errc := make(chan error, 1)
 	msgs := make(chan service.Event, 64)
 	go func() {
-		errc <- s.Svc.Watch(ctx, 0, func(e service.Event) error {
+		errc <- s.Svc.Watch(ctx, 0, r.URL.Query().Get("metrics") == "1", func(e service.Event) error {
 			select {
 			case msgs <- e:
 				return nil

@@ -141,6 +141,8 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/agents", s.agents)
 	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
+	add("GET "+p+"/boxes/{name}/metrics", s.boxMetrics)
+	add("GET "+p+"/metrics", s.latestMetrics)
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
@@ -820,6 +822,33 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, as)
+}
+
+// boxMetrics is a box's samples since ?since= (a duration back, or a
+// time; default the last 15 minutes).
+func (s *Server) boxMetrics(w http.ResponseWriter, r *http.Request) error {
+	since := time.Now().Add(-15 * time.Minute)
+	if v := r.URL.Query().Get("since"); v != "" {
+		t, err := api.ParseSince(v, time.Now())
+		if err != nil {
+			return err
+		}
+		since = t
+	}
+	m, err := s.Svc.BoxMetrics(r.PathValue("name"), since)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// latestMetrics is the newest sample of each running box the caller sees.
+func (s *Server) latestMetrics(w http.ResponseWriter, r *http.Request) error {
+	ms, err := s.Svc.LatestMetrics(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ms)
 }
 
 // boxPorts lists what listens in a box, with each port's preview URL when

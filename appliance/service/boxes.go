@@ -613,6 +613,9 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			continue
 		}
 		used, err := meter.DiskUsage(ctx, b.Key())
+		if err == nil {
+			s.noteDisk(b.Name, used)
+		}
 		within := err == nil && float64(used) <= limit*(1<<30)
 		if graceOver && err == nil {
 			s.Log.Info("disk grace over", "box", b.Name, "bytes", used, "disk_gib", limit, "within", within)

@@ -125,13 +125,16 @@ func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched
 // an API call, a Boxfile apply, the reconciler observing the engine, a
 // TTL running out. The view is read again only once the store's Seen
 // counter moved: an idle follower costs one small query per interval.
-func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Event) error) error {
+// With metrics, after "ready" each sampling pass (metrics.go) sends a
+// "metrics" event (an api.Sample) for each running box the user sees.
+func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, send func(Event) error) error {
 	if every <= 0 {
 		every = WatchEvery
 	}
 	seen := map[string]watched{}
 	first := true
 	var last int64
+	pass := s.metricsPass()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
@@ -151,6 +154,18 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, send func(Even
 			first = false
 			if err := send(Event{Kind: "ready", Data: map[string]string{}}); err != nil {
 				return err
+			}
+		}
+		if p := s.metricsPass(); metrics && p != pass {
+			pass = p
+			ms, err := s.LatestMetrics(ctx)
+			if err != nil {
+				return err
+			}
+			for _, m := range ms {
+				if err := send(Event{Kind: "metrics", Data: m}); err != nil {
+					return err
+				}
 			}
 		}
 		select {

@@ -22,7 +22,7 @@ func TestWatchShowsEveryWriterAndIsQuietWhenIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	events := make(chan Event, 100)
-	go s.Watch(ctx, 10*time.Millisecond, func(e Event) error { events <- e; return nil })
+	go s.Watch(ctx, 10*time.Millisecond, false, func(e Event) error { events <- e; return nil })
 	next := func(what string) Event {
 		t.Helper()
 		select {
@@ -83,7 +83,7 @@ func TestWatchReadsEachChangeOnceForAllStreams(t *testing.T) {
 	for range streams {
 		go func() {
 			readied, saw := false, false
-			s.Watch(ctx, 20*time.Millisecond, func(e Event) error {
+			s.Watch(ctx, 20*time.Millisecond, false, func(e Event) error {
 				if e.Kind == "ready" && !readied {
 					readied = true
 					ready.Done()

@@ -155,7 +155,7 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	meter, _ := s.Driver.(driver.CPUMeter)
+	meter, _ := s.Driver.(driver.Meter)
 	// The use of boxes that are gone is forgotten.
 	declared := map[string]bool{}
 	for _, b := range boxes {
@@ -184,7 +184,9 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 		}
 		cpu, cpuErr := time.Duration(0), errors.ErrUnsupported
 		if meter != nil {
-			cpu, cpuErr = meter.CPUTime(ctx, b.Key())
+			var u driver.Usage
+			u, cpuErr = meter.BoxUsage(ctx, b.Key())
+			cpu = u.CPU
 		}
 		s.memMu.Lock()
 		if cpuErr == nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -72,7 +73,7 @@ func TestIdleStopAndWake(t *testing.T) {
 	// CPU over idle_cpu between two looks is use.
 	later(20 * time.Minute)
 	check()
-	drv.CPU = map[string]time.Duration{"idle": 15 * time.Minute} // 15 of 20 minutes: busy
+	drv.Use = map[string]driver.Usage{"idle": {CPU: 15 * time.Minute}} // 15 of 20 minutes: busy
 	later(20 * time.Minute)
 	check()
 	if b := state("idle"); b.Desired != "running" {

@@ -85,6 +85,8 @@ type Service struct {
 	// uses is each box's use, for its idle stop (idle.go).
 	uses   map[string]*boxUse
 	wakeMu sync.Mutex // one wake at a time
+	// metrics is what the sampler keeps between passes (metrics.go).
+	metrics metrics
 
 	// claimCut, when set (by tests), ends a claim just after it is
 	// declared, as a crash there would.
@@ -231,6 +233,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 		Project: b.Project, Policy: b.Policy, Agent: b.Agent, Desktop: b.Desktop, Setup: b.Setup, IP: b.IP, Note: b.Note,
 		Node: b.Node, NodeLabels: b.NodeLabels, Labels: b.Labels,
 		IdleStop: api.IdleStopText(idleStopOf(b, types)), Sleeping: b.Asleep(),
+		OOMKills: b.OOMKills, OOMAt: b.OOMAt,
 	}
 	if b.Setup == "failed" {
 		out.Status, out.Error = "failed", "setup failed: "+b.SetupError

@@ -69,6 +69,13 @@ type Box struct {
 	// Slept says that its idle stop stopped it (Desired is "stopped"): it
 	// wakes on use. Cleared when it starts.
 	Slept bool
+	// OOMKills counts the processes the kernel killed for the box's
+	// memory bound, as the metrics saw them; OOMAt is when the last was
+	// seen (nil: never). OOMSeen is the box's own count (since its
+	// container started) at the last look.
+	OOMKills int64
+	OOMAt    *time.Time
+	OOMSeen  int64
 }
 
 // Asleep says that the box's idle stop stopped it, and its next use
@@ -90,18 +97,18 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept, oom_kills, oom_at, oom_seen`
 
 type scanner interface{ Scan(...any) error }
 
 func scanBox(r scanner) (Box, error) {
 	var b Box
 	var ttl, idle int64
-	var exp sql.NullInt64
+	var exp, oomAt sql.NullInt64
 	var mounts, env, nodeLabels, labels string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept, &b.OOMKills, &oomAt, &b.OOMSeen)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -115,6 +122,10 @@ func scanBox(r scanner) (Box, error) {
 		b.ExpiresAt = &t
 	}
 	b.Created = fromUnix(created)
+	if oomAt.Valid {
+		t := fromUnix(oomAt.Int64)
+		b.OOMAt = &t
+	}
 	if err := json.Unmarshal([]byte(mounts), &b.Mounts); err != nil {
 		return b, err
 	}
@@ -173,7 +184,7 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Labels == nil {
 		b.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,NULL,0)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
 		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels),
 		int64(b.IdleStop/time.Second), b.Slept)
@@ -246,6 +257,9 @@ func (t *Tx) DeleteBox(name string) error {
 		return err
 	}
 	if _, err := t.tx.Exec(`DELETE FROM boxes WHERE name=?`, name); err != nil {
+		return err
+	}
+	if _, err := t.tx.Exec(`DELETE FROM metrics WHERE box=?`, name); err != nil {
 		return err
 	}
 	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine, node) VALUES (?,?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine, b.Node)

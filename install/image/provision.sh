@@ -38,7 +38,7 @@ main() {
   apt-get update
   apt-get install -y --no-install-recommends \
     bash ca-certificates coreutils curl dnsutils git iputils-ping less \
-    netcat-openbsd procps sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
+    netcat-openbsd procps rsync sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
     xdotool x11-apps x11-utils xterm imagemagick docker.io
   # Debian 13 ships the docker client apart from the engine (a

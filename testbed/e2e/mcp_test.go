@@ -113,7 +113,7 @@ func TestMCP(t *testing.T) {
 		a := tl.Annotations
 		readOnly := a != nil && a.ReadOnlyHint
 		destructive := a != nil && (a.DestructiveHint == nil || *a.DestructiveHint)
-		want := map[string]string{"list_boxes": "reads", "read_file": "reads", "screenshot": "reads", "job_log": "reads",
+		want := map[string]string{"list_boxes": "reads", "read_file": "reads", "screenshot": "reads", "job_log": "reads", "box_metrics": "reads",
 			"create_box": "adds", "start_box": "adds"}[tl.Name]
 		if want == "" {
 			want = "changes"
@@ -124,7 +124,7 @@ func TestMCP(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "create_box exec job_log list_boxes prompt pull push read_file remove_box screenshot start_box stop_box write_file"
+	want := "box_metrics create_box exec job_log list_boxes prompt pull push read_file remove_box screenshot start_box stop_box write_file"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools %q, want %q", got, want)
 	}
@@ -180,6 +180,28 @@ func TestMCP(t *testing.T) {
 	_, png, isErr := callTool(t, ctx, cs, "screenshot", map[string]any{"box": "agentbox"})
 	if isErr || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("screenshot: error %v, %d bytes", isErr, len(png))
+	}
+
+	// What the box uses: its newest sample (every second in the test
+	// configuration), then its samples since.
+	var use struct {
+		Box         string
+		MemoryLimit int64 `json:"memory_limit_bytes"`
+		Processes   int
+	}
+	for deadline := time.Now().Add(30 * time.Second); use.Processes == 0; time.Sleep(300 * time.Millisecond) {
+		json.Unmarshal([]byte(ok("box_metrics", map[string]any{"box": "agentbox"})), &use)
+		if time.Now().After(deadline) {
+			t.Fatal("box_metrics never had a sample of the running box")
+		}
+	}
+	if use.Box != "agentbox" || use.MemoryLimit != 2048<<20 {
+		t.Fatalf("box_metrics of a small box: %+v", use)
+	}
+	var hist struct{ Samples []json.RawMessage }
+	json.Unmarshal([]byte(ok("box_metrics", map[string]any{"box": "agentbox", "since": "1h"})), &hist)
+	if len(hist.Samples) == 0 {
+		t.Fatal("box_metrics since 1h: no samples")
 	}
 
 	var job struct{ ID string }

@@ -96,7 +96,7 @@ var (
 	_ driver.SnapshotSizer = (*Driver)(nil)
 	_ driver.ImageIDer     = (*Driver)(nil)
 	_ driver.UserFiles     = (*Driver)(nil)
-	_ driver.CPUMeter      = (*Driver)(nil)
+	_ driver.Meter         = (*Driver)(nil)
 )
 
 // ErrNoSuchNode is an object placed on a node the cluster does not have.
@@ -435,17 +435,17 @@ func (c *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
 	return m.DiskUsage(ctx, box)
 }
 
-// CPUTime is the CPU time a box used, on its node.
-func (c *Driver) CPUTime(ctx context.Context, box string) (time.Duration, error) {
+// BoxUsage is what a box uses, on its node.
+func (c *Driver) BoxUsage(ctx context.Context, box string) (driver.Usage, error) {
 	d, err := c.node(KindBox, box)
 	if err != nil {
-		return 0, err
+		return driver.Usage{}, err
 	}
-	m, ok := d.(driver.CPUMeter)
+	m, ok := d.(driver.Meter)
 	if !ok {
-		return 0, fmt.Errorf("the node's driver has no CPUTime: %w", errors.ErrUnsupported)
+		return driver.Usage{}, fmt.Errorf("the node's driver has no BoxUsage: %w", errors.ErrUnsupported)
 	}
-	return m.CPUTime(ctx, box)
+	return m.BoxUsage(ctx, box)
 }
 
 // VolumeUsage is what a volume holds, on its node.

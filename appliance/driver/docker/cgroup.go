@@ -10,16 +10,22 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
-// cgroupCPU is the CPU time used by the cgroup of process pid: cgroup
-// v1's cpuacct.usage (nanoseconds), else v2's cpu.stat usage_usec.
-func cgroupCPU(pid int) (time.Duration, error) {
+// cgroupUsage is what the cgroup of process pid uses (its CPU time,
+// memory, bound, processes, OOM kills: cgroup v1's cpuacct, memory and
+// pids controllers, else v2's files) and what the interfaces of its
+// network namespace moved.
+func cgroupUsage(pid int) (driver.Usage, error) {
+	var u driver.Usage
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return 0, err
+		return u, err
 	}
-	var v1, v2 string
+	v1 := map[string]string{} // controller → path
+	var v2 string
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
@@ -30,39 +36,125 @@ func cgroupCPU(pid int) (time.Duration, error) {
 			continue
 		}
 		for _, c := range strings.Split(f[1], ",") {
-			if c == "cpuacct" {
-				v1 = f[2]
-			}
+			v1[c] = f[2]
 		}
 	}
 	mounts, err := cgroupMountsOnce()
 	if err != nil {
+		return u, err
+	}
+	// file is a cgroup file of a v1 controller, or else of the v2 tree.
+	file := func(controller, v1name, v2name string) string {
+		if dir, ok := mounts[controller]; ok && v1[controller] != "" {
+			return filepath.Join(dir, v1[controller], v1name)
+		}
+		if dir, ok := mounts["cgroup2"]; ok && v2 != "" && v2name != "" {
+			return filepath.Join(dir, v2, v2name)
+		}
+		return ""
+	}
+	v1CPU := mounts["cpuacct"] != "" && v1["cpuacct"] != ""
+	if v1CPU {
+		n, err := readInt(file("cpuacct", "cpuacct.usage", ""))
+		if err != nil {
+			return u, err
+		}
+		u.CPU = time.Duration(n)
+	} else if p := file("", "", "cpu.stat"); p != "" {
+		n, err := statField(p, "usage_usec")
+		if err != nil {
+			return u, err
+		}
+		u.CPU = time.Duration(n) * time.Microsecond
+	} else {
+		return u, fmt.Errorf("no CPU accounting cgroup for process %d", pid)
+	}
+	v1Mem := mounts["memory"] != "" && v1["memory"] != ""
+	if v1Mem {
+		used, err := readInt(file("memory", "memory.usage_in_bytes", ""))
+		if err != nil {
+			return u, err
+		}
+		inactive, _ := statField(file("memory", "memory.stat", ""), "total_inactive_file")
+		u.Memory = max(used-inactive, 0)
+		if lim, err := readInt(file("memory", "memory.limit_in_bytes", "")); err == nil && lim < 1<<60 {
+			u.MemoryLimit = lim
+		}
+		u.OOMKills, _ = statField(file("memory", "memory.oom_control", ""), "oom_kill")
+	} else if p := file("", "", "memory.current"); p != "" {
+		used, err := readInt(p)
+		if err != nil {
+			return u, err
+		}
+		inactive, _ := statField(file("", "", "memory.stat"), "inactive_file")
+		u.Memory = max(used-inactive, 0)
+		u.MemoryLimit, _ = readInt(file("", "", "memory.max")) // "max": none
+		u.OOMKills, _ = statField(file("", "", "memory.events"), "oom_kill")
+	}
+	if n, err := readInt(file("pids", "pids.current", "pids.current")); err == nil {
+		u.Processes = int(n)
+	}
+	u.NetRx, u.NetTx, err = netBytes(pid)
+	return u, err
+}
+
+// readInt reads a file that holds one integer.
+func readInt(p string) (int64, error) {
+	if p == "" {
+		return 0, errors.New("no such cgroup file")
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
 		return 0, err
 	}
-	if dir, ok := mounts["cpuacct"]; ok && v1 != "" {
-		b, err := os.ReadFile(filepath.Join(dir, v1, "cpuacct.usage"))
-		if err != nil {
-			return 0, err
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		return time.Duration(n), err
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// statField reads the value of key in a cgroup file of "key value" lines.
+func statField(p, key string) (int64, error) {
+	if p == "" {
+		return 0, errors.New("no such cgroup file")
 	}
-	if dir, ok := mounts["cgroup2"]; ok && v2 != "" {
-		f, err := os.Open(filepath.Join(dir, v2, "cpu.stat"))
-		if err != nil {
-			return 0, err
-		}
-		defer f.Close()
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), " "); ok && k == "usage_usec" {
-				n, err := strconv.ParseInt(v, 10, 64)
-				return time.Duration(n) * time.Microsecond, err
-			}
-		}
-		return 0, errors.New("cpu.stat has no usage_usec")
+	f, err := os.Open(p)
+	if err != nil {
+		return 0, err
 	}
-	return 0, fmt.Errorf("no CPU accounting cgroup for process %d", pid)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), " "); ok && k == key {
+			return strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("%s has no %s", p, key)
+}
+
+// netBytes sums the bytes received and sent by the interfaces of the
+// network namespace of process pid, loopback left out.
+func netBytes(pid int) (rx, tx int64, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/dev", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	// Inter-|   Receive                                                |  Transmit
+	//  face |bytes    packets errs drop fifo frame compressed multicast|bytes ...
+	for _, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || strings.TrimSpace(name) == "lo" {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 9 {
+			continue
+		}
+		r, err1 := strconv.ParseInt(f[0], 10, 64)
+		t, err2 := strconv.ParseInt(f[8], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue // the header
+		}
+		rx, tx = rx+r, tx+t
+	}
+	return rx, tx, nil
 }
 
 // cgroupMountsOnce is cgroupMounts, read once: the hierarchies are

@@ -461,19 +461,19 @@ func (d *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 	return out, nil
 }
 
-var _ driver.CPUMeter = (*Driver)(nil)
+var _ driver.Meter = (*Driver)(nil)
 
-// CPUTime is the CPU time a running box's processes used, read from the
-// kernel: its cgroup's cpuacct.usage (cgroup v1) or cpu.stat's
-// usage_usec (v2), found through its first process. (The engine's own
-// stats answer zeros on some hosts: Debian's 20.10 with a split cpu and
-// cpuacct hierarchy.) It needs the engine on this machine.
-func (d *Driver) CPUTime(ctx context.Context, box string) (time.Duration, error) {
+// BoxUsage is what a running box uses, read from the kernel: its cgroup
+// (found through its first process) and its network namespace's
+// interfaces. (The engine's own stats answer zeros on some hosts:
+// Debian's 20.10 with a split cpu and cpuacct hierarchy.) It needs the
+// engine on this machine.
+func (d *Driver) BoxUsage(ctx context.Context, box string) (driver.Usage, error) {
 	pid, err := d.runningPid(ctx, box)
 	if err != nil {
-		return 0, err
+		return driver.Usage{}, err
 	}
-	return cgroupCPU(pid)
+	return cgroupUsage(pid)
 }
 
 // DiskUsage is what a box has written: its writable layer, as the

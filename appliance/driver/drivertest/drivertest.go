@@ -234,7 +234,7 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	volumes(t, d, image, spec.Mounts[0].Volume)
 	boxUser(t, d)
 	userFiles(t, d)
-	cpuTime(t, d)
+	usage(t, d)
 	hostname(t, d)
 	warmExec(t, d)
 }
@@ -436,25 +436,59 @@ func boxUser(t *testing.T, d driver.Driver) {
 	}
 }
 
-// cpuTime checks CPUTime on ct-run, where the driver has it: the CPU a
+// usage checks BoxUsage on ct-run, where the driver has it: the CPU a
 // command in the box spends (a fixed loop: some milliseconds on any
-// machine) is counted, and the count does not go back.
-func cpuTime(t *testing.T, d driver.Driver) {
-	m, ok := d.(driver.CPUMeter)
+// machine) is counted, and the count does not go back; 32 MiB written
+// into a process's memory shows, and so does the bound of 256 MiB and
+// the processes; the kernel's kill of a process past the bound is
+// counted; a box that does not exist is an error.
+func usage(t *testing.T, d driver.Driver) {
+	m, ok := d.(driver.Meter)
 	if !ok {
 		return
 	}
 	ctx := context.Background()
-	before, err := m.CPUTime(ctx, "ct-run")
+	sh := rootShell(t, d, "ct-run")
+	before, err := m.BoxUsage(ctx, "ct-run")
 	must(t, err)
-	rootShell(t, d, "ct-run")("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
-	after, err := m.CPUTime(ctx, "ct-run")
+	sh("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
+	after, err := m.BoxUsage(ctx, "ct-run")
 	must(t, err)
-	if after-before < time.Millisecond {
-		t.Fatalf("CPUTime before and after a loop of 200,000 steps in the box: %v, %v", before, after)
+	if after.CPU-before.CPU < time.Millisecond {
+		t.Fatalf("CPU before and after a loop of 200,000 steps in the box: %v, %v", before.CPU, after.CPU)
 	}
-	if _, err := m.CPUTime(ctx, "ct-none"); err == nil {
-		t.Fatal("CPUTime of a box that does not exist: no error")
+	if after.MemoryLimit != 256<<20 {
+		t.Fatalf("memory bound of a box made with 256 MiB: %d", after.MemoryLimit)
+	}
+	// A process that holds 32 MiB it wrote, until told.
+	sh(`nohup python3 -c 'import os, time
+b = b"x" * (32 << 20)
+open("/tmp/held", "w").close()
+while not os.path.exists("/tmp/free"): time.sleep(0.05)' >/dev/null 2>&1 &
+while [ ! -e /tmp/held ]; do sleep 0.05; done`)
+	held, err := m.BoxUsage(ctx, "ct-run")
+	must(t, err)
+	sh("touch /tmp/free")
+	if held.Memory-after.Memory < 30<<20 {
+		t.Fatalf("memory before and while a process holds 32 MiB: %d, %d", after.Memory, held.Memory)
+	}
+	if held.Processes < 2 || held.Processes > 64 {
+		t.Fatalf("processes while the box runs its first process and one more: %d", held.Processes)
+	}
+	// Past the bound, the kernel kills the process (137), and it counts.
+	var out bytes.Buffer
+	code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{"python3", "-c", `b = b"x" * (400 << 20)`}, Stdout: &out, Stderr: &out})
+	must(t, err)
+	if code != 137 {
+		t.Fatalf("a process that writes 400 MiB in a box of 256: code %d, %s", code, out.String())
+	}
+	killed, err := m.BoxUsage(ctx, "ct-run")
+	must(t, err)
+	if killed.OOMKills <= held.OOMKills {
+		t.Fatalf("OOM kills before and after a process was killed for the box's bound: %d, %d", held.OOMKills, killed.OOMKills)
+	}
+	if _, err := m.BoxUsage(ctx, "ct-none"); err == nil {
+		t.Fatal("BoxUsage of a box that does not exist: no error")
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"io"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -43,8 +42,8 @@ type Driver struct {
 	// Usage is what DiskUsage reports per box, and VolumeUsage per
 	// volume as "kind:name" (set by tests).
 	Usage map[string]int64
-	// CPU is what CPUTime reports for a box (set by tests).
-	CPU map[string]time.Duration
+	// Use is what BoxUsage reports for a box (set by tests).
+	Use map[string]driver.Usage
 	// ExecFunc, when set, answers Exec (the fake runs no commands).
 	ExecFunc func(box string, spec driver.ExecSpec) (int, error)
 	// WriteVolumeFunc, when set, answers WriteVolume of an existing volume
@@ -375,14 +374,14 @@ func (d *Driver) VolumeUsage(_ context.Context, v driver.VolumeRef) (int64, erro
 	return d.Usage[v.Kind+":"+v.Name], nil
 }
 
-// CPUTime reports CPU[box] for an existing box.
-func (d *Driver) CPUTime(_ context.Context, box string) (time.Duration, error) {
+// BoxUsage reports Use[box] for an existing box.
+func (d *Driver) BoxUsage(_ context.Context, box string) (driver.Usage, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.boxes[box] == nil {
-		return 0, driver.ErrNotFound
+		return driver.Usage{}, driver.ErrNotFound
 	}
-	return d.CPU[box], nil
+	return d.Use[box], nil
 }
 
 // DiskUsage reports Usage[box] for an existing box.

@@ -201,6 +201,9 @@ func cmdShow(e *env, args []string) error {
 	if b.Error != "" {
 		fmt.Fprintf(tw, "error:\t%s\n", b.Error)
 	}
+	if b.OOMAt != nil {
+		fmt.Fprintf(tw, "killed:\tout of memory at %s (%s past its %d MiB, in all)\n", b.OOMAt.Local().Format("15:04:05 Jan 2"), plural(b.OOMKills, "process", "processes"), b.MemoryMiB)
+	}
 	fmt.Fprintf(tw, "desired:\t%s\n", b.Desired)
 	fmt.Fprintf(tw, "type:\t%s (%g CPU, %d MiB)\n", b.Type, b.CPUs, b.MemoryMiB)
 	fmt.Fprintf(tw, "image:\t%s\n", b.Image)
@@ -234,6 +237,11 @@ func cmdShow(e *env, args []string) error {
 	}
 	if b.IP != "" {
 		fmt.Fprintf(tw, "address:\t%s\n", b.IP)
+	}
+	if b.Status == "running" {
+		if m, err := c.BoxMetrics(e.ctx, name, "1m"); err == nil && len(m.Samples) > 0 {
+			usageLines(tw, m.Samples[len(m.Samples)-1])
+		}
 	}
 	if rep, err := c.PolicyReport(e.ctx, name); err == nil {
 		fmt.Fprintf(tw, "dropped:\t%s\n", dropsText(rep.Drops))

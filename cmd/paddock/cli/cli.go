@@ -73,6 +73,7 @@ func init() {
 		{"stop", "BOX", "snapshot the box's filesystem, then stop it", cmdStop},
 		{"start", "BOX", "start a stopped box", cmdStart},
 		{"resume", "BOX", "same as start", cmdStart},
+		{"top", "[BOX] [--sort cpu|memory|disk|net|procs|name] [--since 1h] [--once] [--json]", "what running boxes use (CPU, memory, disk, network, processes), live; with a box, its samples since --since (default 15m)", cmdTop},
 		{"snapshot", "BOX", "snapshot the box's filesystem now", cmdSnapshot},
 		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
 		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},

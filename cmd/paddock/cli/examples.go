@@ -13,6 +13,7 @@ var examples = map[string][]string{
 	"new":        {"paddock new --type small --ttl 1h", "paddock new --name web --drive cache:/mnt/cache --policy deny-all --desktop"},
 	"ls":         {"paddock ls", "paddock ls --json"},
 	"show":       {"paddock show web", "paddock show web --json"},
+	"top":        {"paddock top", "paddock top --sort memory --once", "paddock top --json", "paddock top web --since 1h"},
 	"use":        {"paddock use web"},
 	"current":    {"paddock current"},
 	"stop":       {"paddock stop web"},

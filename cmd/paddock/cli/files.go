@@ -88,6 +88,8 @@ func pushSummary(box, to string, st archive.Stats, ig *archive.Ignore) string {
 
 func sizeText(n int64) string {
 	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 	case n >= 1<<20:
 		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 	case n >= 1<<10:

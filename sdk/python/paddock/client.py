@@ -266,6 +266,17 @@ class Client:
         its preview URL (or a note on why no preview reaches it)."""
         return self._json("GET", f"/boxes/{_q(box)}/ports")
 
+    def metrics(self) -> List[models.Sample]:
+        """The newest sample of each running box the caller sees: CPU (a
+        percentage of one CPU), memory, disk, network, processes."""
+        return self._json("GET", "/metrics")
+
+    def box_metrics(self, box, since=None) -> models.BoxMetrics:
+        """A box's samples since a duration back ("90m", "1h", "2d") or a
+        time (default: the last 15 minutes), oldest first."""
+        q = "?since=" + urllib.parse.quote(since, safe="") if since else ""
+        return self._json("GET", f"/boxes/{_q(box)}/metrics{q}")
+
     def pull(self, box, path, to=None):
         """A tar of path in the box; every name starts with path's base
         name. With to (a binary file object) the tar is streamed into it
@@ -555,10 +566,12 @@ class Client:
         """Boxfile projects, their last apply and their drift."""
         return self._json("GET", "/projects")
 
-    def events(self) -> Iterator[Tuple[str, Any]]:
+    def events(self, metrics=False) -> Iterator[Tuple[str, Any]]:
         """Yield (kind, data) from the events stream: every object first,
-        then ("ready", {}), then each change, until the caller stops."""
-        resp = self._request("GET", "/events", timeout=None)
+        then ("ready", {}), then each change, until the caller stops. With
+        metrics, also ("metrics", sample) per running box at each sampling
+        pass."""
+        resp = self._request("GET", "/events?metrics=1" if metrics else "/events", timeout=None)
         try:
             kind, data = None, []
             for raw in resp:
@@ -753,9 +766,9 @@ class AsyncClient:
             return await asyncio.to_thread(fn, *args, **kwargs)
         return call
 
-    async def events(self):
+    async def events(self, metrics=False):
         """Like Client.events, as an async iterator."""
-        it = self._c.events()
+        it = self._c.events(metrics)
         try:
             async for ev in _aiter(it):
                 yield ev

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -59,7 +59,7 @@ class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -72,6 +72,9 @@ _BoxAgentOptional = TypedDict("_BoxAgentOptional", {"hint": "str", "missing": "O
 
 class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):
     pass
+
+
+BoxMetrics = TypedDict("BoxMetrics", {"box": "str", "interval": "str", "samples": "Optional[List[Sample]]"})
 
 
 BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "ttl": "str", "type": "str"}, total=False)
@@ -330,6 +333,9 @@ class ReconcileResult(_ReconcileResultRequired, _ReconcileResultOptional):
 
 
 RestorePost = TypedDict("RestorePost", {"snapshot": "str"}, total=False)
+
+
+Sample = TypedDict("Sample", {"at": "str", "box": "str", "cpu_percent": "float", "disk_bytes": "int", "disk_limit_bytes": "int", "memory_bytes": "int", "memory_limit_bytes": "int", "net_rx_bytes": "int", "net_rx_rate": "float", "net_tx_bytes": "int", "net_tx_rate": "float", "processes": "int"})
 
 
 Screenshot = TypedDict("Screenshot", {"id": "str", "size": "int", "taken": "str"})

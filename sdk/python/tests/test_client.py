@@ -5,6 +5,7 @@ import io
 import os
 import tarfile
 import tempfile
+import time
 import unittest
 
 import asyncio
@@ -293,6 +294,27 @@ class ClientTest(unittest.TestCase):
         kept = self.c.take_screenshot("py-desk")
         self.assertEqual([x["id"] for x in self.c.screenshots("py-desk")], [kept["id"]])
         self.assertIn("/desktop/py-desk/#ticket=", self.c.desktop_url("py-desk"))
+
+    def test_metrics(self):
+        # Boxes are sampled every second in the test configuration.
+        m = None
+        for _ in range(100):
+            m = next((s for s in self.c.metrics() if s["box"] == "py-box"), None)
+            if m:
+                break
+            time.sleep(0.2)
+        self.assertIsNotNone(m, "no sample of py-box")
+        self.assertEqual(m["memory_limit_bytes"], 2048 << 20)
+        self.assertGreater(m["processes"], 0)
+        h = self.c.box_metrics("py-box", since="1h")
+        self.assertEqual(h["box"], "py-box")
+        self.assertGreater(len(h["samples"]), 0)
+        with self.assertRaises(PaddockError) as e:
+            self.c.box_metrics("py-box", since="soon")
+        self.assertEqual(e.exception.field, "since")
+        for kind, data in self.c.events(metrics=True):
+            if kind == "metrics" and data["box"] == "py-box":
+                break
 
     def test_events_and_projects(self):
         seen = set()

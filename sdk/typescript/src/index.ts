@@ -41,8 +41,8 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
-  PolicyReport, PolicySpec, Port, Project, ProjectSpec, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  PolicyReport, PolicySpec, Port, Project, ProjectSpec, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -323,6 +323,17 @@ export class Client {
   /** The TCP ports something listens on in a running box, each with its
    * preview URL (or a note on why no preview reaches it). */
   ports(box: string): Promise<Port[]> { return this.json("GET", `/boxes/${q(box)}/ports`); }
+
+  /** The newest sample of each running box the caller sees: CPU (a
+   * percentage of one CPU), memory, disk, network, processes. */
+  metrics(): Promise<Sample[]> { return this.json("GET", "/metrics"); }
+
+  /** A box's samples since a duration back ("90m", "1h", "2d") or a time
+   * (default: the last 15 minutes), oldest first. */
+  boxMetrics(box: string, opts: { since?: string } = {}): Promise<BoxMetrics> {
+    const qs = opts.since ? `?since=${encodeURIComponent(opts.since)}` : "";
+    return this.json("GET", `/boxes/${q(box)}/metrics${qs}`);
+  }
   /** Copies path from the box into the local directory (path's base name
    * appears in it), refusing entries that would land outside it. */
   async pullTree(box: string, path: string, local: string): Promise<string[]> {
@@ -501,10 +512,12 @@ export class Client {
   projects(): Promise<Project[]> { return this.json("GET", "/projects"); }
 
   /** The events stream: every object first, then "ready", then each
-   * change, for as long as the loop reads (break to stop). */
-  async *events(): AsyncGenerator<{ kind: string; data: unknown }> {
+   * change, for as long as the loop reads (break to stop). With
+   * metrics, also a "metrics" event (a Sample) per running box at each
+   * sampling pass. */
+  async *events(opts: { metrics?: boolean } = {}): AsyncGenerator<{ kind: string; data: unknown }> {
     const res: http.IncomingMessage = await new Promise((resolve, reject) => {
-      const req = this.transport().request({ ...this.target("GET", "/events"), headers: this.headers(), agent: false }, resolve);
+      const req = this.transport().request({ ...this.target("GET", opts.metrics ? "/events?metrics=1" : "/events"), headers: this.headers(), agent: false }, resolve);
       req.on("error", reject);
       req.end();
     });

@@ -82,6 +82,8 @@ export interface Box {
   node?: string;
   node_labels?: Record<string, string> | null;
   note?: string;
+  oom_at?: string;
+  oom_kills?: number;
   owner?: string;
   policy?: string;
   project?: string;
@@ -98,6 +100,12 @@ export interface BoxAgent {
   installed: boolean;
   missing?: string[] | null;
   name: string;
+}
+
+export interface BoxMetrics {
+  box: string;
+  interval: string;
+  samples: Sample[] | null;
 }
 
 export interface BoxPost {
@@ -433,6 +441,21 @@ export interface ReconcileResult {
 
 export interface RestorePost {
   snapshot?: string;
+}
+
+export interface Sample {
+  at: string;
+  box: string;
+  cpu_percent: number;
+  disk_bytes: number;
+  disk_limit_bytes: number;
+  memory_bytes: number;
+  memory_limit_bytes: number;
+  net_rx_bytes: number;
+  net_rx_rate: number;
+  net_tx_bytes: number;
+  net_tx_rate: number;
+  processes: number;
 }
 
 export interface Screenshot {

@@ -258,6 +258,25 @@ test("desktop: screenshots and the desktop URL", async () => {
   assert.match(await c.desktopURL("ts-desk"), /\/desktop\/ts-desk\/#ticket=/);
 });
 
+test("metrics: the newest sample, a box's samples, and on the events stream", async () => {
+  // Boxes are sampled every second in the test configuration.
+  let m;
+  for (let i = 0; i < 100 && !m; i++) {
+    m = (await c.metrics()).find((s) => s.box === "ts-box");
+    if (!m) await new Promise((r) => setTimeout(r, 200));
+  }
+  assert.ok(m, "no sample of ts-box");
+  assert.equal(m.memory_limit_bytes, 2048 * 1024 * 1024);
+  assert.ok(m.processes > 0 && m.memory_bytes > 0);
+  const h = await c.boxMetrics("ts-box", { since: "1h" });
+  assert.equal(h.box, "ts-box");
+  assert.ok(h.samples.length > 0);
+  await assert.rejects(c.boxMetrics("ts-box", { since: "soon" }), (e) => e instanceof PaddockError && e.field === "since");
+  for await (const ev of c.events({ metrics: true })) {
+    if (ev.kind === "metrics" && ev.data.box === "ts-box") break;
+  }
+});
+
 test("events and projects", async () => {
   const seen = new Set();
   for await (const ev of c.events()) {
