@@ -225,7 +225,12 @@ func signInURL(t *testing.T, d *harness.Daemon, token string, args ...string) st
 // The dashboard in a real browser against a real paddockd and real boxes:
 // every step clicks and types as a person does.
 func TestDashboard(t *testing.T) {
-	d := startDaemon(t, t.TempDir())
+	d := newDaemon(t, t.TempDir())
+	// Large boxes with 256 MiB: one is killed for its memory below.
+	d.Env = append(d.Env, "PADDOCK_TYPES__LARGE__MEMORY_MIB=256", "PADDOCK_TYPES__LARGE__CPUS=1")
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(d.Cleanup)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -292,6 +297,23 @@ func TestDashboard(t *testing.T) {
 	poll[bool](b, "the sleeping box in the list", `(document.querySelector('#boxes tr[data-box="nap"] .status')?.textContent || "").includes("asleep: its next use starts it")`, 60*time.Second)
 	b.shots(shotDir, "boxes-asleep")
 
+	// A box whose process the kernel killed for its memory bound says so
+	// in the list, without a reload; a running box's Use cell has its
+	// newest sample (every second in the test configuration).
+	if _, err := d.Client().CreateBox(ctx, api.BoxPost{Name: "tight", Type: "large"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := d.Client().Exec(ctx, "tight", api.ExecPost{Cmd: []string{"python3", "-c", `b = b"x" * (400 << 20)`}}, clientIO()); err != nil || code != 137 {
+		t.Fatalf("400 MiB written in a box of 256: code %d, %v", code, err)
+	}
+	poll[bool](b, "the OOM kill in the list", `(document.querySelector('#boxes tr[data-box="tight"] .status .oom')?.textContent || "").startsWith("killed: out of memory at ")`, 30*time.Second)
+	poll[bool](b, "the box's use in the list", `/^\d+% CPU · [\d.]+ (KB|MB)$/.test(document.querySelector('#boxes td[data-use="tight"]')?.textContent || "")`, 30*time.Second)
+	b.shots(shotDir, "boxes-oom")
+	b.do(chromedp.Navigate(base + "/boxes/tight"))
+	poll[bool](b, "the OOM kill on the box's page", `/^out of memory at .* \(1 process past its 256 MiB\)$/.test(document.querySelector("#oom")?.textContent || "")`, 10*time.Second)
+	b.do(chromedp.Navigate(base + "/"))
+	poll[bool](b, "the list again", `!!document.querySelector('#boxes tr[data-box="tight"]')`, 10*time.Second)
+
 	// Create a box with the form and watch it turn running without a reload.
 	b.do(chromedp.Click(chromedp.CSS("#new-open")),
 		chromedp.SendKeys(chromedp.CSS("#n-name"), "dash"),
@@ -323,6 +345,14 @@ func TestDashboard(t *testing.T) {
 	if !served(flaky) {
 		t.Fatal("the box's page was ready without loading /ui/tar.js")
 	}
+	// Its use: the last hour's graphs and the newest figures, growing
+	// with each sample.
+	poll[bool](b, "the box's use on its overview", `(() => {
+		const pts = document.querySelector("#graph-cpu polyline")?.getAttribute("points") || "";
+		return pts.split(" ").length >= 2 && /% of one CPU$/.test(document.querySelector("#use-cpu").textContent) &&
+			/ of 2\.0 GB$/.test(document.querySelector("#use-mem").textContent) && /^\d+$/.test(document.querySelector("#use-procs").textContent) &&
+			document.querySelector("#graph-net").querySelectorAll("polyline").length === 2;
+	})()`, 30*time.Second)
 	b.shots(shotDir, "box-overview")
 	assets := eval[string](b, `(() => { let n = 0, bytes = 0; for (const e of performance.getEntriesByType("resource")) if (e.name.includes("/ui/")) { n++; bytes += e.decodedBodySize; } return n + " files, " + bytes + " bytes"; })()`)
 	t.Logf("figure: the box page's assets: %s", assets)

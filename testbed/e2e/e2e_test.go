@@ -4,11 +4,13 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	goimage "image"
 	"image/png"
 	"io"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -159,6 +161,7 @@ func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"daemon":      cmdDaemon,
 			"waitbox":     cmdWaitBox,
+			"metric":      cmdMetric,
 			"eviltar":     cmdEvilTar,
 			"rawpush":     cmdRawPush,
 			"engine":      cmdEngine,
@@ -239,6 +242,51 @@ func cmdWaitBox(ts *testscript.TestScript, neg bool, args []string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	ts.Fatalf("box %s not %s after %ss (last: %s)", args[0], args[1], args[2], last)
+}
+
+// metric BOX FIELD MIN MAX SECONDS: poll the box's newest sample (GET
+// /v1/metrics) until FIELD (its JSON name) is from MIN to MAX ("-": no
+// bound above). The whole wait is a bound: a sample in range ends it.
+func cmdMetric(ts *testscript.TestScript, neg bool, args []string) {
+	if len(args) != 5 {
+		ts.Fatalf("usage: metric BOX FIELD MIN MAX SECONDS")
+	}
+	var lo, hi float64
+	var secs int
+	fmt.Sscan(args[2], &lo)
+	hi = math.Inf(1)
+	if args[3] != "-" {
+		fmt.Sscan(args[3], &hi)
+	}
+	fmt.Sscan(args[4], &secs)
+	c := daemonOf(ts).Client()
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var seen []string
+	for time.Now().Before(deadline) {
+		ms, err := c.Metrics(context.Background())
+		ts.Check(err)
+		for _, m := range ms {
+			if m.Box != args[0] {
+				continue
+			}
+			raw, _ := json.Marshal(m)
+			var fields map[string]any
+			json.Unmarshal(raw, &fields)
+			v, ok := fields[args[1]].(float64)
+			if !ok {
+				ts.Fatalf("metric: a sample has no number %q: %s", args[1], raw)
+			}
+			if v >= lo && v <= hi {
+				ts.Logf("%s %s = %g", args[0], args[1], v)
+				return
+			}
+			if len(seen) < 20 {
+				seen = append(seen, fmt.Sprint(v))
+			}
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	ts.Fatalf("box %s's %s not from %s to %s within %ss (seen: %s)", args[0], args[1], args[2], args[3], args[4], strings.Join(seen, " "))
 }
 
 // waitlog SECONDS REGEXP: poll until a line of the daemon's log matches.

@@ -1,7 +1,7 @@
 // A box's page: overview, terminal, desktop, jobs, prompt, files,
 // snapshots and network, each a tab; the box, its jobs and snapshots
 // follow the events stream.
-import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, size, saveBlob, followText } from "./common.js";
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, size, saveBlob, followText, graph, oomText } from "./common.js";
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm/addon-fit.mjs";
 import { tarFiles } from "./tar.js";
@@ -73,7 +73,8 @@ function renderBox() {
     box.desired === "running" ? act("Stop", () => api("POST", B + "/stop")) : act("Start", () => api("POST", B + "/start")),
     act("Snapshot", () => api("POST", B + "/snapshots")),
     act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
-  const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")], ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
+  const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")],
+    ...(box.oom_at ? [["Killed", el("span", { class: "oom", id: "oom" }, oomText(box).replace(/^killed: /, ""))]] : []), ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Labels", Object.entries(box.labels || {}).sort().map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
     ["Idle stop", box.idle_stop ? `after ${box.idle_stop} unused${box.sleeping ? " (asleep: its next use starts it)" : ""}` : "—"],
@@ -324,14 +325,48 @@ async function pollNetwork() {
 
 const onOpen = { terminal: openShell, desktop: loadShots, prompt: loadAgents, files: () => openDir(dirPath.value), network: pollNetwork };
 
+// Use: the last hour's samples as graphs, then each new one.
+const HOUR = 3600 * 1000;
+let samples = [];
+function renderUse() {
+  samples = samples.filter((m) => Date.parse(m.at) >= Date.now() - HOUR);
+  const last = samples[samples.length - 1];
+  document.getElementById("use-empty").hidden = samples.length > 0;
+  const pts = (f) => samples.map((m) => [Date.parse(m.at), f(m)]);
+  const peak = (f) => Math.max(0, ...samples.map(f));
+  const cpuTop = Math.max(100, peak((m) => m.cpu_percent));
+  const memTop = last?.memory_limit_bytes || peak((m) => m.memory_bytes) || 1;
+  const netTop = Math.max(1024, peak((m) => Math.max(m.net_rx_rate, m.net_tx_rate)));
+  // The graphs span the samples there are: from a minute up to the hour.
+  const span = Math.min(HOUR, Math.max(60 * 1000, samples.length ? Date.now() - Date.parse(samples[0].at) : 0));
+  document.getElementById("graph-cpu").replaceChildren(graph([pts((m) => m.cpu_percent)], cpuTop, span, "CPU use over the last hour, in percent of one CPU"));
+  document.getElementById("graph-mem").replaceChildren(graph([pts((m) => m.memory_bytes)], memTop, span, "Memory use over the last hour"));
+  document.getElementById("graph-net").replaceChildren(graph([pts((m) => m.net_rx_rate), pts((m) => m.net_tx_rate)], netTop, span, "Network in and out over the last hour"));
+  const text = (id, t) => { document.getElementById(id).textContent = t; };
+  if (!last || box?.status !== "running") {
+    for (const id of ["use-cpu", "use-mem", "use-net", "use-disk", "use-procs"]) text(id, "—");
+    return;
+  }
+  text("use-cpu", `${last.cpu_percent.toFixed(1)}% of one CPU`);
+  text("use-mem", `${size(last.memory_bytes)}${last.memory_limit_bytes ? " of " + size(last.memory_limit_bytes) : ""}`);
+  text("use-net", `${size(Math.round(last.net_rx_rate))}/s in, ${size(Math.round(last.net_tx_rate))}/s out`);
+  text("use-disk", `${size(last.disk_bytes)}${last.disk_limit_bytes ? " of " + size(last.disk_limit_bytes) : ""}`);
+  text("use-procs", String(last.processes));
+}
+async function loadUse() {
+  try { samples = (await api("GET", B + "/metrics?since=1h")).samples || []; } catch { samples = []; }
+  renderUse();
+}
+
 events({
-  box: (b) => { if (b.name === name) { box = b; renderBox(); } },
+  box: (b) => { if (b.name === name) { box = b; renderBox(); renderUse(); } },
+  metrics: (m) => { if (m.box === name) { samples.push(m); renderUse(); } },
   "box-removed": (k) => { if (k.name === name) { report(new Error(`Box ${name} was removed.`)); document.body.dataset.removed = "1"; } },
   job: (j) => { if (j.box === name) { jobs.set(j.id, j); renderJobs(); } },
   "job-removed": (k) => { jobs.delete(k.id); renderJobs(); },
   snapshot: (s) => { if (s.box === name) { snaps.set(s.id, s); renderSnaps(); } },
   "snapshot-removed": (k) => { snaps.delete(k.id); renderSnaps(); },
-  ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); },
+  ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); loadUse(); },
 });
 // The fragment names the tab at load, and later too: a link to #files,
 // or the browser's back and forward, open the tab it names.

@@ -1,8 +1,9 @@
 // The boxes page: the list, live from the events stream, with filters,
 // the "New box" form and each box's actions.
-import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role, size } from "./common.js";
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role, size, useText, oomText } from "./common.js";
 
 const boxes = new Map();
+const use = new Map(); // box name -> its newest sample
 const snapshots = new Map(); // id -> snapshot
 const tbody = document.querySelector("#boxes tbody");
 const owner = role === "owner" || role === "admin";
@@ -42,7 +43,9 @@ function row(b) {
     el("td", { class: "wide" }, b.type),
     el("td", { class: "status" }, stateBadge(b.status), b.sleeping ? el("div", { class: "note small" }, "asleep: its next use starts it") : null,
       b.error ? el("div", { class: "error small" }, b.error) : null,
-      b.note ? el("div", { class: "note small" }, b.note) : null),
+      b.note ? el("div", { class: "note small" }, b.note) : null,
+      b.oom_at ? el("div", { class: "oom small" }, oomText(b)) : null),
+    el("td", { class: "use num wide", "data-use": b.name }, b.status === "running" ? useText(use.get(b.name)) : "—"),
     el("td", { class: "ttl num wide", "data-expires": b.expires_at || "" }, ttlLeft(b)),
     el("td", { class: "wide" }, b.policy || "allow-all"),
     el("td", { class: "wide" }, drives),
@@ -74,7 +77,7 @@ function render() {
   tbody.replaceChildren(...shown.map(row));
   if (shown.length === 0) {
     const msg = !ready ? "Loading…" : rows.length ? "No box matches the filters." : "No boxes yet. Make one with New box, or 'paddock new'.";
-    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 11 }, msg)));
+    tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 12 }, msg)));
   }
 }
 
@@ -88,6 +91,12 @@ events({
   snapshot: (s) => snapshots.set(s.id, s),
   "snapshot-removed": (k) => snapshots.delete(k.id),
   ready: () => { ready = true; render(); },
+  // A sample changes its box's Use cell alone.
+  metrics: (m) => {
+    use.set(m.box, m);
+    const td = tbody.querySelector(`td[data-use="${CSS.escape(m.box)}"]`);
+    if (td) td.textContent = useText(m);
+  },
 });
 
 // New box.

@@ -81,11 +81,12 @@ export async function busy(button, fn, errScope, fallback) {
   }
 }
 
-// events follows the server's events stream; handlers are by event kind.
-// While it is reconnecting the page says so.
+// events follows the server's events stream; handlers are by event kind
+// (a "metrics" handler asks for the boxes' samples too). While it is
+// reconnecting the page says so.
 export function events(handlers) {
   const live = document.getElementById("live");
-  const es = new EventSource("/v1/events");
+  const es = new EventSource(handlers.metrics ? "/v1/events?metrics=1" : "/v1/events");
   for (const [kind, fn] of Object.entries(handlers)) {
     es.addEventListener(kind, (ev) => fn(JSON.parse(ev.data)));
   }
@@ -121,6 +122,42 @@ export function size(n) {
   let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
   return (i === 0 ? n : n.toFixed(1)) + " " + u[i];
+}
+
+// useText is a box's newest sample in a few words: "12% CPU · 220 MB".
+export function useText(m) {
+  if (!m) return "—";
+  return `${Math.round(m.cpu_percent)}% CPU · ${size(m.memory_bytes)}`;
+}
+
+// oomText says when the kernel last killed a process of the box for its
+// memory bound, or "" when it never did.
+export function oomText(b) {
+  if (!b.oom_at) return "";
+  const at = new Date(b.oom_at).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit" });
+  return `killed: out of memory at ${at} (${b.oom_kills === 1 ? "1 process" : b.oom_kills + " processes"} past its ${b.memory_mib} MiB)`;
+}
+
+// graph draws values (oldest first, each [time ms, value]) over the last
+// span ms as an SVG line from 0 to top, labelled for screen readers.
+export function graph(series, top, span, label) {
+  const W = 300, H = 64, now = Date.now();
+  const NS = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+  svg.setAttribute("class", "graph");
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", label);
+  svg.setAttribute("preserveAspectRatio", "none");
+  for (const [i, values] of series.entries()) {
+    const pts = values.filter(([t]) => t >= now - span).map(([t, v]) => `${(((t - (now - span)) / span) * W).toFixed(1)},${(H - 1 - (Math.min(v, top) / (top || 1)) * (H - 2)).toFixed(1)}`);
+    if (!pts.length) continue;
+    const line = document.createElementNS(NS, "polyline");
+    line.setAttribute("points", pts.join(" "));
+    line.setAttribute("class", "series s" + i);
+    svg.append(line);
+  }
+  return svg;
 }
 
 export function stateBadge(state) {
