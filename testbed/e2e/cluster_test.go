@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -268,6 +269,20 @@ func TestCluster(t *testing.T) {
 	must("pull", b2, "/config/in/in.txt", "--to", back)
 	if got, _ := os.ReadFile(back); string(got) != strings.Repeat("paddock ", 10000) {
 		t.Fatalf("pulled back %d bytes", len(got))
+	}
+
+	// Its use is read on n2 (the agent's /usage, from the box's cgroup
+	// there) and sampled by the control plane.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(300 * time.Millisecond) {
+		var ms []api.Sample
+		json.Unmarshal([]byte(must("top", "--json")), &ms)
+		i := slices.IndexFunc(ms, func(m api.Sample) bool { return m.Box == b2 })
+		if i >= 0 && ms[i].Processes > 0 && ms[i].Memory > 0 && ms[i].MemoryLimit > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no sample of %s on n2 within 30s: %+v", b2, ms)
+		}
 	}
 
 	// Stop (a snapshot on its node) and start keep its files; a fork of

@@ -19,14 +19,29 @@ import (
 // pids controllers, else v2's files) and what the interfaces of its
 // network namespace moved.
 func cgroupUsage(pid int) (driver.Usage, error) {
-	var u driver.Usage
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
-		return u, err
+		return driver.Usage{}, err
 	}
+	mounts, err := cgroupMountsOnce()
+	if err != nil {
+		return driver.Usage{}, err
+	}
+	u, err := cgroupFiles(string(b), mounts)
+	if err != nil {
+		return u, fmt.Errorf("process %d: %w", pid, err)
+	}
+	u.NetRx, u.NetTx, err = netBytes(pid)
+	return u, err
+}
+
+// cgroupFiles reads what a cgroup uses: cg is the process's
+// /proc/PID/cgroup, mounts where each hierarchy is (cgroupMounts).
+func cgroupFiles(cg string, mounts map[string]string) (driver.Usage, error) {
+	var u driver.Usage
 	v1 := map[string]string{} // controller → path
 	var v2 string
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(cg), "\n") {
 		f := strings.SplitN(line, ":", 3)
 		if len(f) != 3 {
 			continue
@@ -38,10 +53,6 @@ func cgroupUsage(pid int) (driver.Usage, error) {
 		for _, c := range strings.Split(f[1], ",") {
 			v1[c] = f[2]
 		}
-	}
-	mounts, err := cgroupMountsOnce()
-	if err != nil {
-		return u, err
 	}
 	// file is a cgroup file of a v1 controller, or else of the v2 tree.
 	file := func(controller, v1name, v2name string) string {
@@ -67,7 +78,7 @@ func cgroupUsage(pid int) (driver.Usage, error) {
 		}
 		u.CPU = time.Duration(n) * time.Microsecond
 	} else {
-		return u, fmt.Errorf("no CPU accounting cgroup for process %d", pid)
+		return u, errors.New("no CPU accounting cgroup")
 	}
 	v1Mem := mounts["memory"] != "" && v1["memory"] != ""
 	if v1Mem {
@@ -94,8 +105,7 @@ func cgroupUsage(pid int) (driver.Usage, error) {
 	if n, err := readInt(file("pids", "pids.current", "pids.current")); err == nil {
 		u.Processes = int(n)
 	}
-	u.NetRx, u.NetTx, err = netBytes(pid)
-	return u, err
+	return u, nil
 }
 
 // readInt reads a file that holds one integer.
@@ -136,9 +146,16 @@ func netBytes(pid int) (rx, tx int64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
+	rx, tx = parseNetDev(string(b))
+	return rx, tx, nil
+}
+
+// parseNetDev sums the bytes columns of a /proc/net/dev, loopback left
+// out.
+func parseNetDev(b string) (rx, tx int64) {
 	// Inter-|   Receive                                                |  Transmit
 	//  face |bytes    packets errs drop fifo frame compressed multicast|bytes ...
-	for _, line := range strings.Split(string(b), "\n") {
+	for _, line := range strings.Split(b, "\n") {
 		name, rest, ok := strings.Cut(line, ":")
 		if !ok || strings.TrimSpace(name) == "lo" {
 			continue
@@ -154,7 +171,7 @@ func netBytes(pid int) (rx, tx int64, err error) {
 		}
 		rx, tx = rx+r, tx+t
 	}
-	return rx, tx, nil
+	return rx, tx
 }
 
 // cgroupMountsOnce is cgroupMounts, read once: the hierarchies are
