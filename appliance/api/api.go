@@ -496,6 +496,10 @@ type User struct {
 	Name    string    `json:"name"`
 	Role    string    `json:"role"`
 	Created time.Time `json:"created"`
+	// SSO is the single sign-on provider the user signs in with (its
+	// id), and Email the address it gave at their last sign-in.
+	SSO   string `json:"sso,omitempty"`
+	Email string `json:"email,omitempty"`
 }
 
 // InvitePost asks for an invitation link.

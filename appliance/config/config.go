@@ -13,7 +13,10 @@ import (
 	"errors"
 	"fmt"
 	iofs "io/fs"
+	"net"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -217,9 +220,51 @@ type Config struct {
 	// 4 MiB of the box's memory), so that commands do not wait for the
 	// runtime. Off, only pool boxes have one, made before their claim.
 	WarmExec bool `koanf:"warm_exec"`
+	// SSO are the OpenID Connect providers people may sign in with, by
+	// id (the id is in the sign-in URLs: /sso/ID/start, /sso/ID/callback).
+	SSO map[string]SSOProvider `koanf:"sso"`
+	// PasswordLogin lets people sign in with a password. Off (with a
+	// provider set), only the owner may: the way in when the provider
+	// is not.
+	PasswordLogin bool `koanf:"password_login"`
+	// SSORecheck is how often each single sign-on user's standing at
+	// their provider is checked (a refresh of their tokens there): one
+	// the provider refuses loses their API tokens and sessions.
+	SSORecheck time.Duration `koanf:"sso_recheck"`
+	// SSOMaxAge bounds the API tokens and sessions of a single sign-on
+	// user whose provider gave no refresh token: they go this long after
+	// the user's last sign-in.
+	SSOMaxAge time.Duration `koanf:"sso_max_age"`
 	// SnapshotKeep is how many snapshots of each box are kept (0: all).
 	// Older ones go as new ones are taken, except those a box is made from.
 	SnapshotKeep int `koanf:"snapshot_keep"`
+}
+
+// SSOProvider is an OpenID Connect provider (an identity provider:
+// Google Workspace, Microsoft Entra, Okta, Keycloak, Authentik...).
+type SSOProvider struct {
+	// Name is shown on the login page: "Sign in with NAME".
+	Name string `koanf:"name"`
+	// Issuer is the provider's issuer URL (its discovery document is
+	// ISSUER/.well-known/openid-configuration): https, or http on a
+	// loopback address.
+	Issuer       string `koanf:"issuer"`
+	ClientID     string `koanf:"client_id"`
+	ClientSecret string `koanf:"client_secret"`
+	// Domains are the email domains let in (the provider must say the
+	// address is verified); Groups the groups (any one). A person must
+	// pass both that are set; at least one must be.
+	Domains []string `koanf:"domains"`
+	Groups  []string `koanf:"groups"`
+	// GroupsClaim names the ID token's claim that lists the person's
+	// groups (default "groups").
+	GroupsClaim string `koanf:"groups_claim"`
+	// Roles gives people in a group a role: admin or member (the
+	// default). One in several groups gets the highest.
+	Roles map[string]string `koanf:"roles"`
+	// CAFile is a PEM file of certificates to trust for the provider,
+	// besides the system's (a provider with a private CA).
+	CAFile string `koanf:"ca_file"`
 }
 
 // Defaults are the built-in values.
@@ -266,6 +311,9 @@ func Defaults() map[string]any {
 		"disk_grace":                  "1m",
 		"idle_check_interval":         "30s",
 		"idle_cpu":                    0.05,
+		"password_login":              true,
+		"sso_recheck":                 "15m",
+		"sso_max_age":                 "24h",
 		"metrics_interval":            "5s",
 		"metrics_disk_interval":       "1m",
 		"metrics_keep":                "24h",
@@ -469,6 +517,9 @@ func (c Config) Validate() error {
 	if c.MetricsInterval < 0 || c.MetricsDiskInterval <= 0 || c.MetricsKeep < time.Hour {
 		return errors.New("config: metrics_interval must be 0 (off) or a duration, metrics_disk_interval positive, and metrics_keep an hour or more")
 	}
+	if err := c.checkSSO(); err != nil {
+		return err
+	}
 	if c.SnapshotKeep < 0 {
 		return errors.New("config: snapshot_keep must be 0 (keep all) or more")
 	}
@@ -488,4 +539,46 @@ func (c Config) EnsureDirs() error {
 		}
 	}
 	return nil
+}
+
+var ssoID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,31}$`)
+
+// checkSSO checks the single sign-on providers.
+func (c *Config) checkSSO() error {
+	if c.SSORecheck <= 0 || c.SSOMaxAge <= 0 {
+		return errors.New("config: sso_recheck and sso_max_age must be positive")
+	}
+	if !c.PasswordLogin && len(c.SSO) == 0 {
+		return errors.New("config: password_login = false needs a single sign-on provider ([sso.ID]): no one could sign in")
+	}
+	for id, p := range c.SSO {
+		at := "config: sso." + id
+		if !ssoID.MatchString(id) {
+			return fmt.Errorf("%s: an id is lower-case letters, digits and '-' (it is in the sign-in URLs)", at)
+		}
+		u, err := url.Parse(p.Issuer)
+		if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopback(u.Hostname()))) {
+			return fmt.Errorf("%s.issuer %q: give the provider's https URL (http only on a loopback address)", at, p.Issuer)
+		}
+		if p.ClientID == "" {
+			return fmt.Errorf("%s.client_id is empty: give the client id the provider made for this server", at)
+		}
+		if len(p.Domains) == 0 && len(p.Groups) == 0 {
+			return fmt.Errorf("%s: say who may sign in with domains = [...] or groups = [...] (or both)", at)
+		}
+		for g, r := range p.Roles {
+			if r != "admin" && r != "member" {
+				return fmt.Errorf("%s.roles.%s = %q: a group's role is admin or member", at, g, r)
+			}
+		}
+	}
+	return nil
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -41,6 +41,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/sshgate"
+	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
 	"github.com/paddock-dev/paddock/install/clients"
@@ -214,6 +215,14 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
 			Name: host, URL: cfg.ClusterListen, Swarm: drv,
 			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
+	if svc.SSO, err = sso.New(cfg.SSO); err != nil {
+		return err
+	}
+	if svc.SSO != nil {
+		if svc.SSOKey, err = auth.LoadKey(filepath.Join(cfg.StateDir, "sso.key")); err != nil {
+			return err
+		}
+	}
 	rec.Forget = svc.ForgetBox
 	rec.Yield = svc.Fore.Busy
 	rec.Restoring = svc.DriveRestoring
@@ -381,6 +390,13 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			log.Error("idle stop", "err", err)
 		}
 	})
+	if svc.SSO != nil {
+		go loop(ctx, cfg.SSORecheck, nil, func() {
+			if err := svc.RecheckSSO(ctx); err != nil && ctx.Err() == nil {
+				log.Error("sso recheck", "err", err)
+			}
+		})
+	}
 	if cfg.MetricsInterval > 0 {
 		go loop(ctx, cfg.MetricsInterval, nil, func() {
 			if err := svc.SampleMetrics(ctx); err != nil && ctx.Err() == nil {

@@ -31,6 +31,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -73,6 +74,9 @@ type Pages struct {
 
 	perAddr auth.Limiter
 	perName auth.Limiter
+	// ssoAddr bounds the single sign-ons a client address begins (each
+	// holds a state for 10 minutes): no guessing happens there, so more.
+	ssoAddr auth.Limiter
 }
 
 // New makes the pages with the default rate limits: per client address a
@@ -80,7 +84,19 @@ type Pages struct {
 func New(svc *service.Service, st *store.Store, log *slog.Logger, hostname string, secure bool) *Pages {
 	return &Pages{Svc: svc, Store: st, Log: log, Hostname: hostname, Secure: secure,
 		perAddr: auth.Limiter{Every: 6 * time.Second, Burst: 10},
-		perName: auth.Limiter{Every: 20 * time.Second, Burst: 5}}
+		perName: auth.Limiter{Every: 20 * time.Second, Burst: 5},
+		ssoAddr: auth.Limiter{Every: time.Second, Burst: 30}}
+}
+
+// ssoLimited is limited for the single sign-ons a client begins.
+func (p *Pages) ssoLimited(w http.ResponseWriter, r *http.Request) bool {
+	if ok, wait := p.ssoAddr.Allow(ClientAddr(r)); !ok {
+		secs := int(wait/time.Second) + 1
+		w.Header().Set("Retry-After", fmt.Sprint(secs))
+		p.render(w, http.StatusTooManyRequests, "error", view{Title: "Slow down", Error: fmt.Sprintf("Too many sign-ins begun. Try again in %d seconds.", secs)})
+		return true
+	}
+	return false
 }
 
 // Routes adds the pages to mux.
@@ -93,6 +109,8 @@ func (p *Pages) Routes(t *route.Table) {
 	t.Add("GET /login", route.Public, p.guard(p.loginPage))
 	t.Add("POST /login", route.Public, p.guard(p.login))
 	t.Add("POST /logout", route.Session, p.guard(p.logout))
+	t.Add("GET /sso/{id}/start", route.Public, p.guard(p.ssoStart))
+	t.Add("GET /sso/{id}/callback", route.Public, p.guard(p.ssoCallback))
 	t.Add("GET /device", route.Session, p.guard(p.devicePage))
 	t.Add("POST /device", route.Session, p.guard(p.approve))
 	p.appRoutes(t)
@@ -111,6 +129,10 @@ type view struct {
 	Device  *service.DeviceRequest
 	Next    string
 	Min     int
+	// Providers are the single sign-on providers the login page offers;
+	// PasswordOff hides its password form behind the owner's way in.
+	Providers   []*sso.Provider
+	PasswordOff bool
 }
 
 func (p *Pages) render(w http.ResponseWriter, status int, name string, v view) {
@@ -324,8 +346,13 @@ func safeNext(next string) string {
 	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }
 
+// loginView is the login page's view.
+func (p *Pages) loginView(next, msg string) view {
+	return view{Title: "Log in", Next: next, Error: msg, Providers: p.Svc.SSO.Providers(), PasswordOff: !p.Svc.Cfg.PasswordLogin}
+}
+
 func (p *Pages) loginPage(w http.ResponseWriter, r *http.Request) {
-	p.render(w, http.StatusOK, "login", view{Title: "Log in", Next: safeNext(r.URL.Query().Get("next"))})
+	p.render(w, http.StatusOK, "login", p.loginView(safeNext(r.URL.Query().Get("next")), ""))
 }
 
 func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
@@ -340,7 +367,12 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		rec.Result("wrong user name or password")
 		p.Log.Warn("failed login", "user", name, "addr", ClientAddr(r))
-		p.render(w, http.StatusUnauthorized, "login", view{Title: "Log in", Next: next, Error: "Wrong user name or password."})
+		msg := "Wrong user name or password."
+		if errors.Is(err, service.ErrPasswordOff) {
+			msg = "Password sign-in is off on this server: sign in with its sign-in provider above (only the owner's password works)."
+			rec.Result("password sign-in is off")
+		}
+		p.render(w, http.StatusUnauthorized, "login", p.loginView(next, msg))
 		return
 	}
 	p.Log.Info("login", "user", u.Name, "addr", ClientAddr(r))

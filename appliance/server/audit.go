@@ -78,6 +78,7 @@ var auditActions = map[string]string{
 	"DELETE /v1/nodes/{name}/drain":     "node.undrain",
 	"POST /v1/nodes/joins":              "node.join-token",
 	"POST /login":                       "login",
+	"GET /sso/{id}/callback":            "login.sso",
 	"POST /logout":                      "logout",
 	"POST /device":                      "login.device.approve",
 	"POST /signin/{token}":              "signin",

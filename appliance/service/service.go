@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/policies"
 )
@@ -85,6 +86,10 @@ type Service struct {
 	// uses is each box's use, for its idle stop (idle.go).
 	uses   map[string]*boxUse
 	wakeMu sync.Mutex // one wake at a time
+	// SSO are the single sign-on providers (nil: none); SSOKey seals
+	// their refresh tokens in the store (sso.go).
+	SSO    *sso.Set
+	SSOKey []byte
 	// metrics is what the sampler keeps between passes (metrics.go).
 	metrics metrics
 

@@ -118,6 +118,9 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 	if err := s.membersAllowed(p.Role); err != nil {
 		return api.InviteCreated{}, err
 	}
+	if !s.Cfg.PasswordLogin && p.Role != store.RoleOwner {
+		return api.InviteCreated{}, conflict("password sign-in is off on this server (password_login = false): people sign in with its single sign-on provider, with no invitation")
+	}
 	tok, hash := auth.NewToken()
 	now := s.now()
 	exp := now.Add(s.linkTTL())
@@ -219,6 +222,10 @@ func (s *Service) NewSession(u store.User) (api.Session, error) {
 	return api.Session{Token: tok, CSRF: csrf, Expires: exp}, err
 }
 
+// ErrPasswordOff refuses a password sign-in but the owner's
+// (password_login = false).
+var ErrPasswordOff = &api.Error{Code: api.CodeForbidden, Message: "password sign-in is off on this server: sign in with its single sign-on provider (only the owner's password works, as the way in when the provider is down)"}
+
 // Login checks a name and password and starts a session. A wrong name
 // and a wrong password get the same answer, in the same time.
 func (s *Service) Login(name, password string) (store.User, api.Session, error) {
@@ -228,6 +235,9 @@ func (s *Service) Login(name, password string) (store.User, api.Session, error) 
 	}
 	if !auth.CheckPassword(u.Password, password) {
 		return u, api.Session{}, &api.Error{Code: api.CodeUnauthorized, Message: "wrong user name or password"}
+	}
+	if !s.Cfg.PasswordLogin && u.Role != store.RoleOwner {
+		return u, api.Session{}, ErrPasswordOff
 	}
 	sess, err := s.NewSession(u)
 	return u, sess, err
@@ -239,10 +249,19 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 	if err != nil {
 		return nil, err
 	}
+	links, err := s.Store.SSOLinks()
+	if err != nil {
+		return nil, err
+	}
+	byUser := map[int64]store.SSOLink{}
+	for _, l := range links {
+		byUser[l.UserID] = l
+	}
 	out := []api.User{}
 	for _, u := range us {
 		if visible(ctx, u.ID) {
-			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created})
+			l := byUser[u.ID]
+			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created, SSO: l.Provider, Email: l.Email})
 		}
 	}
 	return out, nil
@@ -330,12 +349,13 @@ func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
 		return api.DeviceCode{}, err
 	}
 	// Approval needs someone who can log in to the pages (local mode's
-	// owner has no password): say so now rather than wait ten minutes.
+	// owner has no password; a sign-in provider lets people in): say so
+	// now rather than wait ten minutes.
 	us, err := s.Store.Users()
 	if err != nil {
 		return api.DeviceCode{}, err
 	}
-	canApprove := false
+	canApprove := len(s.SSO.Providers()) > 0
 	for _, u := range us {
 		canApprove = canApprove || u.Password != ""
 	}

@@ -299,7 +299,7 @@ func TestDashboard(t *testing.T) {
 
 	// A box whose process the kernel killed for its memory bound says so
 	// in the list, without a reload; a running box's Use cell has its
-	// newest sample (every second in the test configuration).
+	// newest sample (every metrics_interval, 5 s).
 	if _, err := d.Client().CreateBox(ctx, api.BoxPost{Name: "tight", Type: "large"}); err != nil {
 		t.Fatal(err)
 	}

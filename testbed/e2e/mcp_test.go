@@ -182,8 +182,8 @@ func TestMCP(t *testing.T) {
 		t.Fatalf("screenshot: error %v, %d bytes", isErr, len(png))
 	}
 
-	// What the box uses: its newest sample (every second in the test
-	// configuration), then its samples since.
+	// What the box uses: its newest sample (every 5 s), then its samples
+	// since.
 	var use struct {
 		Box         string
 		MemoryLimit int64 `json:"memory_limit_bytes"`

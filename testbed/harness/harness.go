@@ -288,8 +288,6 @@ disk_grace = "1s"
 # machine, however loaded, and an idle one stays far under it.
 idle_check_interval = "1s"
 idle_cpu = 0.01
-# Running boxes are sampled every second (metrics.txtar, the SDKs).
-metrics_interval = "1s"
 [types.small]
 pids = 512
 disk_gib = 0

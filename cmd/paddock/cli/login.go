@@ -176,9 +176,13 @@ func cmdUser(e *env, args []string) error {
 			return printJSON(e.stdout, us)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tCREATED")
+		fmt.Fprintln(tw, "NAME\tROLE\tSIGNS IN WITH\tCREATED")
 		for _, u := range us {
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", u.Name, u.Role, u.Created.Local().Format(time.RFC3339))
+			with := "password"
+			if u.SSO != "" {
+				with = u.SSO + " (" + u.Email + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, with, u.Created.Local().Format(time.RFC3339))
 		}
 		return tw.Flush()
 	case "invite":

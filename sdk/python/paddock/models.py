@@ -378,7 +378,12 @@ TokenInfo = TypedDict("TokenInfo", {"created": "str", "name": "str"})
 TokenPost = TypedDict("TokenPost", {"name": "str"})
 
 
-User = TypedDict("User", {"created": "str", "name": "str", "role": "str"})
+_UserRequired = TypedDict("_UserRequired", {"created": "str", "name": "str", "role": "str"})
+_UserOptional = TypedDict("_UserOptional", {"email": "str", "sso": "str"}, total=False)
+
+
+class User(_UserRequired, _UserOptional):
+    pass
 
 
 UserQuota = TypedDict("UserQuota", {"limits": "QuotaLimits", "own": "Optional[List[str]]", "role": "str", "use": "QuotaUse", "user": "str"})

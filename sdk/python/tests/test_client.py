@@ -296,7 +296,7 @@ class ClientTest(unittest.TestCase):
         self.assertIn("/desktop/py-desk/#ticket=", self.c.desktop_url("py-desk"))
 
     def test_metrics(self):
-        # Boxes are sampled every second in the test configuration.
+        # Boxes are sampled every 5 s (metrics_interval).
         m = None
         for _ in range(100):
             m = next((s for s in self.c.metrics() if s["box"] == "py-box"), None)

@@ -516,8 +516,10 @@ export interface TokenPost {
 
 export interface User {
   created: string;
+  email?: string;
   name: string;
   role: string;
+  sso?: string;
 }
 
 export interface UserQuota {

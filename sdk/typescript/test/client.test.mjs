@@ -259,7 +259,7 @@ test("desktop: screenshots and the desktop URL", async () => {
 });
 
 test("metrics: the newest sample, a box's samples, and on the events stream", async () => {
-  // Boxes are sampled every second in the test configuration.
+  // Boxes are sampled every 5 s (metrics_interval).
   let m;
   for (let i = 0; i < 100 && !m; i++) {
     m = (await c.metrics()).find((s) => s.box === "ts-box");

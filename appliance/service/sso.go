@@ -1,0 +1,161 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/sso"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Single sign-on: a person an OpenID provider signed in (package sso)
+// and its rules let in is the user tied to the provider's subject for
+// them, made at their first sign-in as a member (or admin, by a group's
+// role), with a name from the provider's (their preferred_username, else
+// their email's local part, made a valid name, with -2, -3... when
+// taken). Their role follows their groups at each sign-in and each
+// recheck; an owner stays an owner.
+//
+// Every sso_recheck, each such user's refresh token is used at their
+// provider: one the provider refuses (the person was removed or signed
+// out there), or whose groups no longer let them in, loses every API
+// token and session at once, and must sign in again (which the provider
+// then refuses). A user whose provider gave no refresh token loses them
+// sso_max_age after their last sign-in.
+
+// SignInSSO makes or finds the user of a person the provider signed in
+// and let in with role, and starts a browser session for them.
+func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (store.User, api.Session, error) {
+	now := s.now()
+	u, l, err := s.Store.SSOUser(id.Provider, id.Subject)
+	switch {
+	case err == nil:
+		l.Email, l.SignedIn, l.Checked = id.Email, now, now
+		if id.Refresh != "" {
+			l.Refresh = sso.Seal(s.SSOKey, id.Refresh)
+		}
+		if err := s.Store.UpdateSSO(l, role); err != nil {
+			return u, api.Session{}, err
+		}
+		if u, err = s.Store.GetUser(u.ID); err != nil {
+			return u, api.Session{}, err
+		}
+	case errors.Is(err, store.ErrNotFound):
+		if err := s.membersAllowed(role); err != nil {
+			return u, api.Session{}, err
+		}
+		l = store.SSOLink{Provider: id.Provider, Subject: id.Subject, Email: id.Email, Refresh: sso.Seal(s.SSOKey, id.Refresh), SignedIn: now, Checked: now}
+		base := ssoName(id)
+		for i := 1; ; i++ {
+			name := base
+			if i > 1 {
+				name = fmt.Sprintf("%s-%d", strings.TrimRight(base[:min(len(base), 58)], "-"), i)
+			}
+			u, err = s.Store.AddSSOUser(store.User{Name: name, Role: role, Created: now}, l)
+			if !errors.Is(err, store.ErrConflict) || i >= 100 {
+				break
+			}
+		}
+		if err != nil {
+			return u, api.Session{}, err
+		}
+		s.Log.Info("user created", "user", u.Name, "role", u.Role, "by", "sso:"+id.Provider, "email", id.Email)
+	default:
+		return u, api.Session{}, err
+	}
+	sess, err := s.NewSession(u)
+	return u, sess, err
+}
+
+var notName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// ssoName makes a valid user name of what the provider calls the person.
+func ssoName(id sso.Identity) string {
+	n := notName.ReplaceAllString(strings.ToLower(id.Username), "-")
+	n = strings.Trim(n, "-")
+	if len(n) > 60 {
+		n = strings.Trim(n[:60], "-")
+	}
+	if api.ValidName("user", n) != nil {
+		n = "user"
+	}
+	return n
+}
+
+// RecheckSSO asks each single sign-on user's provider about them again
+// (see above); the users who lost their tokens are named in the log and
+// the audit log.
+func (s *Service) RecheckSSO(ctx context.Context) error {
+	if s.SSO == nil {
+		return nil
+	}
+	links, err := s.Store.SSOLinks()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, l := range links {
+		u, err := s.Store.GetUser(l.UserID)
+		if err != nil {
+			continue
+		}
+		now := s.now()
+		refresh, err := sso.Open(s.SSOKey, l.Refresh)
+		if err != nil || refresh == "" {
+			if now.Sub(l.SignedIn) >= s.Cfg.SSOMaxAge {
+				s.revokeSSO(u, fmt.Sprintf("no refresh token from the provider, and the last sign-in is older than sso_max_age = %s", s.Cfg.SSOMaxAge))
+			}
+			continue
+		}
+		id, err := s.SSO.Refresh(ctx, l.Provider, refresh)
+		var refused *sso.Refused
+		if errors.As(err, &refused) {
+			l.Refresh = ""
+			errs = append(errs, s.Store.UpdateSSO(l, ""))
+			s.revokeSSO(u, refused.Why)
+			continue
+		}
+		if err != nil {
+			// The provider is away: ask again at the next recheck.
+			s.Log.Warn("sso recheck", "user", u.Name, "provider", l.Provider, "err", err)
+			continue
+		}
+		role := ""
+		if id.Subject != "" {
+			p, _ := s.SSO.Provider(l.Provider)
+			if role, err = p.Admit(id); err != nil {
+				l.Refresh = ""
+				errs = append(errs, s.Store.UpdateSSO(l, ""))
+				s.revokeSSO(u, err.Error())
+				continue
+			}
+			if role != u.Role && u.Role != store.RoleOwner {
+				s.Log.Info("sso role changed", "user", u.Name, "from", u.Role, "to", role)
+			}
+		}
+		l.Refresh, l.Checked = sso.Seal(s.SSOKey, id.Refresh), now
+		errs = append(errs, s.Store.UpdateSSO(l, role))
+	}
+	return errors.Join(errs...)
+}
+
+// revokeSSO removes a single sign-on user's API tokens and sessions.
+func (s *Service) revokeSSO(u store.User, why string) {
+	n, err := s.Store.RevokeTokens(u.ID)
+	if err != nil {
+		s.Log.Error("revoking tokens", "user", u.Name, "err", err)
+		return
+	}
+	if n == 0 {
+		return
+	}
+	s.Log.Warn("sso user's tokens revoked", "user", u.Name, "tokens", n, "why", why)
+	detail, _ := json.Marshal(map[string]any{"why": why, "tokens": n})
+	s.Record(audit.Entry{User: "paddockd", Via: "sso", Action: "user.sso.revoke", Object: u.Name, Result: "ok", Detail: detail})
+}
