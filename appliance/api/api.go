@@ -81,6 +81,24 @@ type Box struct {
 	// was seen.
 	OOMKills int64      `json:"oom_kills,omitempty"`
 	OOMAt    *time.Time `json:"oom_at,omitempty"`
+	// Access is how the box is shared with the caller, when it is not
+	// theirs: "viewer" (they read it) or "member" (they work in it).
+	Access string `json:"access,omitempty"`
+}
+
+// Grant is a user a box is shared with (GET /v1/boxes/NAME/grants).
+type Grant struct {
+	User string `json:"user"`
+	// Access is "viewer" (reads the box: its state, jobs and their logs,
+	// files, screenshots, metrics) or "member" (works in it as its owner
+	// does, but cannot remove, move or share it, or change its policy).
+	Access string `json:"access"`
+}
+
+// GrantPut shares a box with a user (PUT /v1/boxes/NAME/grants/USER).
+type GrantPut struct {
+	// Access is "viewer" (the default) or "member".
+	Access string `json:"access,omitempty"`
 }
 
 // Sample is what a running box used at one moment: GET

@@ -259,8 +259,8 @@ type SSOProvider struct {
 	// GroupsClaim names the ID token's claim that lists the person's
 	// groups (default "groups").
 	GroupsClaim string `koanf:"groups_claim"`
-	// Roles gives people in a group a role: admin or member (the
-	// default). One in several groups gets the highest.
+	// Roles gives people in a group a role: admin, member (the default)
+	// or viewer. One in several groups with roles gets the highest.
 	Roles map[string]string `koanf:"roles"`
 	// CAFile is a PEM file of certificates to trust for the provider,
 	// besides the system's (a provider with a private CA).
@@ -567,8 +567,8 @@ func (c *Config) checkSSO() error {
 			return fmt.Errorf("%s: say who may sign in with domains = [...] or groups = [...] (or both)", at)
 		}
 		for g, r := range p.Roles {
-			if r != "admin" && r != "member" {
-				return fmt.Errorf("%s.roles.%s = %q: a group's role is admin or member", at, g, r)
+			if r != "admin" && r != "member" && r != "viewer" {
+				return fmt.Errorf("%s.roles.%s = %q: a group's role is admin, member or viewer", at, g, r)
 			}
 		}
 	}

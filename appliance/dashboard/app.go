@@ -179,7 +179,11 @@ func (p *Pages) app(route string) http.HandlerFunc {
 		if page == "box" {
 			name := r.PathValue("box")
 			b, err := p.Store.GetBox(name)
-			if err != nil || !service.Sees(u, b.Owner) {
+			a := ""
+			if err == nil {
+				a, err = service.AccessFor(p.Store, u, b)
+			}
+			if err != nil || a == service.AccessNone {
 				// Another user's box is as absent as a box that never was.
 				page, status = "notfound", http.StatusNotFound
 				v.Message = fmt.Sprintf("No box named %q.", name)

@@ -204,13 +204,16 @@ func listening(ip string, port int) bool {
 	return true
 }
 
-// visible finds the box of a preview host if user u may see it.
+// visible finds the box of a preview host if user u may use it: its
+// owner, or a member of it (a preview's server can change what is in the
+// box, so a viewer has none).
 func (h *Handler) visible(u store.User, box string) (store.Box, bool) {
 	b, err := h.Store.GetBox(box)
-	if err != nil || !service.Sees(u, b.Owner) {
+	if err != nil {
 		return b, false
 	}
-	return b, true
+	a, err := service.AccessFor(h.Store, u, b)
+	return b, err == nil && service.AccessRank(a) >= service.AccessRank(service.AccessMember)
 }
 
 // start is /preview?to=URL on the server's host: with a browser session,

@@ -11,15 +11,18 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/install/clients"
 )
 
@@ -157,7 +160,8 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 	theirs := map[string]string{
 		"boxes": "bossbox", "jobs": job.ID, "drives": "bossdrive", "policies": "bosspol",
 		"secrets": "BOSS_KEY", "tokens": "test", "keys": "bosskey", "users": "boss", "desktop": "bossbox", "screenshots": "1700000000000000000",
-		"nodes": "n2", // the servers are the owner's alone: a member is refused either way
+		"nodes":  "n2", // the servers are the owner's alone: a member is refused either way
+		"grants": "boss",
 	}
 	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true}
 	tried := 0
@@ -219,4 +223,116 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		}
 	}
 	_ = context.Background
+}
+
+// userToken makes a user of role with an API token.
+func userToken(t *testing.T, svc *service.Service, name, role string) string {
+	t.Helper()
+	u, err := svc.Store.CreateUser(store.User{Name: name, Role: role, Created: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, hash := auth.NewToken()
+	if err := svc.Store.AddToken(store.Token{Hash: hash, Name: "t", UserID: u.ID, Created: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// A box shared as a viewer answers its viewer on exactly the routes of
+// ViewerRoutes, and as a member on all box routes but OwnerRoutes; what
+// is refused says how the box is shared. A user of the viewer role is a
+// viewer whatever the share says, and is refused every route that
+// changes something but their own tokens and sessions. Driven by the
+// real route table; a stranger still finds nothing.
+func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
+	ts, srv, svc := wired(t)
+	owner := addOwner(t, svc)
+	vic := userToken(t, svc, "vic", store.RoleMember) // shared as a viewer
+	mel := userToken(t, svc, "mel", store.RoleMember) // shared as a member
+	val := userToken(t, svc, "val", store.RoleViewer) // a viewer, shared as a member
+	stranger := userToken(t, svc, "sam", store.RoleMember)
+	for _, c := range [][3]string{{"POST", "/v1/boxes", `{"name":"bossbox"}`}, {"PUT", "/v1/boxes/bossbox/grants/vic", `{"access":"viewer"}`},
+		{"PUT", "/v1/boxes/bossbox/grants/mel", `{"access":"member"}`}, {"PUT", "/v1/boxes/bossbox/grants/val", `{"access":"member"}`}} {
+		if code, e := call(t, ts, owner, c[0], c[1], c[2]); code >= 300 {
+			t.Fatalf("owner %s %s: %d %+v", c[0], c[1], code, e)
+		}
+	}
+	job, err := svc.StartJob("bossbox", api.ExecPost{Cmd: []string{"true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lists: the grantees see the box with their access, the stranger not.
+	for tok, want := range map[string]string{vic: `"access":"viewer"`, mel: `"access":"member"`, val: `"access":"viewer"`, stranger: "[]"} {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/boxes", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if _, body, _ := do(t, req); !strings.Contains(body, want) {
+			t.Errorf("a grantee's list lacks %s: %s", want, body)
+		}
+	}
+	need := func(pattern string) string {
+		switch {
+		case ViewerRoutes[pattern]:
+			return service.AccessViewer
+		case OwnerRoutes[pattern]:
+			return service.AccessAll
+		}
+		return service.AccessMember
+	}
+	values := map[string]string{"boxes": "bossbox", "jobs": job.ID, "grants": "sam", "screenshots": "1700000000000000000"}
+	tried := 0
+	for _, r := range srv.Routes() {
+		if !strings.Contains(r.Pattern, "/v1/boxes/{name}") || r.Access == route.Public {
+			continue
+		}
+		tried++
+		for _, who := range []struct {
+			tok, access string
+		}{{vic, service.AccessViewer}, {val, service.AccessViewer}, {mel, service.AccessMember}, {stranger, service.AccessNone}} {
+			req := request(t, ts.URL, r, func(seg, name string) string { return values[seg] })
+			req.Header.Set("Authorization", "Bearer "+who.tok)
+			code, body, _ := do(t, req)
+			refused := code == http.StatusForbidden && (strings.Contains(body, "is shared with you as a") || strings.Contains(body, "is a viewer"))
+			absent := code == http.StatusNotFound && strings.Contains(body, `no box named \"bossbox\"`)
+			switch {
+			case who.access == service.AccessNone:
+				if !absent {
+					t.Errorf("%s: a stranger got %d %.200s, want the box not found", r.Pattern, code, body)
+				}
+			case service.AccessRank(who.access) >= service.AccessRank(need(r.Pattern)):
+				if refused || absent {
+					t.Errorf("%s: a %s of the box is refused: %d %.200s", r.Pattern, who.access, code, body)
+				}
+			default:
+				if !refused {
+					t.Errorf("%s: a %s of the box got %d %.200s, want a refusal that says how it is shared", r.Pattern, who.access, code, body)
+				}
+			}
+		}
+	}
+	if tried < 30 {
+		t.Fatalf("only %d box routes", tried)
+	}
+	// A user of the viewer role changes nothing of their own either.
+	for _, r := range srv.Routes() {
+		m, p, _ := strings.Cut(r.Pattern, " ")
+		if r.Access != route.Token || m == "GET" || !strings.HasPrefix(p, "/v1/") || strings.Contains(p, "/boxes/{name}") || ViewerRoleRoutes[r.Pattern] {
+			continue
+		}
+		req := request(t, ts.URL, r, func(seg, name string) string { return "x" })
+		req.Header.Set("Authorization", "Bearer "+val)
+		if code, body, _ := do(t, req); code != http.StatusForbidden || !strings.Contains(body, "val is a viewer") {
+			t.Errorf("%s by a viewer: %d %.200s", r.Pattern, code, body)
+		}
+	}
+	if code, e := call(t, ts, val, "POST", "/v1/tokens", `{"name":"laptop"}`); code != http.StatusCreated {
+		t.Errorf("a viewer's own token: %d %+v", code, e)
+	}
+	// Unshared: the box is gone for them.
+	if code, _ := call(t, ts, owner, "DELETE", "/v1/boxes/bossbox/grants/vic", ""); code != http.StatusNoContent {
+		t.Fatalf("unshare: %d", code)
+	}
+	if code, _ := call(t, ts, vic, "GET", "/v1/boxes/bossbox", ""); code != http.StatusNotFound {
+		t.Errorf("an unshared box: %d", code)
+	}
 }

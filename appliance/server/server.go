@@ -92,12 +92,13 @@ func (s *Server) Handler() http.Handler {
 	}
 	add := func(pattern string, h handler) {
 		if strings.Contains(pattern, "/boxes/{name}") {
-			h = s.boxRoute(h)
+			h = s.boxRoute(pattern, h)
 		}
 		if heavy[pattern] {
 			h = s.limited(h)
 			h = s.foreground(h)
 		}
+		h = s.viewerGate(pattern, h)
 		mux.Add(pattern, route.Token, s.authed(h))
 	}
 	p := "/" + api.Version
@@ -141,6 +142,9 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/agents", s.agents)
 	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
+	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
+	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
+	add("DELETE "+p+"/boxes/{name}/grants/{user}", s.unshareBox)
 	add("GET "+p+"/boxes/{name}/metrics", s.boxMetrics)
 	add("GET "+p+"/metrics", s.latestMetrics)
 	add("GET "+p+"/secrets", s.secrets)
@@ -314,11 +318,53 @@ func (s *Server) open(h handler) http.Handler {
 	})
 }
 
-// boxRoute answers "not found" for a box the caller may not see.
-func (s *Server) boxRoute(h handler) handler {
+// ViewerRoutes are the box routes that a box's viewer may call: they
+// read the box (its state, snapshots, jobs and their logs, files,
+// screenshots, metrics, ports, policy report, agents).
+var ViewerRoutes = map[string]bool{
+	"GET /v1/boxes/{name}": true, "GET /v1/boxes/{name}/snapshots": true, "GET /v1/boxes/{name}/jobs": true,
+	"GET /v1/boxes/{name}/jobs/{id}": true, "GET /v1/boxes/{name}/jobs/{id}/log": true, "GET /v1/boxes/{name}/files": true,
+	"GET /v1/boxes/{name}/download": true, "GET /v1/boxes/{name}/dir": true, "GET /v1/boxes/{name}/screenshot": true,
+	"GET /v1/boxes/{name}/screenshots": true, "GET /v1/boxes/{name}/screenshots/{id}": true, "GET /v1/boxes/{name}/metrics": true,
+	"GET /v1/boxes/{name}/ports": true, "GET /v1/boxes/{name}/policy": true, "GET /v1/boxes/{name}/agents": true,
+}
+
+// OwnerRoutes are the box routes that only those with all access to the
+// box (its owner, the server's owners and admins) may call: what removes,
+// moves, copies or shares it, or moves its fence. A member of it may
+// call the others.
+var OwnerRoutes = map[string]bool{
+	"DELETE /v1/boxes/{name}": true, "POST /v1/boxes/{name}/move": true, "POST /v1/boxes/{name}/fork": true,
+	"PUT /v1/boxes/{name}/policy": true, "GET /v1/boxes/{name}/grants": true, "PUT /v1/boxes/{name}/grants/{user}": true,
+	"DELETE /v1/boxes/{name}/grants/{user}": true,
+}
+
+// boxRoute answers "not found" for a box the caller may not see, and
+// refuses, saying why, what the box's access for them does not allow
+// (ViewerRoutes, OwnerRoutes; a member of the box may call the rest).
+func (s *Server) boxRoute(pattern string, h handler) handler {
+	need := service.AccessMember
+	switch {
+	case ViewerRoutes[pattern]:
+		need = service.AccessViewer
+	case OwnerRoutes[pattern]:
+		need = service.AccessAll
+	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if err := s.seesBox(r, r.PathValue("name")); err != nil {
+		name := r.PathValue("name")
+		a, err := s.Svc.AccessOf(r.Context(), name)
+		if err != nil {
 			return err
+		}
+		if a == service.AccessNone {
+			return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
+		}
+		if service.AccessRank(a) < service.AccessRank(need) {
+			what := "work in it"
+			if need == service.AccessAll {
+				what = "remove, move, fork or share it, or change its policy"
+			}
+			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner may %s", name, a, what)}
 		}
 		return h(w, r)
 	}
@@ -327,12 +373,32 @@ func (s *Server) boxRoute(h handler) handler {
 // seesBox answers "not found" for a box that does not exist or that the
 // caller may not see, alike.
 func (s *Server) seesBox(r *http.Request, name string) error {
-	b, err := s.Store.GetBox(name)
-	u, _ := service.UserFrom(r.Context())
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !service.Sees(u, b.Owner)) {
+	a, err := s.Svc.AccessOf(r.Context(), name)
+	if err == nil && a == service.AccessNone {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
 	}
 	return err
+}
+
+// ViewerRoleRoutes are the routes that change something which a user of
+// the viewer role may still call: their own tokens and sessions.
+var ViewerRoleRoutes = map[string]bool{
+	"POST /v1/logout": true, "POST /v1/tokens": true, "DELETE /v1/tokens/{name}": true, "POST /v1/signin-links": true,
+}
+
+// viewerGate refuses a user of the viewer role every route that changes
+// something (all but GET), but ViewerRoleRoutes; a box route's GETs are
+// then boxRoute's to allow.
+func (s *Server) viewerGate(pattern string, h handler) handler {
+	if strings.HasPrefix(pattern, "GET ") || ViewerRoleRoutes[pattern] {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) error {
+		if u, ok := service.UserFrom(r.Context()); ok && u.Role == store.RoleViewer {
+			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("%s is a viewer: a viewer reads the boxes shared with them and changes nothing", u.Name)}
+		}
+		return h(w, r)
+	}
 }
 
 // status maps an error to its HTTP status and body.
@@ -822,6 +888,41 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, as)
+}
+
+// boxGrants lists who a box is shared with.
+func (s *Server) boxGrants(w http.ResponseWriter, r *http.Request) error {
+	gs, err := s.Svc.BoxGrants(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, gs)
+}
+
+// shareBox shares a box with a user.
+func (s *Server) shareBox(w http.ResponseWriter, r *http.Request) error {
+	var p api.GrantPut
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	rec := audit.From(r.Context())
+	rec.Note("user", r.PathValue("user"))
+	rec.Note("access", p.Access)
+	g, err := s.Svc.ShareBox(r.Context(), r.PathValue("name"), r.PathValue("user"), p.Access)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, g)
+}
+
+// unshareBox stops sharing a box with a user.
+func (s *Server) unshareBox(w http.ResponseWriter, r *http.Request) error {
+	audit.From(r.Context()).Note("user", r.PathValue("user"))
+	if err := s.Svc.UnshareBox(r.Context(), r.PathValue("name"), r.PathValue("user")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 // boxMetrics is a box's samples since ?since= (a duration back, or a

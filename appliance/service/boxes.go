@@ -237,11 +237,19 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 		}
 		return n
 	}
+	shared, err := s.grantsOf(ctx)
+	if err != nil {
+		return nil, err
+	}
 	for _, b := range bs {
+		access := ""
 		if !visible(ctx, b.Owner) {
-			continue
+			if access = shared[b.Name]; access == "" {
+				continue
+			}
 		}
 		ab := toAPIBox(b, s.Cfg.Types)
+		ab.Access = access
 		ab.Owner = names[b.Owner]
 		ab.Node = nodeOf(b.Node)
 		out = append(out, ab)

@@ -107,8 +107,8 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 	if p.Role == "" {
 		p.Role = store.RoleMember
 	}
-	if p.Role != store.RoleMember && p.Role != store.RoleAdmin && p.Role != store.RoleOwner {
-		return api.InviteCreated{}, invalid("role", "role must be %q, %q or %q, not %q", store.RoleMember, store.RoleAdmin, store.RoleOwner, p.Role)
+	if p.Role != store.RoleMember && p.Role != store.RoleAdmin && p.Role != store.RoleOwner && p.Role != store.RoleViewer {
+		return api.InviteCreated{}, invalid("role", "role must be %q, %q, %q or %q, not %q", store.RoleMember, store.RoleViewer, store.RoleAdmin, store.RoleOwner, p.Role)
 	}
 	if p.Role == store.RoleOwner {
 		if err := requireOwner(ctx, "invite an owner"); err != nil {

@@ -128,7 +128,9 @@ func (g *Gateway) allowed(box, fingerprint string) (string, string, error) {
 				continue // a removed user's key
 			}
 		}
-		if service.Sees(u, b.Owner) {
+		// Its owner's, or a member's of it (a viewer reads, and a shell
+		// is work).
+		if a, err := service.AccessFor(g.Store, u, b); err == nil && service.AccessRank(a) >= service.AccessRank(service.AccessMember) {
 			return k.Name, u.Name, nil
 		}
 	}

@@ -295,11 +295,17 @@ func (p *Provider) Admit(id Identity) (string, error) {
 	if len(p.cfg.Groups) > 0 && !slices.ContainsFunc(id.Groups, func(g string) bool { return slices.Contains(p.cfg.Groups, g) }) {
 		return "", &Refused{fmt.Sprintf("Your account %s is not let in here: it is in none of the groups %s at %s. Ask the server's owner.", orSubject(id), strings.Join(p.cfg.Groups, ", "), p.Name)}
 	}
-	role := "member"
+	// The highest role of the person's groups that have one; member when
+	// none has.
+	rank := map[string]int{"viewer": 1, "member": 2, "admin": 3}
+	role := ""
 	for _, g := range id.Groups {
-		if p.cfg.Roles[g] == "admin" {
-			role = "admin"
+		if r := p.cfg.Roles[g]; rank[r] > rank[role] {
+			role = r
 		}
+	}
+	if role == "" {
+		role = "member"
 	}
 	return role, nil
 }

@@ -15,6 +15,9 @@ const (
 	// every box) nor making or removing owners.
 	RoleAdmin  = "admin"
 	RoleMember = "member"
+	// RoleViewer owns nothing and changes nothing: it reads the boxes
+	// shared with it.
+	RoleViewer = "viewer"
 )
 
 // SeesAll says whether u sees and manages every user's objects: an

@@ -74,6 +74,7 @@ function renderBox() {
     act("Snapshot", () => api("POST", B + "/snapshots")),
     act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
   const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")],
+    ...(box.access ? [["Shared", `with you as a ${box.access}, by ${box.owner}`]] : []),
     ...(box.oom_at ? [["Killed", el("span", { class: "oom", id: "oom" }, oomText(box).replace(/^killed: /, ""))]] : []), ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Labels", Object.entries(box.labels || {}).sort().map(([k, v]) => `${k}=${v}`).join(", ") || "—"],

@@ -24,19 +24,22 @@ function actions(b) {
   const act = (label, fn, cls) => el("button", { type: "button", class: "small " + (cls || ""), "data-action": label.toLowerCase(), "aria-label": `${label} ${b.name}`, onclick: (e) => fn(e.currentTarget) }, label);
   const err = (btn) => (e) => { const p = document.getElementById("list-error"); p.textContent = `${b.name}: ${e.message}`; p.hidden = false; };
   const run = (btn, fn) => busy(btn, async () => { document.getElementById("list-error").hidden = true; try { await fn(); } catch (e) { err(btn)(e); } });
+  // A box shared as a viewer is read only; as a member, its owner's alone
+  // forks and removes it.
+  if (b.access === "viewer") return td;
   if (b.desired === "running") td.append(act("Stop", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/stop`))));
   else td.append(act("Start", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/start`))));
   td.append(act("Snapshot", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/snapshots`))));
-  td.append(act("Fork", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/fork`, {}))));
+  if (!b.access) td.append(act("Fork", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/fork`, {}))));
   td.append(act("Restore", () => openRestore(b.name)));
-  td.append(act("Remove", () => openRemove(b.name), "danger-text"));
+  if (!b.access) td.append(act("Remove", () => openRemove(b.name), "danger-text"));
   return td;
 }
 
 function row(b) {
   const drives = (b.mounts || []).map((m) => m.drive).join(", ");
   return el("tr", { "data-box": b.name },
-    el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name)),
+    el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name), b.access ? el("div", { class: "muted small shared" }, `shared with you: ${b.access}`) : null),
     owner ? el("td", { class: "wide" }, b.owner || "") : null,
     el("td", { class: "wide" }, b.project || ""),
     servers ? el("td", { class: "wide", "data-node": b.node || "" }, b.node || "") : null,

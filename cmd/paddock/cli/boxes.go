@@ -143,6 +143,9 @@ func cmdLs(e *env, args []string) error {
 		if name == s.Current {
 			name += " *"
 		}
+		if b.Access != "" {
+			name += " (" + b.Access + ")"
+		}
 		status := b.Status
 		if b.Desired != b.Status && b.Status != "error" {
 			status += " (→ " + b.Desired + ")"
@@ -203,6 +206,9 @@ func cmdShow(e *env, args []string) error {
 	}
 	if b.OOMAt != nil {
 		fmt.Fprintf(tw, "killed:\tout of memory at %s (%s past its %d MiB, in all)\n", b.OOMAt.Local().Format("15:04:05 Jan 2"), plural(b.OOMKills, "process", "processes"), b.MemoryMiB)
+	}
+	if b.Access != "" {
+		fmt.Fprintf(tw, "shared:\twith you as a %s, by %s\n", b.Access, b.Owner)
 	}
 	fmt.Fprintf(tw, "desired:\t%s\n", b.Desired)
 	fmt.Fprintf(tw, "type:\t%s (%g CPU, %d MiB)\n", b.Type, b.CPUs, b.MemoryMiB)

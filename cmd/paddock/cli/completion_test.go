@@ -84,7 +84,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"new", "--drive", ""}, "cache"},
 		{[]string{"new", "--type", ""}, "large medium small"},
 		{[]string{"skill", "install", "--agent", ""}, "all claude codex opencode pi"},
-		{[]string{"user", "invite", "--role", ""}, "admin member owner"},
+		{[]string{"user", "invite", "--role", ""}, "admin member owner viewer"},
 		{[]string{"completion", ""}, "bash fish powershell zsh"},
 		{[]string{"help", "da"}, "dashboard"},
 		{[]string{"exec", "web", "--", "l"}, ""},

@@ -13,6 +13,8 @@ var examples = map[string][]string{
 	"new":        {"paddock new --type small --ttl 1h", "paddock new --name web --drive cache:/mnt/cache --policy deny-all --desktop"},
 	"ls":         {"paddock ls", "paddock ls --json"},
 	"show":       {"paddock show web", "paddock show web --json"},
+	"share":      {"paddock share web mia", "paddock share web olga --as member", "paddock share web --json"},
+	"unshare":    {"paddock unshare web mia"},
 	"top":        {"paddock top", "paddock top --sort memory --once", "paddock top --json", "paddock top web --since 1h"},
 	"use":        {"paddock use web"},
 	"current":    {"paddock current"},

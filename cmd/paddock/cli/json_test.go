@@ -32,6 +32,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.AuditCheck{OK: true, Entries: 2, First: 1, Last: 2}
 		case r.URL.Path == "/v1/nodes/joins":
 			v = api.NodeJoin{Token: "pdkjoin_x", Command: "paddockd node --join …"}
+		case strings.Contains(r.URL.Path, "/grants/"):
+			v = api.Grant{User: "mia", Access: "viewer"}
 		case r.URL.Path == "/v1/boxes/web":
 			v = api.Box{Name: "web", Status: "running"}
 		case strings.HasSuffix(r.URL.Path, "/snapshots") || strings.HasSuffix(r.URL.Path, "/jobs") ||

@@ -187,7 +187,7 @@ func cmdUser(e *env, args []string) error {
 		return tw.Flush()
 	case "invite":
 		fs := flags("user invite")
-		role := fs.String("role", "member", "member, admin (as an owner but for the server's settings and its owners) or owner")
+		role := fs.String("role", "member", "member, viewer (reads the boxes shared with them, changes nothing), admin (as an owner but for the server's settings and its owners) or owner")
 		if err := parse(fs, args[1:]); err != nil {
 			return err
 		}
@@ -217,5 +217,5 @@ func cmdUser(e *env, args []string) error {
 	case "quota":
 		return userQuota(e, c, args[1:])
 	}
-	return usagef("user ls | user invite [--role member|admin|owner] | user rm NAME | user quota [NAME] [--boxes N ...]")
+	return usagef("user ls | user invite [--role member|viewer|admin|owner] | user rm NAME | user quota [NAME] [--boxes N ...]")
 }

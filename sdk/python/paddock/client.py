@@ -266,6 +266,20 @@ class Client:
         its preview URL (or a note on why no preview reaches it)."""
         return self._json("GET", f"/boxes/{_q(box)}/ports")
 
+    def grants(self, box) -> List[models.Grant]:
+        """Who a box is shared with (its owner's to ask)."""
+        return self._json("GET", f"/boxes/{_q(box)}/grants")
+
+    def share(self, box, user, access="viewer") -> models.Grant:
+        """Share a box with a user: as a "viewer" (reads it) or a "member"
+        (works in it, but cannot remove, move, fork or share it, or change
+        its policy)."""
+        return self._json("PUT", f"/boxes/{_q(box)}/grants/{_q(user)}", {"access": access})
+
+    def unshare(self, box, user):
+        """Stop sharing a box with a user."""
+        self._json("DELETE", f"/boxes/{_q(box)}/grants/{_q(user)}")
+
     def metrics(self) -> List[models.Sample]:
         """The newest sample of each running box the caller sees: CPU (a
         percentage of one CPU), memory, disk, network, processes."""

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -59,7 +59,7 @@ class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"access": "str", "agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -169,6 +169,12 @@ class ExecPost(_ExecPostRequired, _ExecPostOptional):
 
 
 ForkPost = TypedDict("ForkPost", {"name": "str", "node": "str", "snapshot": "str"}, total=False)
+
+
+Grant = TypedDict("Grant", {"access": "str", "user": "str"})
+
+
+GrantPut = TypedDict("GrantPut", {"access": "str"}, total=False)
 
 
 _InviteCreatedRequired = TypedDict("_InviteCreatedRequired", {"expires": "str", "role": "str", "token": "str"})

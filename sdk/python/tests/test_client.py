@@ -316,6 +316,16 @@ class ClientTest(unittest.TestCase):
             if kind == "metrics" and data["box"] == "py-box":
                 break
 
+    def test_sharing(self):
+        self.assertEqual(self.c.grants("py-box"), [])
+        with self.assertRaises(PaddockError) as e:
+            self.c.share("py-box", "nobody-here", "member")
+        self.assertEqual(e.exception.status, 404)
+        self.assertIn('no user named "nobody-here"', str(e.exception))
+        with self.assertRaises(PaddockError) as e:
+            self.c.share("py-box", "nobody-here", "owner")
+        self.assertEqual(e.exception.field, "access")
+
     def test_events_and_projects(self):
         seen = set()
         for kind, data in self.c.events():

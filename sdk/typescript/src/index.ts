@@ -41,7 +41,7 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
@@ -323,6 +323,19 @@ export class Client {
   /** The TCP ports something listens on in a running box, each with its
    * preview URL (or a note on why no preview reaches it). */
   ports(box: string): Promise<Port[]> { return this.json("GET", `/boxes/${q(box)}/ports`); }
+
+  /** Who a box is shared with (its owner's to ask). */
+  grants(box: string): Promise<Grant[]> { return this.json("GET", `/boxes/${q(box)}/grants`); }
+
+  /** Share a box with a user: as a "viewer" (reads it) or a "member"
+   * (works in it, but cannot remove, move, fork or share it, or change its
+   * policy). */
+  share(box: string, user: string, access: "viewer" | "member" = "viewer"): Promise<Grant> {
+    return this.json("PUT", `/boxes/${q(box)}/grants/${q(user)}`, { access });
+  }
+
+  /** Stop sharing a box with a user. */
+  async unshare(box: string, user: string): Promise<void> { await this.json("DELETE", `/boxes/${q(box)}/grants/${q(user)}`); }
 
   /** The newest sample of each running box the caller sees: CPU (a
    * percentage of one CPU), memory, disk, network, processes. */

@@ -61,6 +61,7 @@ export interface AuditEntry {
 }
 
 export interface Box {
+  access?: string;
   agent?: string;
   cpus: number;
   created: string;
@@ -242,6 +243,15 @@ export interface ForkPost {
   name?: string;
   node?: string;
   snapshot?: string;
+}
+
+export interface Grant {
+  access: string;
+  user: string;
+}
+
+export interface GrantPut {
+  access?: string;
 }
 
 export interface InviteCreated {

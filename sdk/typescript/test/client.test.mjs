@@ -277,6 +277,12 @@ test("metrics: the newest sample, a box's samples, and on the events stream", as
   }
 });
 
+test("sharing: who a box is shared with; a user that is not there", async () => {
+  assert.deepEqual(await c.grants("ts-box"), []);
+  await assert.rejects(c.share("ts-box", "nobody-here", "member"), (e) => e instanceof PaddockError && e.status === 404 && /no user named "nobody-here"/.test(e.message));
+  await assert.rejects(c.share("ts-box", "nobody-here", "owner"), (e) => e instanceof PaddockError && e.field === "access");
+});
+
 test("events and projects", async () => {
   const seen = new Set();
   for await (const ev of c.events()) {

@@ -1,0 +1,179 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Sharing: a box's owner (or an owner or admin of the server) shares it
+// with another user as a viewer or a member (store.Grant). A viewer reads
+// it; a member works in it as its owner does, but cannot remove, move or
+// share it, or change its egress policy (the owner's fence). A user whose
+// role is viewer is a viewer of every box shared with them, whatever the
+// grant says. The box shows in the lists of those it is shared with, with
+// their access; to anyone else it stays "not found". Which routes each
+// access may call is package server's table (boxRoute).
+
+// Box access levels, from nothing to all.
+const (
+	AccessNone   = ""
+	AccessViewer = store.AccessViewer
+	AccessMember = store.AccessMember
+	// AccessAll is the box's owner's, and the server's owners' and
+	// admins'.
+	AccessAll = "all"
+)
+
+// AccessRank orders access levels.
+func AccessRank(a string) int {
+	switch a {
+	case AccessViewer:
+		return 1
+	case AccessMember:
+		return 2
+	case AccessAll:
+		return 3
+	}
+	return 0
+}
+
+// BoxAccess is what u may do with box b.
+func (s *Service) BoxAccess(u store.User, b store.Box) (string, error) {
+	return AccessFor(s.Store, u, b)
+}
+
+// AccessFor is what u may do with box b, as st's grants say.
+func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
+	if Sees(u, b.Owner) {
+		return AccessAll, nil
+	}
+	a, err := st.GrantOf(b.Name, u.ID)
+	if err != nil {
+		return AccessNone, err
+	}
+	if a == AccessMember && u.Role == store.RoleViewer {
+		a = AccessViewer
+	}
+	return a, nil
+}
+
+// AccessOf is what the user of ctx may do with the box named name (all,
+// for the daemon itself).
+func (s *Service) AccessOf(ctx context.Context, name string) (string, error) {
+	b, err := s.Store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return AccessNone, nil
+	}
+	if err != nil {
+		return AccessNone, err
+	}
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return AccessAll, nil
+	}
+	return s.BoxAccess(u, b)
+}
+
+// ShareBox shares a box with a user as access (viewer or member).
+func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.Grant, error) {
+	if access == "" {
+		access = AccessViewer
+	}
+	if access != AccessViewer && access != AccessMember {
+		return api.Grant{}, invalid("access", "access %q: give viewer or member", access)
+	}
+	b, err := s.shareable(ctx, box)
+	if err != nil {
+		return api.Grant{}, err
+	}
+	u, err := s.Store.UserByName(user)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Grant{}, notFound("user", user)
+	}
+	if err != nil {
+		return api.Grant{}, err
+	}
+	if u.ID == b.Owner {
+		return api.Grant{}, invalid("user", "%s owns box %s", user, box)
+	}
+	if err := s.Store.SetGrant(store.Grant{Box: box, UserID: u.ID, Access: access}); err != nil {
+		return api.Grant{}, err
+	}
+	return api.Grant{User: u.Name, Access: access}, nil
+}
+
+// UnshareBox stops sharing a box with a user.
+func (s *Service) UnshareBox(ctx context.Context, box, user string) error {
+	if _, err := s.shareable(ctx, box); err != nil {
+		return err
+	}
+	u, err := s.Store.UserByName(user)
+	if err == nil {
+		err = s.Store.RemoveGrant(box, u.ID)
+	}
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("share of box "+box+" with user", user)
+	}
+	return err
+}
+
+// BoxGrants lists who a box is shared with.
+func (s *Service) BoxGrants(ctx context.Context, box string) ([]api.Grant, error) {
+	if _, err := s.shareable(ctx, box); err != nil {
+		return nil, err
+	}
+	gs, err := s.Store.Grants(box)
+	if err != nil {
+		return nil, err
+	}
+	names := s.ownerNames()
+	out := []api.Grant{}
+	for _, g := range gs {
+		out = append(out, api.Grant{User: names[g.UserID], Access: g.Access})
+	}
+	return out, nil
+}
+
+// shareable is a box the user of ctx may share: theirs, or any for an
+// owner or admin.
+func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) {
+	b, err := s.Store.GetBox(box)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, notFound("box", box)
+	}
+	if err != nil {
+		return b, err
+	}
+	if a, err := s.AccessOf(ctx, box); err != nil || a != AccessAll {
+		if a == AccessNone {
+			return b, notFound("box", box)
+		}
+		return b, &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner shares it", box, a)}
+	}
+	return b, err
+}
+
+// grantsOf maps the boxes shared with the user of ctx to their access.
+func (s *Service) grantsOf(ctx context.Context) (map[string]string, error) {
+	u, ok := UserFrom(ctx)
+	if !ok {
+		return nil, nil
+	}
+	gs, err := s.Store.GrantsOf(u.ID)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, g := range gs {
+		a := g.Access
+		if a == AccessMember && u.Role == store.RoleViewer {
+			a = AccessViewer
+		}
+		out[g.Box] = a
+	}
+	return out, nil
+}
