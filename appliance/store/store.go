@@ -368,11 +368,15 @@ var migrations = []string{
 		PRIMARY KEY (box, user_id)
 	 );
 	 CREATE INDEX grants_user ON grants (user_id);`,
+	// A share shows on the events stream of the user it is given to.
+	`CREATE TRIGGER seen_grants_i AFTER INSERT ON grants BEGIN UPDATE meta SET v = v + 1 WHERE k = 'seen'; END;
+	 CREATE TRIGGER seen_grants_u AFTER UPDATE ON grants BEGIN UPDATE meta SET v = v + 1 WHERE k = 'seen'; END;
+	 CREATE TRIGGER seen_grants_d AFTER DELETE ON grants BEGIN UPDATE meta SET v = v + 1 WHERE k = 'seen'; END;`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete
 // moves Seen: what the events stream shows.
-var WatchedTables = []string{"boxes", "drives", "snapshots", "jobs", "users"}
+var WatchedTables = []string{"boxes", "drives", "snapshots", "jobs", "users", "grants"}
 
 // Seen is a counter that every write to WatchedTables moves.
 func (s *Store) Seen() (int64, error) {

@@ -220,6 +220,18 @@ func TestSeenMovesOnEveryWriteToAWatchedTable(t *testing.T) {
 			},
 			func() error { return s.DeleteUser(uid) },
 		},
+		"grants": {
+			func() error {
+				u, err := s.CreateUser(User{Name: "gus", Role: RoleMember, Created: now})
+				uid = u.ID
+				if err != nil {
+					return err
+				}
+				return s.SetGrant(Grant{Box: "shared", UserID: uid, Access: AccessViewer})
+			},
+			func() error { return s.SetGrant(Grant{Box: "shared", UserID: uid, Access: AccessMember}) },
+			func() error { return s.RemoveGrant("shared", uid) },
+		},
 	}
 	for _, table := range WatchedTables {
 		ws := writes[table]
