@@ -729,7 +729,27 @@ type UserQuota struct {
 	Role   string      `json:"role"`
 	Limits QuotaLimits `json:"limits"`
 	Own    []string    `json:"own"`
-	Use    QuotaUse    `json:"use"`
+	// Groups names, for each field a group's quota gives (and none set
+	// for the user), the group.
+	Groups map[string]string `json:"groups,omitempty"`
+	Use    QuotaUse          `json:"use"`
+}
+
+// Group is a group of users (GET /v1/groups): set by the owner or an
+// admin, or by a sign-in provider (its groups claim, at each sign-in).
+type Group struct {
+	Name    string        `json:"name"`
+	Members []GroupMember `json:"members"`
+	// Quota is what the group's quota sets (nil fields: nothing), for
+	// its members who are not given the field themselves.
+	Quota QuotaPut `json:"quota"`
+}
+
+// GroupMember is a user in a group, and what put them there: "owner" (by
+// hand) or "sso:ID" (a sign-in provider).
+type GroupMember struct {
+	User   string `json:"user"`
+	Source string `json:"source"`
 }
 
 // QuotaFields are the fields of a quota, as QuotaPut and Own name them.

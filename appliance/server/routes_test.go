@@ -162,6 +162,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		"secrets": "BOSS_KEY", "tokens": "test", "keys": "bosskey", "users": "boss", "desktop": "bossbox", "screenshots": "1700000000000000000",
 		"nodes":  "n2", // the servers are the owner's alone: a member is refused either way
 		"grants": "boss",
+		"groups": "eng", "members": "boss",
 	}
 	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true}
 	tried := 0

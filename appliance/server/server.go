@@ -162,6 +162,10 @@ func (s *Server) Handler() http.Handler {
 	add("DELETE "+p+"/users/{user}", s.removeUser)
 	add("GET "+p+"/users/{user}/quota", s.quota)
 	add("PUT "+p+"/users/{user}/quota", s.setQuota)
+	add("GET "+p+"/groups", s.groups)
+	add("PUT "+p+"/groups/{group}/members/{user}", s.addToGroup)
+	add("DELETE "+p+"/groups/{group}/members/{user}", s.removeFromGroup)
+	add("PUT "+p+"/groups/{group}/quota", s.setGroupQuota)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -888,6 +892,45 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, as)
+}
+
+// groups lists the groups (the owner's and admins').
+func (s *Server) groups(w http.ResponseWriter, r *http.Request) error {
+	gs, err := s.Svc.Groups(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, gs)
+}
+
+func (s *Server) addToGroup(w http.ResponseWriter, r *http.Request) error {
+	audit.From(r.Context()).Note("user", r.PathValue("user"))
+	if err := s.Svc.AddToGroup(r.Context(), r.PathValue("group"), r.PathValue("user")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) removeFromGroup(w http.ResponseWriter, r *http.Request) error {
+	audit.From(r.Context()).Note("user", r.PathValue("user"))
+	if err := s.Svc.RemoveFromGroup(r.Context(), r.PathValue("group"), r.PathValue("user")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) setGroupQuota(w http.ResponseWriter, r *http.Request) error {
+	var p api.QuotaPut
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	g, err := s.Svc.SetGroupQuota(r.Context(), r.PathValue("group"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, g)
 }
 
 // boxGrants lists who a box is shared with.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -55,6 +57,16 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 	if err != nil {
 		return AccessNone, err
 	}
+	if a != AccessMember {
+		// A group of theirs may give more.
+		ga, err := st.GroupGrantOf(b.Name, u.ID)
+		if err != nil {
+			return AccessNone, err
+		}
+		if AccessRank(ga) > AccessRank(a) {
+			a = ga
+		}
+	}
 	if a == AccessMember && u.Role == store.RoleViewer {
 		a = AccessViewer
 	}
@@ -90,6 +102,15 @@ func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.G
 	if err != nil {
 		return api.Grant{}, err
 	}
+	if g, ok := strings.CutPrefix(user, "@"); ok {
+		if err := groupName(g); err != nil {
+			return api.Grant{}, err
+		}
+		if err := s.Store.SetGroupGrant(box, g, access); err != nil {
+			return api.Grant{}, err
+		}
+		return api.Grant{User: user, Access: access}, nil
+	}
 	u, err := s.Store.UserByName(user)
 	if errors.Is(err, store.ErrNotFound) {
 		return api.Grant{}, notFound("user", user)
@@ -111,9 +132,14 @@ func (s *Service) UnshareBox(ctx context.Context, box, user string) error {
 	if _, err := s.shareable(ctx, box); err != nil {
 		return err
 	}
-	u, err := s.Store.UserByName(user)
-	if err == nil {
-		err = s.Store.RemoveGrant(box, u.ID)
+	var err error
+	if g, ok := strings.CutPrefix(user, "@"); ok {
+		err = s.Store.RemoveGroupGrant(box, g)
+	} else {
+		var u store.User
+		if u, err = s.Store.UserByName(user); err == nil {
+			err = s.Store.RemoveGrant(box, u.ID)
+		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		return notFound("share of box "+box+" with user", user)
@@ -135,6 +161,14 @@ func (s *Service) BoxGrants(ctx context.Context, box string) ([]api.Grant, error
 	for _, g := range gs {
 		out = append(out, api.Grant{User: names[g.UserID], Access: g.Access})
 	}
+	groups, err := s.Store.GroupGrants(box)
+	if err != nil {
+		return nil, err
+	}
+	for g, a := range groups {
+		out = append(out, api.Grant{User: "@" + g, Access: a})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].User < out[j].User })
 	return out, nil
 }
 
@@ -167,8 +201,15 @@ func (s *Service) grantsOf(ctx context.Context) (map[string]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	ggs, err := s.Store.GroupGrantsOf(u.ID)
+	if err != nil {
+		return nil, err
+	}
 	out := map[string]string{}
-	for _, g := range gs {
+	for _, g := range append(ggs, gs...) {
+		if AccessRank(out[g.Box]) > AccessRank(g.Access) {
+			continue
+		}
 		a := g.Access
 		if a == AccessMember && u.Role == store.RoleViewer {
 			a = AccessViewer

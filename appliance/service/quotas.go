@@ -23,12 +23,15 @@ type quota struct {
 	name   string
 	member bool
 	own    map[string]bool
+	group  map[string]string // field → the group whose quota gives it
 }
 
 // quotaSource is what the store and its transactions share for quotas.
 type quotaSource interface {
 	GetUser(int64) (store.User, error)
 	GetQuota(int64) (store.Quota, error)
+	GroupsOf(int64) ([]string, error)
+	GroupQuota(string) (store.Quota, error)
 }
 
 // quotaOf is what holds for user id (none for an owner, or a box of no
@@ -43,12 +46,15 @@ func (s *Service) quotaOf(src quotaSource, id int64) (quota, error) {
 	} else if err != nil {
 		return quota{}, err
 	}
-	q := quota{name: u.Name, member: u.Role == store.RoleMember, own: map[string]bool{}}
+	q := quota{name: u.Name, member: u.Role == store.RoleMember, own: map[string]bool{}, group: map[string]string{}}
 	if !q.member {
 		return q, nil
 	}
 	l := s.Cfg.Limits
 	q.QuotaLimits = api.QuotaLimits{Boxes: l.Boxes, Running: l.Running, Drives: l.Drives, DriveGiB: l.DriveGiB, Jobs: l.Jobs, Types: slices.Clone(l.Types)}
+	if err := q.fromGroups(src, id); err != nil {
+		return q, err
+	}
 	set, err := src.GetQuota(id)
 	if err != nil {
 		return q, err
@@ -60,15 +66,67 @@ func (s *Service) quotaOf(src quotaSource, id int64) (quota, error) {
 	}{{"boxes", set.Boxes, &q.Boxes}, {"running", set.Running, &q.Running}, {"drives", set.Drives, &q.Drives}, {"jobs", set.Jobs, &q.Jobs}} {
 		if f.v != nil {
 			*f.to, q.own[f.name] = *f.v, true
+			delete(q.group, f.name)
 		}
 	}
 	if set.DriveGiB != nil {
 		q.DriveGiB, q.own["drive_gib"] = *set.DriveGiB, true
+		delete(q.group, "drive_gib")
 	}
 	if set.Types != nil {
 		q.Types, q.own["types"] = slices.Clone(*set.Types), true
+		delete(q.group, "types")
 	}
 	return q, nil
+}
+
+// fromGroups applies the quotas of the user's groups over the server's
+// defaults: for each field some group sets, the most generous of those
+// groups' values (no bound, else the highest; the types of all of them).
+func (q *quota) fromGroups(src quotaSource, id int64) error {
+	groups, err := src.GroupsOf(id)
+	if err != nil {
+		return err
+	}
+	more := func(a, b int) bool { return a > 0 && (b == 0 || b > a) } // is b more generous than a?
+	for _, g := range groups {
+		gq, err := src.GroupQuota(g)
+		if err != nil {
+			return err
+		}
+		for _, f := range []struct {
+			name string
+			v    *int
+			to   *int
+		}{{"boxes", gq.Boxes, &q.Boxes}, {"running", gq.Running, &q.Running}, {"drives", gq.Drives, &q.Drives}, {"jobs", gq.Jobs, &q.Jobs}} {
+			if f.v == nil {
+				continue
+			}
+			if _, had := q.group[f.name]; !had || more(*f.to, *f.v) {
+				*f.to, q.group[f.name] = *f.v, g
+			}
+		}
+		if gq.DriveGiB != nil {
+			if _, had := q.group["drive_gib"]; !had || (q.DriveGiB > 0 && (*gq.DriveGiB == 0 || *gq.DriveGiB > q.DriveGiB)) {
+				q.DriveGiB, q.group["drive_gib"] = *gq.DriveGiB, g
+			}
+		}
+		if gq.Types != nil {
+			if _, had := q.group["types"]; !had {
+				q.Types, q.group["types"] = slices.Clone(*gq.Types), g
+			} else if len(q.Types) > 0 {
+				if len(*gq.Types) == 0 {
+					q.Types = nil // every type
+				}
+				for _, t := range *gq.Types {
+					if !slices.Contains(q.Types, t) {
+						q.Types = append(q.Types, t)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // source says where a quota's field comes from, as refusals name it.
@@ -76,11 +134,21 @@ func (q quota) source(field string, v any) string {
 	if q.own[field] {
 		return fmt.Sprintf("the quota set for %s: %s = %v", q.name, field, v)
 	}
+	if g := q.group[field]; g != "" {
+		return fmt.Sprintf("the quota of their group %s: %s = %v", g, field, v)
+	}
 	return fmt.Sprintf("limits.%s = %v, the server's default", field, v)
 }
 
 // raise is how the owner raises a quota's field.
 func (q quota) raise(field string) string {
+	if g := q.group[field]; g != "" {
+		flag := "--" + strings.ReplaceAll(field, "_", "-") + " N"
+		if field == "types" {
+			flag = "--types " + strings.Join(api.BoxTypes, ",")
+		}
+		return fmt.Sprintf("the owner can raise it for the group ('paddock group quota %s %s') or for them ('paddock user quota %s %s')", g, flag, q.name, flag)
+	}
 	if field == "types" {
 		return fmt.Sprintf("the owner can allow more ('paddock user quota %s --types %s')", q.name, strings.Join(api.BoxTypes, ","))
 	}
@@ -174,6 +242,9 @@ func (s *Service) Quota(ctx context.Context, name string) (api.UserQuota, error)
 			out.Own = append(out.Own, f)
 		}
 	}
+	if len(q.group) > 0 {
+		out.Groups = q.group
+	}
 	// Read outside a declaration: reading moves no serial.
 	if out.Use.Boxes, out.Use.Drives, err = s.Store.CountOwned(u.ID); err != nil {
 		return out, err
@@ -218,6 +289,17 @@ func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (ap
 	if err != nil {
 		return api.UserQuota{}, err
 	}
+	if set, err = applyQuotaPut(set, p); err != nil {
+		return api.UserQuota{}, err
+	}
+	if err := s.Store.SetQuota(u.ID, set); err != nil {
+		return api.UserQuota{}, err
+	}
+	return s.Quota(ctx, u.Name)
+}
+
+// applyQuotaPut changes what is set of a quota as p says.
+func applyQuotaPut(set store.Quota, p api.QuotaPut) (store.Quota, error) {
 	for _, f := range []struct {
 		name string
 		v    *int
@@ -225,21 +307,21 @@ func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (ap
 	}{{"boxes", p.Boxes, &set.Boxes}, {"running", p.Running, &set.Running}, {"drives", p.Drives, &set.Drives}, {"jobs", p.Jobs, &set.Jobs}} {
 		if f.v != nil {
 			if *f.v < 0 {
-				return api.UserQuota{}, invalid(f.name, "%s must be 0 (no bound) or more", f.name)
+				return set, invalid(f.name, "%s must be 0 (no bound) or more", f.name)
 			}
 			*f.to = f.v
 		}
 	}
 	if p.DriveGiB != nil {
 		if *p.DriveGiB < 0 {
-			return api.UserQuota{}, invalid("drive_gib", "drive_gib must be 0 (no bound) or more")
+			return set, invalid("drive_gib", "drive_gib must be 0 (no bound) or more")
 		}
 		set.DriveGiB = p.DriveGiB
 	}
 	if p.Types != nil {
 		for _, t := range *p.Types {
 			if err := api.ValidType(t); err != nil {
-				return api.UserQuota{}, err
+				return set, err
 			}
 		}
 		set.Types = p.Types
@@ -259,11 +341,8 @@ func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (ap
 		case "types":
 			set.Types = nil
 		default:
-			return api.UserQuota{}, invalid("default", "no quota field %q: the fields are %s", f, strings.Join(api.QuotaFields, ", "))
+			return set, invalid("default", "no quota field %q: the fields are %s", f, strings.Join(api.QuotaFields, ", "))
 		}
 	}
-	if err := s.Store.SetQuota(u.ID, set); err != nil {
-		return api.UserQuota{}, err
-	}
-	return s.Quota(ctx, u.Name)
+	return set, nil
 }

@@ -46,6 +46,9 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 		if u, err = s.Store.GetUser(u.ID); err != nil {
 			return u, api.Session{}, err
 		}
+		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
+			return u, api.Session{}, err
+		}
 	case errors.Is(err, store.ErrNotFound):
 		if err := s.membersAllowed(role); err != nil {
 			return u, api.Session{}, err
@@ -66,6 +69,9 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 			return u, api.Session{}, err
 		}
 		s.Log.Info("user created", "user", u.Name, "role", u.Role, "by", "sso:"+id.Provider, "email", id.Email)
+		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
+			return u, api.Session{}, err
+		}
 	default:
 		return u, api.Session{}, err
 	}
@@ -138,6 +144,7 @@ func (s *Service) RecheckSSO(ctx context.Context) error {
 			if role != u.Role && u.Role != store.RoleOwner {
 				s.Log.Info("sso role changed", "user", u.Name, "from", u.Role, "to", role)
 			}
+			errs = append(errs, s.syncSSOGroups(u.ID, l.Provider, id.Groups))
 		}
 		l.Refresh, l.Checked = sso.Seal(s.SSOKey, id.Refresh), now
 		errs = append(errs, s.Store.UpdateSSO(l, role))

@@ -265,6 +265,9 @@ func (t *Tx) DeleteBox(name string) error {
 	if _, err := t.tx.Exec(`DELETE FROM grants WHERE box=?`, name); err != nil {
 		return err
 	}
+	if _, err := t.tx.Exec(`DELETE FROM group_grants WHERE box=?`, name); err != nil {
+		return err
+	}
 	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine, node) VALUES (?,?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine, b.Node)
 	return err
 }

@@ -15,12 +15,15 @@ type Quota struct {
 }
 
 func getQuota(q querier, user int64) (Quota, error) {
+	return readQuota(q.QueryRow(`SELECT boxes, running, drives, drive_gib, jobs, types FROM quotas WHERE user_id=?`, user))
+}
+
+func readQuota(row *sql.Row) (Quota, error) {
 	var out Quota
 	var boxes, running, drives, jobs sql.NullInt64
 	var gib sql.NullFloat64
 	var types sql.NullString
-	err := q.QueryRow(`SELECT boxes, running, drives, drive_gib, jobs, types FROM quotas WHERE user_id=?`, user).
-		Scan(&boxes, &running, &drives, &gib, &jobs, &types)
+	err := row.Scan(&boxes, &running, &drives, &gib, &jobs, &types)
 	if errors.Is(err, sql.ErrNoRows) {
 		return out, nil
 	}

@@ -232,6 +232,23 @@ func TestSeenMovesOnEveryWriteToAWatchedTable(t *testing.T) {
 			func() error { return s.SetGrant(Grant{Box: "shared", UserID: uid, Access: AccessMember}) },
 			func() error { return s.RemoveGrant("shared", uid) },
 		},
+		"user_groups": {
+			func() error {
+				u, err := s.CreateUser(User{Name: "gil", Role: RoleMember, Created: now})
+				uid = u.ID
+				if err != nil {
+					return err
+				}
+				return s.AddToGroup(uid, "eng", GroupByOwner)
+			},
+			func() error { return s.SetGroupsFrom(uid, "sso:corp", []string{"ops"}) },
+			func() error { return s.RemoveFromGroup(uid, "eng", GroupByOwner) },
+		},
+		"group_grants": {
+			func() error { return s.SetGroupGrant("shared", "eng", AccessViewer) },
+			func() error { return s.SetGroupGrant("shared", "eng", AccessMember) },
+			func() error { return s.RemoveGroupGrant("shared", "eng") },
+		},
 	}
 	for _, table := range WatchedTables {
 		ws := writes[table]

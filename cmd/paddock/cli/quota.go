@@ -6,6 +6,8 @@ import (
 	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/spf13/pflag"
+
 	"github.com/paddock-dev/paddock/appliance/client"
 )
 
@@ -13,13 +15,7 @@ import (
 // changes a member's (the owner's).
 func userQuota(e *env, c *client.Client, args []string) error {
 	fs := flags("user quota")
-	boxes := fs.Int("boxes", 0, "boxes they may have (0: no bound)")
-	running := fs.Int("running", 0, "boxes they may have running")
-	drives := fs.Int("drives", 0, "drives they may have")
-	driveGiB := fs.Float64("drive-gib", 0, "GiB their drives may hold together")
-	jobs := fs.Int("jobs", 0, "jobs and prompts they may have running")
-	types := fs.StringSlice("types", nil, "the box types they may make (small,medium,large; empty: every one)")
-	def := fs.StringSlice("default", nil, "fields that go back to the server's default (boxes,running,drives,drive_gib,jobs,types)")
+	put := quotaFlags(fs, "fields that go back to the server's default (boxes,running,drives,drive_gib,jobs,types)")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -35,32 +31,7 @@ func userQuota(e *env, c *client.Client, args []string) error {
 		}
 		name = who.User
 	}
-	var p api.QuotaPut
-	changed := false
-	setInt := func(flag string, v *int, to **int) {
-		if fs.Changed(flag) {
-			*to, changed = v, true
-		}
-	}
-	setInt("boxes", boxes, &p.Boxes)
-	setInt("running", running, &p.Running)
-	setInt("drives", drives, &p.Drives)
-	setInt("jobs", jobs, &p.Jobs)
-	if fs.Changed("drive-gib") {
-		p.DriveGiB, changed = driveGiB, true
-	}
-	if fs.Changed("types") {
-		ts := []string{}
-		for _, t := range *types {
-			if t = strings.TrimSpace(t); t != "" {
-				ts = append(ts, t)
-			}
-		}
-		p.Types, changed = &ts, true
-	}
-	if len(*def) > 0 {
-		p.Default, changed = *def, true
-	}
+	p, changed := put()
 	var q api.UserQuota
 	var err error
 	if changed {
@@ -86,6 +57,9 @@ func userQuota(e *env, c *client.Client, args []string) error {
 		if own[f] {
 			return "set for " + q.User
 		}
+		if g := q.Groups[f]; g != "" {
+			return "group " + g
+		}
 		return "server default"
 	}
 	bound := func(n int) string {
@@ -107,4 +81,45 @@ func userQuota(e *env, c *client.Client, args []string) error {
 	fmt.Fprintf(tw, "jobs\t%s\t%d\t%s\n", bound(q.Limits.Jobs), q.Use.Jobs, from("jobs"))
 	fmt.Fprintf(tw, "types\t%s\t-\t%s\n", dash(strings.Join(q.Limits.Types, ",")), from("types"))
 	return tw.Flush()
+}
+
+// quotaFlags adds the quota fields' flags to fs; put then reads what was
+// given (and whether anything was).
+func quotaFlags(fs *pflag.FlagSet, defaultHelp string) (put func() (api.QuotaPut, bool)) {
+	boxes := fs.Int("boxes", 0, "boxes they may have (0: no bound)")
+	running := fs.Int("running", 0, "boxes they may have running")
+	drives := fs.Int("drives", 0, "drives they may have")
+	driveGiB := fs.Float64("drive-gib", 0, "GiB their drives may hold together")
+	jobs := fs.Int("jobs", 0, "jobs and prompts they may have running")
+	types := fs.StringSlice("types", nil, "the box types they may make (small,medium,large; empty: every one)")
+	def := fs.StringSlice("default", nil, defaultHelp)
+	return func() (api.QuotaPut, bool) {
+		var p api.QuotaPut
+		changed := false
+		setInt := func(flag string, v *int, to **int) {
+			if fs.Changed(flag) {
+				*to, changed = v, true
+			}
+		}
+		setInt("boxes", boxes, &p.Boxes)
+		setInt("running", running, &p.Running)
+		setInt("drives", drives, &p.Drives)
+		setInt("jobs", jobs, &p.Jobs)
+		if fs.Changed("drive-gib") {
+			p.DriveGiB, changed = driveGiB, true
+		}
+		if fs.Changed("types") {
+			ts := []string{}
+			for _, t := range *types {
+				if t = strings.TrimSpace(t); t != "" {
+					ts = append(ts, t)
+				}
+			}
+			p.Types, changed = &ts, true
+		}
+		if len(*def) > 0 {
+			p.Default, changed = *def, true
+		}
+		return p, changed
+	}
 }

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -175,6 +175,12 @@ Grant = TypedDict("Grant", {"access": "str", "user": "str"})
 
 
 GrantPut = TypedDict("GrantPut", {"access": "str"}, total=False)
+
+
+Group = TypedDict("Group", {"members": "Optional[List[GroupMember]]", "name": "str", "quota": "QuotaPut"})
+
+
+GroupMember = TypedDict("GroupMember", {"source": "str", "user": "str"})
 
 
 _InviteCreatedRequired = TypedDict("_InviteCreatedRequired", {"expires": "str", "role": "str", "token": "str"})
@@ -392,7 +398,12 @@ class User(_UserRequired, _UserOptional):
     pass
 
 
-UserQuota = TypedDict("UserQuota", {"limits": "QuotaLimits", "own": "Optional[List[str]]", "role": "str", "use": "QuotaUse", "user": "str"})
+_UserQuotaRequired = TypedDict("_UserQuotaRequired", {"limits": "QuotaLimits", "own": "Optional[List[str]]", "role": "str", "use": "QuotaUse", "user": "str"})
+_UserQuotaOptional = TypedDict("_UserQuotaOptional", {"groups": "Optional[Dict[str, str]]"}, total=False)
+
+
+class UserQuota(_UserQuotaRequired, _UserQuotaOptional):
+    pass
 
 
 _WhoamiRequired = TypedDict("_WhoamiRequired", {"role": "str", "server": "str", "token": "str", "user": "str", "version": "str"})

@@ -254,6 +254,17 @@ export interface GrantPut {
   access?: string;
 }
 
+export interface Group {
+  members: GroupMember[] | null;
+  name: string;
+  quota: QuotaPut;
+}
+
+export interface GroupMember {
+  source: string;
+  user: string;
+}
+
 export interface InviteCreated {
   expires: string;
   role: string;
@@ -533,6 +544,7 @@ export interface User {
 }
 
 export interface UserQuota {
+  groups?: Record<string, string> | null;
   limits: QuotaLimits;
   own: string[] | null;
   role: string;

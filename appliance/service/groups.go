@@ -1,0 +1,144 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Groups: users in a group share its quota (limits a member has unless
+// set for them: the most generous of their groups', over the server's
+// defaults) and the boxes shared with it ('paddock share web @eng').
+// The owner or an admin puts users in groups by hand; a sign-in provider
+// puts its users in the groups its ID token lists (replaced at each
+// sign-in and recheck). Group names are like user names.
+
+// groupName checks a group's name (without its '@').
+func groupName(g string) error {
+	return api.ValidName("group", g)
+}
+
+// Groups lists every group with members or a quota (the owner's and
+// admins').
+func (s *Service) Groups(ctx context.Context) ([]api.Group, error) {
+	if err := requireAdmin(ctx, "list groups"); err != nil {
+		return nil, err
+	}
+	ms, err := s.Store.GroupMembers()
+	if err != nil {
+		return nil, err
+	}
+	withQuota, err := s.Store.GroupQuotas()
+	if err != nil {
+		return nil, err
+	}
+	names := s.ownerNames()
+	by := map[string]*api.Group{}
+	get := func(g string) *api.Group {
+		if by[g] == nil {
+			by[g] = &api.Group{Name: g, Members: []api.GroupMember{}}
+		}
+		return by[g]
+	}
+	for _, m := range ms {
+		get(m.Group).Members = append(get(m.Group).Members, api.GroupMember{User: names[m.UserID], Source: m.Source})
+	}
+	for _, g := range withQuota {
+		q, err := s.Store.GroupQuota(g)
+		if err != nil {
+			return nil, err
+		}
+		get(g).Quota = quotaPut(q)
+	}
+	out := make([]api.Group, 0, len(by))
+	for _, g := range by {
+		out = append(out, *g)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func quotaPut(q store.Quota) api.QuotaPut {
+	return api.QuotaPut{Boxes: q.Boxes, Running: q.Running, Drives: q.Drives, DriveGiB: q.DriveGiB, Jobs: q.Jobs, Types: q.Types}
+}
+
+// AddToGroup puts a user in a group by hand.
+func (s *Service) AddToGroup(ctx context.Context, group, user string) error {
+	u, err := s.groupChange(ctx, group, user)
+	if err != nil {
+		return err
+	}
+	return s.Store.AddToGroup(u.ID, group, store.GroupByOwner)
+}
+
+// RemoveFromGroup takes a user put in a group by hand out of it (a
+// provider's groups are the provider's).
+func (s *Service) RemoveFromGroup(ctx context.Context, group, user string) error {
+	u, err := s.groupChange(ctx, group, user)
+	if err != nil {
+		return err
+	}
+	err = s.Store.RemoveFromGroup(u.ID, group, store.GroupByOwner)
+	if errors.Is(err, store.ErrNotFound) {
+		return notFound("member of group "+group+" put there by hand", user)
+	}
+	return err
+}
+
+func (s *Service) groupChange(ctx context.Context, group, user string) (store.User, error) {
+	if err := requireAdmin(ctx, "change groups"); err != nil {
+		return store.User{}, err
+	}
+	if err := groupName(group); err != nil {
+		return store.User{}, err
+	}
+	u, err := s.Store.UserByName(user)
+	if errors.Is(err, store.ErrNotFound) {
+		return u, notFound("user", user)
+	}
+	return u, err
+}
+
+// SetGroupQuota changes a group's quota: each field given is set (0: no
+// bound); those in Default are unset.
+func (s *Service) SetGroupQuota(ctx context.Context, group string, p api.QuotaPut) (api.Group, error) {
+	if err := requireAdmin(ctx, "set quotas"); err != nil {
+		return api.Group{}, err
+	}
+	if err := groupName(group); err != nil {
+		return api.Group{}, err
+	}
+	set, err := s.Store.GroupQuota(group)
+	if err != nil {
+		return api.Group{}, err
+	}
+	if set, err = applyQuotaPut(set, p); err != nil {
+		return api.Group{}, err
+	}
+	if err := s.Store.SetGroupQuota(group, set); err != nil {
+		return api.Group{}, err
+	}
+	gs, err := s.Groups(ctx)
+	for _, g := range gs {
+		if g.Name == group {
+			return g, err
+		}
+	}
+	return api.Group{Name: group, Members: []api.GroupMember{}, Quota: quotaPut(set)}, err
+}
+
+// syncSSOGroups puts a provider's user in the groups it listed (valid
+// names only), and out of those it no longer lists.
+func (s *Service) syncSSOGroups(user int64, provider string, groups []string) error {
+	var ok []string
+	for _, g := range groups {
+		if g = strings.ToLower(g); groupName(g) == nil {
+			ok = append(ok, g)
+		}
+	}
+	return s.Store.SetGroupsFrom(user, "sso:"+provider, ok)
+}

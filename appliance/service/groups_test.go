@@ -1,0 +1,108 @@
+package service
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// A group's quota holds for its members unless set for them, the most
+// generous of their groups' (no bound above any number), and a refusal
+// names the group and how to raise it; a box shared with a group is its
+// members' at the group's access; a provider's groups replace what it set
+// before and leave the owner's alone.
+func TestGroupQuotasAndShares(t *testing.T) {
+	s, _ := newService(t)
+	s.Cfg.Limits = configLimits(2, 5)
+	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
+	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
+	asBoss, asMia := WithUser(context.Background(), boss), WithUser(context.Background(), mia)
+	n := func(v int) *int { return &v }
+	for _, g := range []string{"eng", "ops"} {
+		if err := s.AddToGroup(asBoss, g, "mia"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.AddToGroup(asMia, "eng", "mia"); err == nil {
+		t.Fatal("a member changed a group")
+	}
+	if _, err := s.SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(3)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.SetGroupQuota(asBoss, "ops", api.QuotaPut{Boxes: n(4)}); err != nil {
+		t.Fatal(err)
+	}
+	q, err := s.Quota(asMia, "")
+	if err != nil || q.Limits.Boxes != 4 || q.Groups["boxes"] != "ops" || q.Limits.Drives != 5 {
+		t.Fatalf("mia's quota in eng (3) and ops (4): %+v %v", q, err)
+	}
+	for i := range 4 {
+		if _, err := s.CreateBox(asMia, api.BoxPost{Name: "m" + string(rune('a'+i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = s.CreateBox(asMia, api.BoxPost{Name: "me"})
+	if err == nil || !strings.Contains(err.Error(), "the quota of their group ops: boxes = 4") || !strings.Contains(err.Error(), "paddock group quota ops --boxes N") {
+		t.Fatalf("a fifth box: %v", err)
+	}
+	// No bound is the most generous.
+	s.SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(0)})
+	if q, _ := s.Quota(asMia, ""); q.Limits.Boxes != 0 || q.Groups["boxes"] != "eng" {
+		t.Fatalf("with eng unbounded: %+v", q)
+	}
+	// Her own quota comes first.
+	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Boxes: n(1)}); err != nil {
+		t.Fatal(err)
+	}
+	if q, _ := s.Quota(asMia, ""); q.Limits.Boxes != 1 || q.Groups["boxes"] != "" {
+		t.Fatalf("with her own: %+v", q)
+	}
+
+	// A box shared with a group.
+	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "team"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ShareBox(asMia, "team", "@eng", "member"); err == nil {
+		t.Fatal("a member shared the owner's box")
+	}
+	if _, err := s.ShareBox(asBoss, "team", "@eng", "member"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.AccessOf(asMia, "team"); a != AccessMember {
+		t.Fatalf("mia's access through eng: %q", a)
+	}
+	bs, _ := s.ListBoxes(asMia)
+	found := false
+	for _, b := range bs {
+		found = found || (b.Name == "team" && b.Access == "member")
+	}
+	if !found {
+		t.Fatalf("the group's box is not in mia's list: %+v", bs)
+	}
+	if gs, _ := s.BoxGrants(asBoss, "team"); len(gs) != 1 || gs[0].User != "@eng" {
+		t.Fatalf("grants: %+v", gs)
+	}
+	if err := s.UnshareBox(asBoss, "team", "@eng"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.AccessOf(asMia, "team"); a != AccessNone {
+		t.Fatalf("after unsharing: %q", a)
+	}
+
+	// A provider's groups: replaced at each sign-in, names made valid.
+	if err := s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "not a name!"}); err != nil {
+		t.Fatal(err)
+	}
+	s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "Data"})
+	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "data,eng,ops,platform" {
+		t.Fatalf("mia's groups: %v", gs)
+	}
+	s.syncSSOGroups(mia.ID, "corp", nil)
+	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "eng,ops" {
+		t.Fatalf("mia's groups after the provider listed none: %v", gs)
+	}
+}
