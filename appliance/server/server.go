@@ -364,11 +364,11 @@ func (s *Server) boxRoute(pattern string, h handler) handler {
 			return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
 		}
 		if service.AccessRank(a) < service.AccessRank(need) {
-			what := "work in it"
+			msg := fmt.Sprintf("box %s is shared with you as a viewer: a viewer reads it (its state, jobs and logs, files, screenshots, metrics) and changes nothing", name)
 			if need == service.AccessAll {
-				what = "remove, move, fork or share it, or change its policy"
+				msg = fmt.Sprintf("box %s is shared with you as a %s: only its owner may remove, move, fork or share it, or change its policy", name, a)
 			}
-			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner may %s", name, a, what)}
+			return &api.Error{Code: api.CodeForbidden, Message: msg}
 		}
 		return h(w, r)
 	}
@@ -630,6 +630,9 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.Svc.GetBox(r.PathValue("name"))
 	if err != nil {
 		return err
+	}
+	if a, err := s.Svc.AccessOf(r.Context(), b.Name); err == nil && a != service.AccessAll {
+		b.Access = a // shared with the caller
 	}
 	if r.URL.Query().Get("detail") == "1" {
 		b.Docker = s.Svc.BoxDocker(r.Context(), b) // a command in the box: asked for only
