@@ -490,6 +490,9 @@ type DesktopTicket struct {
 	// Path is the page's path on the server, with the ticket in its fragment.
 	Path    string    `json:"path"`
 	Expires time.Time `json:"expires"`
+	// ViewOnly says the desktop is seen, not used: the box is shared with
+	// the caller as a viewer, and the server drops their input.
+	ViewOnly bool `json:"view_only,omitempty"`
 }
 
 // TokenCreated carries a new token's value, shown this once.

@@ -7,7 +7,8 @@
 // A browser cannot send the API token, so the page and its websocket are
 // opened with a ticket: a caller with a token asks for one (POST
 // /v1/boxes/NAME/desktop); it names one box, is good for two minutes and
-// for one websocket.
+// for one websocket. A viewer of a shared box gets a view-only ticket: the
+// bridge parses what their client sends and drops its input (rfb.go).
 package desktop
 
 import (
@@ -16,6 +17,7 @@ import (
 	"embed"
 	"encoding/hex"
 	"html/template"
+	"io"
 	"io/fs"
 	"log/slog"
 	"net/http"
@@ -51,13 +53,20 @@ type Proxy struct {
 }
 
 type ticket struct {
-	box     string
-	user    string // whom it was given to (for the audit log)
-	expires time.Time
+	box      string
+	user     string // whom it was given to (for the audit log)
+	expires  time.Time
+	viewOnly bool // a viewer's: their input is dropped (viewOnly)
 }
 
-// Ticket makes a single-use ticket for a box's desktop.
+// Ticket makes a single-use ticket for a box's desktop: a view-only one
+// for a viewer of the box.
 func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, error) {
+	access, err := p.Svc.AccessOf(ctx, box)
+	if err != nil {
+		return api.DesktopTicket{}, err
+	}
+	viewOnly := service.AccessRank(access) < service.AccessRank(service.AccessMember)
 	// Opening a desktop is a use: a sleeping box wakes.
 	used, _, err := p.Svc.Use(ctx, box)
 	if err != nil {
@@ -82,18 +91,21 @@ func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, erro
 		}
 	}
 	u, _ := service.UserFrom(ctx)
-	p.tickets[t] = ticket{box: box, user: u.Name, expires: exp}
-	return api.DesktopTicket{Ticket: t, Path: "/desktop/" + box + "/#ticket=" + t, Expires: exp}, nil
+	p.tickets[t] = ticket{box: box, user: u.Name, expires: exp, viewOnly: viewOnly}
+	path := "/desktop/" + box + "/#ticket=" + t
+	if viewOnly {
+		path += "&view=1"
+	}
+	return api.DesktopTicket{Ticket: t, Path: path, Expires: exp, ViewOnly: viewOnly}, nil
 }
 
-// take consumes a ticket for a box: whom it was given to, and whether it
-// was good.
-func (p *Proxy) take(t, box string) (string, bool) {
+// take consumes a ticket for a box: the ticket, and whether it was good.
+func (p *Proxy) take(t, box string) (ticket, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	v, ok := p.tickets[t]
 	delete(p.tickets, t)
-	return v.user, ok && v.box == box && time.Now().Before(v.expires)
+	return v, ok && v.box == box && time.Now().Before(v.expires)
 }
 
 // Routes adds the page, the noVNC files and the websocket to mux. They are
@@ -122,9 +134,9 @@ func (p *Proxy) Routes(t *route.Table) {
 
 func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 	box := r.PathValue("box")
-	user, ok := p.take(r.URL.Query().Get("ticket"), box)
+	tk, ok := p.take(r.URL.Query().Get("ticket"), box)
 	rec := audit.From(r.Context())
-	rec.Who(user, "desktop ticket")
+	rec.Who(tk.user, "desktop ticket")
 	if !ok {
 		rec.Skip() // no one known (see server's authed)
 		http.Error(w, "no valid ticket for this desktop: run 'paddock desktop "+box+"'", http.StatusUnauthorized)
@@ -151,7 +163,12 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	conn := websocket.NetConn(ctx, c, websocket.MessageBinary)
-	_, err = p.Svc.Exec(ctx, box, spec, service.ExecIO{Stdin: conn, Stdout: conn})
+	var in io.Reader = conn
+	if tk.viewOnly {
+		rec.Note("view_only", true)
+		in = newViewOnly(conn)
+	}
+	_, err = p.Svc.Exec(ctx, box, spec, service.ExecIO{Stdin: in, Stdout: conn})
 	if err != nil && ctx.Err() == nil {
 		p.Log.Warn("desktop bridge", "box", box, "err", err)
 	}

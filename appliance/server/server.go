@@ -331,6 +331,8 @@ var ViewerRoutes = map[string]bool{
 	"GET /v1/boxes/{name}/download": true, "GET /v1/boxes/{name}/dir": true, "GET /v1/boxes/{name}/screenshot": true,
 	"GET /v1/boxes/{name}/screenshots": true, "GET /v1/boxes/{name}/screenshots/{id}": true, "GET /v1/boxes/{name}/metrics": true,
 	"GET /v1/boxes/{name}/ports": true, "GET /v1/boxes/{name}/policy": true, "GET /v1/boxes/{name}/agents": true,
+	// A viewer's desktop ticket is view-only (package desktop).
+	"POST /v1/boxes/{name}/desktop": true,
 }
 
 // OwnerRoutes are the box routes that only those with all access to the
@@ -388,6 +390,7 @@ func (s *Server) seesBox(r *http.Request, name string) error {
 // the viewer role may still call: their own tokens and sessions.
 var ViewerRoleRoutes = map[string]bool{
 	"POST /v1/logout": true, "POST /v1/tokens": true, "DELETE /v1/tokens/{name}": true, "POST /v1/signin-links": true,
+	"POST /v1/boxes/{name}/desktop": true, // a view-only ticket
 }
 
 // viewerGate refuses a user of the viewer role every route that changes

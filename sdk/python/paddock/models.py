@@ -99,7 +99,12 @@ class Change(_ChangeRequired, _ChangeOptional):
 DNSDecision = TypedDict("DNSDecision", {"allowed": "bool", "name": "str", "reason": "str", "time": "str"})
 
 
-DesktopTicket = TypedDict("DesktopTicket", {"expires": "str", "path": "str", "ticket": "str"})
+_DesktopTicketRequired = TypedDict("_DesktopTicketRequired", {"expires": "str", "path": "str", "ticket": "str"})
+_DesktopTicketOptional = TypedDict("_DesktopTicketOptional", {"view_only": "bool"}, total=False)
+
+
+class DesktopTicket(_DesktopTicketRequired, _DesktopTicketOptional):
+    pass
 
 
 DeviceCode = TypedDict("DeviceCode", {"device_code": "str", "expires_in": "int", "interval": "int", "user_code": "str", "verification_uri": "str", "verification_uri_complete": "str"})

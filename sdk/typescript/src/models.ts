@@ -159,6 +159,7 @@ export interface DesktopTicket {
   expires: string;
   path: string;
   ticket: string;
+  view_only?: boolean;
 }
 
 export interface DeviceCode {
