@@ -65,8 +65,13 @@ func (s *Store) SetGroupsFrom(user int64, source string, groups []string) error 
 }
 
 // GroupsOf lists a user's groups (each once, whatever put them there).
-func (s *Store) GroupsOf(user int64) ([]string, error) {
-	return listAll(s.db, `SELECT DISTINCT grp FROM user_groups WHERE user_id=? ORDER BY grp`, func(r scanner) (string, error) {
+func (s *Store) GroupsOf(user int64) ([]string, error) { return groupsOf(s.db, user) }
+
+// GroupsOf is Store.GroupsOf in the transaction.
+func (t *Tx) GroupsOf(user int64) ([]string, error) { return groupsOf(t.tx, user) }
+
+func groupsOf(q querier, user int64) ([]string, error) {
+	return listAll(q, `SELECT DISTINCT grp FROM user_groups WHERE user_id=? ORDER BY grp`, func(r scanner) (string, error) {
 		var g string
 		return g, r.Scan(&g)
 	}, user)
@@ -88,34 +93,18 @@ func (s *Store) GroupMembers() ([]GroupMember, error) {
 }
 
 // GroupQuota is what the owner set for a group (all nil: nothing).
-func (s *Store) GroupQuota(group string) (Quota, error) {
-	return readQuota(s.db.QueryRow(`SELECT boxes, running, drives, drive_gib, jobs, types FROM group_quotas WHERE grp=?`, group))
-}
+func (s *Store) GroupQuota(group string) (Quota, error) { return groupQuota(s.db, group) }
 
-// GroupQuotaTx is GroupQuota in a transaction.
-func (t *Tx) GroupQuota(group string) (Quota, error) {
-	return readQuota(t.tx.QueryRow(`SELECT boxes, running, drives, drive_gib, jobs, types FROM group_quotas WHERE grp=?`, group))
-}
+// GroupQuota is Store.GroupQuota in the transaction.
+func (t *Tx) GroupQuota(group string) (Quota, error) { return groupQuota(t.tx, group) }
 
-// GroupsOfTx is GroupsOf in a transaction.
-func (t *Tx) GroupsOf(user int64) ([]string, error) {
-	return listAll(t.tx, `SELECT DISTINCT grp FROM user_groups WHERE user_id=? ORDER BY grp`, func(r scanner) (string, error) {
-		var g string
-		return g, r.Scan(&g)
-	}, user)
+func groupQuota(q querier, group string) (Quota, error) {
+	return readQuota(q.QueryRow(`SELECT boxes, running, drives, drive_gib, jobs, types FROM group_quotas WHERE grp=?`, group))
 }
 
 // SetGroupQuota replaces what is set for a group.
 func (s *Store) SetGroupQuota(group string, q Quota) error {
-	var types any
-	if q.Types != nil {
-		types = mustJSON(*q.Types)
-	}
-	_, err := s.db.Exec(`INSERT INTO group_quotas (grp, boxes, running, drives, drive_gib, jobs, types) VALUES (?,?,?,?,?,?,?)
-		ON CONFLICT (grp) DO UPDATE SET boxes=excluded.boxes, running=excluded.running, drives=excluded.drives,
-		drive_gib=excluded.drive_gib, jobs=excluded.jobs, types=excluded.types`,
-		group, q.Boxes, q.Running, q.Drives, q.DriveGiB, q.Jobs, types)
-	return err
+	return s.setQuotaRow("group_quotas", "grp", group, q)
 }
 
 // GroupQuotas lists the groups that have a quota.

@@ -59,15 +59,19 @@ func (s *Store) GetQuota(user int64) (Quota, error) { return getQuota(s.db, user
 func (t *Tx) GetQuota(user int64) (Quota, error) { return getQuota(t.tx, user) }
 
 // SetQuota replaces what is set for user.
-func (s *Store) SetQuota(user int64, q Quota) error {
+func (s *Store) SetQuota(user int64, q Quota) error { return s.setQuotaRow("quotas", "user_id", user, q) }
+
+// setQuotaRow replaces the quota of key in table (a user's, or a
+// group's).
+func (s *Store) setQuotaRow(table, keyCol string, key any, q Quota) error {
 	var types any
 	if q.Types != nil {
 		types = mustJSON(*q.Types)
 	}
-	_, err := s.db.Exec(`INSERT INTO quotas (user_id, boxes, running, drives, drive_gib, jobs, types) VALUES (?,?,?,?,?,?,?)
-		ON CONFLICT (user_id) DO UPDATE SET boxes=excluded.boxes, running=excluded.running, drives=excluded.drives,
+	_, err := s.db.Exec(`INSERT INTO `+table+` (`+keyCol+`, boxes, running, drives, drive_gib, jobs, types) VALUES (?,?,?,?,?,?,?)
+		ON CONFLICT (`+keyCol+`) DO UPDATE SET boxes=excluded.boxes, running=excluded.running, drives=excluded.drives,
 		drive_gib=excluded.drive_gib, jobs=excluded.jobs, types=excluded.types`,
-		user, q.Boxes, q.Running, q.Drives, q.DriveGiB, q.Jobs, types)
+		key, q.Boxes, q.Running, q.Drives, q.DriveGiB, q.Jobs, types)
 	return err
 }
 
