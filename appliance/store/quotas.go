@@ -59,7 +59,9 @@ func (s *Store) GetQuota(user int64) (Quota, error) { return getQuota(s.db, user
 func (t *Tx) GetQuota(user int64) (Quota, error) { return getQuota(t.tx, user) }
 
 // SetQuota replaces what is set for user.
-func (s *Store) SetQuota(user int64, q Quota) error { return s.setQuotaRow("quotas", "user_id", user, q) }
+func (s *Store) SetQuota(user int64, q Quota) error {
+	return s.setQuotaRow("quotas", "user_id", user, q)
+}
 
 // setQuotaRow replaces the quota of key in table (a user's, or a
 // group's).
