@@ -255,7 +255,7 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return s.boxJSON(w, r, b)
 }
 
 func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {

@@ -634,12 +634,18 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if a, err := s.Svc.AccessOf(r.Context(), b.Name); err == nil && a != service.AccessAll {
-		b.Access = a // shared with the caller
-	}
 	if r.URL.Query().Get("detail") == "1" {
 		b.Docker = s.Svc.BoxDocker(r.Context(), b) // a command in the box: asked for only
 		b.DesktopState = s.Svc.BoxDesktop(r.Context(), b)
+	}
+	return s.boxJSON(w, r, b)
+}
+
+// boxJSON answers with a box, saying how it is shared with the caller
+// when it is not theirs.
+func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) error {
+	if a, err := s.Svc.AccessOf(r.Context(), b.Name); err == nil && a != service.AccessAll {
+		b.Access = a
 	}
 	return writeJSON(w, http.StatusOK, b)
 }
@@ -657,7 +663,7 @@ func (s *Server) stopBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return s.boxJSON(w, r, b)
 }
 
 func (s *Server) startBox(w http.ResponseWriter, r *http.Request) error {
@@ -665,7 +671,7 @@ func (s *Server) startBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return s.boxJSON(w, r, b)
 }
 
 func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
@@ -693,7 +699,7 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return s.boxJSON(w, r, b)
 }
 
 func (s *Server) move(w http.ResponseWriter, r *http.Request) error {
