@@ -372,9 +372,13 @@ func (s *Server) boxRoute(pattern string, h handler) handler {
 			}
 			return &api.Error{Code: api.CodeForbidden, Message: msg}
 		}
-		return h(w, r)
+		return h(w, r.WithContext(context.WithValue(r.Context(), accessKey{}, a)))
 	}
 }
+
+// accessKey holds, in a box route's request, the caller's access to the
+// box (boxRoute's).
+type accessKey struct{}
 
 // seesBox answers "not found" for a box that does not exist or that the
 // caller may not see, alike.
@@ -641,10 +645,10 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	return s.boxJSON(w, r, b)
 }
 
-// boxJSON answers with a box, saying how it is shared with the caller
-// when it is not theirs.
+// boxJSON answers a box route with its box, saying how it is shared
+// with the caller when it is not theirs (as boxRoute found).
 func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) error {
-	if a, err := s.Svc.AccessOf(r.Context(), b.Name); err == nil && a != service.AccessAll {
+	if a, _ := r.Context().Value(accessKey{}).(string); a != service.AccessAll {
 		b.Access = a
 	}
 	return writeJSON(w, http.StatusOK, b)

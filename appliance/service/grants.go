@@ -74,7 +74,7 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 }
 
 // AccessOf is what the user of ctx may do with the box named name (all,
-// for the daemon itself).
+// for the daemon itself; none, for a box that is not there).
 func (s *Service) AccessOf(ctx context.Context, name string) (string, error) {
 	b, err := s.Store.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
@@ -83,6 +83,11 @@ func (s *Service) AccessOf(ctx context.Context, name string) (string, error) {
 	if err != nil {
 		return AccessNone, err
 	}
+	return s.BoxAccessOf(ctx, b)
+}
+
+// BoxAccessOf is what the user of ctx may do with box b.
+func (s *Service) BoxAccessOf(ctx context.Context, b store.Box) (string, error) {
 	u, ok := UserFrom(ctx)
 	if !ok {
 		return AccessAll, nil
@@ -182,13 +187,15 @@ func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) 
 	if err != nil {
 		return b, err
 	}
-	if a, err := s.AccessOf(ctx, box); err != nil || a != AccessAll {
-		if a == AccessNone {
-			return b, notFound("box", box)
-		}
+	switch a, err := s.BoxAccessOf(ctx, b); {
+	case err != nil:
+		return b, err
+	case a == AccessNone:
+		return b, notFound("box", box)
+	case a != AccessAll:
 		return b, &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner shares it", box, a)}
 	}
-	return b, err
+	return b, nil
 }
 
 // grantsOf maps the boxes shared with the user of ctx to their access.

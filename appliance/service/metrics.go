@@ -118,7 +118,10 @@ func (s *Service) SampleMetrics(ctx context.Context) error {
 				m.TxRate = float64(u.NetTx-prev.u.NetTx) / dt.Seconds()
 			}
 		}
-		if diskMeter != nil && (!measured || now.Sub(disk.at) >= s.Cfg.MetricsDiskInterval) {
+		// A box with a disk bound is measured by the disk check (the
+		// sampler takes its figure); another, every metrics_disk_interval.
+		checked := s.Cfg.Types[b.Type].DiskGiB > 0 && s.Cfg.DiskCheckInterval > 0
+		if diskMeter != nil && (!measured || (!checked && now.Sub(disk.at) >= s.Cfg.MetricsDiskInterval)) {
 			if n, err := diskMeter.DiskUsage(ctx, b.Key()); err == nil {
 				s.noteDisk(b.Name, n)
 				disk = diskSeen{bytes: n}

@@ -26,6 +26,10 @@ func TestMetrics(t *testing.T) {
 	s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
 	s.Cfg.MetricsDiskInterval = time.Minute
+	// Small boxes have no disk bound at first: the sampler measures them.
+	bt := s.Cfg.Types["small"]
+	bt.DiskGiB = 0
+	s.Cfg.Types["small"] = bt
 	mia, err := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	if err != nil {
 		t.Fatal(err)
@@ -97,7 +101,6 @@ func TestMetrics(t *testing.T) {
 	}
 	// The disk check's measure is the figure too.
 	drv.Usage["web"] = 90 << 20
-	bt := s.Cfg.Types["small"]
 	bt.DiskGiB = 1
 	s.Cfg.Types["small"] = bt
 	if err := s.CheckDisk(ctx); err != nil {

@@ -64,9 +64,8 @@ func cgroupFiles(cg string, mounts map[string]string) (driver.Usage, error) {
 		}
 		return ""
 	}
-	v1CPU := mounts["cpuacct"] != "" && v1["cpuacct"] != ""
-	if v1CPU {
-		n, err := readInt(file("cpuacct", "cpuacct.usage", ""))
+	if p := file("cpuacct", "cpuacct.usage", ""); p != "" {
+		n, err := readInt(p)
 		if err != nil {
 			return u, err
 		}
@@ -80,9 +79,8 @@ func cgroupFiles(cg string, mounts map[string]string) (driver.Usage, error) {
 	} else {
 		return u, errors.New("no CPU accounting cgroup")
 	}
-	v1Mem := mounts["memory"] != "" && v1["memory"] != ""
-	if v1Mem {
-		used, err := readInt(file("memory", "memory.usage_in_bytes", ""))
+	if p := file("memory", "memory.usage_in_bytes", ""); p != "" {
+		used, err := readInt(p)
 		if err != nil {
 			return u, err
 		}
