@@ -69,6 +69,11 @@ roles = { admins = "admin" }
 	ctx := context.Background()
 	owner := d.Client()
 	b := newBrowser(t, base, 4*time.Minute)
+	shotDir, err := os.MkdirTemp("", "paddock-sso-shots-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("page screenshots: %s", shotDir)
 
 	// signIn goes through the provider as subject from the login page.
 	signIn := func(subject string) {
@@ -104,6 +109,7 @@ roles = { admins = "admin" }
 	if got := eval[string](b, `document.querySelector("#sso-corp")?.textContent + " | " + !!document.querySelector("#break-glass #password")`); got != "Sign in with Corp | true" {
 		t.Fatalf("the login page: %q", got)
 	}
+	b.shots(shotDir, "login-sso")
 
 	// First sign-in: a member, on the boxes page.
 	signIn("u-ana")
@@ -122,6 +128,7 @@ roles = { admins = "admin" }
 	// Refusals, each with a page that says why.
 	signIn("u-eve")
 	pageError("a person of another domain", "its email domain is not corp.test")
+	b.shots(shotDir, "sso-refused")
 	signIn("u-max")
 	pageError("an unverified address", "did not say your email address")
 	b.do(chromedp.Navigate(base + "/sso/corp/callback?state=forged&code=x"))
