@@ -316,6 +316,45 @@ func (c *Client) Job(ctx context.Context, box, id string) (api.Job, error) {
 	return j, c.do(ctx, "GET", "/boxes/"+esc(box)+"/jobs/"+esc(id), nil, &j)
 }
 
+// DesktopActions runs actions on a box's desktop, in order, and returns
+// each one's result and, when asked, a screenshot.
+func (c *Client) DesktopActions(ctx context.Context, box string, p api.DesktopActionsPost) (api.DesktopActionsResult, error) {
+	var r api.DesktopActionsResult
+	return r, c.do(ctx, "POST", "/boxes/"+esc(box)+"/desktop/actions", p, &r)
+}
+
+// SignalJob sends a signal (TERM, INT, KILL, ...) to a running job's
+// process group.
+func (c *Client) SignalJob(ctx context.Context, box, id, signal string) (api.Job, error) {
+	var j api.Job
+	return j, c.do(ctx, "POST", "/boxes/"+esc(box)+"/jobs/"+esc(id)+"/signal", api.SignalPost{Signal: signal}, &j)
+}
+
+// JobInput sends what r gives, as it gives it, to the input of a running
+// job started with its input open; with eof, the job's input ends after
+// it.
+func (c *Client) JobInput(ctx context.Context, box, id string, r io.Reader, eof bool) (api.JobInput, error) {
+	q := ""
+	if eof {
+		q = "?eof=1"
+	}
+	if r == nil {
+		r = strings.NewReader("")
+	}
+	req, err := c.request(ctx, "POST", "/boxes/"+esc(box)+"/jobs/"+esc(id)+"/input"+q, r)
+	if err != nil {
+		return api.JobInput{}, err
+	}
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := c.send(req)
+	if err != nil {
+		return api.JobInput{}, err
+	}
+	defer resp.Body.Close()
+	var in api.JobInput
+	return in, json.NewDecoder(resp.Body).Decode(&in)
+}
+
 // JobLog copies a job's output to w, following it until the job ends when
 // follow is set.
 func (c *Client) JobLog(ctx context.Context, box, id string, follow bool, w io.Writer) error {

@@ -19,6 +19,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -286,6 +287,12 @@ type ExecSpec struct {
 	// Timeout, when set, ends the command's process group after this
 	// long (SIGTERM, then SIGKILL 5 s later); the exit code is then 124.
 	Timeout time.Duration
+	// Signals delivers signals for the command's process group while it
+	// runs (a job's kill). The driver sends each through what it took
+	// when the command started (its exec, never a process number looked
+	// up by name later), to the box's own processes only; one that comes
+	// after the command ended goes nowhere.
+	Signals <-chan syscall.Signal
 }
 
 // Driver is what the reconciler and the API need from a container engine.

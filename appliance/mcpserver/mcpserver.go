@@ -204,6 +204,37 @@ type JobIn struct {
 	Job string `json:"job" jsonschema:"the job's id"`
 }
 
+// DesktopIn is one step on a box's desktop.
+type DesktopIn struct {
+	Box        string              `json:"box" jsonschema:"the box's name (it needs a desktop)"`
+	Actions    []api.DesktopAction `json:"actions" jsonschema:"run in order; the computer-use tool's actions (key, type, mouse_move, left_click, right_click, middle_click, double_click, triple_click, left_click_drag, left_mouse_down, left_mouse_up, scroll, hold_key, wait, cursor_position, screenshot, zoom) with its argument names, and windows, launch (target: an application, URL or file), wait_idle"`
+	Screenshot bool                `json:"screenshot,omitempty" jsonschema:"answer with a screenshot once the actions are done"`
+	Scale      float64             `json:"scale,omitempty" jsonschema:"shrink screenshots (0.5: half); coordinates are then in the shrunk pixels"`
+}
+
+// StartJobIn starts a background job.
+type StartJobIn struct {
+	Box     string `json:"box" jsonschema:"the box's name"`
+	Command string `json:"command" jsonschema:"a bash command line, run with bash -lc as the box user"`
+	Workdir string `json:"workdir,omitempty" jsonschema:"absolute folder to run it in"`
+	Stdin   bool   `json:"stdin,omitempty" jsonschema:"keep its input open for send_job_input"`
+}
+
+// SignalIn signals a job.
+type SignalIn struct {
+	Box    string `json:"box" jsonschema:"the box's name"`
+	Job    string `json:"job" jsonschema:"the job's id"`
+	Signal string `json:"signal,omitempty" jsonschema:"TERM (default), INT, KILL, HUP, QUIT, USR1 or USR2"`
+}
+
+// InputIn sends a job input.
+type InputIn struct {
+	Box  string `json:"box" jsonschema:"the box's name"`
+	Job  string `json:"job" jsonschema:"the job's id"`
+	Text string `json:"text" jsonschema:"what to send, as is (add a newline for a line)"`
+	EOF  bool   `json:"eof,omitempty" jsonschema:"end the job's input after it"`
+}
+
 func asText(v any) *mcp.CallToolResult {
 	b, _ := json.MarshalIndent(v, "", "  ")
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
@@ -388,6 +419,56 @@ func (s *Server) tools() {
 			return asText(m.Samples[len(m.Samples)-1]), nil
 		}
 		return asText(m), nil
+	})
+	tool(s, "desktop_actions", "Use a box's desktop: mouse and keyboard actions, run in order, answered with each one's result and the screenshot asked for. Coordinates are the screenshot's pixels.", destructive, func(ctx context.Context, in DesktopIn) (*mcp.CallToolResult, error) {
+		r, err := c.DesktopActions(ctx, in.Box, api.DesktopActionsPost{Actions: in.Actions, Screenshot: in.Screenshot, Scale: in.Scale})
+		if err != nil {
+			return nil, err
+		}
+		// The images go as images; the rest as text.
+		var imgs []mcp.Content
+		for i := range r.Results {
+			if r.Results[i].Image != "" {
+				b, err := base64.StdEncoding.DecodeString(r.Results[i].Image)
+				if err != nil {
+					return nil, err
+				}
+				imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
+				r.Results[i].Image = fmt.Sprintf("(image %d below)", len(imgs))
+			}
+		}
+		if r.Screenshot != "" {
+			b, err := base64.StdEncoding.DecodeString(r.Screenshot)
+			if err != nil {
+				return nil, err
+			}
+			imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
+			r.Screenshot = fmt.Sprintf("(image %d below)", len(imgs))
+		}
+		res := asText(r)
+		res.Content = append(res.Content, imgs...)
+		return res, nil
+	})
+	tool(s, "start_job", "Start a bash command line in a box as a background job (a server, a long build) and return its id at once; read it with job_log, stop it with signal_job.", destructive, func(ctx context.Context, in StartJobIn) (*mcp.CallToolResult, error) {
+		j, err := c.StartJob(ctx, in.Box, api.ExecPost{Cmd: []string{"bash", "-lc", in.Command}, WorkDir: in.Workdir, Stdin: in.Stdin})
+		if err != nil {
+			return nil, err
+		}
+		return asText(j), nil
+	})
+	tool(s, "signal_job", "Send a signal to a running job's process group: TERM (the default) asks it to end, INT is Ctrl-C, KILL ends one that ignores them.", destructive, func(ctx context.Context, in SignalIn) (*mcp.CallToolResult, error) {
+		j, err := c.SignalJob(ctx, in.Box, in.Job, in.Signal)
+		if err != nil {
+			return nil, err
+		}
+		return asText(j), nil
+	})
+	tool(s, "send_job_input", "Send text to the input of a running job started with stdin (an interactive program, a REPL); with eof, its input ends after it.", destructive, func(ctx context.Context, in InputIn) (*mcp.CallToolResult, error) {
+		r, err := c.JobInput(ctx, in.Box, in.Job, strings.NewReader(in.Text), in.EOF)
+		if err != nil {
+			return nil, err
+		}
+		return asText(r), nil
 	})
 	tool(s, "job_log", "A background job's state and output so far (the last 1 MiB).", readOnly, func(ctx context.Context, in JobIn) (*mcp.CallToolResult, error) {
 		j, err := c.Job(ctx, in.Box, in.Job)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/coder/websocket"
@@ -22,6 +23,7 @@ const (
 	frameInput  = 'i' // caller: input bytes
 	frameEOF    = 'c' // caller: the input ended
 	frameResize = 'r' // caller: rows, cols (2 bytes each, big endian)
+	frameSignal = 'k' // caller: a signal for the command's group (1 byte, its number)
 	frameStdout = 'o' // agent: output bytes
 	frameStderr = 'e' // agent: error output bytes
 	frameExit   = 'x' // agent: execExit, JSON; last
@@ -41,6 +43,7 @@ type execSpec struct {
 	Cols    uint16
 	Stdin   bool // the caller sends input (else the command has none)
 	Timeout time.Duration
+	Signals bool // the caller may send signals
 }
 
 type execExit struct {
@@ -92,6 +95,10 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 	if in.TTY {
 		spec.Resize = resize
 	}
+	signals := make(chan syscall.Signal, 4)
+	if in.Signals {
+		spec.Signals = signals
+	}
 	// The caller's frames: input, its end, sizes. A read that fails
 	// before the end of input cuts the input (not an end of it) and ends
 	// the command.
@@ -118,6 +125,13 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 					stdin.Close()
 				}
 				ended = true
+			case frameSignal:
+				if len(b) == 2 && in.Signals {
+					select {
+					case signals <- syscall.Signal(b[1]):
+					case <-ctx.Done():
+					}
+				}
 			case frameResize:
 				if len(b) == 5 {
 					select {
@@ -175,7 +189,7 @@ func (r *Remote) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 		return c.Write(ctx, websocket.MessageBinary, append([]byte{kind}, p...))
 	}
 	j, _ := json.Marshal(execSpec{Cmd: spec.Cmd, Env: spec.Env, WorkDir: spec.WorkDir, User: spec.User, TTY: spec.TTY,
-		Rows: spec.Rows, Cols: spec.Cols, Stdin: spec.Stdin != nil, Timeout: spec.Timeout})
+		Rows: spec.Rows, Cols: spec.Cols, Stdin: spec.Stdin != nil, Timeout: spec.Timeout, Signals: spec.Signals != nil})
 	if err := send(frameSpec, j); err != nil {
 		return -1, fmt.Errorf("node %s: exec: %w", r.Name, err)
 	}
@@ -197,6 +211,21 @@ func (r *Remote) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 					// Input cut short is no end of input: the command ends.
 					c.Close(websocket.StatusGoingAway, "the input broke off")
 					return
+				}
+			}
+		}()
+	}
+	if spec.Signals != nil {
+		go func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case sig, ok := <-spec.Signals:
+					if !ok {
+						return
+					}
+					send(frameSignal, []byte{byte(sig)})
 				}
 			}
 		}()

@@ -156,6 +156,32 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, j)
 }
 
+func (s *Server) signalJob(w http.ResponseWriter, r *http.Request) error {
+	var p api.SignalPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	audit.From(r.Context()).Note("signal", p.Signal)
+	j, err := s.Svc.SignalJob(r.Context(), r.PathValue("name"), r.PathValue("id"), p.Signal)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, j)
+}
+
+func (s *Server) jobInput(w http.ResponseWriter, r *http.Request) error {
+	eof := r.URL.Query().Get("eof")
+	if eof != "" && eof != "0" && eof != "1" {
+		return &api.Error{Code: api.CodeInvalid, Field: "eof", Message: fmt.Sprintf("eof=%q: give 1 (end the job's input after this send) or 0", eof)}
+	}
+	in, err := s.Svc.JobInput(r.Context(), r.PathValue("name"), r.PathValue("id"), r.Body, eof == "1")
+	audit.From(r.Context()).Note("bytes", in.Bytes)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, in)
+}
+
 func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {
 	name, id := r.PathValue("name"), r.PathValue("id")
 	if _, err := s.Svc.Job(name, id); err != nil {

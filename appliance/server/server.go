@@ -120,6 +120,8 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/jobs", s.startJob)
 	add("GET "+p+"/boxes/{name}/jobs/{id}", s.getJob)
 	add("GET "+p+"/boxes/{name}/jobs/{id}/log", s.jobLog)
+	add("POST "+p+"/boxes/{name}/jobs/{id}/signal", s.signalJob)
+	add("POST "+p+"/boxes/{name}/jobs/{id}/input", s.jobInput)
 	add("PUT "+p+"/boxes/{name}/files", s.push)
 	add("GET "+p+"/boxes/{name}/files", s.pull)
 	add("GET "+p+"/drives", s.listDrives)
@@ -135,6 +137,7 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
+	add("POST "+p+"/boxes/{name}/desktop/actions", s.desktopActions)
 	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
 	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
 	add("GET "+p+"/boxes/{name}/screenshots/{id}", s.getScreenshot)
@@ -230,7 +233,7 @@ const (
 
 var heavy = map[string]bool{
 	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/nodes/{name}/drain": true, "POST /v1/boxes/{name}/snapshots": true,
-	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "POST /v1/drives/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true,
+	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "POST /v1/drives/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true, "POST /v1/boxes/{name}/desktop/actions": true,
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,
 	"POST /v1/apply": true,
@@ -870,6 +873,23 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+func (s *Server) desktopActions(w http.ResponseWriter, r *http.Request) error {
+	var p api.DesktopActionsPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	names := make([]string, len(p.Actions))
+	for i, a := range p.Actions {
+		names[i] = a.Action
+	}
+	audit.From(r.Context()).Note("actions", names)
+	res, err := s.Svc.DesktopActions(r.Context(), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {

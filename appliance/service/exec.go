@@ -270,12 +270,17 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		f.Close()
 		return api.Job{}, err
 	}
-	done := make(chan struct{})
+	rj := newRunningJob(p.Stdin)
+	done := rj.done
+	spec.Signals = rj.signals
+	if rj.input != nil {
+		spec.Stdin = rj.inputEnd
+	}
 	s.jobsMu.Lock()
 	if s.jobs == nil {
-		s.jobs = map[string]chan struct{}{}
+		s.jobs = map[string]*runningJob{}
 	}
-	s.jobs[j.ID] = done
+	s.jobs[j.ID] = rj
 	s.jobsMu.Unlock()
 
 	go func() {
@@ -284,6 +289,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		w := f
 		spec.Stdout, spec.Stderr = w, w
 		code, err := s.Driver.Exec(s.Life, s.engineName(name), spec)
+		rj.end()
 		state := "exited"
 		var cp *int
 		if err != nil {
@@ -365,7 +371,7 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 			return nil
 		}
 		s.jobsMu.Lock()
-		done, running := s.jobs[id]
+		rj, running := s.jobs[id]
 		s.jobsMu.Unlock()
 		if !running {
 			// Ended: drain what the last write added, then stop.
@@ -377,7 +383,7 @@ func (s *Service) JobLog(ctx context.Context, name, id string, follow bool, w io
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-done:
+		case <-rj.done:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

@@ -70,6 +70,7 @@ type Service struct {
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
+	desktop   desktopLocks  // one request of desktop actions per box at a time
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
@@ -82,7 +83,7 @@ type Service struct {
 	// coldPool holds the pool boxes whose warm exec could not start (an
 	// image without python3): not tried again while paddockd runs.
 	coldPool map[string]bool
-	jobs     map[string]chan struct{} // running jobs: closed when done
+	jobs     map[string]*runningJob // running jobs (jobs.go)
 	// uses is each box's use, for its idle stop (idle.go).
 	uses   map[string]*boxUse
 	wakeMu sync.Mutex // one wake at a time

@@ -10,7 +10,9 @@
 # shell and the usual tools, git, Node.js and npm,
 # Python, an XFCE desktop on display :1 served by TigerVNC (started by
 # paddock-init when the box has a desktop), screenshot and automation tools
-# (ImageMagick, xdotool), and a non-root user "paddock" whose home is
+# (ImageMagick, xdotool), a text editor (Mousepad), inotifywait (file
+# watches), a Jupyter kernel for Python with matplotlib and pandas (the
+# code interpreter), and a non-root user "paddock" whose home is
 # /config, with passwordless sudo, and Docker (its engine starts in boxes
 # whose runtime allows it: Sysbox). Production also gets Kimi and Prime.
 set -eu
@@ -40,7 +42,8 @@ main() {
     bash ca-certificates coreutils curl dnsutils git iputils-ping less \
     netcat-openbsd procps rsync sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
-    xdotool x11-apps x11-utils xterm imagemagick docker.io
+    xdotool x11-apps x11-utils xterm imagemagick mousepad docker.io \
+    inotify-tools python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas
   # Debian 13 ships the docker client apart from the engine (a
   # recommendation of docker.io); Ubuntu's docker.io has it inside.
   if ! command -v docker >/dev/null 2>&1; then

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // mcpSession runs the real 'paddock mcp' as the holder of token, in the
@@ -124,7 +126,7 @@ func TestMCP(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "box_metrics create_box exec job_log list_boxes prompt pull push read_file remove_box screenshot start_box stop_box write_file"
+	want := "box_metrics create_box desktop_actions exec job_log list_boxes prompt pull push read_file remove_box screenshot send_job_input signal_job start_box start_job stop_box write_file"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools %q, want %q", got, want)
 	}
@@ -182,6 +184,45 @@ func TestMCP(t *testing.T) {
 		t.Fatalf("screenshot: error %v, %d bytes", isErr, len(png))
 	}
 
+	// The desktop's mouse and keyboard: the answer as text, its
+	// screenshot as an image.
+	text, png, isErr := callTool(t, ctx, cs, "desktop_actions", map[string]any{"box": "agentbox", "screenshot": true, "scale": 0.5,
+		"actions": []any{map[string]any{"action": "mouse_move", "coordinate": []int{30, 40}}, map[string]any{"action": "cursor_position"}}})
+	var acts api.DesktopActionsResult
+	if isErr || json.Unmarshal([]byte(text), &acts) != nil || len(acts.Results) != 2 || fmt.Sprint(acts.Results[1].Coordinate) != "[30 40]" ||
+		acts.Screenshot != "(image 1 below)" || acts.Width != 640 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("desktop_actions: error %v, %s, %d bytes of image", isErr, text, len(png))
+	}
+
+	// Jobs: one that reads its input, one killed.
+	var sj api.Job
+	json.Unmarshal([]byte(ok("start_job", map[string]any{"box": "agentbox", "command": "read l; echo got:$l", "stdin": true})), &sj)
+	ok("send_job_input", map[string]any{"box": "agentbox", "job": sj.ID, "text": "hello\n", "eof": true})
+	var jl struct {
+		Job api.Job
+		Log string
+	}
+	for deadline := time.Now().Add(30 * time.Second); jl.Job.State != "exited"; time.Sleep(200 * time.Millisecond) {
+		json.Unmarshal([]byte(ok("job_log", map[string]any{"box": "agentbox", "job": sj.ID})), &jl)
+		if time.Now().After(deadline) {
+			t.Fatalf("the job reading its input did not end: %+v", jl)
+		}
+	}
+	if jl.Log != "got:hello\n" {
+		t.Fatalf("the job's log: %q", jl.Log)
+	}
+	json.Unmarshal([]byte(ok("start_job", map[string]any{"box": "agentbox", "command": "sleep 402"})), &sj)
+	ok("signal_job", map[string]any{"box": "agentbox", "job": sj.ID, "signal": "KILL"})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		json.Unmarshal([]byte(ok("job_log", map[string]any{"box": "agentbox", "job": sj.ID})), &jl)
+		if jl.Job.State == "exited" && jl.Job.ExitCode != nil && *jl.Job.ExitCode == 137 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed job: %+v", jl.Job)
+		}
+	}
+
 	// What the box uses: its newest sample (every 5 s), then its samples
 	// since.
 	var use struct {
@@ -217,7 +258,7 @@ func TestMCP(t *testing.T) {
 
 	// A member's agent: the owner's box is not found, as a tool error.
 	member := mcpSession(t, ctx, d.Listen, memberToken(t, d, "agentmember"), t.TempDir())
-	text, _, isErr := callTool(t, ctx, member, "stop_box", map[string]any{"box": "agentbox"})
+	text, _, isErr = callTool(t, ctx, member, "stop_box", map[string]any{"box": "agentbox"})
 	if !isErr || !strings.Contains(text, `no box named "agentbox"`) {
 		t.Fatalf("a member stopping the owner's box: error %v, %q", isErr, text)
 	}

@@ -784,14 +784,16 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 	})
 	defer stop()
 	var cg string
-	if spec.Timeout > 0 {
+	if spec.Timeout > 0 || spec.Signals != nil {
 		var err error
 		if cg, err = d.boxCgroup(ctx, box); err != nil {
-			return -1, fmt.Errorf("the command's timeout: %w", err)
+			return -1, fmt.Errorf("the command's timeout or signals: %w", err)
 		}
 	}
-	timedOut := startTimeout(spec.Timeout, func(sig syscall.Signal) { d.signalExec(cg, id, sig) })
+	kill := d.execSignaller(ctx, cg, id, spec.Timeout > 0 || spec.Signals != nil)
+	timedOut := startTimeout(spec.Timeout, kill)
 	defer timedOut.stop()
+	defer forwardSignals(spec.Signals, kill)()
 	if spec.TTY && spec.Rows > 0 && spec.Cols > 0 {
 		// Engines before API 1.42 ignore the size given at create and
 		// start; set it once the process exists, as the docker CLI does.
@@ -916,6 +918,41 @@ func startTimeout(t time.Duration, kill func(syscall.Signal)) *execTimer {
 	return x
 }
 
+// forwardSignals hands each signal from sigs to kill until the stop it
+// returns is called; stop returns once no signal is being sent, so that
+// none reaches what runs after the command (a warm exec's next one).
+func forwardSignals(sigs <-chan syscall.Signal, kill func(syscall.Signal)) (stop func()) {
+	if sigs == nil {
+		return func() {}
+	}
+	var mu sync.Mutex
+	ended := false
+	quit := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-quit:
+				return
+			case sig, ok := <-sigs:
+				if !ok {
+					return
+				}
+				mu.Lock()
+				if !ended {
+					kill(sig)
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		close(quit)
+	}
+}
+
 func (x *execTimer) stop()       { close(x.ended) }
 func (x *execTimer) fired() bool { return x.sent.Load() }
 
@@ -926,18 +963,34 @@ func orDiscard(w io.Writer) io.Writer {
 	return w
 }
 
-// signalExec signals an exec's process group, of the box's processes
-// only (cg, its cgroup when the command started). The engine starts each
-// exec as the leader of its own session, and reports its process ID as
-// the host sees it; so the group is everything the command started that
-// did not leave it (a daemon's setsid does). The number may be stale by
-// now: inside the box's cgroup it can only name the box's own processes.
-func (d *Driver) signalExec(cg, id string, sig syscall.Signal) {
-	ins, err := d.c.ExecInspect(context.Background(), id, client.ExecInspectOptions{})
-	if err != nil || ins.PID <= 0 {
-		return
+// execSignaller is what signals exec id's process group (when want),
+// of the box's processes only (cg, its cgroup when the command started).
+// The engine starts each exec as the leader of its own session, and
+// reports its process ID as the host sees it; so the group is everything
+// the command started that did not leave it (a daemon's setsid does).
+// The ID is asked for once, as the command starts (the engine may say 0
+// for a moment after the process runs: it is asked again until it says
+// one), and each signal goes to that group, while the command runs.
+// Inside the box's cgroup the number can only name the box's own
+// processes.
+func (d *Driver) execSignaller(ctx context.Context, cg, id string, want bool) func(syscall.Signal) {
+	if !want {
+		return func(syscall.Signal) {}
 	}
-	signalGroup(cg, ins.PID, sig)
+	found := make(chan struct{})
+	var pid int
+	go func() {
+		defer close(found)
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		pid, _ = d.execPID(pctx, id)
+	}()
+	return func(sig syscall.Signal) {
+		<-found
+		if pid > 0 {
+			signalGroup(cg, pid, sig)
+		}
+	}
 }
 
 // killExec kills the exec's process tree (of the box's processes only),

@@ -684,6 +684,7 @@ func (d *Driver) runWarm(ctx context.Context, w *warmExec, spec driver.ExecSpec,
 	}
 	timedOut := startTimeout(spec.Timeout, w.signal)
 	defer timedOut.stop()
+	defer forwardSignals(spec.Signals, w.signal)()
 	stdout, stderr := orDiscard(spec.Stdout), orDiscard(spec.Stderr)
 	for {
 		t, b, err := w.recv()

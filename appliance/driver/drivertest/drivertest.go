@@ -14,6 +14,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -236,7 +238,109 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 	userFiles(t, d)
 	usage(t, d)
 	hostname(t, d)
+	signals(t, d)
 	warmExec(t, d)
+}
+
+// readyWriter keeps what a command writes and closes ready when "ready"
+// is in it.
+type readyWriter struct {
+	mu    sync.Mutex
+	b     bytes.Buffer
+	ready chan struct{}
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	had := bytes.Contains(w.b.Bytes(), []byte("ready"))
+	w.b.Write(p)
+	if !had && bytes.Contains(w.b.Bytes(), []byte("ready")) {
+		close(w.ready)
+	}
+	return len(p), nil
+}
+
+func (w *readyWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// signals checks ExecSpec.Signals, the usual way and (where the driver
+// has them) through a warm exec: a command that traps TERM gets it and
+// ends as it chooses; one that ignores it runs on, and KILL ends it
+// (137); the processes of its group go with it.
+func signals(t *testing.T, d driver.Driver) {
+	ctx := context.Background()
+	wd, hasWarm := d.(driver.ExecWarmer)
+	for _, warm := range []bool{false, true} {
+		if warm && !hasWarm {
+			continue
+		}
+		if hasWarm {
+			wd.DropWarm("ct-run")
+			if warm {
+				_, err := wd.WarmExec(ctx, "ct-run")
+				must(t, err)
+			}
+		}
+		for _, c := range []struct {
+			script string
+			sigs   []syscall.Signal
+			code   int
+			out    string
+		}{
+			{`trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done`, []syscall.Signal{syscall.SIGTERM}, 3, "ready\ngot-term\n"},
+			{`trap 'echo got-int; exit 4' INT; echo ready; while :; do sleep 0.1; done`, []syscall.Signal{syscall.SIGINT}, 4, "ready\ngot-int\n"},
+			{`trap '' TERM; sleep 303 & echo ready; while :; do sleep 0.1; done`, []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL}, 137, "ready\n"},
+		} {
+			sigs := make(chan syscall.Signal)
+			out := &readyWriter{ready: make(chan struct{})}
+			tctx, cancel := context.WithTimeout(ctx, time.Minute)
+			type result struct {
+				code int
+				err  error
+			}
+			done := make(chan result, 1)
+			go func() {
+				code, err := d.Exec(tctx, "ct-run", driver.ExecSpec{Cmd: []string{"sh", "-c", c.script}, Stdout: out, Signals: sigs})
+				done <- result{code, err}
+			}()
+			select {
+			case <-out.ready:
+			case r := <-done:
+				t.Fatalf("%q (warm %v) ended before it was signalled: %d, %v", c.script, warm, r.code, r.err)
+			}
+			for i, sig := range c.sigs {
+				select {
+				case sigs <- sig:
+				case r := <-done:
+					t.Fatalf("%q (warm %v) ended before it was sent %v: %d, %v", c.script, warm, sig, r.code, r.err)
+				case <-time.After(30 * time.Second):
+					t.Fatalf("%q (warm %v): the driver took no signal in 30 s", c.script, warm)
+				}
+				if i < len(c.sigs)-1 {
+					// The command must outlive a signal it ignores: it
+					// still answers a signal-free probe after it.
+					select {
+					case r := <-done:
+						t.Fatalf("%q (warm %v) ended at %v, which it ignores: %d, %v", c.script, warm, sig, r.code, r.err)
+					case <-time.After(300 * time.Millisecond):
+					}
+				}
+			}
+			r := <-done
+			cancel()
+			if r.err != nil || r.code != c.code || out.String() != c.out {
+				t.Fatalf("%q (warm %v) signalled %v: code %d, %v, output %q; want %d and %q", c.script, warm, c.sigs, r.code, r.err, out.String(), c.code, c.out)
+			}
+		}
+		sh := rootShell(t, d, "ct-run")
+		if got := sh(`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -cE "^sleep 303 $" || true`); got != "0\n" {
+			t.Fatalf("warm %v: the killed command's group left %s processes", warm, strings.TrimSpace(got))
+		}
+	}
 }
 
 // warmProbe describes the process that runs it: who, where, with what

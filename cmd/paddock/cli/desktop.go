@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,12 +30,37 @@ func boxOrCurrent(args []string) (string, error) {
 }
 
 // cmdDesktop prints the URL of a box's desktop page (a single-use ticket
-// in it) and opens it in the browser when there is one.
+// in it) and opens it in the browser when there is one; with actions
+// after --, it runs them on the desktop instead (desktopActions). The
+// actions come after --, as exec's command does, so that no action can
+// be taken for a box's name.
 func cmdDesktop(e *env, args []string) error {
 	fs := flags("desktop")
 	noOpen := fs.Bool("no-open", false, "only print the URL")
+	scale := fs.Float64("scale", 0, "actions: shrink screenshots to this part of the screen (0.5: half); coordinates are then in the shrunk pixels")
+	shot := fs.Bool("screenshot", false, "actions: take a screenshot once they are done (written to -o, or BOX-TIME.png)")
+	out := fs.StringP("output", "o", "", "actions: the PNG file of the screenshot taken once they are done")
+	asJSON := fs.Bool("json", false, "actions: print the answer as JSON (images base64)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if dash := fs.ArgsLenAtDash(); dash >= 0 {
+		box := "current"
+		switch dash {
+		case 0:
+		case 1:
+			box = fs.Arg(0)
+		default:
+			return usagef("give one box (or none, for the current box), then -- and the actions")
+		}
+		acts, err := parseDesktopActions(fs.Args()[dash:])
+		if err != nil {
+			return err
+		}
+		return desktopActions(e, box, api.DesktopActionsPost{Actions: acts, Screenshot: *shot || *out != "", Scale: *scale}, *out, *asJSON)
+	}
+	if *shot || *out != "" || *scale != 0 {
+		return usagef("--screenshot, -o and --scale are for actions: paddock desktop [BOX] -- ACTION ARGS...")
 	}
 	box, err := boxOrCurrent(fs.Args())
 	if err != nil {
@@ -49,6 +78,13 @@ func cmdDesktop(e *env, args []string) error {
 		return err
 	}
 	url := c.Base() + t.Path
+	if *asJSON {
+		// For programs: the URL, and nothing opened.
+		return printJSON(e.stdout, struct {
+			api.DesktopTicket
+			URL string `json:"url"`
+		}{t, url})
+	}
 	fmt.Fprintln(e.stdout, url)
 	if !*noOpen {
 		openBrowser(e, url)
@@ -198,4 +234,195 @@ func openBrowser(e *env, url string) {
 	if err := cmd.Start(); err == nil {
 		go cmd.Wait()
 	}
+}
+
+// desktopActionWords are the CLI's words for the actions: the API's
+// names, with '-' for '_' also, and a few short forms.
+var desktopActionWords = map[string]string{"click": "left_click", "move": "mouse_move", "drag": "left_click_drag"}
+
+// parseDesktopActions reads "ACTION ARGS... [-- ACTION ARGS...]".
+func parseDesktopActions(words []string) ([]api.DesktopAction, error) {
+	var groups [][]string
+	cur := []string{}
+	for _, w := range words {
+		if w == "--" {
+			if len(cur) > 0 {
+				groups = append(groups, cur)
+			}
+			cur = []string{}
+			continue
+		}
+		cur = append(cur, w)
+	}
+	if len(cur) > 0 {
+		groups = append(groups, cur)
+	}
+	if len(groups) == 0 {
+		return nil, usagef("no action given after --")
+	}
+	var acts []api.DesktopAction
+	for _, g := range groups {
+		name := strings.ReplaceAll(g[0], "-", "_")
+		if long, ok := desktopActionWords[name]; ok {
+			name = long
+		}
+		if !slices.Contains(api.DesktopActionNames, name) {
+			names := slices.Clone(api.DesktopActionNames)
+			sort.Strings(names)
+			return nil, invalidf("unknown action %q: give one of %s (or click, move, drag)", g[0], strings.Join(names, ", "))
+		}
+		a := api.DesktopAction{Action: name}
+		args := g[1:]
+		ints := func(n int) ([]int, error) {
+			if len(args) < n {
+				return nil, usagef("%s: give %d numbers", g[0], n)
+			}
+			out := make([]int, n)
+			for i := range n {
+				v, err := strconv.Atoi(args[i])
+				if err != nil {
+					return nil, invalidf("%s: %q is not a whole number of pixels", g[0], args[i])
+				}
+				out[i] = v
+			}
+			args = args[n:]
+			return out, nil
+		}
+		secs := func() (float64, error) {
+			v, err := strconv.ParseFloat(args[0], 64)
+			if err != nil {
+				return 0, invalidf("%s: %q is not a number of seconds", g[0], args[0])
+			}
+			args = args[1:]
+			return v, nil
+		}
+		var err error
+		switch name {
+		case "key", "type":
+			a.Text, args = strings.Join(args, " "), nil
+		case "launch":
+			a.Target, args = strings.Join(args, " "), nil
+		case "mouse_move":
+			a.Coordinate, err = ints(2)
+		case "left_click", "right_click", "middle_click", "double_click", "triple_click":
+			if len(args) > 0 {
+				a.Coordinate, err = ints(2)
+			}
+		case "left_click_drag":
+			if len(args) >= 4 {
+				if a.StartCoordinate, err = ints(2); err != nil {
+					return nil, err
+				}
+			}
+			a.Coordinate, err = ints(2)
+		case "scroll":
+			if len(args) >= 3 {
+				if a.Coordinate, err = ints(2); err != nil {
+					return nil, err
+				}
+			}
+			if len(args) == 0 {
+				return nil, usagef("scroll: give [X Y] up|down|left|right [AMOUNT]")
+			}
+			a.ScrollDirection, args = args[0], args[1:]
+			if len(args) > 0 {
+				if a.ScrollAmount, err = strconv.Atoi(args[0]); err != nil {
+					return nil, invalidf("scroll: %q is not a whole number of clicks", args[0])
+				}
+				args = args[1:]
+			}
+		case "hold_key":
+			if len(args) != 2 {
+				return nil, usagef("hold_key: give a key and seconds")
+			}
+			a.Text, args = args[0], args[1:]
+			a.Duration, err = secs()
+		case "wait", "wait_idle":
+			if len(args) > 0 {
+				a.Duration, err = secs()
+			} else if name == "wait" {
+				return nil, usagef("wait: give seconds")
+			}
+		case "zoom":
+			a.Region, err = ints(4)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(args) > 0 {
+			return nil, usagef("%s: unexpected %q", g[0], strings.Join(args, " "))
+		}
+		acts = append(acts, a)
+	}
+	return acts, nil
+}
+
+// desktopActions runs actions on a box's desktop and prints what they
+// gave: a line for each that answers something, images as files.
+func desktopActions(e *env, box string, p api.DesktopActionsPost, out string, asJSON bool) error {
+	name, c, err := e.connect(box)
+	if err != nil {
+		return err
+	}
+	r, err := c.DesktopActions(e.ctx, name, p)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return printJSON(e.stdout, r)
+	}
+	stamp := time.Now().Format("20060102-150405")
+	write := func(b64, path string) error {
+		b, err := base64.StdEncoding.DecodeString(b64)
+		if err != nil {
+			return fmt.Errorf("the server's image: %w", err)
+		}
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			return err
+		}
+		return nil
+	}
+	for i, a := range r.Results {
+		switch {
+		case a.Image != "":
+			path := fmt.Sprintf("%s-%s-%d-%s.png", name, stamp, i, a.Action)
+			if err := write(a.Image, path); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "%s: %s\n", a.Action, path)
+		case a.Coordinate != nil:
+			fmt.Fprintf(e.stdout, "%s: %d %d\n", a.Action, a.Coordinate[0], a.Coordinate[1])
+		case a.Idle != nil:
+			word := "idle"
+			if !*a.Idle {
+				word = "still changing"
+			}
+			fmt.Fprintf(e.stdout, "%s: %s\n", a.Action, word)
+		case a.Action == "launch" && len(a.Windows) == 0:
+			fmt.Fprintf(e.stdout, "launch: started; no new window seen\n")
+		case a.Windows != nil:
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "WINDOW\tX\tY\tWIDTH\tHEIGHT\tTITLE")
+			for _, w := range a.Windows {
+				id := w.ID
+				if w.Active {
+					id += "*"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\n", id, w.X, w.Y, w.Width, w.Height, w.Title)
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+	if r.Screenshot != "" {
+		if out == "" {
+			out = fmt.Sprintf("%s-%s.png", name, stamp)
+		}
+		if err := write(r.Screenshot, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "screenshot (%dx%d): %s\n", r.Width, r.Height, out)
+	}
+	return nil
 }

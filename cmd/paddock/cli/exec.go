@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -21,11 +22,15 @@ func cmdExec(e *env, args []string) error {
 	envs := fs.StringArrayP("env", "e", nil, "environment: KEY=VALUE (repeatable)")
 	desktop := fs.Bool("desktop", false, "start a GUI program on the box's display, detached; print the job id")
 	timeout := fs.String("timeout", "", "end the command after this long (90s, 10m): SIGTERM, SIGKILL 5 s later; it exits 124")
+	stdin := fs.Bool("stdin", false, "with --detach: keep the job's input open for 'paddock jobs send'")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if *desktop {
 		*detach = true
+	}
+	if *stdin && !*detach {
+		return usagef("--stdin is for a detached job (--detach); an attached command reads this terminal's input")
 	}
 	dash := fs.ArgsLenAtDash()
 	all := fs.Args()
@@ -55,7 +60,7 @@ func cmdExec(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty, Desktop: *desktop, Timeout: *timeout}
+	post := api.ExecPost{Cmd: cmd, Env: env, WorkDir: *workdir, TTY: *tty, Desktop: *desktop, Timeout: *timeout, Stdin: *stdin}
 	if *detach {
 		j, err := c.StartJob(e.ctx, name, post)
 		if err != nil {
@@ -97,7 +102,36 @@ func cmdExec(e *env, args []string) error {
 	return nil
 }
 
+// jobArgs are the [BOX] JOB of a job verb: the current box when only a
+// job is given.
+func jobArgs(args []string) (box, job string, err error) {
+	switch len(args) {
+	case 1:
+		return "current", args[0], nil
+	case 2:
+		return args[0], args[1], nil
+	}
+	return "", "", usagef("give a job (of the current box), or a box and a job")
+}
+
+// cmdJobs lists a box's jobs (one argument: the box), or signals a job
+// or sends it input (kill and send, then [BOX] JOB: two or three
+// arguments, which a box name alone never is).
 func cmdJobs(e *env, args []string) error {
+	if len(args) > 0 && (args[0] == "kill" || args[0] == "send") {
+		rest := 0
+		for _, a := range args[1:] {
+			if !strings.HasPrefix(a, "-") {
+				rest++
+			}
+		}
+		if rest > 0 {
+			if args[0] == "kill" {
+				return cmdJobsKill(e, args[1:])
+			}
+			return cmdJobsSend(e, args[1:])
+		}
+	}
 	fs := flags("jobs")
 	asJSON := fs.Bool("json", false, "print JSON")
 	if err := parse(fs, args); err != nil {
@@ -229,5 +263,69 @@ func cmdScreenshot(e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintln(e.stdout, path)
+	return nil
+}
+
+// cmdJobsKill sends a signal to a running job's process group.
+func cmdJobsKill(e *env, args []string) error {
+	fs := flags("jobs")
+	sig := fs.StringP("signal", "s", "TERM", "TERM, INT, KILL, HUP, QUIT, USR1 or USR2")
+	asJSON := fs.Bool("json", false, "print the job as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	box, id, err := jobArgs(fs.Args())
+	if err != nil {
+		return err
+	}
+	name, c, err := e.connect(box)
+	if err != nil {
+		return err
+	}
+	j, err := c.SignalJob(e.ctx, name, id, *sig)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, j)
+	}
+	fmt.Fprintf(e.stderr, "sent %s to job %s (%s); 'paddock wait %s %s' waits for its end\n", strings.ToUpper(strings.TrimPrefix(strings.ToUpper(*sig), "SIG")), j.ID, j.State, name, j.ID)
+	return nil
+}
+
+// cmdJobsSend sends this command's input (or --text) to a running job's
+// input, as it comes; --eof ends the job's input after it.
+func cmdJobsSend(e *env, args []string) error {
+	fs := flags("jobs")
+	text := fs.String("text", "", "send this text (and a newline) instead of this command's input")
+	eof := fs.Bool("eof", false, "end the job's input after this send")
+	asJSON := fs.Bool("json", false, "print what was sent as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	box, id, err := jobArgs(fs.Args())
+	if err != nil {
+		return err
+	}
+	name, c, err := e.connect(box)
+	if err != nil {
+		return err
+	}
+	in := e.stdin
+	if fs.Changed("text") {
+		in = strings.NewReader(*text + "\n")
+	}
+	r, err := c.JobInput(e.ctx, name, id, in, *eof)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, r)
+	}
+	end := ""
+	if r.Closed {
+		end = "; its input is ended"
+	}
+	fmt.Fprintf(e.stderr, "sent %d bytes to job %s%s\n", r.Bytes, id, end)
 	return nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -32,6 +34,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.AuditCheck{OK: true, Entries: 2, First: 1, Last: 2}
 		case r.URL.Path == "/v1/nodes/joins":
 			v = api.NodeJoin{Token: "pdkjoin_x", Command: "paddockd node --join …"}
+		case strings.HasSuffix(r.URL.Path, "/desktop"):
+			v = api.DesktopTicket{Ticket: "t", Path: "/desktop/web#t"}
 		case strings.Contains(r.URL.Path, "/grants/"):
 			v = api.Grant{User: "mia", Access: "viewer"}
 		case r.URL.Path == "/v1/boxes/web":
@@ -46,6 +50,10 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 	}))
 	defer ts.Close()
 	vars := map[string]string{"PADDOCK_HOST": ts.URL, "PADDOCK_TOKEN": "pdk_x", "PADDOCK_CONFIG_DIR": t.TempDir()}
+	// A current box, for the forms whose box may be left out.
+	if err := os.WriteFile(filepath.Join(vars["PADDOCK_CONFIG_DIR"], "current"), []byte("web\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// Every form of every command whose usage line takes --json, from the
 	// real table: its words before the flag, a placeholder (BOX) as "web".
 	// The Boxfile commands (-f PATH) read files, and their JSON is the

@@ -315,14 +315,46 @@ class Client:
 
     # --- jobs (detached commands whose output the server keeps) ---
 
-    def start_job(self, box, cmd, env=None, workdir=None) -> models.Job:
-        """Start cmd in the box and return the job at once."""
+    def start_job(self, box, cmd, env=None, workdir=None, stdin=False, timeout=None) -> models.Job:
+        """Start cmd in the box and return the job at once. With stdin, the
+        job's input stays open for send_job_input."""
         post = {"cmd": list(cmd)}
         if env:
             post["env"] = env
         if workdir:
             post["workdir"] = workdir
+        if stdin:
+            post["stdin"] = True
+        if timeout is not None:
+            post["timeout"] = str(timeout)
         return self._json("POST", f"/boxes/{_q(box)}/jobs", post)
+
+    def desktop_actions(self, box, actions, screenshot=False, scale=None) -> models.DesktopActionsResult:
+        """Run actions on a box's desktop, in order (Anthropic's computer-use
+        vocabulary: {"action": "left_click", "coordinate": [120, 40]}, and
+        windows, launch, wait_idle), and return each one's result and, with
+        screenshot, a PNG (base64) once they are done. With scale,
+        screenshots are shrunk and coordinates are in their pixels."""
+        post = {"actions": list(actions)}
+        if screenshot:
+            post["screenshot"] = True
+        if scale is not None:
+            post["scale"] = scale
+        return self._json("POST", f"/boxes/{_q(box)}/desktop/actions", post)
+
+    def signal_job(self, box, job_id, signal="TERM") -> models.Job:
+        """Send a signal (TERM, INT, KILL, HUP, QUIT, USR1, USR2) to a
+        running job's process group."""
+        return self._json("POST", f"/boxes/{_q(box)}/jobs/{_q(job_id)}/signal", {"signal": signal})
+
+    def send_job_input(self, box, job_id, data, eof=False) -> models.JobInput:
+        """Send data (bytes or str) to the input of a running job started
+        with stdin; with eof, its input ends after it."""
+        if isinstance(data, str):
+            data = data.encode()
+        path = f"/boxes/{_q(box)}/jobs/{_q(job_id)}/input" + ("?eof=1" if eof else "")
+        with self._request("POST", path, bytes(data), "application/octet-stream") as resp:
+            return json.loads(resp.read())
 
     def jobs(self, box) -> List[models.Job]:
         return self._json("GET", f"/boxes/{_q(box)}/jobs")

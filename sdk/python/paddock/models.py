@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopTicket", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -99,11 +99,51 @@ class Change(_ChangeRequired, _ChangeOptional):
 DNSDecision = TypedDict("DNSDecision", {"allowed": "bool", "name": "str", "reason": "str", "time": "str"})
 
 
+_DesktopActionRequired = TypedDict("_DesktopActionRequired", {"action": "str"})
+_DesktopActionOptional = TypedDict("_DesktopActionOptional", {"coordinate": "Optional[List[int]]", "duration": "float", "region": "Optional[List[int]]", "scroll_amount": "int", "scroll_direction": "str", "start_coordinate": "Optional[List[int]]", "target": "str", "text": "str"}, total=False)
+
+
+class DesktopAction(_DesktopActionRequired, _DesktopActionOptional):
+    pass
+
+
+_DesktopActionResultRequired = TypedDict("_DesktopActionResultRequired", {"action": "str"})
+_DesktopActionResultOptional = TypedDict("_DesktopActionResultOptional", {"coordinate": "Optional[List[int]]", "idle": "bool", "image": "str", "windows": "Optional[List[DesktopWindow]]"}, total=False)
+
+
+class DesktopActionResult(_DesktopActionResultRequired, _DesktopActionResultOptional):
+    pass
+
+
+_DesktopActionsPostRequired = TypedDict("_DesktopActionsPostRequired", {"actions": "Optional[List[DesktopAction]]"})
+_DesktopActionsPostOptional = TypedDict("_DesktopActionsPostOptional", {"scale": "float", "screenshot": "bool"}, total=False)
+
+
+class DesktopActionsPost(_DesktopActionsPostRequired, _DesktopActionsPostOptional):
+    pass
+
+
+_DesktopActionsResultRequired = TypedDict("_DesktopActionsResultRequired", {"height": "int", "results": "Optional[List[DesktopActionResult]]", "width": "int"})
+_DesktopActionsResultOptional = TypedDict("_DesktopActionsResultOptional", {"screenshot": "str"}, total=False)
+
+
+class DesktopActionsResult(_DesktopActionsResultRequired, _DesktopActionsResultOptional):
+    pass
+
+
 _DesktopTicketRequired = TypedDict("_DesktopTicketRequired", {"expires": "str", "path": "str", "ticket": "str"})
 _DesktopTicketOptional = TypedDict("_DesktopTicketOptional", {"view_only": "bool"}, total=False)
 
 
 class DesktopTicket(_DesktopTicketRequired, _DesktopTicketOptional):
+    pass
+
+
+_DesktopWindowRequired = TypedDict("_DesktopWindowRequired", {"height": "int", "id": "str", "title": "str", "width": "int", "x": "int", "y": "int"})
+_DesktopWindowOptional = TypedDict("_DesktopWindowOptional", {"active": "bool"}, total=False)
+
+
+class DesktopWindow(_DesktopWindowRequired, _DesktopWindowOptional):
     pass
 
 
@@ -166,7 +206,7 @@ class Error(_ErrorRequired, _ErrorOptional):
 
 
 _ExecPostRequired = TypedDict("_ExecPostRequired", {"cmd": "Optional[List[str]]"})
-_ExecPostOptional = TypedDict("_ExecPostOptional", {"cols": "int", "desktop": "bool", "env": "Optional[Dict[str, str]]", "rows": "int", "timeout": "str", "tty": "bool", "workdir": "str"}, total=False)
+_ExecPostOptional = TypedDict("_ExecPostOptional", {"cols": "int", "desktop": "bool", "env": "Optional[Dict[str, str]]", "rows": "int", "stdin": "bool", "timeout": "str", "tty": "bool", "workdir": "str"}, total=False)
 
 
 class ExecPost(_ExecPostRequired, _ExecPostOptional):
@@ -205,6 +245,9 @@ _JobOptional = TypedDict("_JobOptional", {"ended": "str", "exit_code": "int"}, t
 
 class Job(_JobRequired, _JobOptional):
     pass
+
+
+JobInput = TypedDict("JobInput", {"bytes": "int", "closed": "bool"})
 
 
 Key = TypedDict("Key", {"created": "str", "fingerprint": "str", "name": "str", "type": "str"})
@@ -373,6 +416,9 @@ SignInLink = TypedDict("SignInLink", {"expires": "str", "url": "str"})
 
 
 SignInPost = TypedDict("SignInPost", {"box": "str", "port": "int"}, total=False)
+
+
+SignalPost = TypedDict("SignalPost", {"signal": "str"}, total=False)
 
 
 _SnapshotRequired = TypedDict("_SnapshotRequired", {"box": "str", "created": "str", "id": "str", "reason": "str", "state": "str"})

@@ -1,6 +1,7 @@
 """The SDK against a real paddockd: PADDOCK_HOST and PADDOCK_TOKEN name it
 (testbed/e2e starts one and runs these tests)."""
 
+import base64
 import io
 import os
 import tarfile
@@ -72,6 +73,26 @@ class ClientTest(unittest.TestCase):
         done = self.c.job("py-box", j["id"])
         self.assertEqual((done["state"], done["exit_code"]), ("exited", 5))
         self.assertIn(j["id"], [x["id"] for x in self.c.jobs("py-box")])
+
+    def test_job_control(self):
+        j = self.c.start_job("py-box", ["sh", "-c", "while read l; do echo got:$l; done; echo eof"], stdin=True)
+        self.assertEqual(self.c.send_job_input("py-box", j["id"], "héllo\n"), {"bytes": 7, "closed": False})
+        self.assertEqual(self.c.send_job_input("py-box", j["id"], b"two\n", eof=True), {"bytes": 4, "closed": True})
+        self.assertEqual(self.c.job_log("py-box", j["id"], follow=True), "got:héllo\ngot:two\neof\n".encode())
+        k = self.c.start_job("py-box", ["sh", "-c", "trap 'echo term; exit 3' TERM; echo ready; while :; do sleep 0.1; done"])
+        for _ in range(600):
+            if b"ready" in self.c.job_log("py-box", k["id"]):
+                break
+            time.sleep(0.1)
+        self.assertEqual(self.c.signal_job("py-box", k["id"])["id"], k["id"])
+        self.assertIn(b"term\n", self.c.job_log("py-box", k["id"], follow=True))
+        self.assertEqual(self.c.job("py-box", k["id"])["exit_code"], 3)
+        with self.assertRaises(PaddockError) as e:
+            self.c.signal_job("py-box", k["id"], "NOPE")
+        self.assertEqual(e.exception.field, "signal")
+        with self.assertRaises(PaddockError) as e:
+            self.c.send_job_input("py-box", k["id"], "late")
+        self.assertEqual(e.exception.status, 409)
 
     def test_push_and_pull(self):
         with tempfile.TemporaryDirectory() as d:
@@ -294,6 +315,11 @@ class ClientTest(unittest.TestCase):
         kept = self.c.take_screenshot("py-desk")
         self.assertEqual([x["id"] for x in self.c.screenshots("py-desk")], [kept["id"]])
         self.assertIn("/desktop/py-desk/#ticket=", self.c.desktop_url("py-desk"))
+        r = self.c.desktop_actions("py-desk", [{"action": "mouse_move", "coordinate": [40, 30]}, {"action": "cursor_position"}],
+                                   screenshot=True, scale=0.5)
+        self.assertEqual(r["results"][1]["coordinate"], [40, 30])
+        self.assertEqual((r["width"], r["height"]), (640, 400))
+        self.assertTrue(base64.b64decode(r["screenshot"]).startswith(b"\x89PNG"))
 
     def test_metrics(self):
         # Boxes are sampled every 5 s (metrics_interval).

@@ -41,7 +41,7 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, InviteCreated, Job, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
@@ -357,11 +357,35 @@ export class Client {
     return this.stream("GET", `/boxes/${q(box)}/files?path=${encodeURIComponent(path)}`);
   }
 
+  // --- the desktop's mouse and keyboard ---
+
+  /** Runs actions on a box's desktop, in order (Anthropic's computer-use
+   * vocabulary: { action: "left_click", coordinate: [120, 40] }, and
+   * windows, launch, wait_idle), and resolves with each one's result and,
+   * with screenshot, a PNG (base64) once they are done. With scale,
+   * screenshots are shrunk and coordinates are in their pixels. */
+  desktopActions(box: string, actions: DesktopAction[], opts: { screenshot?: boolean; scale?: number } = {}): Promise<DesktopActionsResult> {
+    return this.json("POST", `/boxes/${q(box)}/desktop/actions`, { actions, ...opts });
+  }
+
   // --- jobs (detached commands whose output the server keeps) ---
 
-  /** Starts cmd in the box and resolves with the job at once. */
-  startJob(box: string, cmd: string[], opts: { env?: Record<string, string>; workdir?: string } = {}): Promise<Job> {
+  /** Starts cmd in the box and resolves with the job at once. With
+   * stdin, the job's input stays open for sendJobInput. */
+  startJob(box: string, cmd: string[], opts: { env?: Record<string, string>; workdir?: string; stdin?: boolean; timeout?: string } = {}): Promise<Job> {
     return this.json("POST", `/boxes/${q(box)}/jobs`, { cmd, ...opts });
+  }
+  /** Sends a signal ("TERM" by default, "INT", "KILL", "HUP", "QUIT",
+   * "USR1", "USR2") to a running job's process group. */
+  signalJob(box: string, id: string, signal = "TERM"): Promise<Job> {
+    return this.json("POST", `/boxes/${q(box)}/jobs/${q(id)}/signal`, { signal });
+  }
+  /** Sends data (bytes, text or a stream) to the input of a running job
+   * started with stdin; with eof, its input ends after it. */
+  async sendJobInput(box: string, id: string, data: string | Uint8Array | Readable, opts: { eof?: boolean } = {}): Promise<JobInput> {
+    const b = data instanceof Readable ? data : Buffer.from(data);
+    const res = await this.request("POST", `/boxes/${q(box)}/jobs/${q(id)}/input${opts.eof ? "?eof=1" : ""}`, b, "application/octet-stream");
+    return JSON.parse(res.body.toString()) as JobInput;
   }
   jobs(box: string): Promise<Job[]> { return this.json("GET", `/boxes/${q(box)}/jobs`); }
   job(box: string, id: string): Promise<Job> { return this.json("GET", `/boxes/${q(box)}/jobs/${q(id)}`); }

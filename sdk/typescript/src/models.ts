@@ -155,11 +155,54 @@ export interface DNSDecision {
   time: string;
 }
 
+export interface DesktopAction {
+  action: string;
+  coordinate?: number[] | null;
+  duration?: number;
+  region?: number[] | null;
+  scroll_amount?: number;
+  scroll_direction?: string;
+  start_coordinate?: number[] | null;
+  target?: string;
+  text?: string;
+}
+
+export interface DesktopActionResult {
+  action: string;
+  coordinate?: number[] | null;
+  idle?: boolean;
+  image?: string;
+  windows?: DesktopWindow[] | null;
+}
+
+export interface DesktopActionsPost {
+  actions: DesktopAction[] | null;
+  scale?: number;
+  screenshot?: boolean;
+}
+
+export interface DesktopActionsResult {
+  height: number;
+  results: DesktopActionResult[] | null;
+  screenshot?: string;
+  width: number;
+}
+
 export interface DesktopTicket {
   expires: string;
   path: string;
   ticket: string;
   view_only?: boolean;
+}
+
+export interface DesktopWindow {
+  active?: boolean;
+  height: number;
+  id: string;
+  title: string;
+  width: number;
+  x: number;
+  y: number;
 }
 
 export interface DeviceCode {
@@ -235,6 +278,7 @@ export interface ExecPost {
   desktop?: boolean;
   env?: Record<string, string> | null;
   rows?: number;
+  stdin?: boolean;
   timeout?: string;
   tty?: boolean;
   workdir?: string;
@@ -285,6 +329,11 @@ export interface Job {
   id: string;
   started: string;
   state: string;
+}
+
+export interface JobInput {
+  bytes: number;
+  closed: boolean;
 }
 
 export interface Key {
@@ -506,6 +555,10 @@ export interface SignInLink {
 export interface SignInPost {
   box?: string;
   port?: number;
+}
+
+export interface SignalPost {
+  signal?: string;
 }
 
 export interface Snapshot {

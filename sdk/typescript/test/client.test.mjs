@@ -113,6 +113,20 @@ test("jobs keep their output on the server", async () => {
   assert.ok((await c.jobs("ts-box")).some((x) => x.id === j.id));
 });
 
+test("job control: input for a job, a signal for its group", async () => {
+  const j = await c.startJob("ts-box", ["sh", "-c", "while read l; do echo got:$l; done; echo eof"], { stdin: true });
+  assert.deepEqual(await c.sendJobInput("ts-box", j.id, "héllo\n"), { bytes: 7, closed: false });
+  assert.deepEqual(await c.sendJobInput("ts-box", j.id, Buffer.from("two\n"), { eof: true }), { bytes: 4, closed: true });
+  assert.equal((await c.jobLog("ts-box", j.id, { follow: true })).toString(), "got:héllo\ngot:two\neof\n");
+  const k = await c.startJob("ts-box", ["sh", "-c", "trap 'echo term; exit 3' TERM; echo ready; while :; do sleep 0.1; done"]);
+  for (let i = 0; i < 600 && !(await c.jobLog("ts-box", k.id)).toString().includes("ready"); i++) await new Promise((r) => setTimeout(r, 100));
+  assert.equal((await c.signalJob("ts-box", k.id)).id, k.id);
+  assert.match((await c.jobLog("ts-box", k.id, { follow: true })).toString(), /term\n/);
+  assert.equal((await c.job("ts-box", k.id)).exit_code, 3);
+  await assert.rejects(c.signalJob("ts-box", k.id, "NOPE"), (e) => e instanceof PaddockError && e.field === "signal");
+  await assert.rejects(c.sendJobInput("ts-box", k.id, "late"), (e) => e instanceof PaddockError && e.status === 409);
+});
+
 test("pushFiles writes files the box user owns; pull returns a tar", async () => {
   await c.pushFiles("ts-box", "/config/pushed", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
   const r = await c.exec("ts-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/sub/b.txt"]);
@@ -256,6 +270,10 @@ test("desktop: screenshots and the desktop URL", async () => {
   const kept = await c.takeScreenshot("ts-desk");
   assert.deepEqual((await c.screenshots("ts-desk")).map((s) => s.id), [kept.id]);
   assert.match(await c.desktopURL("ts-desk"), /\/desktop\/ts-desk\/#ticket=/);
+  const r = await c.desktopActions("ts-desk", [{ action: "mouse_move", coordinate: [40, 30] }, { action: "cursor_position" }], { screenshot: true, scale: 0.5 });
+  assert.deepEqual(r.results[1].coordinate, [40, 30]);
+  assert.deepEqual([r.width, r.height], [640, 400]);
+  assert.equal(Buffer.from(r.screenshot, "base64").subarray(1, 4).toString(), "PNG");
 });
 
 test("metrics: the newest sample, a box's samples, and on the events stream", async () => {
