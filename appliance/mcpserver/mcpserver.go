@@ -212,6 +212,15 @@ type DesktopIn struct {
 	Scale      float64             `json:"scale,omitempty" jsonschema:"shrink screenshots (0.5: half); coordinates are then in the shrunk pixels"`
 }
 
+// RunIn runs code in a box's interpreter.
+type RunIn struct {
+	Box            string `json:"box" jsonschema:"the box's name"`
+	Code           string `json:"code" jsonschema:"the code to run"`
+	Lang           string `json:"lang,omitempty" jsonschema:"python (default), node or bash"`
+	Context        string `json:"context,omitempty" jsonschema:"the context (kernel) to run in; default: the language's own"`
+	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"interrupt it after this long (default 60); the kernel keeps its state"`
+}
+
 // StartJobIn starts a background job.
 type StartJobIn struct {
 	Box     string `json:"box" jsonschema:"the box's name"`
@@ -447,6 +456,31 @@ func (s *Server) tools() {
 		}
 		res := asText(r)
 		res.Content = append(res.Content, imgs...)
+		return res, nil
+	})
+	tool(s, "run_code", "Run code in a box's code interpreter: a Jupyter kernel that keeps its state between calls (variables, imports). Returns stdout, stderr, the last expression's value, what it displayed and its error with the traceback; figures come as images.", destructive, func(ctx context.Context, in RunIn) (*mcp.CallToolResult, error) {
+		p := api.RunPost{Code: in.Code, Lang: in.Lang, Context: in.Context}
+		if in.TimeoutSeconds > 0 {
+			p.Timeout = fmt.Sprint(in.TimeoutSeconds)
+		}
+		r, err := c.RunCode(ctx, in.Box, p)
+		if err != nil {
+			return nil, err
+		}
+		var imgs []mcp.Content
+		for _, d := range append(append([]map[string]any{}, r.Display...), r.Result) {
+			if png, ok := d["image/png"].(string); ok {
+				b, err := base64.StdEncoding.DecodeString(png)
+				if err != nil {
+					return nil, err
+				}
+				imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
+				d["image/png"] = fmt.Sprintf("(image %d below)", len(imgs))
+			}
+		}
+		res := asText(r)
+		res.Content = append(res.Content, imgs...)
+		res.IsError = r.Error != nil
 		return res, nil
 	})
 	tool(s, "start_job", "Start a bash command line in a box as a background job (a server, a long build) and return its id at once; read it with job_log, stop it with signal_job.", destructive, func(ctx context.Context, in StartJobIn) (*mcp.CallToolResult, error) {

@@ -163,6 +163,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		"nodes":  "n2", // the servers are the owner's alone: a member is refused either way
 		"grants": "boss",
 		"groups": "eng", "members": "boss",
+		"contexts": "python",
 	}
 	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true}
 	tried := 0
@@ -280,7 +281,7 @@ func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
 		}
 		return service.AccessMember
 	}
-	values := map[string]string{"boxes": "bossbox", "jobs": job.ID, "grants": "sam", "screenshots": "1700000000000000000"}
+	values := map[string]string{"boxes": "bossbox", "jobs": job.ID, "grants": "sam", "screenshots": "1700000000000000000", "contexts": "python"}
 	tried := 0
 	for _, r := range srv.Routes() {
 		if !strings.Contains(r.Pattern, "/v1/boxes/{name}") || r.Access == route.Public {

@@ -138,6 +138,11 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
 	add("POST "+p+"/boxes/{name}/desktop/actions", s.desktopActions)
+	add("POST "+p+"/boxes/{name}/run", s.runCode)
+	add("GET "+p+"/boxes/{name}/contexts", s.contexts)
+	add("POST "+p+"/boxes/{name}/contexts", s.createContext)
+	add("POST "+p+"/boxes/{name}/contexts/{ctx}/restart", s.restartContext)
+	add("DELETE "+p+"/boxes/{name}/contexts/{ctx}", s.removeContext)
 	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
 	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
 	add("GET "+p+"/boxes/{name}/screenshots/{id}", s.getScreenshot)
@@ -890,6 +895,59 @@ func (s *Server) desktopActions(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) runCode(w http.ResponseWriter, r *http.Request) error {
+	var p api.RunPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	rec := audit.From(r.Context())
+	rec.Note("lang", p.Lang)
+	rec.Note("context", p.Context)
+	rec.Note("code", p.Code)
+	res, err := s.Svc.RunCode(r.Context(), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) contexts(w http.ResponseWriter, r *http.Request) error {
+	cs, err := s.Svc.Contexts(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, cs)
+}
+
+func (s *Server) createContext(w http.ResponseWriter, r *http.Request) error {
+	var p api.ContextPost
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	c, err := s.Svc.CreateContext(r.Context(), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	audit.From(r.Context()).Note("context", c.Name)
+	return writeJSON(w, http.StatusCreated, c)
+}
+
+func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) error {
+	c, err := s.Svc.RestartContext(r.Context(), r.PathValue("name"), r.PathValue("ctx"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, c)
+}
+
+func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RemoveContext(r.Context(), r.PathValue("name"), r.PathValue("ctx")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {

@@ -126,7 +126,7 @@ func TestMCP(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "box_metrics create_box desktop_actions exec job_log list_boxes prompt pull push read_file remove_box screenshot send_job_input signal_job start_box start_job stop_box write_file"
+	want := "box_metrics create_box desktop_actions exec job_log list_boxes prompt pull push read_file remove_box run_code screenshot send_job_input signal_job start_box start_job stop_box write_file"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools %q, want %q", got, want)
 	}
@@ -192,6 +192,22 @@ func TestMCP(t *testing.T) {
 	if isErr || json.Unmarshal([]byte(text), &acts) != nil || len(acts.Results) != 2 || fmt.Sprint(acts.Results[1].Coordinate) != "[30 40]" ||
 		acts.Screenshot != "(image 1 below)" || acts.Width != 640 || !bytes.HasPrefix(png, []byte("\x89PNG")) {
 		t.Fatalf("desktop_actions: error %v, %s, %d bytes of image", isErr, text, len(png))
+	}
+
+	// The code interpreter: state kept; a figure comes as an image; an
+	// error is a tool error with its traceback.
+	ok("run_code", map[string]any{"box": "agentbox", "code": "n = 6"})
+	var rr api.RunResult
+	json.Unmarshal([]byte(ok("run_code", map[string]any{"box": "agentbox", "code": "print(n * 7)"})), &rr)
+	if rr.Stdout != "42\n" {
+		t.Fatalf("run_code: %+v", rr)
+	}
+	text, png, isErr = callTool(t, ctx, cs, "run_code", map[string]any{"box": "agentbox", "code": "import matplotlib.pyplot as plt\nplt.plot([1, 2])\nplt.show()"})
+	if isErr || !strings.Contains(text, "(image 1 below)") || !bytes.HasPrefix(png, []byte("\x89PNG")) {
+		t.Fatalf("run_code with a figure: error %v, %s, %d bytes", isErr, text, len(png))
+	}
+	if text, _, isErr = callTool(t, ctx, cs, "run_code", map[string]any{"box": "agentbox", "code": "1/0"}); !isErr || !strings.Contains(text, "ZeroDivisionError") {
+		t.Fatalf("run_code of an error: error %v, %s", isErr, text)
 	}
 
 	// Jobs: one that reads its input, one killed.

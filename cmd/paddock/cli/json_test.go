@@ -34,6 +34,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.AuditCheck{OK: true, Entries: 2, First: 1, Last: 2}
 		case r.URL.Path == "/v1/nodes/joins":
 			v = api.NodeJoin{Token: "pdkjoin_x", Command: "paddockd node --join …"}
+		case strings.HasSuffix(r.URL.Path, "/run"):
+			v = api.RunResult{Context: "python", Lang: "python"}
 		case strings.HasSuffix(r.URL.Path, "/desktop"):
 			v = api.DesktopTicket{Ticket: "t", Path: "/desktop/web#t"}
 		case strings.Contains(r.URL.Path, "/grants/"):

@@ -329,6 +329,41 @@ class Client:
             post["timeout"] = str(timeout)
         return self._json("POST", f"/boxes/{_q(box)}/jobs", post)
 
+    def run_code(self, box, code, lang=None, context=None, timeout=None) -> models.RunResult:
+        """Run code in the box's code interpreter: a Jupyter kernel that keeps
+        its state between runs (a context; default: the language's own).
+        Returns its output, the last expression's value by MIME type, what
+        it displayed (figures: "image/png", base64) and its error, if any;
+        past timeout the kernel is interrupted and keeps its state."""
+        post = {"code": code}
+        if lang:
+            post["lang"] = lang
+        if context:
+            post["context"] = context
+        if timeout is not None:
+            post["timeout"] = str(timeout)
+        # The server answers once the code ends: its timeout, and a margin.
+        body = json.dumps(post).encode()
+        with self._request("POST", f"/boxes/{_q(box)}/run", body, "application/json", timeout=None) as resp:
+            return json.loads(resp.read())
+
+    def contexts(self, box) -> List[models.CodeContext]:
+        return self._json("GET", f"/boxes/{_q(box)}/contexts")
+
+    def create_context(self, box, name=None, lang=None) -> models.CodeContext:
+        post = {}
+        if name:
+            post["name"] = name
+        if lang:
+            post["lang"] = lang
+        return self._json("POST", f"/boxes/{_q(box)}/contexts", post)
+
+    def restart_context(self, box, name) -> models.CodeContext:
+        return self._json("POST", f"/boxes/{_q(box)}/contexts/{_q(name)}/restart")
+
+    def remove_context(self, box, name):
+        self._json("DELETE", f"/boxes/{_q(box)}/contexts/{_q(name)}")
+
     def desktop_actions(self, box, actions, screenshot=False, scale=None) -> models.DesktopActionsResult:
         """Run actions on a box's desktop, in order (Anthropic's computer-use
         vocabulary: {"action": "left_click", "coordinate": [120, 40]}, and

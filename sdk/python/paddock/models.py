@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -94,6 +94,12 @@ _ChangeOptional = TypedDict("_ChangeOptional", {"attrs": "Optional[List[AttrChan
 
 class Change(_ChangeRequired, _ChangeOptional):
     pass
+
+
+CodeContext = TypedDict("CodeContext", {"kernel": "str", "lang": "str", "name": "str", "started": "str", "state": "str"})
+
+
+ContextPost = TypedDict("ContextPost", {"lang": "str", "name": "str"}, total=False)
 
 
 DNSDecision = TypedDict("DNSDecision", {"allowed": "bool", "name": "str", "reason": "str", "time": "str"})
@@ -393,6 +399,25 @@ class ReconcileResult(_ReconcileResultRequired, _ReconcileResultOptional):
 
 
 RestorePost = TypedDict("RestorePost", {"snapshot": "str"}, total=False)
+
+
+RunError = TypedDict("RunError", {"name": "str", "traceback": "Optional[List[str]]", "value": "str"})
+
+
+_RunPostRequired = TypedDict("_RunPostRequired", {"code": "str"})
+_RunPostOptional = TypedDict("_RunPostOptional", {"context": "str", "lang": "str", "timeout": "str"}, total=False)
+
+
+class RunPost(_RunPostRequired, _RunPostOptional):
+    pass
+
+
+_RunResultRequired = TypedDict("_RunResultRequired", {"context": "str", "execution_count": "int", "lang": "str", "stderr": "str", "stdout": "str"})
+_RunResultOptional = TypedDict("_RunResultOptional", {"display": "Optional[List[Optional[Dict[str, Any]]]]", "error": "RunError", "result": "Optional[Dict[str, Any]]", "started": "bool", "timed_out": "bool"}, total=False)
+
+
+class RunResult(_RunResultRequired, _RunResultOptional):
+    pass
 
 
 Sample = TypedDict("Sample", {"at": "str", "box": "str", "cpu_percent": "float", "disk_bytes": "int", "disk_limit_bytes": "int", "memory_bytes": "int", "memory_limit_bytes": "int", "net_rx_bytes": "int", "net_rx_rate": "float", "net_tx_bytes": "int", "net_tx_rate": "float", "processes": "int"})

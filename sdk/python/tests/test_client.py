@@ -94,6 +94,23 @@ class ClientTest(unittest.TestCase):
             self.c.send_job_input("py-box", k["id"], "late")
         self.assertEqual(e.exception.status, 409)
 
+    def test_code_interpreter(self):
+        self.c.run_code("py-box", "x = 41", context=None)
+        r = self.c.run_code("py-box", "x + 1")
+        self.assertEqual((r["context"], r["result"]["text/plain"]), ("python", "42"))
+        r = self.c.run_code("py-box", "while True: pass", timeout=1)
+        self.assertTrue(r["timed_out"])
+        self.assertEqual(self.c.run_code("py-box", "x")["result"]["text/plain"], "41")
+        self.assertEqual(self.c.create_context("py-box", name="py-scratch")["state"], "running")
+        self.assertEqual(self.c.run_code("py-box", "x", context="py-scratch")["error"]["name"], "NameError")
+        self.assertEqual(sorted(c["name"] for c in self.c.contexts("py-box")), ["py-scratch", "python"])
+        self.c.restart_context("py-box", "python")
+        self.assertEqual(self.c.run_code("py-box", "x")["error"]["name"], "NameError")
+        self.c.remove_context("py-box", "py-scratch")
+        with self.assertRaises(PaddockError) as e:
+            self.c.run_code("py-box", "1", context="py-scratch")
+        self.assertEqual(e.exception.status, 404)
+
     def test_push_and_pull(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "sub"))

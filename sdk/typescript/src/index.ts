@@ -41,8 +41,8 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
-  PolicyReport, PolicySpec, Port, Project, ProjectSpec, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
+  PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -367,6 +367,26 @@ export class Client {
   desktopActions(box: string, actions: DesktopAction[], opts: { screenshot?: boolean; scale?: number } = {}): Promise<DesktopActionsResult> {
     return this.json("POST", `/boxes/${q(box)}/desktop/actions`, { actions, ...opts });
   }
+
+  // --- the code interpreter ---
+
+  /** Runs code in the box's code interpreter: a Jupyter kernel that keeps
+   * its state between runs (a context; default: the language's own).
+   * Resolves with its output, the last expression's value by MIME type,
+   * what it displayed (figures: "image/png", base64) and its error, if
+   * any; past timeout the kernel is interrupted and keeps its state. */
+  runCode(box: string, code: string, opts: { lang?: string; context?: string; timeout?: string | number } = {}): Promise<RunResult> {
+    const timeout = opts.timeout === undefined ? undefined : String(opts.timeout);
+    return this.json("POST", `/boxes/${q(box)}/run`, { code, lang: opts.lang, context: opts.context, timeout });
+  }
+  contexts(box: string): Promise<CodeContext[]> { return this.json("GET", `/boxes/${q(box)}/contexts`); }
+  createContext(box: string, opts: { name?: string; lang?: string } = {}): Promise<CodeContext> {
+    return this.json("POST", `/boxes/${q(box)}/contexts`, opts);
+  }
+  restartContext(box: string, name: string): Promise<CodeContext> {
+    return this.json("POST", `/boxes/${q(box)}/contexts/${q(name)}/restart`);
+  }
+  async removeContext(box: string, name: string): Promise<void> { await this.json("DELETE", `/boxes/${q(box)}/contexts/${q(name)}`); }
 
   // --- jobs (detached commands whose output the server keeps) ---
 

@@ -148,6 +148,19 @@ export interface Change {
   reasons?: string[] | null;
 }
 
+export interface CodeContext {
+  kernel: string;
+  lang: string;
+  name: string;
+  started: string;
+  state: string;
+}
+
+export interface ContextPost {
+  lang?: string;
+  name?: string;
+}
+
 export interface DNSDecision {
   allowed: boolean;
   name: string;
@@ -512,6 +525,32 @@ export interface ReconcileResult {
 
 export interface RestorePost {
   snapshot?: string;
+}
+
+export interface RunError {
+  name: string;
+  traceback: string[] | null;
+  value: string;
+}
+
+export interface RunPost {
+  code: string;
+  context?: string;
+  lang?: string;
+  timeout?: string;
+}
+
+export interface RunResult {
+  context: string;
+  display?: (Record<string, unknown> | null)[] | null;
+  error?: RunError;
+  execution_count: number;
+  lang: string;
+  result?: Record<string, unknown> | null;
+  started?: boolean;
+  stderr: string;
+  stdout: string;
+  timed_out?: boolean;
 }
 
 export interface Sample {

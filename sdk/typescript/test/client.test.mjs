@@ -127,6 +127,20 @@ test("job control: input for a job, a signal for its group", async () => {
   await assert.rejects(c.sendJobInput("ts-box", k.id, "late"), (e) => e instanceof PaddockError && e.status === 409);
 });
 
+test("the code interpreter: state kept, a timeout, contexts", async () => {
+  await c.runCode("ts-box", "x = 41");
+  assert.equal((await c.runCode("ts-box", "x + 1")).result["text/plain"], "42");
+  assert.equal((await c.runCode("ts-box", "while True: pass", { timeout: 1 })).timed_out, true);
+  assert.equal((await c.runCode("ts-box", "x")).result["text/plain"], "41");
+  assert.equal((await c.createContext("ts-box", { name: "ts-scratch" })).state, "running");
+  assert.equal((await c.runCode("ts-box", "x", { context: "ts-scratch" })).error.name, "NameError");
+  assert.deepEqual((await c.contexts("ts-box")).map((x) => x.name).sort(), ["python", "ts-scratch"]);
+  await c.restartContext("ts-box", "python");
+  assert.equal((await c.runCode("ts-box", "x")).error.name, "NameError");
+  await c.removeContext("ts-box", "ts-scratch");
+  await assert.rejects(c.runCode("ts-box", "1", { context: "ts-scratch" }), (e) => e instanceof PaddockError && e.status === 404);
+});
+
 test("pushFiles writes files the box user owns; pull returns a tar", async () => {
   await c.pushFiles("ts-box", "/config/pushed", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
   const r = await c.exec("ts-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/sub/b.txt"]);
