@@ -621,6 +621,28 @@ type ContextPost struct {
 	Lang string `json:"lang,omitempty"`
 }
 
+// WatchEvent is an event of a file watch (GET /v1/boxes/NAME/watch).
+type WatchEvent struct {
+	// Type is created, modified, removed or renamed; or ready (the
+	// watches are set), dropped (Count events did not fit in the server's
+	// queue: the client read too slowly), overflow (the kernel's own
+	// queue overflowed in the box: events were lost) or error.
+	Type string `json:"type"`
+	Path string `json:"path,omitempty"`
+	// From is a renamed path's old name.
+	From string `json:"from,omitempty"`
+	// Kind is file, dir, link or other, and Size its size in bytes, when
+	// it was still there to look at.
+	Kind    string    `json:"kind,omitempty"`
+	Size    *int64    `json:"size,omitempty"`
+	Count   int64     `json:"count,omitempty"`
+	Watches int       `json:"watches,omitempty"`
+	Time    time.Time `json:"time,omitzero"`
+	Message string    `json:"message,omitempty"`
+	// Errno is the system's word for an error (EACCES, ENOENT...).
+	Errno string `json:"errno,omitempty"`
+}
+
 // DesktopActionNames are the actions a DesktopAction may name: the
 // computer-use tool's, then Paddock's own.
 var DesktopActionNames = []string{"key", "type", "mouse_move", "left_click", "right_click", "middle_click", "double_click",

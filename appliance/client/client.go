@@ -6,6 +6,7 @@
 package client
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -321,6 +322,69 @@ func (c *Client) Job(ctx context.Context, box, id string) (api.Job, error) {
 func (c *Client) DesktopActions(ctx context.Context, box string, p api.DesktopActionsPost) (api.DesktopActionsResult, error) {
 	var r api.DesktopActionsResult
 	return r, c.do(ctx, "POST", "/boxes/"+esc(box)+"/desktop/actions", p, &r)
+}
+
+// EventStream reads server-sent events.
+type EventStream struct {
+	body io.ReadCloser
+	r    *bufio.Reader
+}
+
+// Next is the next event's name and data; io.EOF once the stream ended.
+func (s *EventStream) Next() (string, []byte, error) {
+	var name string
+	var data []byte
+	for {
+		line, err := s.r.ReadString('\n')
+		if err != nil {
+			if err == io.EOF && line == "" {
+				return "", nil, io.EOF
+			}
+			if err != io.EOF {
+				return "", nil, err
+			}
+		}
+		line = strings.TrimRight(line, "\r\n")
+		switch {
+		case line == "":
+			if name != "" || data != nil {
+				return name, data, nil
+			}
+		case strings.HasPrefix(line, ":"):
+		case strings.HasPrefix(line, "event:"):
+			name = strings.TrimSpace(line[len("event:"):])
+		case strings.HasPrefix(line, "data:"):
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, strings.TrimPrefix(line[len("data:"):], " ")...)
+		}
+		if err == io.EOF {
+			return "", nil, io.ErrUnexpectedEOF
+		}
+	}
+}
+
+// Close ends the stream.
+func (s *EventStream) Close() error { return s.body.Close() }
+
+// WatchDir watches path in a box (recursive: the folders under it too)
+// and returns its events as they come; the first is ready.
+func (c *Client) WatchDir(ctx context.Context, box, path string, recursive bool) (*EventStream, error) {
+	q := url.Values{"path": {path}}
+	if recursive {
+		q.Set("recursive", "1")
+	}
+	req, err := c.request(ctx, "GET", "/boxes/"+esc(box)+"/watch?"+q.Encode(), nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := c.send(req)
+	if err != nil {
+		return nil, err
+	}
+	return &EventStream{body: resp.Body, r: bufio.NewReader(resp.Body)}, nil
 }
 
 // RunCode runs code in a box's code interpreter.

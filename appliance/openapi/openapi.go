@@ -29,7 +29,8 @@ type Op struct {
 	// RequestType is a non-JSON request body's media type.
 	RequestType string
 	// Response is a value of the JSON response body's type (nil: none,
-	// or ResponseType's).
+	// or ResponseType's); with ResponseType text/event-stream, of each
+	// event's data (x-event-data).
 	Response any
 	// ResponseType is a non-JSON response body's media type.
 	ResponseType string
@@ -153,6 +154,10 @@ func (g *gen) operation(method, path string, r route.Route, op Op, errType any) 
 	case op.Upgrade != "":
 		status = http.StatusSwitchingProtocols
 		ok = map[string]any{"description": "Switching Protocols to " + op.Upgrade}
+	case op.Response != nil && op.ResponseType == "text/event-stream":
+		// A stream of events: each one's data is Response's type.
+		ok["content"] = map[string]any{op.ResponseType: map[string]any{"schema": binary(op.ResponseType),
+			"x-event-data": g.schemaOf(reflect.TypeOf(op.Response))}}
 	case op.Response != nil:
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": g.schemaOf(reflect.TypeOf(op.Response))}}
 	case op.ResponseType != "":

@@ -71,6 +71,7 @@ type Service struct {
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
 	desktop   desktopLocks  // one request of desktop actions per box at a time
+	watchDirs watchCounts   // each box's file watches (watchdir.go)
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time

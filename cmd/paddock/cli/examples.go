@@ -31,6 +31,7 @@ var examples = map[string][]string{
 	"exec":       {"paddock exec web -- bash -lc 'cd /config/project && npm test'", "paddock exec -t web -- bash", "paddock exec --detach web -- make all", "paddock exec --timeout 10m web -- make test"},
 	"jobs":       {"paddock jobs web --json", "paddock jobs kill web j1a2b3c4d", "paddock jobs kill j1a2b3c4d --signal KILL", "paddock jobs send web j1a2b3c4d --text 'yes' --eof"},
 	"run":        {"paddock run web 'x = 41'", "paddock run web 'x + 1'", "paddock run web -f analysis.py --timeout 10m", "paddock run web --context scratch 'import pandas as pd; pd.DataFrame({\"a\": [1, 2]})' --json"},
+	"watch":      {"paddock watch web /config/src --recursive", "paddock watch web /config/out --count 1 --json"},
 	"contexts":   {"paddock contexts web", "paddock contexts new web scratch", "paddock contexts restart web scratch", "paddock contexts rm web scratch"},
 	"screenshot": {"paddock screenshot web -o shot.png"},
 	"desktop":    {"paddock desktop web", "paddock desktop web -- click 120 40 -- type 'héllo' -- key ctrl+s", "paddock desktop web --scale 0.5 -o step.png -- launch mousepad -- wait_idle", "paddock desktop web -- windows"},

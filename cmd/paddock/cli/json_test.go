@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -34,6 +35,10 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.AuditCheck{OK: true, Entries: 2, First: 1, Last: 2}
 		case r.URL.Path == "/v1/nodes/joins":
 			v = api.NodeJoin{Token: "pdkjoin_x", Command: "paddockd node --join …"}
+		case strings.HasSuffix(r.URL.Path, "/watch"):
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "event: ready\ndata: {\"type\":\"ready\",\"path\":\"/w\"}\n\nevent: created\ndata: {\"type\":\"created\",\"path\":\"/w/a\"}\n\n")
+			return
 		case strings.HasSuffix(r.URL.Path, "/run"):
 			v = api.RunResult{Context: "python", Lang: "python"}
 		case strings.HasSuffix(r.URL.Path, "/desktop"):
@@ -90,8 +95,16 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 		var out, errb strings.Builder
 		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
 		code := run(e, append(append([]string{}, args...), "--json"))
+		// One JSON value; or, for a stream (watch, top), one a line.
 		var v any
-		if code != 0 || json.Unmarshal([]byte(out.String()), &v) != nil {
+		isJSON := json.Unmarshal([]byte(out.String()), &v) == nil
+		if lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n"); !isJSON && len(lines) > 1 {
+			isJSON = true
+			for _, l := range lines {
+				isJSON = isJSON && json.Unmarshal([]byte(l), &v) == nil
+			}
+		}
+		if code != 0 || !isJSON {
 			t.Errorf("paddock %s --json: exit %d, stdout %q, stderr %q", strings.Join(args, " "), code, out.String(), errb.String())
 		}
 	}

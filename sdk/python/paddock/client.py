@@ -652,7 +652,20 @@ class Client:
         then ("ready", {}), then each change, until the caller stops. With
         metrics, also ("metrics", sample) per running box at each sampling
         pass."""
-        resp = self._request("GET", "/events?metrics=1" if metrics else "/events", timeout=None)
+        return self._sse("/events?metrics=1" if metrics else "/events")
+
+    def watch_dir(self, box, path, recursive=False) -> Iterator[models.WatchEvent]:
+        """Watch a folder (or file) of a box: yield its events as they
+        happen, first "ready", then created, modified, removed and renamed
+        (with "from"), each with its path, kind and size; "dropped" says
+        how many this client read too slowly for. Stop by closing the
+        generator (or leaving the loop)."""
+        q = urllib.parse.urlencode([("path", path)] + ([("recursive", "1")] if recursive else []))
+        for _, data in self._sse(f"/boxes/{_q(box)}/watch?{q}"):
+            yield data
+
+    def _sse(self, path):
+        resp = self._request("GET", path, timeout=None)
         try:
             kind, data = None, []
             for raw in resp:
@@ -850,6 +863,15 @@ class AsyncClient:
     async def events(self, metrics=False):
         """Like Client.events, as an async iterator."""
         it = self._c.events(metrics)
+        try:
+            async for ev in _aiter(it):
+                yield ev
+        finally:
+            it.close()
+
+    async def watch_dir(self, box, path, recursive=False):
+        """Like Client.watch_dir, as an async iterator."""
+        it = self._c.watch_dir(box, path, recursive)
         try:
             async for ev in _aiter(it):
                 yield ev

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -479,6 +479,14 @@ _UserQuotaOptional = TypedDict("_UserQuotaOptional", {"groups": "Optional[Dict[s
 
 
 class UserQuota(_UserQuotaRequired, _UserQuotaOptional):
+    pass
+
+
+_WatchEventRequired = TypedDict("_WatchEventRequired", {"type": "str"})
+_WatchEventOptional = TypedDict("_WatchEventOptional", {"count": "int", "errno": "str", "from": "str", "kind": "str", "message": "str", "path": "str", "size": "int", "time": "str", "watches": "int"}, total=False)
+
+
+class WatchEvent(_WatchEventRequired, _WatchEventOptional):
     pass
 
 

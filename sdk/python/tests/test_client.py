@@ -111,6 +111,18 @@ class ClientTest(unittest.TestCase):
             self.c.run_code("py-box", "1", context="py-scratch")
         self.assertEqual(e.exception.status, 404)
 
+    def test_watch_dir(self):
+        self.c.exec("py-box", ["mkdir", "-p", "/config/pw"])
+        it = self.c.watch_dir("py-box", "/config/pw")
+        self.assertEqual(next(it)["type"], "ready")
+        self.c.exec("py-box", ["sh", "-c", "echo hi > /config/pw/a"])
+        e = next(it)
+        self.assertEqual((e["type"], e["path"], e["kind"]), ("created", "/config/pw/a", "file"))
+        it.close()
+        with self.assertRaises(PaddockError) as e:
+            next(self.c.watch_dir("py-box", "/root"))
+        self.assertEqual(e.exception.status, 403)
+
     def test_push_and_pull(self):
         with tempfile.TemporaryDirectory() as d:
             os.makedirs(os.path.join(d, "sub"))

@@ -42,7 +42,7 @@ export class PaddockError extends Error {
 
 import type {
   ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
-  PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, WatchEvent, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -573,8 +573,22 @@ export class Client {
    * metrics, also a "metrics" event (a Sample) per running box at each
    * sampling pass. */
   async *events(opts: { metrics?: boolean } = {}): AsyncGenerator<{ kind: string; data: unknown }> {
+    yield* this.sse(opts.metrics ? "/events?metrics=1" : "/events");
+  }
+
+  /** Watches a folder (or file) of a box: yields its events as they
+   * happen, first "ready", then created, modified, removed and renamed
+   * (with from), each with its path, kind and size; "dropped" says how
+   * many this client read too slowly for. Stop by breaking out. */
+  async *watchDir(box: string, path: string, opts: { recursive?: boolean } = {}): AsyncGenerator<WatchEvent> {
+    const qs = `path=${encodeURIComponent(path)}${opts.recursive ? "&recursive=1" : ""}`;
+    for await (const e of this.sse(`/boxes/${q(box)}/watch?${qs}`)) yield e.data as WatchEvent;
+  }
+
+  /** A server-sent events stream, as { kind, data } (data parsed). */
+  private async *sse(path: string): AsyncGenerator<{ kind: string; data: unknown }> {
     const res: http.IncomingMessage = await new Promise((resolve, reject) => {
-      const req = this.transport().request({ ...this.target("GET", opts.metrics ? "/events?metrics=1" : "/events"), headers: this.headers(), agent: false }, resolve);
+      const req = this.transport().request({ ...this.target("GET", path), headers: this.headers(), agent: false }, resolve);
       req.on("error", reject);
       req.end();
     });

@@ -645,6 +645,19 @@ export interface UserQuota {
   user: string;
 }
 
+export interface WatchEvent {
+  count?: number;
+  errno?: string;
+  from?: string;
+  kind?: string;
+  message?: string;
+  path?: string;
+  size?: number;
+  time?: string;
+  type: string;
+  watches?: number;
+}
+
 export interface Whoami {
   role: string;
   server: string;

@@ -141,6 +141,18 @@ test("the code interpreter: state kept, a timeout, contexts", async () => {
   await assert.rejects(c.runCode("ts-box", "1", { context: "ts-scratch" }), (e) => e instanceof PaddockError && e.status === 404);
 });
 
+test("watchDir: a file made in the box arrives as an event", async () => {
+  await c.exec("ts-box", ["mkdir", "-p", "/config/tw"]);
+  const seen = [];
+  for await (const e of c.watchDir("ts-box", "/config/tw")) {
+    seen.push(`${e.type} ${e.path ?? ""}`.trim());
+    if (e.type === "ready") await c.exec("ts-box", ["sh", "-c", "echo hi > /config/tw/a"]);
+    else break;
+  }
+  assert.deepEqual(seen, ["ready /config/tw", "created /config/tw/a"]);
+  await assert.rejects(c.watchDir("ts-box", "/root").next(), (e) => e instanceof PaddockError && e.status === 403);
+});
+
 test("pushFiles writes files the box user owns; pull returns a tar", async () => {
   await c.pushFiles("ts-box", "/config/pushed", { "a.txt": "alpha\n", "sub/b.txt": "beta\n" });
   const r = await c.exec("ts-box", ["sh", "-c", "cat /config/pushed/a.txt /config/pushed/sub/b.txt; stat -c %U /config/pushed/sub/b.txt"]);

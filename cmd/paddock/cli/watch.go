@@ -1,0 +1,83 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+)
+
+// cmdWatch prints the changes to a path in a box as they happen, until
+// Ctrl-C (or --count changes).
+func cmdWatch(e *env, args []string) error {
+	fs := flags("watch")
+	recursive := fs.BoolP("recursive", "r", false, "the folders under the path too")
+	count := fs.Int("count", 0, "end after this many changes (created, modified, removed, renamed)")
+	asJSON := fs.Bool("json", false, "print each event as a JSON line")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and an absolute path in it")
+	}
+	if *count < 0 {
+		return invalidf("--count %d: give a number of changes, or 0 for no end", *count)
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	s, err := c.WatchDir(e.ctx, name, fs.Arg(1), *recursive)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	seen := 0
+	for {
+		kind, data, err := s.Next()
+		if err != nil {
+			if e.ctx.Err() != nil {
+				return nil
+			}
+			if errors.Is(err, io.EOF) {
+				fmt.Fprintln(e.stderr, "paddock: the server ended the watch")
+				return nil
+			}
+			return err
+		}
+		var ev api.WatchEvent
+		if json.Unmarshal(data, &ev) != nil {
+			continue
+		}
+		if *asJSON {
+			fmt.Fprintf(e.stdout, "%s\n", data)
+		}
+		switch kind {
+		case "ready":
+			fmt.Fprintf(e.stderr, "watching %s in %s (%d folders); Ctrl-C ends\n", ev.Path, name, ev.Watches)
+		case "dropped":
+			fmt.Fprintf(e.stderr, "paddock: %d events were dropped (this client read too slowly)\n", ev.Count)
+		case "overflow":
+			fmt.Fprintf(e.stderr, "paddock: events were lost in the box: %s\n", ev.Message)
+		case "error":
+			return fmt.Errorf("the watch: %s", ev.Message)
+		default:
+			if !*asJSON {
+				line := fmt.Sprintf("%-9s %-5s %s", ev.Type, ev.Kind, ev.Path)
+				if ev.From != "" {
+					line = fmt.Sprintf("%-9s %-5s %s -> %s", ev.Type, ev.Kind, ev.From, ev.Path)
+				}
+				if ev.Size != nil && ev.Kind == "file" {
+					line += fmt.Sprintf(" (%d bytes)", *ev.Size)
+				}
+				fmt.Fprintln(e.stdout, line)
+			}
+			seen++
+			if *count > 0 && seen >= *count {
+				return nil
+			}
+		}
+	}
+}
