@@ -260,6 +260,7 @@ func main() {
 		p = timeIt(*n*2, pause, func(int) { r.paddock("exec", "bench", "--", "true") }, nil)
 		dk = timeIt(*n*2, pause, func(int) { r.docker("exec", rawBox, "true") }, nil)
 		rows = append(rows, row{"exec true, 1 s apart", p, dk})
+		rows = append(rows, watchRow(r, d.Client(), rawBox, *n*2))
 	}
 
 	// The same through the front door: HTTPS (a new TLS connection per

@@ -285,6 +285,20 @@ func TestCluster(t *testing.T) {
 		}
 	}
 
+	// Job control on n2: a signal goes to its agent with the job's
+	// command (a frame of the node's exec stream), and input too.
+	id := strings.TrimSpace(must("exec", "--detach", b2, "--", "sh", "-c", "exec 2>/dev/null; trap 'echo got-term; exit 3' TERM; echo ready; while :; do sleep 0.1; done"))
+	waitFor(t, 60*time.Second, "the job on n2 to start", func() bool { return strings.Contains(must("logs", b2, id), "ready") })
+	must("jobs", "kill", b2, id)
+	if got := strings.TrimSpace(must("wait", b2, id)); got != "3" || must("logs", b2, id) != "ready\ngot-term\n" {
+		t.Fatalf("a job on n2 sent TERM: exit %s, log %q", got, must("logs", b2, id))
+	}
+	id = strings.TrimSpace(must("exec", "--detach", "--stdin", b2, "--", "sh", "-c", "read l; echo got:$l"))
+	must("jobs", "send", b2, id, "--text", "hi", "--eof")
+	if got := strings.TrimSpace(must("wait", b2, id)); got != "0" || must("logs", b2, id) != "got:hi\n" {
+		t.Fatalf("a job on n2 sent input: exit %s, log %q", got, must("logs", b2, id))
+	}
+
 	// Stop (a snapshot on its node) and start keep its files; a fork of
 	// it is made where its snapshot is, with them.
 	must("stop", b2)
