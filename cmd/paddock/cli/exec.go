@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -102,16 +103,22 @@ func cmdExec(e *env, args []string) error {
 	return nil
 }
 
-// jobArgs are the [BOX] JOB of a job verb: the current box when only a
-// job is given.
-func jobArgs(args []string) (box, job string, err error) {
-	switch len(args) {
-	case 1:
-		return "current", args[0], nil
-	case 2:
-		return args[0], args[1], nil
+// jobTarget parses a job verb's flags and its [BOX] JOB (the current box
+// when only a job is given), and connects to the box's server.
+func jobTarget(e *env, fs *pflag.FlagSet, args []string) (box, job string, c *client.Client, err error) {
+	if err := parse(fs, args); err != nil {
+		return "", "", nil, err
 	}
-	return "", "", usagef("give a job (of the current box), or a box and a job")
+	switch fs.NArg() {
+	case 1:
+		box, job = "current", fs.Arg(0)
+	case 2:
+		box, job = fs.Arg(0), fs.Arg(1)
+	default:
+		return "", "", nil, usagef("give a job (of the current box), or a box and a job")
+	}
+	box, c, err = e.connect(box)
+	return box, job, c, err
 }
 
 // cmdJobs lists a box's jobs (one argument: the box), or signals a job
@@ -271,14 +278,7 @@ func cmdJobsKill(e *env, args []string) error {
 	fs := flags("jobs")
 	sig := fs.StringP("signal", "s", "TERM", "TERM, INT, KILL, HUP, QUIT, USR1 or USR2")
 	asJSON := fs.Bool("json", false, "print the job as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	box, id, err := jobArgs(fs.Args())
-	if err != nil {
-		return err
-	}
-	name, c, err := e.connect(box)
+	name, id, c, err := jobTarget(e, fs, args)
 	if err != nil {
 		return err
 	}
@@ -289,7 +289,7 @@ func cmdJobsKill(e *env, args []string) error {
 	if *asJSON {
 		return printJSON(e.stdout, j)
 	}
-	fmt.Fprintf(e.stderr, "sent %s to job %s (%s); 'paddock wait %s %s' waits for its end\n", strings.ToUpper(strings.TrimPrefix(strings.ToUpper(*sig), "SIG")), j.ID, j.State, name, j.ID)
+	fmt.Fprintf(e.stderr, "sent %s to job %s (%s); 'paddock wait %s %s' waits for its end\n", strings.TrimPrefix(strings.ToUpper(*sig), "SIG"), j.ID, j.State, name, j.ID)
 	return nil
 }
 
@@ -300,14 +300,7 @@ func cmdJobsSend(e *env, args []string) error {
 	text := fs.String("text", "", "send this text (and a newline) instead of this command's input")
 	eof := fs.Bool("eof", false, "end the job's input after this send")
 	asJSON := fs.Bool("json", false, "print what was sent as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	box, id, err := jobArgs(fs.Args())
-	if err != nil {
-		return err
-	}
-	name, c, err := e.connect(box)
+	name, id, c, err := jobTarget(e, fs, args)
 	if err != nil {
 		return err
 	}
