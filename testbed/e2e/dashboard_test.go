@@ -504,7 +504,14 @@ func TestDashboard(t *testing.T) {
 		chromedp.Click(chromedp.CSS("#job-start")))
 	poll[bool](b, "the job's log", `document.querySelector("#job-log").textContent.includes("job-5\ndone")`, 30*time.Second)
 	poll[bool](b, "the job exited in the list", `[...document.querySelectorAll("#jobs tbody tr")].some(r => r.textContent.includes("job-$((2+3))") && r.textContent.includes("exited"))`, 20*time.Second)
+	// A running job is stopped from its row: TERM, exit 143.
+	eval[string](b, `document.getElementById("job-cmd").value = ""`)
+	b.do(chromedp.SendKeys(chromedp.CSS("#job-cmd"), "sleep 3600"),
+		chromedp.Click(chromedp.CSS("#job-start")))
+	poll[bool](b, "the sleeping job's Stop button", `!!document.querySelector('#jobs tbody tr button[data-signal="TERM"]')`, 20*time.Second)
 	b.shots(shotDir, "box-jobs")
+	b.do(chromedp.Click(chromedp.CSS(`#jobs tbody tr button[data-signal="TERM"]`)))
+	poll[bool](b, "the stopped job exited 143 in the list", `[...document.querySelectorAll("#jobs tbody tr")].some(r => r.textContent.includes("sleep 3600") && r.textContent.includes("exited") && r.textContent.includes("143") && !r.querySelector("button[data-signal]"))`, 30*time.Second)
 
 	// Files: upload a file into a folder and download it back.
 	payload := make([]byte, 300<<10)

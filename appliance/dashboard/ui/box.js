@@ -187,8 +187,20 @@ function renderJobs() {
   jobBody.replaceChildren(...list.map((j) => el("tr", { "data-job": j.id, class: following?.id === j.id ? "selected" : "" },
     el("td", {}, el("button", { type: "button", class: "link", onclick: () => follow(j.id, document.getElementById("job-log")) }, j.id)),
     el("td", { class: "wrap" }, el("code", {}, j.cmd.join(" "))),
-    el("td", {}, stateBadge(j.state)), el("td", { class: "num" }, j.exit_code ?? ""), el("td", {}, when(j.started)))));
-  if (!list.length) jobBody.append(el("tr", { class: "empty" }, el("td", { colspan: 5 }, "No jobs yet.")));
+    el("td", {}, stateBadge(j.state)), el("td", { class: "num" }, j.exit_code ?? ""), el("td", {}, when(j.started)),
+    el("td", { class: "acts pair" }, ...jobButtons(j)))));
+  if (!list.length) jobBody.append(el("tr", { class: "empty" }, el("td", { colspan: 6 }, "No jobs yet.")));
+}
+// A running job can be stopped (TERM, which it may trap) or killed
+// (KILL), by whoever may work in the box.
+function jobButtons(j) {
+  if (j.state !== "running" || box?.access === "viewer") return [];
+  const signal = (sig, label, cls) => {
+    const b = el("button", { type: "button", class: `small ${cls}`, "data-signal": sig, "aria-label": `${label} job ${j.id} (${sig})` }, label);
+    b.onclick = () => busy(b, async () => { jobs.set(j.id, await api("POST", `${B}/jobs/${enc(j.id)}/signal`, { signal: sig })); renderJobs(); });
+    return b;
+  };
+  return [signal("TERM", "Stop", ""), " ", signal("KILL", "Kill", "danger")];
 }
 async function follow(id, pre) {
   following?.ctl.abort();
