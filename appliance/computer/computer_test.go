@@ -1,4 +1,4 @@
-package service
+package computer
 
 import (
 	"errors"
@@ -10,9 +10,9 @@ import (
 
 // A request of desktop actions is checked whole before any of it runs:
 // each bad one names the action by its place and says what is wrong.
-func TestCheckDesktopActions(t *testing.T) {
+func TestCheck(t *testing.T) {
 	act := func(a ...api.DesktopAction) api.DesktopActionsPost { return api.DesktopActionsPost{Actions: a} }
-	many := make([]api.DesktopAction, MaxDesktopActions+1)
+	many := make([]api.DesktopAction, MaxActions+1)
 	for i := range many {
 		many[i] = api.DesktopAction{Action: "cursor_position"}
 	}
@@ -30,7 +30,7 @@ func TestCheckDesktopActions(t *testing.T) {
 		{act(api.DesktopAction{Action: "left_click", Coordinate: []int{-1, 2}}), "actions[0]", "negative"},
 		{act(api.DesktopAction{Action: "key"}), "actions[0]", "give the keys in text"},
 		{act(api.DesktopAction{Action: "type"}), "actions[0]", "give the text to type"},
-		{act(api.DesktopAction{Action: "type", Text: strings.Repeat("é", maxDesktopText+1)}), "actions[0]", "text of 10001 characters"},
+		{act(api.DesktopAction{Action: "type", Text: strings.Repeat("é", maxText+1)}), "actions[0]", "text of 10001 characters"},
 		{act(api.DesktopAction{Action: "type", Text: "a\x00b"}), "actions[0]", "not valid UTF-8 text"},
 		{act(api.DesktopAction{Action: "wait"}), "actions[0]", "give a duration in seconds"},
 		{act(api.DesktopAction{Action: "wait", Duration: 61}), "actions[0]", "give 0 to 60 seconds"},
@@ -44,7 +44,7 @@ func TestCheckDesktopActions(t *testing.T) {
 		{act(api.DesktopAction{Action: "screenshot", Region: []int{0, 0, 1, 1}}), "actions[0]", "only zoom takes a region"},
 		{act(api.DesktopAction{Action: "type", Text: "x", Target: "y"}), "actions[0]", "only launch takes a target"},
 	} {
-		err := CheckDesktopActions(c.post)
+		err := Check(c.post)
 		var ae *api.Error
 		if !errors.As(err, &ae) || ae.Code != api.CodeInvalid || ae.Field != c.field || !strings.Contains(ae.Message, c.says) {
 			t.Errorf("%+v: %v (field %q), want %s saying %q", c.post, err, fieldOf(ae), c.field, c.says)
@@ -64,10 +64,10 @@ func TestCheckDesktopActions(t *testing.T) {
 		api.DesktopAction{Action: "zoom", Region: []int{0, 0, 10, 10}}, api.DesktopAction{Action: "windows"},
 		api.DesktopAction{Action: "launch", Target: "mousepad"}, api.DesktopAction{Action: "wait_idle", Duration: 2},
 	)
-	if len(ok.Actions) != len(desktopActionNames) {
-		t.Fatalf("the well-formed request has %d actions; the vocabulary %d", len(ok.Actions), len(desktopActionNames))
+	if len(ok.Actions) != len(actionNames) {
+		t.Fatalf("the well-formed request has %d actions; the vocabulary %d", len(ok.Actions), len(actionNames))
 	}
-	if err := CheckDesktopActions(ok); err != nil {
+	if err := Check(ok); err != nil {
 		t.Fatal(err)
 	}
 }
