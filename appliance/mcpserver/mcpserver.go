@@ -435,24 +435,14 @@ func (s *Server) tools() {
 			return nil, err
 		}
 		// The images go as images; the rest as text.
-		var imgs []mcp.Content
+		var imgs images
 		for i := range r.Results {
-			if r.Results[i].Image != "" {
-				b, err := base64.StdEncoding.DecodeString(r.Results[i].Image)
-				if err != nil {
-					return nil, err
-				}
-				imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
-				r.Results[i].Image = fmt.Sprintf("(image %d below)", len(imgs))
-			}
-		}
-		if r.Screenshot != "" {
-			b, err := base64.StdEncoding.DecodeString(r.Screenshot)
-			if err != nil {
+			if err := imgs.take(&r.Results[i].Image); err != nil {
 				return nil, err
 			}
-			imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
-			r.Screenshot = fmt.Sprintf("(image %d below)", len(imgs))
+		}
+		if err := imgs.take(&r.Screenshot); err != nil {
+			return nil, err
 		}
 		res := asText(r)
 		res.Content = append(res.Content, imgs...)
@@ -467,15 +457,13 @@ func (s *Server) tools() {
 		if err != nil {
 			return nil, err
 		}
-		var imgs []mcp.Content
+		var imgs images
 		for _, d := range append(append([]map[string]any{}, r.Display...), r.Result) {
 			if png, ok := d["image/png"].(string); ok {
-				b, err := base64.StdEncoding.DecodeString(png)
-				if err != nil {
+				if err := imgs.take(&png); err != nil {
 					return nil, err
 				}
-				imgs = append(imgs, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
-				d["image/png"] = fmt.Sprintf("(image %d below)", len(imgs))
+				d["image/png"] = png
 			}
 		}
 		res := asText(r)
@@ -515,6 +503,24 @@ func (s *Server) tools() {
 		}
 		return asText(map[string]any{"job": j, "log": string(out.b)}), nil
 	})
+}
+
+// images are a tool's PNGs, taken out of its text answer (where each
+// becomes "(image N below)") to follow it as images.
+type images []mcp.Content
+
+// take moves the base64 PNG in *b64 (if any) into the images.
+func (m *images) take(b64 *string) error {
+	if *b64 == "" {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(*b64)
+	if err != nil {
+		return err
+	}
+	*m = append(*m, &mcp.ImageContent{Data: b, MIMEType: "image/png"})
+	*b64 = fmt.Sprintf("(image %d below)", len(*m))
+	return nil
 }
 
 // capped keeps the first max bytes written.
