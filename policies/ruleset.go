@@ -43,7 +43,8 @@
 //     192.0.0.192);
 //   - traffic to any of the host's own addresses, and broadcast or multicast
 //     to the host, is dropped, except DNS (udp and tcp 53) to the box
-//     network's gateway, where the resolver is;
+//     network's gateway, where the resolver is, and the credential
+//     broker's port there (Network.BrokerPort, tcp);
 //   - traffic to other boxes (the box subnet) and DNATed traffic (the host's
 //     published ports) is dropped;
 //   - in a cluster, traffic to the other servers (their addresses in the
@@ -113,6 +114,9 @@ type Network struct {
 	// beyond this machine's own addresses: in a cluster, the other
 	// servers' addresses and their box networks (Manager.SetFence).
 	Fence []netip.Prefix
+	// BrokerPort is where the credential broker listens on the gateway
+	// (TCP); 0: there is none, and boxes do not reach that port.
+	BrokerPort uint16
 }
 
 // Match is one condition of a rule.
@@ -282,6 +286,11 @@ func Compile(n Network, boxes []Box) Ruleset {
 		c.Rules = append(c.Rules,
 			Rule{Match: []Match{{Kind: Daddr, Addr: n.Gateway}, {Kind: Dport, Port: 53, UDP: true}}, Verdict: "accept"},
 			Rule{Match: []Match{{Kind: Daddr, Addr: n.Gateway}, {Kind: Dport, Port: 53}}, Verdict: "accept"},
+		)
+		if n.BrokerPort != 0 {
+			c.Rules = append(c.Rules, Rule{Match: []Match{{Kind: Daddr, Addr: n.Gateway}, {Kind: Dport, Port: n.BrokerPort}}, Verdict: "accept"})
+		}
+		c.Rules = append(c.Rules,
 			Rule{Match: []Match{{Kind: FibDaddrLocal}}, Counter: true, Verdict: "drop", Comment: counterName(b.Name, DropHost)},
 			Rule{Match: []Match{{Kind: PktTypeNot, Value: PacketToHost}}, Counter: true, Verdict: "drop", Comment: counterName(b.Name, DropHost)},
 		)

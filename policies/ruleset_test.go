@@ -27,6 +27,8 @@ var testNet = Network{
 	Subnet:  netip.MustParsePrefix("10.213.7.0/24"),
 	Gateway: netip.MustParseAddr("10.213.7.1"),
 	Fence:   []netip.Prefix{netip.MustParsePrefix("198.19.7.3/32"), netip.MustParsePrefix("10.213.8.0/24")},
+	// The credential broker's port on the gateway.
+	BrokerPort: 4480,
 }
 
 func testBoxes() []Box {
@@ -116,6 +118,7 @@ func TestApplyInKernel(t *testing.T) {
 		"meta nfproto ipv6 counter packets 0 bytes 0 drop",
 		"ip saddr 10.213.7.2 jump box-open",
 		"ip daddr 10.213.7.1 udp dport 53 accept",
+		"ip daddr 10.213.7.1 tcp dport 4480 accept",
 		"fib daddr type local counter packets 0 bytes 0 drop",
 		"ip daddr 169.254.0.0/16 counter packets 0 bytes 0 drop",
 		"ip daddr 10.213.7.0/24 counter packets 0 bytes 0 drop",

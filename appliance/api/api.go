@@ -81,6 +81,9 @@ type Box struct {
 	// was seen.
 	OOMKills int64      `json:"oom_kills,omitempty"`
 	OOMAt    *time.Time `json:"oom_at,omitempty"`
+	// Broker is what the box sent through the credential broker, by
+	// secret (one box's answer only, not the list's).
+	Broker []BrokerUse `json:"broker,omitempty"`
 	// Access is how the box is shared with the caller, when it is not
 	// theirs: "viewer" (they read it) or "member" (they work in it).
 	Access string `json:"access,omitempty"`
@@ -456,6 +459,35 @@ type Secret struct {
 	Shared bool `json:"shared"`
 	// Mine: the caller's own (else an owner's shared one).
 	Mine bool `json:"mine"`
+	// Broker, when set, says the secret is brokered: boxes get a
+	// stand-in, and the value goes only to these hosts, through the
+	// broker.
+	Broker *SecretBroker `json:"broker,omitempty"`
+}
+
+// SecretBroker is how a secret is brokered: the hosts it may be sent to,
+// the header it goes in ("x-api-key", "bearer", "token", a header's name,
+// or "NAME: PREFIX"), and how many requests a box may send with it
+// ("60/min", "1000/day"; "" for no limit).
+type SecretBroker struct {
+	Hosts  []string `json:"hosts"`
+	Header string   `json:"header"`
+	Limit  string   `json:"limit,omitempty"`
+}
+
+// BrokerUse is what a box sent through the broker with one secret.
+type BrokerUse struct {
+	Secret   string `json:"secret"`
+	Requests int64  `json:"requests"`
+	// Refused counts requests the broker turned away (another box's
+	// stand-in, a host the secret is not for, past the limit, ...).
+	Refused   int64 `json:"refused"`
+	BytesUp   int64 `json:"bytes_up"`
+	BytesDown int64 `json:"bytes_down"`
+	// Status counts the API's answers by class: "2xx", "4xx", "5xx".
+	Status     map[string]int64 `json:"status,omitempty"`
+	LastStatus int              `json:"last_status,omitempty"`
+	Last       *time.Time       `json:"last,omitempty"`
 }
 
 // Agent is an entry of the agent table.

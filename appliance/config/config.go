@@ -67,6 +67,11 @@ type Agent struct {
 	// NoTask, when set, says why the agent takes no task without a
 	// person: it is installed and listed, and prompt refuses it with this.
 	NoTask string `koanf:"no_task"`
+	// BaseURLs are variables the agent reads its API's address from,
+	// set when one of its secrets is brokered: the value is a template in
+	// which ${SECRET} is the broker's address for that secret's first
+	// host (ANTHROPIC_BASE_URL = "${ANTHROPIC_API_KEY}").
+	BaseURLs map[string]string `koanf:"base_urls"`
 }
 
 // Limits are counts a member may not pass.
@@ -158,6 +163,13 @@ type Config struct {
 	// DNSUpstream is where the boxes' resolver forwards allowed names
 	// (host:port); empty takes the first nameserver of /etc/resolv.conf.
 	DNSUpstream string `koanf:"dns_upstream"`
+	// BrokerPort is where the credential broker listens, on the box
+	// network's gateway (plain HTTP, reachable from boxes only); 0 turns
+	// brokered secrets off.
+	BrokerPort int `koanf:"broker_port"`
+	// BrokerCAFile adds authorities (PEM) that the broker trusts, beside
+	// the system's, for the APIs it forwards to; nothing else trusts them.
+	BrokerCAFile string `koanf:"broker_ca_file"`
 	// DockerHost overrides DOCKER_HOST.
 	DockerHost string `koanf:"docker_host"`
 	// Types maps small, medium and large to limits.
@@ -298,6 +310,8 @@ func Defaults() map[string]any {
 		"node_listen":                 ":7443",
 		"cluster_listen":              "",
 		"dns_upstream":                "",
+		"broker_port":                 4480,
+		"broker_ca_file":              "",
 		"docker_host":                 "",
 		"types.small.cpus":            1.0,
 		"types.small.memory_mib":      2048,
@@ -338,9 +352,11 @@ func Defaults() map[string]any {
 		"agents.claude.command":       []string{"claude", "-p"},
 		"agents.claude.secrets":       []string{"ANTHROPIC_API_KEY"},
 		"agents.claude.logins":        []string{".claude/.credentials.json"},
+		"agents.claude.base_urls":     map[string]any{"ANTHROPIC_BASE_URL": "${ANTHROPIC_API_KEY}"},
 		"agents.codex.command":        []string{"codex", "exec"},
 		"agents.codex.secrets":        []string{"OPENAI_API_KEY"},
 		"agents.codex.logins":         []string{".codex/auth.json"},
+		"agents.codex.base_urls":      map[string]any{"OPENAI_BASE_URL": "${OPENAI_API_KEY}/v1"},
 		"agents.opencode.command":     []string{"opencode", "run"},
 		"agents.opencode.secrets":     []string{},
 		"agents.opencode.logins":      []string{".local/share/opencode/auth.json"},

@@ -161,6 +161,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	boxNet.BrokerPort = uint16(cfg.BrokerPort)
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	drv, err := engine(dctx, cfg, boxNet)
 	if cfg.UnsafeDockerInRuncBoxes {
@@ -260,6 +261,11 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		return err
 	}
 	defer resolver.Shutdown()
+	stopBroker, err := startBroker(cfg, svc, boxNet, log)
+	if err != nil {
+		return err
+	}
+	defer stopBroker()
 	if cfg.ClusterListen != "" {
 		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc, log)
 		if err != nil {

@@ -185,12 +185,9 @@ func startResolver(cfg config.Config, fw *policies.Manager, boxNet policies.Netw
 	if err := bridgeFiltering(); err != nil {
 		return nil, err
 	}
-	upstream := cfg.DNSUpstream
-	if upstream == "" {
-		var err error
-		if upstream, err = policies.UpstreamFromResolvConf("/etc/resolv.conf"); err != nil {
-			return nil, fmt.Errorf("no upstream for the box resolver (set dns_upstream): %w", err)
-		}
+	upstream, err := dnsUpstream(cfg)
+	if err != nil {
+		return nil, err
 	}
 	r := &policies.Resolver{M: fw, Upstream: upstream, Addr: net.JoinHostPort(boxNet.Gateway.String(), "53")}
 	if err := r.Serve(); err != nil {
@@ -198,6 +195,19 @@ func startResolver(cfg config.Config, fw *policies.Manager, boxNet policies.Netw
 	}
 	log.Info("box resolver", "listen", r.Addr, "upstream", r.Upstream, "table", boxNet.Table, "bridge", boxNet.Bridge)
 	return r, nil
+}
+
+// dnsUpstream is where names the boxes' resolver and the credential
+// broker look up are asked: dns_upstream, or /etc/resolv.conf's first.
+func dnsUpstream(cfg config.Config) (string, error) {
+	if cfg.DNSUpstream != "" {
+		return cfg.DNSUpstream, nil
+	}
+	upstream, err := policies.UpstreamFromResolvConf("/etc/resolv.conf")
+	if err != nil {
+		return "", fmt.Errorf("no upstream for the box resolver (set dns_upstream): %w", err)
+	}
+	return upstream, nil
 }
 
 // localInfo is what this server has: the engine's CPUs and memory, the

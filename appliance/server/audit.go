@@ -35,6 +35,7 @@ var auditActions = map[string]string{
 	"POST /v1/keys":                                "key.add",
 	"DELETE /v1/keys/{name}":                       "key.remove",
 	"PUT /v1/secrets/{name}":                       "secret.set",
+	"PUT /v1/secrets/{name}/broker":                "secret.broker",
 	"DELETE /v1/secrets/{name}":                    "secret.remove",
 	"POST /v1/boxes":                               "box.create",
 	"DELETE /v1/boxes/{name}":                      "box.remove",

@@ -158,6 +158,7 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/metrics", s.latestMetrics)
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
+	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
 	add("GET "+p+"/tokens", s.tokens)
 	add("POST "+p+"/tokens", s.createToken)
@@ -645,6 +646,9 @@ func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 	b, err := s.Svc.GetBox(r.PathValue("name"))
 	if err != nil {
+		return err
+	}
+	if b.Broker, err = s.Svc.BrokerUses(b.Name); err != nil {
 		return err
 	}
 	if r.URL.Query().Get("detail") == "1" {
@@ -1185,7 +1189,25 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Svc.SetSecret(r.Context(), r.PathValue("name"), v, r.URL.Query().Get("shared") == "true"); err != nil {
+	q := r.URL.Query()
+	var brk *api.SecretBroker
+	if q.Has("broker") || q.Has("header") || q.Has("limit") {
+		brk = &api.SecretBroker{Hosts: q["broker"], Header: q.Get("header"), Limit: q.Get("limit")}
+	}
+	if err := s.Svc.SetSecret(r.Context(), r.PathValue("name"), v, q.Get("shared") == "true", brk); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+// setSecretBroker changes how a secret is brokered, keeping its value.
+func (s *Server) setSecretBroker(w http.ResponseWriter, r *http.Request) error {
+	var p api.SecretBroker
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	if err := s.Svc.SetSecretBroker(r.Context(), r.PathValue("name"), &p); err != nil {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)

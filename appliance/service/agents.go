@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -21,7 +22,10 @@ var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // shown back. It goes into that user's boxes only; an owner may share it,
 // and then members' boxes that have no secret of that name get it too
 // (where their members can read it).
-func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shared bool) error {
+//
+// With a broker (hosts to send it to), boxes get a stand-in instead of
+// the value, and the value goes only to those hosts, through the broker.
+func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shared bool, brk *api.SecretBroker) error {
 	if !secretName.MatchString(name) {
 		return invalid("name", "bad secret name %q: use an environment variable name (letters, digits, _)", name)
 	}
@@ -33,10 +37,14 @@ func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shar
 			return err
 		}
 	}
+	b, err := checkBroker(brk)
+	if err != nil {
+		return err
+	}
 	if s.Sealer == nil {
 		return errors.New("secrets are not configured on this server")
 	}
-	return s.Store.PutSecret(ownerID(ctx), name, s.Sealer.Seal(name, value), shared, s.now())
+	return s.Store.PutSecret(ownerID(ctx), name, s.Sealer.Seal(name, value), shared, b, s.now())
 }
 
 // Secrets lists the names (never the values) of the secrets of the user of
@@ -49,7 +57,7 @@ func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
 	}
 	out := []api.Secret{}
 	for _, i := range infos {
-		out = append(out, api.Secret{Name: i.Name, Updated: i.Updated, Shared: i.Shared, Mine: i.Owner == me})
+		out = append(out, api.Secret{Name: i.Name, Updated: i.Updated, Shared: i.Shared, Mine: i.Owner == me, Broker: apiBroker(i.Broker)})
 	}
 	return out, nil
 }
@@ -111,7 +119,7 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		if _, done := env[sec]; done {
 			continue
 		}
-		sealed, err := s.Store.Secret(b.Owner, sec) // the box owner's, whoever asks
+		row, err := s.Store.SecretFor(b.Owner, sec) // the box owner's, whoever asks
 		if errors.Is(err, store.ErrNotFound) {
 			if slices.Contains(agent.Required, sec) {
 				missing = append(missing, sec)
@@ -120,7 +128,13 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		} else if err != nil {
 			return api.Job{}, err
 		}
-		v, err := s.Sealer.Open(sec, sealed)
+		if len(row.Broker.Hosts) > 0 && s.brokerOn(b) {
+			// Brokered: the command's environment has the box's
+			// stand-in (CheckExec), never the value.
+			env[sec] = broker.StandIn(s.BrokerKey, b.UID, row.Owner, sec, row.Updated)
+			continue
+		}
+		v, err := s.Sealer.Open(sec, row.Sealed)
 		if err != nil {
 			return api.Job{}, fmt.Errorf("secret %s cannot be opened: %w", sec, err)
 		}
@@ -140,6 +154,13 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 	}
 	if st[0].Hint != "" {
 		return api.Job{}, invalid("agent", "%s", st[0].Hint)
+	}
+	urls, err := s.agentBaseURLs(b, agent.BaseURLs)
+	if err != nil {
+		return api.Job{}, err
+	}
+	for k, v := range urls {
+		env[k] = v
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
 	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)

@@ -79,6 +79,9 @@ func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error
 	if err != nil {
 		return driver.ExecSpec{}, err
 	}
+	if env, err = s.brokerEnv(b, env); err != nil {
+		return driver.ExecSpec{}, err
+	}
 	if p.WorkDir != "" && !path.IsAbs(p.WorkDir) {
 		return driver.ExecSpec{}, invalid("workdir", "workdir %q must be an absolute path", p.WorkDir)
 	}

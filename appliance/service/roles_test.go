@@ -45,7 +45,7 @@ func TestAdminRole(t *testing.T) {
 		"invite an owner": func() error { _, err := s.Invite(asAda, api.InvitePost{Role: "owner"}); return err }(),
 		"remove an owner": s.RemoveUser(asAda, "boss"),
 		"list servers":    func() error { _, err := s.Nodes(asAda); return err }(),
-		"share a secret":  s.SetSecret(asAda, "SHARED_KEY", []byte("v"), true),
+		"share a secret":  s.SetSecret(asAda, "SHARED_KEY", []byte("v"), true, nil),
 	} {
 		if !isForbidden(err) {
 			t.Errorf("the admin may %s: %v", what, err)

@@ -45,6 +45,11 @@ type Service struct {
 	Cluster *Cluster
 	// Sealer encrypts secrets at rest (nil: no secrets).
 	Sealer *auth.Sealer
+	// BrokerURL is where this server's boxes reach the credential broker
+	// (http://GATEWAY:PORT; "" when it is off); BrokerKey makes their
+	// stand-ins (broker.go).
+	BrokerURL string
+	BrokerKey []byte
 	// Audit writes the audit log (nil: none is kept).
 	Audit *Auditor
 	// Life bounds background work (jobs); it ends when the daemon stops.

@@ -268,6 +268,9 @@ func (t *Tx) DeleteBox(name string) error {
 	if _, err := t.tx.Exec(`DELETE FROM group_grants WHERE box=?`, name); err != nil {
 		return err
 	}
+	if _, err := t.tx.Exec(`DELETE FROM broker_use WHERE box=?`, name); err != nil {
+		return err
+	}
 	_, err = t.tx.Exec(`INSERT OR REPLACE INTO tombstones (name, uid, removed, engine, node) VALUES (?,?,?,?,?)`, name, b.UID, unix(time.Now()), b.Engine, b.Node)
 	return err
 }
@@ -336,6 +339,12 @@ func oneRow(res sql.Result) error {
 // GetBox reads one box.
 func (s *Store) GetBox(name string) (Box, error) {
 	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
+}
+
+// BoxAt reads the box of this server (not a node's) that has an address
+// on the box network.
+func (s *Store) BoxAt(ip string) (Box, error) {
+	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE ip = ? AND node = ''`, ip))
 }
 
 // SetObserved records what the reconciler saw of a box. It is not a change

@@ -75,6 +75,7 @@ func run(m *testing.M) int {
 	}
 	defer stop()
 	os.Setenv("PADDOCK_TEST_DNS_UPSTREAM", harness.InetDNS)
+	os.Setenv("PADDOCK_TEST_BROKER_CA", harness.InetCA())
 	return m.Run()
 }
 

@@ -266,12 +266,14 @@ func AltImage(image, instance string) string {
 	return repo + ":alt-" + instance
 }
 
-// TestConfig adds to the built-in agents three test agents: "echo", that
+// TestConfig adds to the built-in agents four test agents: "echo", that
 // requires the secret TEST_KEY and prints its task and whether it got the
 // secret; "say", that needs none and passes TEST_KEY when it is set; and
 // "sub", that runs on its secret SUB_KEY or on its own login in the box
 // (~/.sub/login), as the subscription agents do, and has neither at
-// first.
+// first; "api", that sends its task to the fake model API of the test
+// internet as a model agent would, at $MODEL_BASE_URL (set by the
+// broker) with $MODEL_KEY.
 const TestConfig = `
 # Boxes ask for a desktop when a test needs one: the tests run many boxes.
 desktop_default = false
@@ -307,6 +309,11 @@ secrets = ["TEST_KEY"]
 command = ["sh", "-c", "echo \"sub=$1\"", "agent"]
 secrets = ["SUB_KEY"]
 logins = [".sub/login"]
+[agents.api]
+command = ["sh", "-c", "curl -sS -X POST \"$MODEL_BASE_URL/v1/messages\" -H \"x-api-key: $MODEL_KEY\" --data-binary \"$1\"", "agent"]
+secrets = ["MODEL_KEY"]
+required = ["MODEL_KEY"]
+base_urls = { MODEL_BASE_URL = "${MODEL_KEY}" }
 `
 
 // NewDaemon prepares (does not start) a daemon whose state lives in dir.
@@ -391,6 +398,9 @@ func (d *Daemon) start() error {
 	}
 	if up := os.Getenv("PADDOCK_TEST_DNS_UPSTREAM"); up != "" {
 		cmd.Env = append(cmd.Env, "PADDOCK_DNS_UPSTREAM="+up)
+	}
+	if ca := os.Getenv("PADDOCK_TEST_BROKER_CA"); ca != "" {
+		cmd.Env = append(cmd.Env, "PADDOCK_BROKER_CA_FILE="+ca)
 	}
 	cmd.Env = append(cmd.Env, d.Env...)
 	cmd.Stdout, cmd.Stderr = log, log

@@ -19,6 +19,9 @@ const (
 	InetNS       = "pdk-inet"
 	InetDNS      = "198.18.0.53:53"
 	InetWeb      = "198.18.0.10"
+	// InetModelAPI is the fake model API's address (HTTPS, port 443;
+	// api.model.test).
+	InetModelAPI = "198.18.5.5"
 	inetHostSide = "pdk-inet0"
 )
 
@@ -142,7 +145,8 @@ func makeInternet() error {
 		return err
 	}
 	defer logf.Close()
-	srv := exec.Command("ip", "netns", "exec", InetNS, bin)
+	os.Remove(InetCA())
+	srv := exec.Command("ip", "netns", "exec", InetNS, bin, "-ca", InetCA())
 	srv.Stdout, srv.Stderr = logf, logf
 	srv.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := srv.Start(); err != nil {
@@ -152,6 +156,10 @@ func makeInternet() error {
 	go srv.Wait()
 	return os.WriteFile(filepath.Join(RunsDir, "inet.pid"), []byte(strconv.Itoa(srv.Process.Pid)), 0o644)
 }
+
+// InetCA is the file of the authority of the fake model API's
+// certificate (written by the testbed internet as it starts).
+func InetCA() string { return filepath.Join(RunsDir, "inet-ca.pem") }
 
 // waitWeb waits for the web server, reached through the route like a box
 // would.

@@ -7,10 +7,19 @@
 //     at full speed; on 169.254.169.254 it plays a cloud metadata server;
 //   - DNS on 198.18.0.53:53 (UDP and TCP) for a few test names:
 //     allowed.test, *.wild.test, other.test, rebind.test (a private
-//     address), metadata.test (169.254.169.254).
+//     address), metadata.test (169.254.169.254), api.model.test and
+//     other-api.test (the fake model API), local-api.test (127.0.0.1);
+//   - a fake model API over HTTPS on 198.18.5.5 and 198.18.5.6 (port
+//     443), with a certificate for api.model.test and other-api.test from
+//     an authority made at start, written to the file -ca names (the
+//     credential broker's tests trust it; nothing else does). POST
+//     /v1/messages answers a message and notes a SHA-256 of the key it
+//     was sent (x-api-key, or Authorization's bearer); GET /_seen lists
+//     those digests, never a key; /bytes?n=N as on port 80.
 package main
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log"
@@ -28,6 +37,9 @@ var names = map[string]string{
 	"other.test.":    "198.18.2.2",
 	"rebind.test.":   "10.1.2.3",
 	"metadata.test.": "169.254.169.254",
+	"api.model.test.": "198.18.5.5",
+	"other-api.test.": "198.18.5.6",
+	"local-api.test.": "127.0.0.1",
 }
 
 func answer(w dns.ResponseWriter, r *dns.Msg) {
@@ -47,6 +59,13 @@ func answer(w dns.ResponseWriter, r *dns.Msg) {
 }
 
 func main() {
+	caPath := flag.String("ca", "", "where to write the fake API's authority (PEM)")
+	flag.Parse()
+	if *caPath != "" {
+		if err := serveModelAPI(*caPath); err != nil {
+			log.Fatal(err)
+		}
+	}
 	dns.HandleFunc(".", answer)
 	for _, proto := range []string{"udp", "tcp"} {
 		srv := &dns.Server{Addr: "198.18.0.53:53", Net: proto}
@@ -71,12 +90,14 @@ func main() {
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
-	http.HandleFunc("/bytes", func(w http.ResponseWriter, r *http.Request) {
-		n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
-		w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
-		io.CopyN(w, zeros{}, n)
-	})
+	http.HandleFunc("/bytes", sendBytes)
 	log.Fatal(http.ListenAndServe(":80", nil))
+}
+
+func sendBytes(w http.ResponseWriter, r *http.Request) {
+	n, _ := strconv.ParseInt(r.URL.Query().Get("n"), 10, 64)
+	w.Header().Set("Content-Length", strconv.FormatInt(n, 10))
+	io.CopyN(w, zeros{}, n)
 }
 
 type zeros struct{}

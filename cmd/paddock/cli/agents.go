@@ -79,7 +79,7 @@ func cmdPrompt(e *env, args []string) error {
 
 func cmdSecret(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give set, ls or rm")
+		return usagef("give set, broker, ls or rm")
 	}
 	c, err := e.client()
 	if err != nil {
@@ -87,21 +87,30 @@ func cmdSecret(e *env, args []string) error {
 	}
 	switch args[0] {
 	case "set":
-		shared := false
-		if len(args) == 3 && args[2] == "--shared" {
-			shared, args = true, args[:2]
+		fs := flags("secret set")
+		shared := fs.Bool("shared", false, "an owner's secret for every user's boxes (those with none of that name)")
+		hosts := fs.StringSlice("broker", nil, "broker it: boxes get a stand-in, and the value goes only to this host (repeat, or a comma list), through the broker")
+		header := fs.String("header", "", "with --broker: where the value goes: x-api-key, bearer (the default), token, a header's name, or \"NAME: PREFIX\"")
+		limit := fs.String("limit", "", "with --broker: requests a box may send with it, as N/s, N/min, N/h or N/day")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
 		}
-		if len(args) != 2 {
-			return usagef("secret set NAME [--shared] (the value on stdin)")
+		if fs.NArg() != 1 {
+			return usagef("secret set NAME [--shared] [--broker HOST [--header H] [--limit N/min]] (the value on stdin)")
 		}
+		var brk *api.SecretBroker
+		if len(*hosts) > 0 || *header != "" || *limit != "" {
+			brk = &api.SecretBroker{Hosts: *hosts, Header: *header, Limit: *limit}
+		}
+		name := fs.Arg(0)
 		if f, ok := e.stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			fmt.Fprintf(e.stderr, "Value for %s (not shown): ", args[1])
+			fmt.Fprintf(e.stderr, "Value for %s (not shown): ", name)
 			v, err := term.ReadPassword(int(f.Fd()))
 			fmt.Fprintln(e.stderr)
 			if err != nil {
 				return err
 			}
-			return c.SetSecret(e.ctx, args[1], v, shared)
+			return c.SetSecret(e.ctx, name, v, *shared, brk)
 		}
 		v, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10+1))
 		if err != nil {
@@ -111,7 +120,27 @@ func cmdSecret(e *env, args []string) error {
 		if len(v) == 0 {
 			return errors.New("no value on stdin")
 		}
-		return c.SetSecret(e.ctx, args[1], v, shared)
+		return c.SetSecret(e.ctx, name, v, *shared, brk)
+	case "broker":
+		fs := flags("secret broker")
+		header := fs.String("header", "", "where the value goes: x-api-key, bearer (the default), token, a header's name, or \"NAME: PREFIX\"")
+		limit := fs.String("limit", "", "requests a box may send with it, as N/s, N/min, N/h or N/day")
+		if err := parse(fs, args[1:]); err != nil {
+			return err
+		}
+		if fs.NArg() < 1 {
+			return usagef("secret broker NAME [HOST...] [--header H] [--limit N/min] (no host: not brokered)")
+		}
+		brk := api.SecretBroker{Hosts: fs.Args()[1:], Header: *header, Limit: *limit}
+		if err := c.SetSecretBroker(e.ctx, fs.Arg(0), brk); err != nil {
+			return err
+		}
+		if len(brk.Hosts) == 0 {
+			fmt.Fprintf(e.stdout, "secret %s is not brokered: boxes get its value\n", fs.Arg(0))
+		} else {
+			fmt.Fprintf(e.stdout, "secret %s is brokered to %s: boxes get a stand-in\n", fs.Arg(0), strings.Join(brk.Hosts, ", "))
+		}
+		return nil
 	case "ls":
 		asJSON, err := jsonFlag("secret ls", args[1:])
 		if err != nil {
@@ -125,7 +154,7 @@ func cmdSecret(e *env, args []string) error {
 			return printJSON(e.stdout, ss)
 		}
 		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSET\tWHOSE")
+		fmt.Fprintln(tw, "NAME\tSET\tBROKER\tWHOSE")
 		for _, s := range ss {
 			whose := "yours"
 			switch {
@@ -134,7 +163,15 @@ func cmdSecret(e *env, args []string) error {
 			case s.Shared:
 				whose = "an owner's, shared with you: your boxes get it unless you set your own"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", s.Name, s.Updated.Local().Format(time.RFC3339), whose)
+			brk := "-"
+			if s.Broker != nil {
+				brk = strings.Join(s.Broker.Hosts, ",") + " (" + s.Broker.Header
+				if s.Broker.Limit != "" {
+					brk += ", " + s.Broker.Limit
+				}
+				brk += ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, s.Updated.Local().Format(time.RFC3339), brk, whose)
 		}
 		return tw.Flush()
 	case "rm":
@@ -147,7 +184,7 @@ func cmdSecret(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "removed secret %s\n", args[1])
 		return nil
 	}
-	return usagef("unknown secret command %q: use set, ls or rm", args[0])
+	return usagef("unknown secret command %q: use set, broker, ls or rm", args[0])
 }
 
 // cmdAgents lists the agent table, or with a box the agents installed in

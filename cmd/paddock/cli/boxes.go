@@ -249,6 +249,9 @@ func cmdShow(e *env, args []string) error {
 			usageLines(tw, m.Samples[len(m.Samples)-1])
 		}
 	}
+	for _, u := range b.Broker {
+		fmt.Fprintf(tw, "broker:\t%s\n", brokerText(u))
+	}
 	if rep, err := c.PolicyReport(e.ctx, name); err == nil {
 		fmt.Fprintf(tw, "dropped:\t%s\n", dropsText(rep.Drops))
 		// The newest few resolver decisions; policy log has them all.
@@ -536,4 +539,27 @@ func (e *env) becomeCurrent(name string) error {
 		fmt.Fprintf(e.stderr, "%s is now the current box (it was %s: 'paddock use %s' goes back)\n", name, s.Current, s.Current)
 	}
 	return nil
+}
+
+// brokerText is one line of what a box sent through the broker with a
+// secret: "ANTHROPIC_API_KEY 12 requests (2xx 11, 4xx 1), 3 refused, 4.1 KB up, 88 KB down, last 200 at 21:02:47".
+func brokerText(u api.BrokerUse) string {
+	t := fmt.Sprintf("%s %s", u.Secret, plural(u.Requests, "request", "requests"))
+	var cls []string
+	for _, k := range []string{"2xx", "4xx", "5xx"} {
+		if n := u.Status[k]; n > 0 {
+			cls = append(cls, fmt.Sprintf("%s %d", k, n))
+		}
+	}
+	if len(cls) > 0 {
+		t += " (" + strings.Join(cls, ", ") + ")"
+	}
+	if u.Refused > 0 {
+		t += fmt.Sprintf(", %d refused", u.Refused)
+	}
+	t += fmt.Sprintf(", %s up, %s down", sizeText(u.BytesUp), sizeText(u.BytesDown))
+	if u.Last != nil {
+		t += fmt.Sprintf(", last %d at %s", u.LastStatus, u.Last.Local().Format("15:04:05"))
+	}
+	return t
 }

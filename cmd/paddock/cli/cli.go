@@ -94,7 +94,7 @@ func init() {
 		{"dashboard", "[BOX] [--no-open]", "sign a browser in to the web dashboard (prints a single-use URL, good for two minutes)", cmdDashboard},
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
 		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},
-		{"secret", "set NAME | ls [--json] | rm NAME", "secrets for agents (value on stdin; never shown back)", cmdSecret},
+		{"secret", "set NAME [--broker HOST] | broker NAME [HOST...] | ls [--json] | rm NAME", "secrets for agents (value on stdin; never shown back); brokered ones never enter a box", cmdSecret},
 		{"key", "add [--name N] FILE | ls [--json] | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"ssh-config", "[BOX...] [--install] [--file PATH]", "print (or write into ~/.ssh/config, in a block of its own) a Host entry per box, BOX.paddock, for ssh, VS Code Remote-SSH and JetBrains Gateway", cmdSSHConfig},

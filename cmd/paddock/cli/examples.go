@@ -39,7 +39,7 @@ var examples = map[string][]string{
 	"preview":    {"paddock preview web", "paddock preview web 3000"},
 	"prompt":     {"paddock prompt web --agent claude 'make the tests pass'", "paddock prompt 'fix the build'"},
 	"agents":     {"paddock agents", "paddock agents web --json"},
-	"secret":     {"paddock secret set ANTHROPIC_API_KEY", "paddock secret ls --json", "paddock secret rm ANTHROPIC_API_KEY"},
+	"secret":     {"paddock secret set ANTHROPIC_API_KEY --broker api.anthropic.com --header x-api-key", "paddock secret broker GITHUB_TOKEN api.github.com --header bearer --limit 600/h", "paddock secret ls --json", "paddock secret rm ANTHROPIC_API_KEY"},
 	"key":        {"paddock key add ~/.ssh/id_ed25519.pub", "paddock key ls", "paddock key rm laptop"},
 	"ssh":        {"paddock ssh web", "paddock ssh web -- uname -a"},
 	"ssh-config": {"paddock ssh-config --install", "paddock ssh-config web >> ~/.ssh/config"},

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -59,7 +59,7 @@ class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"access": "str", "agent": "str", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"access": "str", "agent": "str", "broker": "Optional[List[BrokerUse]]", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -85,6 +85,14 @@ _BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "desktop": "bo
 
 
 class BoxSpec(_BoxSpecRequired, _BoxSpecOptional):
+    pass
+
+
+_BrokerUseRequired = TypedDict("_BrokerUseRequired", {"bytes_down": "int", "bytes_up": "int", "refused": "int", "requests": "int", "secret": "str"})
+_BrokerUseOptional = TypedDict("_BrokerUseOptional", {"last": "str", "last_status": "int", "status": "Optional[Dict[str, int]]"}, total=False)
+
+
+class BrokerUse(_BrokerUseRequired, _BrokerUseOptional):
     pass
 
 
@@ -426,7 +434,20 @@ Sample = TypedDict("Sample", {"at": "str", "box": "str", "cpu_percent": "float",
 Screenshot = TypedDict("Screenshot", {"id": "str", "size": "int", "taken": "str"})
 
 
-Secret = TypedDict("Secret", {"mine": "bool", "name": "str", "shared": "bool", "updated": "str"})
+_SecretRequired = TypedDict("_SecretRequired", {"mine": "bool", "name": "str", "shared": "bool", "updated": "str"})
+_SecretOptional = TypedDict("_SecretOptional", {"broker": "SecretBroker"}, total=False)
+
+
+class Secret(_SecretRequired, _SecretOptional):
+    pass
+
+
+_SecretBrokerRequired = TypedDict("_SecretBrokerRequired", {"header": "str", "hosts": "Optional[List[str]]"})
+_SecretBrokerOptional = TypedDict("_SecretBrokerOptional", {"limit": "str"}, total=False)
+
+
+class SecretBroker(_SecretBrokerRequired, _SecretBrokerOptional):
+    pass
 
 
 _SetupPostRequired = TypedDict("_SetupPostRequired", {"ok": "bool"})

@@ -63,6 +63,7 @@ export interface AuditEntry {
 export interface Box {
   access?: string;
   agent?: string;
+  broker?: BrokerUse[] | null;
   cpus: number;
   created: string;
   desired: string;
@@ -139,6 +140,17 @@ export interface BoxSpec {
   setup?: string[] | null;
   ttl?: string;
   type?: string;
+}
+
+export interface BrokerUse {
+  bytes_down: number;
+  bytes_up: number;
+  last?: string;
+  last_status?: number;
+  refused: number;
+  requests: number;
+  secret: string;
+  status?: Record<string, number> | null;
 }
 
 export interface Change {
@@ -575,10 +587,17 @@ export interface Screenshot {
 }
 
 export interface Secret {
+  broker?: SecretBroker;
   mine: boolean;
   name: string;
   shared: boolean;
   updated: string;
+}
+
+export interface SecretBroker {
+  header: string;
+  hosts: string[] | null;
+  limit?: string;
 }
 
 export interface SetupPost {
