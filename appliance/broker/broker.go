@@ -167,7 +167,8 @@ func StandIn(key []byte, boxUID string, owner int64, secret string, set time.Tim
 
 var standIn = regexp.MustCompile(`pdk-([A-Za-z_][A-Za-z0-9_]{0,127})-[0-9a-f]{40}`)
 
-// Grant is what a box may do with one secret.
+// Grant is what a box may do with one secret. With a Refusal, Box is
+// still set when the address is a box's.
 type Grant struct {
 	Box     string
 	StandIn string
@@ -395,6 +396,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Secret = name
 	g, err := b.Grant(r.Context(), ap.Addr().Unmap(), name)
+	d.Box = g.Box // a refusal names the box when there is one
 	var rf *Refusal
 	if errors.As(err, &rf) {
 		fail(rf)
@@ -404,7 +406,6 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(cw, "paddock broker: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	d.Box = g.Box
 	if subtle.ConstantTimeCompare([]byte(token), []byte(g.StandIn)) != 1 {
 		fail(refuse(http.StatusForbidden, "this stand-in for %s is not box %s's", name, g.Box))
 		return
