@@ -16,9 +16,9 @@ import (
 // that no test packet can leave this machine, whatever the rules under test
 // do (see TESTBED.md).
 const (
-	InetNS       = "pdk-inet"
-	InetDNS      = "198.18.0.53:53"
-	InetWeb      = "198.18.0.10"
+	InetNS  = "pdk-inet"
+	InetDNS = "198.18.0.53:53"
+	InetWeb = "198.18.0.10"
 	// InetModelAPI is the fake model API's address (HTTPS, port 443;
 	// api.model.test).
 	InetModelAPI = "198.18.5.5"

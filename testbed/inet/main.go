@@ -33,10 +33,10 @@ import (
 )
 
 var names = map[string]string{
-	"allowed.test.":  "198.18.1.1",
-	"other.test.":    "198.18.2.2",
-	"rebind.test.":   "10.1.2.3",
-	"metadata.test.": "169.254.169.254",
+	"allowed.test.":   "198.18.1.1",
+	"other.test.":     "198.18.2.2",
+	"rebind.test.":    "10.1.2.3",
+	"metadata.test.":  "169.254.169.254",
 	"api.model.test.": "198.18.5.5",
 	"other-api.test.": "198.18.5.6",
 	"local-api.test.": "127.0.0.1",
