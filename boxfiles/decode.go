@@ -19,6 +19,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/broker"
 )
 
 var topSchema = &hcl.BodySchema{
@@ -27,6 +28,7 @@ var topSchema = &hcl.BodySchema{
 		{Type: "box", LabelNames: []string{"name"}},
 		{Type: "drive", LabelNames: []string{"name"}},
 		{Type: "policy", LabelNames: []string{"name"}},
+		{Type: "secret", LabelNames: []string{"name"}},
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 	},
@@ -60,6 +62,10 @@ var driveSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "size"}, {Name: "labels"}},
 }
 
+var secretSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "broker", Required: true}, {Name: "header"}, {Name: "limit"}},
+}
+
 var policySchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "allow_domains"}, {Name: "allow_cidrs"}},
 }
@@ -91,7 +97,7 @@ func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
 func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 	d.funcs = functions(d.root, d.in.Environ, d.in.AllowEnv)
 	content, diags := body.Content(topSchema)
-	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}}
+	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}, "secret": {}}
 
 	// Names first, so that references can be checked wherever they are.
 	for _, b := range content.Blocks {
@@ -119,7 +125,12 @@ func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 			continue
 		}
 		d.declared[kind][name] = b.DefRange
-		if kind != "var" && kind != "local" {
+		if kind == "secret" {
+			if err := api.ValidEnvName(name); err != nil {
+				diags = append(diags, errAt(b.LabelRanges[0], "Invalid secret name", "A secret is named as its environment variable (letters, digits and _): "+err.Error()))
+			}
+			d.cfg.Ranges[b.Type+"."+name] = b.DefRange
+		} else if kind != "var" && kind != "local" {
 			if err := api.ValidName(b.Type, name); err != nil {
 				diags = append(diags, errAt(b.LabelRanges[0], "Invalid "+b.Type+" name", err.Error()))
 			}
@@ -147,11 +158,13 @@ func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 	seen := map[string]bool{}
 	for _, b := range content.Blocks {
 		key := b.Type + "." + firstLabel(b)
-		if (b.Type != "policy" && b.Type != "drive") || seen[key] {
+		if (b.Type != "policy" && b.Type != "drive" && b.Type != "secret") || seen[key] {
 			continue
 		}
 		seen[key] = true
 		switch b.Type {
+		case "secret":
+			diags = append(diags, d.decodeSecret(b)...)
 		case "policy":
 			diags = append(diags, d.decodePolicy(b)...)
 		case "drive":
@@ -180,6 +193,7 @@ func sortSpec(s *api.ProjectSpec) {
 	sort.Slice(s.Boxes, func(i, j int) bool { return s.Boxes[i].Name < s.Boxes[j].Name })
 	sort.Slice(s.Drives, func(i, j int) bool { return s.Drives[i].Name < s.Drives[j].Name })
 	sort.Slice(s.Policies, func(i, j int) bool { return s.Policies[i].Name < s.Policies[j].Name })
+	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Name < s.Secrets[j].Name })
 }
 
 // checkRefs reports references to things that are not declared, and roots
@@ -399,6 +413,44 @@ func (d *decoder) decodePolicy(b *hcl.Block) hcl.Diagnostics {
 		"allow_cidrs":   strListVal(cidrs),
 	})
 	d.evalCtx = nil
+	return diags
+}
+
+// decodeSecret reads how a secret of the user who applies the Boxfile is
+// brokered: the hosts its value may be sent to, the header it goes in,
+// a rate per box. The value is never in a Boxfile ('paddock secret set').
+func (d *decoder) decodeSecret(b *hcl.Block) hcl.Diagnostics {
+	name := b.Labels[0]
+	content, diags := b.Body.Content(secretSchema)
+	hosts, ha, ds := d.strList(content.Attributes, "broker", "broker")
+	diags = append(diags, ds...)
+	if ha != nil && !ds.HasErrors() {
+		if len(hosts) == 0 {
+			diags = append(diags, errAt(ha.Expr.Range(), "No hosts", "Give the host(s) the secret may be sent to, such as [\"api.anthropic.com\"]."))
+		}
+		for i, h := range hosts {
+			if err := broker.CheckHosts([]string{h}); err != nil {
+				diags = append(diags, errAt(elemRange(ha, i), "Invalid host", err.Error()))
+			}
+		}
+	}
+	sec := api.SecretSpec{Name: name, Broker: api.SecretBroker{Hosts: hosts}}
+	var a *hcl.Attribute
+	sec.Broker.Header, a, ds = d.str(content.Attributes, "header", "header")
+	diags = append(diags, ds...)
+	if a != nil && !ds.HasErrors() {
+		if _, err := broker.ParseHeader(sec.Broker.Header); err != nil {
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid header", err.Error()))
+		}
+	}
+	sec.Broker.Limit, a, ds = d.str(content.Attributes, "limit", "limit")
+	diags = append(diags, ds...)
+	if a != nil && !ds.HasErrors() {
+		if _, err := broker.ParseLimit(sec.Broker.Limit); err != nil {
+			diags = append(diags, errAt(a.Expr.Range(), "Invalid limit", err.Error()))
+		}
+	}
+	d.cfg.Spec.Secrets = append(d.cfg.Spec.Secrets, sec)
 	return diags
 }
 

@@ -9,6 +9,16 @@ type ProjectSpec struct {
 	Boxes    []BoxSpec    `json:"boxes,omitempty"`
 	Drives   []DriveSpec  `json:"drives,omitempty"`
 	Policies []PolicySpec `json:"policies,omitempty"`
+	// Secrets say how secrets of the user who applies are brokered; their
+	// values are set apart ('paddock secret set'), never in a Boxfile.
+	Secrets []SecretSpec `json:"secrets,omitempty"`
+}
+
+// SecretSpec is a secret block of a Boxfile: how the applying user's
+// secret of that name is brokered.
+type SecretSpec struct {
+	Name   string       `json:"name"`
+	Broker SecretBroker `json:"broker"`
 }
 
 // BoxSpec is a declared box.

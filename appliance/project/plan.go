@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -30,6 +31,8 @@ type State struct {
 	Boxes    []store.Box
 	Drives   []store.Drive
 	Policies []store.Policy
+	// Secrets are the applying user's own secrets.
+	Secrets []store.SecretInfo
 	// Observed is the engine's view of boxes, by box name.
 	Observed map[string]driver.BoxState
 }
@@ -88,7 +91,26 @@ func Normalize(spec api.ProjectSpec, defaultImage string, defaultDesktop bool) a
 		}
 		out.Boxes[i] = b
 	}
+	out.Secrets = make([]api.SecretSpec, len(spec.Secrets))
+	for i, sec := range spec.Secrets {
+		out.Secrets[i] = normalSecret(sec)
+	}
 	return out
+}
+
+// normalSecret writes a secret's header and limit as the store keeps
+// them (a header spec left unread when it is not valid).
+func normalSecret(s api.SecretSpec) api.SecretSpec {
+	if s.Broker.Header == "" {
+		s.Broker.Header = "bearer"
+	}
+	if h, err := broker.ParseHeader(s.Broker.Header); err == nil {
+		s.Broker.Header = h.String()
+	}
+	if l, err := broker.ParseLimit(s.Broker.Limit); err == nil {
+		s.Broker.Limit = l.String()
+	}
+	return s
 }
 
 // Plan computes the changes that make the project's declared state match
@@ -98,7 +120,7 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 	spec = Normalize(spec, opt.DefaultImage, opt.DefaultDesktop)
 	plan := api.Plan{Project: spec.Project, Serial: st.Serial, Changes: []api.Change{}}
 	if opt.Destroy {
-		spec.Boxes, spec.Policies = nil, nil
+		spec.Boxes, spec.Policies, spec.Secrets = nil, nil, nil
 		if opt.Drives {
 			spec.Drives = nil
 		}
@@ -115,6 +137,30 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 	policies := map[string]store.Policy{}
 	for _, p := range st.Policies {
 		policies[p.Name] = p
+	}
+
+	// Secrets: how the applying user's own are brokered. One not set
+	// (its value is never in a Boxfile) stops the plan; one no longer
+	// declared is left as it is.
+	secrets := map[string]store.SecretInfo{}
+	for _, sec := range st.Secrets {
+		secrets[sec.Name] = sec
+	}
+	for _, sec := range spec.Secrets {
+		old, ok := secrets[sec.Name]
+		if !ok {
+			return plan, &api.Error{Code: api.CodeInvalid, Field: "secret." + sec.Name,
+				Message: fmt.Sprintf("secret.%s: you have no secret %s: set its value first with 'paddock secret set %s' (on stdin); a Boxfile says how it is brokered, never its value", sec.Name, sec.Name, sec.Name)}
+		}
+		var attrs []api.AttrChange
+		attrs = attr(attrs, "broker", listText(old.Broker.Hosts), listText(sec.Broker.Hosts), false)
+		if len(old.Broker.Hosts) > 0 || len(sec.Broker.Hosts) > 0 {
+			attrs = attr(attrs, "header", quoteNonEmpty(old.Broker.Header), quoteNonEmpty(sec.Broker.Header), false)
+			attrs = attr(attrs, "limit", quoteNonEmpty(old.Broker.Limit), quoteNonEmpty(sec.Broker.Limit), false)
+		}
+		if len(attrs) > 0 {
+			plan.Changes = append(plan.Changes, api.Change{Address: "secret." + sec.Name, Action: api.ActionUpdate, Attrs: attrs})
+		}
 	}
 
 	// Policies.

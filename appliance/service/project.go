@@ -19,6 +19,7 @@ type declared interface {
 	ListBoxes() ([]store.Box, error)
 	ListDrives() ([]store.Drive, error)
 	ListPolicies() ([]store.Policy, error)
+	OwnSecrets(owner int64) ([]store.SecretInfo, error)
 }
 
 // projectState reads what a project plan is computed against, from the
@@ -49,6 +50,9 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 		return st, err
 	}
 	if st.Policies, err = from.ListPolicies(); err != nil {
+		return st, err
+	}
+	if st.Secrets, err = from.OwnSecrets(ownerID(ctx)); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -126,9 +130,35 @@ func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan ap
 	return nil
 }
 
+// validProject checks a spec, its secrets' brokering with the rest.
+func validProject(spec api.ProjectSpec) error {
+	if err := api.ValidateProject(spec); err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, sec := range spec.Secrets {
+		addr := "secret." + sec.Name
+		if !secretName.MatchString(sec.Name) {
+			return invalid(addr, "%s: bad secret name: use an environment variable name (letters, digits, _)", addr)
+		}
+		if seen[sec.Name] {
+			return invalid(addr, "%s is declared twice", addr)
+		}
+		seen[sec.Name] = true
+		brk := sec.Broker
+		if len(brk.Hosts) == 0 {
+			return invalid(addr, "%s: give the host(s) its value may be sent to (broker)", addr)
+		}
+		if _, err := checkBroker(&brk); err != nil {
+			return invalid(addr, "%s: %v", addr, err)
+		}
+	}
+	return nil
+}
+
 // PlanProject computes what applying a project's spec would change.
 func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Plan, error) {
-	if err := api.ValidateProject(req.Spec); err != nil {
+	if err := validProject(req.Spec); err != nil {
 		return api.Plan{}, err
 	}
 	if req.Spec.Project == "" {
@@ -158,7 +188,7 @@ func (s *Service) planOptions(req api.PlanRequest) project.Options {
 // reports object by object.
 func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
 	var res api.ApplyResult
-	if err := api.ValidateProject(req.Spec); err != nil {
+	if err := validProject(req.Spec); err != nil {
 		return res, err
 	}
 	if req.Spec.Project == "" {
@@ -270,6 +300,10 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 	for _, p := range spec.Policies {
 		policies[p.Name] = p
 	}
+	secrets := map[string]api.SecretSpec{}
+	for _, sec := range spec.Secrets {
+		secrets[sec.Name] = sec
+	}
 	now := s.now()
 	for _, c := range plan.Changes {
 		kind, name, _ := strings.Cut(c.Address, ".")
@@ -297,6 +331,12 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 			}
 		case "box":
 			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now, owner)
+		case "secret":
+			var b store.Broker
+			brk := secrets[name].Broker
+			if b, err = checkBroker(&brk); err == nil {
+				err = tx.SetSecretBroker(owner, name, b)
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", c.Address, err)

@@ -85,17 +85,43 @@ func (s *Store) SecretFor(owner int64, name string) (SecretRow, error) {
 	return r, err
 }
 
+const ownSecretsQ = `SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit FROM user_secrets WHERE owner=? ORDER BY name`
+
+// OwnSecrets lists a user's own secrets (names and times only), inside
+// a transaction.
+func (t *Tx) OwnSecrets(owner int64) ([]SecretInfo, error) {
+	return listAll(t.tx, ownSecretsQ, scanSecretInfo, owner)
+}
+
+// OwnSecrets lists a user's own secrets (names and times only).
+func (s *Store) OwnSecrets(owner int64) ([]SecretInfo, error) {
+	return listAll(s.db, ownSecretsQ, scanSecretInfo, owner)
+}
+
+// SetSecretBroker changes how a user's secret is brokered, inside a
+// transaction.
+func (t *Tx) SetSecretBroker(owner int64, name string, b Broker) error {
+	res, err := t.tx.Exec(`UPDATE user_secrets SET broker_hosts=?, broker_header=?, broker_limit=? WHERE owner=? AND name=?`,
+		hostsText(b.Hosts), b.Header, b.Limit, owner, name)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
+}
+
+func scanSecretInfo(r scanner) (SecretInfo, error) {
+	var i SecretInfo
+	var u int64
+	var hosts string
+	err := r.Scan(&i.Owner, &i.Name, &u, &i.Shared, &hosts, &i.Broker.Header, &i.Broker.Limit)
+	i.Updated, i.Broker.Hosts = fromUnix(u), hostsOf(hosts)
+	return i, err
+}
+
 // Secrets lists a user's secrets and the shared ones (names and times only).
 func (s *Store) Secrets(owner int64) ([]SecretInfo, error) {
 	return listAll(s.db, `SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit FROM user_secrets WHERE owner=? OR shared=1 ORDER BY name, owner`,
-		func(r scanner) (SecretInfo, error) {
-			var i SecretInfo
-			var u int64
-			var hosts string
-			err := r.Scan(&i.Owner, &i.Name, &u, &i.Shared, &hosts, &i.Broker.Header, &i.Broker.Limit)
-			i.Updated, i.Broker.Hosts = fromUnix(u), hostsOf(hosts)
-			return i, err
-		}, owner)
+		scanSecretInfo, owner)
 }
 
 // DeleteSecret removes a user's secret.

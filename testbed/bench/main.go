@@ -384,15 +384,30 @@ func printRows(rows []row, image string, n, bigN int) {
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "operation\tpaddock\traw\tratio\t")
 	for _, row := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, row.paddock.P50.Round(time.Millisecond), row.docker.P50.Round(time.Millisecond), float64(row.paddock.P50)/float64(row.docker.P50))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t\n", row.name, shown(row.paddock.P50), shown(row.docker.P50), float64(row.paddock.P50)/float64(row.docker.P50))
 	}
 	tw.Flush()
+	for _, row := range rows {
+		if strings.Contains(row.name, "through the broker") {
+			fmt.Printf("%s: the broker adds %s at p50, %s at p95\n", row.name,
+				(row.paddock.P50 - row.docker.P50).Round(10*time.Microsecond), (row.paddock.P95 - row.docker.P95).Round(10*time.Microsecond))
+		}
+	}
 	if jsonOut != "" {
 		if err := writeJSON(jsonOut, strings.TrimSpace(string(out)), image, rows); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
 	}
+}
+
+// shown is a time as the table prints it: to the millisecond, or to 10
+// µs under 10 ms.
+func shown(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond {
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(time.Millisecond)
 }
 
 // jsonOut is where -json writes the rows ("" : nowhere).

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -116,13 +117,61 @@ func benchPolicies(r *runner, d *harness.Daemon, work string, n, count int) []ro
 	for i := 0; i < 3; i++ {
 		without = append(without, speed())
 	}
+	// Started again with the test internet's resolver and the fake
+	// model API's authority, for the broker's rows.
+	d.Env = append(d.Env, "PADDOCK_DNS_UPSTREAM="+harness.InetDNS, "PADDOCK_BROKER_CA_FILE="+harness.InetCA())
 	fatal(d.Start())
 	mw, mo := median(with), median(without)
 	fmt.Printf("throughput of an allow-all box (1 GB over HTTP, median of 3): with the table %.0f MB/s, without %.0f MB/s, ratio %.2f\n\n",
 		mw/1e6, mo/1e6, mo/mw)
 	// The time to move 1 GB, as a row (paddock: with the table).
 	rows = append(rows, row{"1 GB download from an allow-all box", one(time.Duration(1e9 / mw * float64(time.Second))), one(time.Duration(1e9 / mo * float64(time.Second)))})
-	return rows
+	return append(rows, brokerRows(r, c, n*4)...)
+}
+
+// brokerRows time a model API request from a box through the credential
+// broker (plain HTTP to the gateway, the broker's HTTPS upstream) beside
+// the same request straight to the fake API over HTTPS: each with a new
+// connection (a curl each), and n on one connection (one curl).
+func brokerRows(r *runner, container string, n int) []row {
+	key := "sk-bench-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	cmd := exec.Command(r.bins.Paddock, "secret", "set", "BENCH_KEY", "--broker", "api.model.test", "--header", "x-api-key")
+	cmd.Env, cmd.Stdin = append(os.Environ(), r.env...), strings.NewReader(key)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		fatal(fmt.Errorf("secret set: %v: %s", err, out))
+	}
+	r.docker("cp", harness.InetCA(), container+":/tmp/model-ca.pem")
+	// The URL and headers of each way, as shell words run in the box.
+	through := [2]string{`"$PADDOCK_BROKER/api.model.test/v1/messages"`, `-H "x-api-key: $BENCH_KEY"`}
+	straight := [2]string{`https://api.model.test/v1/messages`,
+		`--cacert /tmp/model-ca.pem --resolve api.model.test:443:` + harness.InetModelAPI + ` -H "x-api-key: ` + key + `"`}
+	times := func(script string) sample {
+		out := r.paddock("exec", "tput", "--", "sh", "-c", script)
+		var ds []time.Duration
+		for _, f := range strings.Fields(out) {
+			v, err := strconv.ParseFloat(f, 64)
+			fatal(err)
+			ds = append(ds, time.Duration(v*float64(time.Second)))
+		}
+		if len(ds) != n {
+			fatal(fmt.Errorf("%d times from %q: %s", len(ds), script, out))
+		}
+		sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
+		return sample{P50: ds[len(ds)/2], P95: ds[min(len(ds)-1, len(ds)*95/100)], N: len(ds)}
+	}
+	// A curl per request: a new connection each (and, straight, a TLS
+	// handshake each).
+	each := func(way [2]string) string {
+		return fmt.Sprintf(`for i in $(seq %d); do curl -sS -o /dev/null -w '%%{time_total}\n' -d '{"q":"hi"}' %s %s; done`, n, way[1], way[0])
+	}
+	// One curl with the URL n times: one connection, kept alive.
+	kept := func(way [2]string) string {
+		return fmt.Sprintf(`u=%s; curl -sS -w '%%{time_total}\n' -d '{"q":"hi"}' %s $(for i in $(seq %d); do printf -- '-o /dev/null %%s ' "$u"; done)`, way[0], way[1], n)
+	}
+	return []row{
+		{"model API request through the broker, new connection each", times(each(through)), times(each(straight))},
+		{"model API request through the broker, one connection", times(kept(through)), times(kept(straight))},
+	}
 }
 
 func median(v []float64) float64 {

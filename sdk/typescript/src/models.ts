@@ -491,6 +491,7 @@ export interface ProjectSpec {
   drives?: DriveSpec[] | null;
   policies?: PolicySpec[] | null;
   project: string;
+  secrets?: SecretSpec[] | null;
 }
 
 export interface PromptPost {
@@ -598,6 +599,11 @@ export interface SecretBroker {
   header: string;
   hosts: string[] | null;
   limit?: string;
+}
+
+export interface SecretSpec {
+  broker: SecretBroker;
+  name: string;
 }
 
 export interface SetupPost {
