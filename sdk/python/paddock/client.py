@@ -552,10 +552,24 @@ class Client:
     def secrets(self) -> List[models.Secret]:
         return self._json("GET", "/secrets")
 
-    def set_secret(self, name, value, shared=False):
+    def set_secret(self, name, value, shared=False, broker=None, header=None, limit=None):
+        """Sets a secret. With broker (the hosts its value may be sent to) it
+        is brokered: boxes get a stand-in, never the value; header says where
+        the value goes (x-api-key, bearer, token, a header's name, or
+        "NAME: PREFIX"), limit how many requests a box may send (N/min, ...)."""
         body = value.encode() if isinstance(value, str) else value
-        with self._request("PUT", "/secrets/" + _q(name) + ("?shared=true" if shared else ""), body, "text/plain"):
+        q = [("shared", "true")] if shared else []
+        q += [("broker", h) for h in (broker or [])]
+        q += [(k, v) for k, v in (("header", header), ("limit", limit)) if v]
+        path = "/secrets/" + _q(name) + ("?" + urllib.parse.urlencode(q) if q else "")
+        with self._request("PUT", path, body, "text/plain"):
             pass
+
+    def set_secret_broker(self, name, broker):
+        """Changes how a secret is brokered, keeping its value: broker is a
+        SecretBroker ({"hosts": [...], "header": ..., "limit": ...}; no
+        hosts: not brokered)."""
+        self._json("PUT", "/secrets/" + _q(name) + "/broker", broker)
 
     def remove_secret(self, name):
         self._json("DELETE", "/secrets/" + _q(name))

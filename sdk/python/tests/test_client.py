@@ -254,6 +254,12 @@ class ClientTest(unittest.TestCase):
         secrets = self.c.secrets()
         self.assertIn("PY_SECRET", [x["name"] for x in secrets])
         self.assertNotIn("s3cret", repr(secrets))
+        self.c.set_secret("PY_SECRET", "s3cret", broker=["api.model.test"], header="x-api-key", limit="5/min")
+        b = [x for x in self.c.secrets() if x["name"] == "PY_SECRET"][0]["broker"]
+        self.assertEqual(b, {"hosts": ["api.model.test"], "header": "x-api-key", "limit": "5/min"})
+        self.c.set_secret_broker("PY_SECRET", {"hosts": ["api.model.test"], "header": "bearer"})
+        b = [x for x in self.c.secrets() if x["name"] == "PY_SECRET"][0]["broker"]
+        self.assertEqual(b, {"hosts": ["api.model.test"], "header": "bearer"})
         self.c.remove_secret("PY_SECRET")
         self.assertIsInstance(self.c.keys(), list)
         self.assertIn("owner", [u["role"] for u in self.c.users()])

@@ -42,7 +42,7 @@ export class PaddockError extends Error {
 
 import type {
   ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
-  PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, WatchEvent, Screenshot, Secret, Snapshot, TokenCreated, TokenInfo, User, Whoami,
+  PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, WatchEvent, Screenshot, Secret, SecretBroker, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
 
@@ -512,8 +512,22 @@ export class Client {
     await this.request("PUT", `/drives/${q(name)}/archive`, body(tar), "application/x-tar");
   }
   secrets(): Promise<Secret[]> { return this.json("GET", "/secrets"); }
-  async setSecret(name: string, value: string, opts: { shared?: boolean } = {}): Promise<void> {
-    await this.request("PUT", `/secrets/${q(name)}${opts.shared ? "?shared=true" : ""}`, Buffer.from(value), "text/plain");
+  /** Sets a secret. With broker (the hosts its value may be sent to), it
+   * is brokered: boxes get a stand-in, never the value; header says where
+   * the value goes (x-api-key, bearer, token, a header's name, or
+   * "NAME: PREFIX"), limit how many requests a box may send (N/min, ...). */
+  async setSecret(name: string, value: string, opts: { shared?: boolean; broker?: string[]; header?: string; limit?: string } = {}): Promise<void> {
+    const p = new URLSearchParams();
+    if (opts.shared) p.set("shared", "true");
+    for (const h of opts.broker ?? []) p.append("broker", h);
+    if (opts.header) p.set("header", opts.header);
+    if (opts.limit) p.set("limit", opts.limit);
+    const qs = p.toString();
+    await this.request("PUT", `/secrets/${q(name)}${qs ? "?" + qs : ""}`, Buffer.from(value), "text/plain");
+  }
+  /** Changes how a secret is brokered, keeping its value (no hosts: not brokered). */
+  async setSecretBroker(name: string, broker: SecretBroker): Promise<void> {
+    await this.json("PUT", `/secrets/${q(name)}/broker`, broker);
   }
   async removeSecret(name: string): Promise<void> { await this.json("DELETE", `/secrets/${q(name)}`); }
   tokens(): Promise<TokenInfo[]> { return this.json("GET", "/tokens"); }

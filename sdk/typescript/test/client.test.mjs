@@ -257,6 +257,12 @@ test("tokens, secrets, keys and users", async () => {
   const secrets = await c.secrets();
   assert.ok(secrets.some((s) => s.name === "TS_SECRET"));
   assert.ok(!JSON.stringify(secrets).includes("s3cret"));
+  await c.setSecret("TS_SECRET", "s3cret", { broker: ["api.model.test"], header: "x-api-key", limit: "5/min" });
+  let b = (await c.secrets()).find((s) => s.name === "TS_SECRET")?.broker;
+  assert.deepEqual(b, { hosts: ["api.model.test"], header: "x-api-key", limit: "5/min" });
+  await c.setSecretBroker("TS_SECRET", { hosts: ["api.model.test"], header: "bearer" });
+  b = (await c.secrets()).find((s) => s.name === "TS_SECRET")?.broker;
+  assert.deepEqual(b, { hosts: ["api.model.test"], header: "bearer" });
   await c.removeSecret("TS_SECRET");
   assert.ok(Array.isArray(await c.keys()));
   assert.ok((await c.users()).some((u) => u.role === "owner"));
