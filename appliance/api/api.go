@@ -504,6 +504,7 @@ type BoxAgent struct {
 	Name      string `json:"name"`
 	Installed bool   `json:"installed"`
 	// Credentials: "secret NAME" (a secret of the box's owner is set),
+	// "brokered secret NAME" (set, and the box gets a stand-in for it),
 	// "env NAME" (the box's own environment has it), "login" (the
 	// agent's own login files are in the box), or "".
 	Credentials string `json:"credentials"`

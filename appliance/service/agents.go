@@ -237,8 +237,10 @@ echo "$n $i $l"; done`
 		a := s.Cfg.Agents[n]
 		ba := api.BoxAgent{Name: n, Installed: seen[n][0] == "installed"}
 		for _, sec := range append(append([]string{}, a.Required...), a.Secrets...) {
-			_, err := s.Store.Secret(b.Owner, sec)
+			row, err := s.Store.SecretFor(b.Owner, sec)
 			switch {
+			case err == nil && ba.Credentials == "" && len(row.Broker.Hosts) > 0 && s.brokerOn(b):
+				ba.Credentials = "brokered secret " + sec
 			case err == nil && ba.Credentials == "":
 				ba.Credentials = "secret " + sec
 			case errors.Is(err, store.ErrNotFound) && slices.Contains(a.Required, sec) && !slices.Contains(ba.Missing, sec):

@@ -309,8 +309,17 @@ func TestDashboard(t *testing.T) {
 	poll[bool](b, "the OOM kill in the list", `(document.querySelector('#boxes tr[data-box="tight"] .status .oom')?.textContent || "").startsWith("killed: out of memory at ")`, 30*time.Second)
 	poll[bool](b, "the box's use in the list", `/^\d+% CPU · [\d.]+ (KB|MB)$/.test(document.querySelector('#boxes td[data-use="tight"]')?.textContent || "")`, 30*time.Second)
 	b.shots(shotDir, "boxes-oom")
+	// What it sent through the credential broker, on its page.
+	if err := d.Client().SetSecret(ctx, "MODEL_KEY", []byte("sk-dashboard"), false, &api.SecretBroker{Hosts: []string{"api.model.test"}, Header: "x-api-key"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, err := d.Client().Exec(ctx, "tight", api.ExecPost{Cmd: []string{"sh", "-c", `curl -sSf -d hi -H "x-api-key: $MODEL_KEY" "$PADDOCK_BROKER/api.model.test/v1/messages"`}}, clientIO()); err != nil || code != 0 {
+		t.Fatalf("a request through the broker: code %d, %v", code, err)
+	}
 	b.do(chromedp.Navigate(base + "/boxes/tight"))
 	poll[bool](b, "the OOM kill on the box's page", `/^out of memory at .* \(1 process past its 256 MiB\)$/.test(document.querySelector("#oom")?.textContent || "")`, 10*time.Second)
+	poll[bool](b, "the broker's counts on the box's page", `/^MODEL_KEY: 1 request \(2xx 1\), 2 B up, \d+ B down$/.test(document.querySelector("#broker-use")?.textContent || "")`, 30*time.Second)
+	b.shots(shotDir, "box-broker")
 	b.do(chromedp.Navigate(base + "/"))
 	poll[bool](b, "the list again", `!!document.querySelector('#boxes tr[data-box="tight"]')`, 10*time.Second)
 

@@ -9,6 +9,9 @@ import { tarFiles } from "./tar.js";
 const name = document.body.dataset.box;
 const B = `/boxes/${enc(name)}`;
 let box = null;
+// What the box sent through the credential broker, by secret (a box's
+// own answer has it, not the events stream's).
+let brokerUse = [];
 const jobs = new Map();
 const snaps = new Map();
 
@@ -76,7 +79,8 @@ function renderBox() {
   const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")],
     ...(box.access ? [["Shared", `with you as a ${box.access}, by ${box.owner}`]] : []),
     ...(box.oom_at ? [["Killed", el("span", { class: "oom", id: "oom" }, oomText(box).replace(/^killed: /, ""))]] : []), ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
-    ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""], ["Project", box.project || "—"], ["Owner", box.owner || ""],
+    ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""],
+    ...(brokerUse.length ? [["Broker", el("span", { id: "broker-use" }, brokerUse.map(brokerText).join("; "))]] : []), ["Project", box.project || "—"], ["Owner", box.owner || ""],
     ["Labels", Object.entries(box.labels || {}).sort().map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
     ["Idle stop", box.idle_stop ? `after ${box.idle_stop} unused${box.sleeping ? " (asleep: its next use starts it)" : ""}` : "—"],
     ["Desktop", box.desktop ? "yes" : "no"], ["Drives", (box.mounts || []).map((m) => `${m.drive} at ${m.path}${m.readonly ? " (read-only)" : ""}`).join(", ") || "—"],
@@ -88,6 +92,17 @@ function renderBox() {
   document.getElementById("policy-select").value = box.policy || "allow-all";
   document.getElementById("net-policy").textContent = box.policy || "allow-all";
   tickTTL();
+}
+// brokerText is what a box sent with one secret: "MODEL_KEY: 2 requests
+// (2xx 2), 1 refused, 16 B up, 477 B down".
+function brokerText(u) {
+  const cls = ["2xx", "4xx", "5xx"].filter((k) => u.status?.[k]).map((k) => `${k} ${u.status[k]}`);
+  return `${u.secret}: ${u.requests} request${u.requests === 1 ? "" : "s"}${cls.length ? ` (${cls.join(", ")})` : ""}` +
+    `${u.refused ? `, ${u.refused} refused` : ""}, ${size(u.bytes_up)} up, ${size(u.bytes_down)} down`;
+}
+async function loadBroker() {
+  try { brokerUse = (await api("GET", B)).broker || []; } catch { return; }
+  renderBox();
 }
 function tickTTL() { if (box) document.getElementById("ttl-left").textContent = box.expires_at ? ttlLeft(box) + " left" : "no TTL"; }
 setInterval(tickTTL, 1000);
@@ -373,13 +388,13 @@ async function loadUse() {
 
 events({
   box: (b) => { if (b.name === name) { box = b; renderBox(); renderUse(); } },
-  metrics: (m) => { if (m.box === name) { samples.push(m); renderUse(); } },
+  metrics: (m) => { if (m.box === name) { samples.push(m); renderUse(); loadBroker(); } },
   "box-removed": (k) => { if (k.name === name) { report(new Error(`Box ${name} was removed.`)); document.body.dataset.removed = "1"; } },
   job: (j) => { if (j.box === name) { jobs.set(j.id, j); renderJobs(); } },
   "job-removed": (k) => { jobs.delete(k.id); renderJobs(); },
   snapshot: (s) => { if (s.box === name) { snaps.set(s.id, s); renderSnaps(); } },
   "snapshot-removed": (k) => { snaps.delete(k.id); renderSnaps(); },
-  ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); loadUse(); },
+  ready: () => { document.body.dataset.ready = "1"; renderJobs(); renderSnaps(); loadUse(); loadBroker(); },
 });
 // The fragment names the tab at load, and later too: a link to #files,
 // or the browser's back and forward, open the tab it names.
