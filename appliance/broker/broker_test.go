@@ -216,3 +216,51 @@ func TestDialRefuses(t *testing.T) {
 		t.Fatalf("localhost: %v", err)
 	}
 }
+
+// A streamed answer (server-sent events, as the model APIs send) reaches
+// the box as it is written, not when it ends.
+func TestBrokerStreams(t *testing.T) {
+	release := make(chan struct{})
+	api := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-release
+		io.WriteString(w, "data: last\n\n")
+	}))
+	defer api.Close()
+	defer close(release)
+	_, port, _ := net.SplitHostPort(api.Listener.Addr().String())
+	host := "example.com:" + port
+	key := []byte("k")
+	mine := StandIn(key, "uid", 1, "K", time.Unix(1, 0))
+	b := &Broker{
+		Grant: func(context.Context, netip.Addr, string) (Grant, error) {
+			return Grant{Box: "a", StandIn: mine, Value: []byte("v"), Header: Header{Name: "Authorization", Prefix: "Bearer "}, Hosts: []string{host}}, nil
+		},
+		RootCAs: api.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,
+	}
+	b.init()
+	b.proxy.Transport.(*http.Transport).DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, api.Listener.Addr().String())
+	}
+	srv := httptest.NewServer(b)
+	defer srv.Close()
+	req, _ := http.NewRequest("GET", srv.URL+"/"+host+"/stream", nil)
+	req.Header.Set("Authorization", "Bearer "+mine)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 64)
+		n, _ := io.ReadAtLeast(resp.Body, buf, len("data: first\n\n"))
+		got <- string(buf[:n])
+	}()
+	// The first event arrives while the API still holds the rest back.
+	if first := <-got; first != "data: first\n\n" {
+		t.Fatalf("first read: %q", first)
+	}
+}
