@@ -20,26 +20,15 @@ import (
 	"github.com/paddock-dev/paddock/policies"
 )
 
-// never are the ranges the broker sends no secret to, besides this
-// machine's own addresses: private, shared (CGNAT), loopback, link-local
-// and the clouds' metadata and host agents.
-var never = append([]netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("10.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"),
-	netip.MustParsePrefix("127.0.0.0/8"),
-	netip.MustParsePrefix("169.254.0.0/16"),
-	netip.MustParsePrefix("172.16.0.0/12"),
-	netip.MustParsePrefix("192.168.0.0/16"),
-	netip.MustParsePrefix("224.0.0.0/3"),
-}, policies.Metadata...)
-
-// refused says whether the broker may not dial ip.
+// refused says whether the broker may not dial ip: what a public name
+// must not point to (policies.Rebinding: private, shared, loopback,
+// link-local and multicast ranges), the clouds' metadata and host
+// agents, the box network, and this machine's own addresses.
 func refused(ip netip.Addr, boxes netip.Prefix) bool {
-	if !ip.Is4() || boxes.Contains(ip) {
+	if !ip.Is4() || boxes.Contains(ip) || policies.Rebinding(ip) {
 		return true
 	}
-	for _, p := range never {
+	for _, p := range policies.Metadata {
 		if p.Contains(ip) {
 			return true
 		}

@@ -55,7 +55,11 @@ func (s *Store) PutSecret(owner int64, name string, sealed []byte, shared bool, 
 // SetSecretBroker changes how a user's secret is brokered, keeping its
 // value (and so its boxes' stand-ins).
 func (s *Store) SetSecretBroker(owner int64, name string, b Broker) error {
-	res, err := s.db.Exec(`UPDATE user_secrets SET broker_hosts=?, broker_header=?, broker_limit=? WHERE owner=? AND name=?`,
+	return setSecretBroker(s.db.Exec, owner, name, b)
+}
+
+func setSecretBroker(exec func(string, ...any) (sql.Result, error), owner int64, name string, b Broker) error {
+	res, err := exec(`UPDATE user_secrets SET broker_hosts=?, broker_header=?, broker_limit=? WHERE owner=? AND name=?`,
 		hostsText(b.Hosts), b.Header, b.Limit, owner, name)
 	if err != nil {
 		return err
@@ -101,12 +105,7 @@ func (s *Store) OwnSecrets(owner int64) ([]SecretInfo, error) {
 // SetSecretBroker changes how a user's secret is brokered, inside a
 // transaction.
 func (t *Tx) SetSecretBroker(owner int64, name string, b Broker) error {
-	res, err := t.tx.Exec(`UPDATE user_secrets SET broker_hosts=?, broker_header=?, broker_limit=? WHERE owner=? AND name=?`,
-		hostsText(b.Hosts), b.Header, b.Limit, owner, name)
-	if err != nil {
-		return err
-	}
-	return oneRow(res)
+	return setSecretBroker(t.tx.Exec, owner, name, b)
 }
 
 func scanSecretInfo(r scanner) (SecretInfo, error) {
