@@ -34,7 +34,9 @@ import (
 
 // Files are the state directory's files and folders a backup keeps,
 // beside the database.
-var Files = []string{"secret.key", "audit.key", "ssh_host_ed25519_key", "local.token", "caddy"}
+// broker.key keeps the boxes' stand-ins for brokered secrets what they
+// were; sso.key opens the sign-in providers' refresh tokens.
+var Files = []string{"secret.key", "audit.key", "broker.key", "sso.key", "ssh_host_ed25519_key", "local.token", "caddy"}
 
 // Key is what a backup is encrypted to (Recipients) or opened with
 // (Identities).

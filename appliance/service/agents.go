@@ -128,9 +128,14 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		} else if err != nil {
 			return api.Job{}, err
 		}
-		if len(row.Broker.Hosts) > 0 && s.brokerOn(b) {
+		if len(row.Broker.Hosts) > 0 {
 			// Brokered: the command's environment has the box's
-			// stand-in (CheckExec), never the value.
+			// stand-in (CheckExec), never the value; where there is no
+			// broker, the agent goes without.
+			if !s.brokerOn(b) {
+				return api.Job{}, invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
+					sec, name, s.noBroker(b))
+			}
 			env[sec] = broker.StandIn(s.BrokerKey, b.UID, row.Owner, sec, row.Updated)
 			continue
 		}

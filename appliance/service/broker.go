@@ -30,6 +30,14 @@ func (s *Service) brokerOn(b store.Box) bool {
 	return s.BrokerURL != "" && len(s.BrokerKey) > 0 && b.Node == ""
 }
 
+// noBroker says why box b cannot use the broker.
+func (s *Service) noBroker(b store.Box) string {
+	if b.Node != "" {
+		return fmt.Sprintf("it is on server %s, and only the boxes of the server paddockd runs on have one yet", b.Node)
+	}
+	return "the broker is off on this server (broker_port = 0)"
+}
+
 // checkBroker reads a SecretBroker into the store's form.
 func checkBroker(p *api.SecretBroker) (store.Broker, error) {
 	if p == nil || len(p.Hosts) == 0 {

@@ -144,6 +144,27 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := s.BrokerGrant(ctx, netip.MustParseAddr("10.9.0.200"), "ANTHROPIC_API_KEY"); !refused(err, "is no box of this server") {
 		t.Fatalf("no box: %v", err)
 	}
+	// Where there is no broker, a prompt goes without the brokered
+	// secret rather than with its value.
+	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "c"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AssignMissingIPs(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	s.BrokerURL = ""
+	if _, err := s.Prompt("c", api.PromptPost{Agent: "claude", Task: "x"}); err == nil || !strings.Contains(err.Error(), "secret ANTHROPIC_API_KEY is brokered, so its value never enters a box, and box c has no broker: the broker is off") {
+		t.Fatalf("a prompt with no broker: %v", err)
+	}
+	if e := env("c"); e["ANTHROPIC_API_KEY"] != "" || e["PADDOCK_BROKER"] != "" {
+		t.Fatalf("no broker, yet: %v", e)
+	}
 	for _, bad := range []*api.SecretBroker{{Hosts: []string{"1.2.3.4"}}, {Hosts: []string{"a.b"}, Header: "x y"}, {Hosts: []string{"a.b"}, Limit: "5"}, {Header: "bearer"}} {
 		if err := s.SetSecret(asBoss, "X", []byte("v"), false, bad); err == nil {
 			t.Errorf("%+v was taken", bad)
