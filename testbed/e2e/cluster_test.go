@@ -40,6 +40,20 @@ func dockerOut(args ...string) (string, error) {
 }
 
 func TestCluster(t *testing.T) {
+	// The control plane makes a swarm of this machine's engine. One that
+	// is there already was left by a run that was killed: CI leaves it;
+	// elsewhere it may be someone's, and the test says so and stops.
+	if state, err := dockerOut("info", "--format", "{{.Swarm.LocalNodeState}}"); err != nil {
+		t.Fatalf("docker info: %v %s", err, state)
+	} else if state = strings.TrimSpace(state); state != "inactive" {
+		if os.Getenv("CI") == "" {
+			t.Fatalf("this machine's engine is in a swarm already (%s), which this test did not make: leave it ('docker swarm leave --force') and run the test again", state)
+		}
+		t.Logf("this machine's engine was in a swarm (%s) that an earlier run left: leaving it", state)
+		if out, err := dockerOut("swarm", "leave", "--force"); err != nil {
+			t.Fatalf("docker swarm leave: %v %s", err, out)
+		}
+	}
 	mini, desk := imageTag(t, "mini"), imageTag(t, "desk")
 	dir, err := os.MkdirTemp("", "pdk-cl-")
 	if err != nil {
