@@ -668,6 +668,11 @@ func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) erro
 }
 
 func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
+	// What the box sent through the credential broker goes with it; its
+	// removal's entry in the audit log keeps the counts.
+	if uses, err := s.Svc.BrokerUses(r.PathValue("name")); err == nil && len(uses) > 0 {
+		audit.From(r.Context()).Note("broker", uses)
+	}
 	if err := s.Svc.RemoveBox(r.Context(), r.PathValue("name")); err != nil {
 		return err
 	}

@@ -261,6 +261,14 @@ func TestBroker(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^broker: +MODEL_KEY 2 requests \(2xx 2\), 3 refused, 16 bytes up`).MatchString(out) {
 		t.Fatalf("show: %v\n%s", err, out)
 	}
+	// A removed box's counts stay in its removal's audit entry.
+	if err := c.RemoveBox(ctx, "bk2"); err != nil {
+		t.Fatal(err)
+	}
+	removed, err := c.Audit(ctx, client.AuditQuery{Action: "box.remove", Box: "bk2"})
+	if err != nil || len(removed) != 1 || !strings.Contains(string(removed[0].Detail), `"secret":"MODEL_KEY","requests":1,"refused":1`) {
+		t.Fatalf("bk2's removal in the audit log: %v %+v", err, removed)
+	}
 	entries, err := c.Audit(ctx, client.AuditQuery{Action: "broker.refused"})
 	if err != nil {
 		t.Fatal(err)
