@@ -30,6 +30,10 @@ type event struct {
 // or more).
 const slowest = 12
 
+// stillRunning is how many of its last lines the log shows of a test that
+// was still running when its package failed.
+const stillRunning = 40
+
 func main() {
 	noSkips := flag.Bool("no-skips", false, "fail when a test was skipped")
 	flag.Parse()
@@ -73,6 +77,24 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 			delete(buf, key)
 		case e.Action == "fail":
 			failed = true
+			// A package that fails with tests still running (a timeout, a
+			// panic, a killed binary): what they printed says where it
+			// stood, and nothing else will.
+			var running []string
+			for k := range buf {
+				if strings.HasPrefix(k, e.Package+" ") && k != e.Package+" " {
+					running = append(running, k)
+				}
+			}
+			sort.Strings(running)
+			for _, k := range running {
+				lines := buf[k]
+				if len(lines) > stillRunning {
+					lines = lines[len(lines)-stillRunning:]
+				}
+				fmt.Fprintf(out, "=== still running when %s failed: %s (its last %d lines)\n%s", e.Package, strings.TrimPrefix(k, e.Package+" "), len(lines), strings.Join(lines, ""))
+				delete(buf, k)
+			}
 		case e.Action == "skip" && e.Test != "":
 			skipped = append(skipped, e.Package+"."+e.Test+": "+lastLine(buf[key]))
 			delete(buf, key)

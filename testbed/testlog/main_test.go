@@ -18,6 +18,13 @@ func TestRun(t *testing.T) {
 {"Action":"fail","Package":"x/a","Test":"TestBad","Elapsed":0.1}
 {"Action":"fail","Package":"x/a","Elapsed":0.2}
 `
+	const timedOut = `{"Action":"output","Package":"x/e2e","Test":"TestDone","Output":"done says\n"}
+{"Action":"pass","Package":"x/e2e","Test":"TestDone","Elapsed":3}
+{"Action":"output","Package":"x/e2e","Test":"TestHung","Output":"    hung_test.go:7: waiting for the box\n"}
+{"Action":"output","Package":"x/e2e","Test":"TestHung","Output":"panic: test timed out after 20m0s\n"}
+{"Action":"output","Package":"x/e2e","Output":"FAIL\tx/e2e\t1200.1s\n"}
+{"Action":"fail","Package":"x/e2e","Elapsed":1200.1}
+`
 	for _, c := range []struct {
 		name, in string
 		noSkips  bool
@@ -30,6 +37,7 @@ func TestRun(t *testing.T) {
 			[]string{"TestQuick", "slow says"}},
 		{"no skips", p, true, 1, []string{"this run may skip none"}, nil},
 		{"fails", broken, false, 1, []string{"a_test.go:3: it broke"}, []string{"slowest"}},
+		{"times out", timedOut, false, 1, []string{"=== still running when x/e2e failed: TestHung", "hung_test.go:7: waiting for the box", "panic: test timed out after 20m0s"}, []string{"done says"}},
 	} {
 		var out strings.Builder
 		if code := run(strings.NewReader(c.in), &out, c.noSkips); code != c.code {
