@@ -455,7 +455,15 @@ def type_text(text):
             for k in range(0, len(line), 50):
                 run('xdotool', 'type', '--delay', '12', '--', line[k:k + 50])
 def screen_hash():
-    return hashlib.sha256(run('xwd', '-root', '-silent')).hexdigest()
+    # A window that goes while the screen is read fails the read
+    # (BadDrawable): read it again.
+    for n in range(5):
+        try:
+            return hashlib.sha256(run('xwd', '-root', '-silent')).hexdigest()
+        except Failed:
+            if n == 4:
+                raise
+            time.sleep(0.1)
 results = []
 i = 0
 try:
