@@ -250,6 +250,18 @@ func SweepPrefix(prefix string) {
 			Sweep(inst)
 		}
 	}
+	// The install test's servers (containers named PREFIX inst-N, with
+	// their volumes) that a run killed before its cleanup left running:
+	// each is a whole server, systemd, engine and paddockd, that slows
+	// every later run. Only when no other run is live: they carry no
+	// instance of their own to tell whose they are.
+	named, _ := exec.Command("sh", "-c", `docker ps -a --format '{{.Names}}'; docker volume ls --format '{{.Name}}'`).Output()
+	for _, n := range strings.Fields(string(named)) {
+		if len(live) == 0 && strings.HasPrefix(n, prefix+"inst-") {
+			exec.Command("docker", "rm", "-f", "-v", n).Run()
+			exec.Command("docker", "volume", "rm", n).Run()
+		}
+	}
 	tables, _ := exec.Command("nft", "list", "tables").Output()
 	for _, line := range strings.Split(string(tables), "\n") {
 		f := strings.Fields(line)
