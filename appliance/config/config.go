@@ -69,7 +69,7 @@ type Agent struct {
 	NoTask string `koanf:"no_task"`
 	// BaseURLs are variables the agent reads its API's address from,
 	// set when one of its secrets is brokered: the value is a template in
-	// which ${SECRET} is the broker's address for that secret's first
+	// which ${SECRET} (os.Expand's form) is the broker's address for that secret's first
 	// host (ANTHROPIC_BASE_URL = "${ANTHROPIC_API_KEY}").
 	BaseURLs map[string]string `koanf:"base_urls"`
 }

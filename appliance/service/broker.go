@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -249,7 +250,7 @@ func (s *Service) agentBaseURLs(b store.Box, urls map[string]string) (map[string
 	out := map[string]string{}
 	for v, templ := range urls {
 		ok := true
-		val := expandSecrets(templ, func(sec string) string {
+		val := os.Expand(templ, func(sec string) string {
 			row, err := s.Store.SecretFor(b.Owner, sec)
 			if err != nil || len(row.Broker.Hosts) == 0 {
 				ok = false
@@ -262,24 +263,4 @@ func (s *Service) agentBaseURLs(b store.Box, urls map[string]string) (map[string
 		}
 	}
 	return out, nil
-}
-
-// expandSecrets replaces each ${NAME} of templ with f(NAME).
-func expandSecrets(templ string, f func(string) string) string {
-	var b strings.Builder
-	for {
-		i := strings.Index(templ, "${")
-		if i < 0 {
-			break
-		}
-		j := strings.IndexByte(templ[i:], '}')
-		if j < 0 {
-			break
-		}
-		b.WriteString(templ[:i])
-		b.WriteString(f(templ[i+2 : i+j]))
-		templ = templ[i+j+1:]
-	}
-	b.WriteString(templ)
-	return b.String()
 }

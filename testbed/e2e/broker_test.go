@@ -183,8 +183,9 @@ func TestBroker(t *testing.T) {
 		t.Fatalf("in another header: %s", out)
 	}
 
-	// A rate: the third request in its minute is refused, once.
-	if err := c.SetSecret(ctx, "SLOW_KEY", []byte("sk-slow-"+rand.Text()), false, &api.SecretBroker{Hosts: []string{"api.model.test"}, Header: "x-api-key", Limit: "2/min"}); err != nil {
+	// A rate: the third request in its day is refused, once (a window no
+	// machine is slow enough to see pass).
+	if err := c.SetSecret(ctx, "SLOW_KEY", []byte("sk-slow-"+rand.Text()), false, &api.SecretBroker{Hosts: []string{"api.model.test"}, Header: "x-api-key", Limit: "2/day"}); err != nil {
 		t.Fatal(err)
 	}
 	var codes []string
@@ -193,7 +194,7 @@ func TestBroker(t *testing.T) {
 		codes = append(codes, s)
 	}
 	if !slices.Equal(codes, []string{"200", "200", "429"}) {
-		t.Fatalf("with a limit of 2/min: %v", codes)
+		t.Fatalf("with a limit of 2/day: %v", codes)
 	}
 
 	// A host that resolves to this machine is never dialled.
@@ -278,7 +279,7 @@ func TestBroker(t *testing.T) {
 		reasons = append(reasons, e.Box+": "+e.Result)
 	}
 	all := strings.Join(reasons, "\n")
-	for _, want := range []string{"bk2: this stand-in for MODEL_KEY is not box bk2's", "bk: secret MODEL_KEY is not sent to other-api.test", "bk: box bk is past its limit of 2/min on secret SLOW_KEY", "mias: box mias has no brokered secret MODEL_KEY"} {
+	for _, want := range []string{"bk2: this stand-in for MODEL_KEY is not box bk2's", "bk: secret MODEL_KEY is not sent to other-api.test", "bk: box bk is past its limit of 2/day on secret SLOW_KEY", "mias: box mias has no brokered secret MODEL_KEY"} {
 		if !strings.Contains(all, want) {
 			t.Fatalf("the audit log has no %q:\n%s", want, all)
 		}
