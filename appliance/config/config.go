@@ -142,6 +142,8 @@ type Config struct {
 	// other users' snapshot images): a box made from an image holds what
 	// that image holds.
 	Images []string `koanf:"images"`
+	// Builds bound users' own image builds (package images).
+	Builds Builds `koanf:"builds"`
 	// BoxUser runs commands in boxes; BoxUID owns pushed files.
 	BoxUser string `koanf:"box_user"`
 	BoxUID  int    `koanf:"box_uid"`
@@ -279,6 +281,22 @@ type SSOProvider struct {
 	CAFile string `koanf:"ca_file"`
 }
 
+// Builds bound users' image builds. Owners have the same bounds: a build
+// runs in a box on the server either way.
+type Builds struct {
+	// ImageGiB bounds one built image (its layers, bases included).
+	ImageGiB float64 `koanf:"image_gib"`
+	// PerUser bounds the images (name and tag) each user may keep.
+	PerUser int `koanf:"per_user"`
+	// Timeout bounds one build's steps.
+	Timeout time.Duration `koanf:"timeout"`
+	// CacheGiB bounds a user's build cache (their builder boxes'
+	// /var/lib/docker): past it after a build, the cache is emptied.
+	CacheGiB float64 `koanf:"cache_gib"`
+	// Type is the box type of builder boxes.
+	Type string `koanf:"type"`
+}
+
 // Defaults are the built-in values.
 func Defaults() map[string]any {
 	return map[string]any{
@@ -290,6 +308,11 @@ func Defaults() map[string]any {
 		"runtime":                     "sysbox-runc",
 		"image":                       "paddock/box:latest",
 		"images":                      []string{},
+		"builds.image_gib":            10.0,
+		"builds.per_user":             20,
+		"builds.timeout":              "30m",
+		"builds.cache_gib":            20.0,
+		"builds.type":                 "medium",
 		"job_log_max_mib":             64,
 		"job_logs_per_user_mib":       1024,
 		"limits.boxes":                20,

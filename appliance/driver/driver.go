@@ -54,6 +54,10 @@ func (e *NodesDown) Error() string {
 const (
 	KindDrive   = "drive"   // a named drive, declared by users
 	KindBoxData = "boxdata" // a box's /var/lib/docker, not in snapshots
+	// KindBuildCache is a user's image build cache: the /var/lib/docker of
+	// their builder boxes, one at a time, kept between builds (named by
+	// the user's id).
+	KindBuildCache = "buildcache"
 )
 
 // VolumeRef names a volume by kind and owner name.
@@ -250,6 +254,23 @@ type ExecWarmer interface {
 // ImageIDer is a driver that can tell which image a reference names now.
 type ImageIDer interface {
 	ImageID(ctx context.Context, ref string) (string, error)
+}
+
+// ImageKeeper is a driver that takes in users' own images (package
+// images): it hands out images for a builder box's engine, loads what a
+// build made, and names and unnames it.
+type ImageKeeper interface {
+	// SaveImages streams images by reference (docker save's archive).
+	SaveImages(ctx context.Context, refs []string) (io.ReadCloser, error)
+	// LoadImage loads an archive of one image with no name and checks
+	// that the image id is there after.
+	LoadImage(ctx context.Context, r io.Reader, id string) error
+	// TagImage names the image id ref (moving the name from any other).
+	TagImage(ctx context.Context, id, ref string) error
+	// RemoveImage removes a name, or an image by id; the image goes with
+	// its last name unless a container was made from it. ErrNotFound
+	// when there is no such name or image.
+	RemoveImage(ctx context.Context, ref string) error
 }
 
 // SnapshotShipper is a driver that can hand snapshots' images out as a

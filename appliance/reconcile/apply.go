@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
 
@@ -227,9 +228,12 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 			Volume: driver.VolumeRef{Kind: driver.KindDrive, Name: m.Drive}, Path: m.Path, ReadOnly: m.ReadOnly,
 		})
 	}
-	spec.Mounts = append(spec.Mounts, driver.Mount{
-		Volume: driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}, Path: BoxDataPath,
-	})
+	data := driver.VolumeRef{Kind: driver.KindBoxData, Name: b.Key()}
+	if b.Builder {
+		// A builder box's engine keeps its layers in its owner's cache.
+		data = driver.VolumeRef{Kind: driver.KindBuildCache, Name: strconv.FormatInt(b.Owner, 10)}
+	}
+	spec.Mounts = append(spec.Mounts, driver.Mount{Volume: data, Path: BoxDataPath})
 	return spec
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"net/http/httptest"
 	"regexp"
 	"strings"
@@ -157,6 +158,14 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	boss, err := svc.Store.UserByName("boss")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const bossImageID = "sha256:b0551111222233334444555566667777888899990000aaaabbbbccccddddeeee"
+	if err := svc.Store.PutImage(store.Image{Owner: boss.ID, Name: "bossimg", Tag: "latest", ID: bossImageID, Built: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
 	theirs := map[string]string{
 		"boxes": "bossbox", "jobs": job.ID, "drives": "bossdrive", "policies": "bosspol",
 		"secrets": "BOSS_KEY", "tokens": "test", "keys": "bosskey", "users": "boss", "desktop": "bossbox", "screenshots": "1700000000000000000",
@@ -164,8 +173,9 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		"grants": "boss",
 		"groups": "eng", "members": "boss",
 		"contexts": "python",
+		"images":   "bossimg",
 	}
-	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true}
+	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true, "images": true}
 	tried := 0
 	for _, r := range srv.Routes() {
 		if r.Access == route.Public || !wildcard.MatchString(strings.ReplaceAll(r.Pattern, "{$}", "")) {
@@ -210,6 +220,33 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 	t.Logf("%d routes name an object", tried)
 	if tried < 25 {
 		t.Fatalf("only %d routes name an object", tried)
+	}
+	// The owner's image by its other names (its server name, tag, id, an
+	// id prefix) is no more there for the member than one that does not
+	// exist: not listed, shown, removed, nor made a box from.
+	for _, name := range []string{"bossimg:latest", "boss%2Fbossimg", "boss%2Fbossimg:latest", bossImageID, bossImageID[7:19], bossImageID[7:11]} {
+		for _, m := range []string{"GET", "DELETE"} {
+			if code, e := call(t, ts, mia, m, "/v1/images/"+name, ""); code != http.StatusNotFound {
+				t.Errorf("member %s /v1/images/%s: %d %+v, want 404", m, name, code, e)
+			}
+		}
+		ref, _ := url.PathUnescape(name)
+		_, want := call(t, ts, mia, "POST", "/v1/boxes", `{"name":"mine","image":"nosuchimage"}`)
+		_, got := call(t, ts, mia, "POST", "/v1/boxes", `{"name":"mine","image":"`+ref+`"}`)
+		if strings.ReplaceAll(got.Message, ref, "<ref>") != strings.ReplaceAll(want.Message, "nosuchimage", "<ref>") || got.Code != want.Code {
+			t.Errorf("member's box from the owner's image %s: %+v; from one that does not exist: %+v", ref, got, want)
+		}
+	}
+	if code, _ := call(t, ts, mia, "GET", "/v1/images", ""); code != 200 {
+		t.Errorf("member's image list: %d", code)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/images", nil)
+	req.Header.Set("Authorization", "Bearer "+mia)
+	if _, body, _ := do(t, req); strings.Contains(body, "bossimg") {
+		t.Errorf("the member's image list has the owner's image: %s", body)
+	}
+	if _, err := svc.Store.GetImage(boss.ID, "bossimg", "latest"); err != nil {
+		t.Errorf("after the member's calls, the owner's image: %v", err)
 	}
 	// Nothing of the owner's went.
 	for _, p := range []string{"/v1/boxes/bossbox", "/v1/boxes/bossbox/jobs/" + job.ID} {

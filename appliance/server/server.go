@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -159,6 +160,11 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
+	add("GET "+p+"/images", s.listImages)
+	add("POST "+p+"/images", s.buildImage)
+	add("GET "+p+"/images/{name}", s.getImage)
+	add("DELETE "+p+"/images/{name}", s.removeImage)
+	add("PUT "+p+"/images/{name}/shares", s.shareImage)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
 	add("GET "+p+"/tokens", s.tokens)
 	add("POST "+p+"/tokens", s.createToken)
@@ -1387,4 +1393,111 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return writeJSON(w, http.StatusOK, q)
+}
+
+func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
+	ims, err := s.Svc.Images(r.Context())
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, ims)
+}
+
+func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
+	im, err := s.Svc.GetImage(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return writeJSON(w, http.StatusOK, im)
+}
+
+func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) error {
+	im, err := s.Svc.RemoveImage(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	audit.From(r.Context()).Note("image", im.Ref)
+	w.WriteHeader(http.StatusNoContent)
+	return nil
+}
+
+func (s *Server) shareImage(w http.ResponseWriter, r *http.Request) error {
+	var p api.ImageShares
+	if err := decode(r, &p); err != nil {
+		return err
+	}
+	im, err := s.Svc.ShareImage(r.Context(), r.PathValue("name"), p)
+	if err != nil {
+		return err
+	}
+	audit.From(r.Context()).Note("shared_with", im.SharedWith)
+	return writeJSON(w, http.StatusOK, im)
+}
+
+// buildImage builds an image from the tar body, streaming the build as
+// server-sent events (api.BuildEvent): "log" lines, then "image" or
+// "error". A request refused before the build starts is an ordinary
+// error answer.
+func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
+	q := r.URL.Query()
+	b := service.ImageBuild{Name: q.Get("name"), Tag: q.Get("tag"), Dockerfile: q.Get("dockerfile"), Policy: q.Get("policy")}
+	rec := audit.From(r.Context())
+	rec.Note("image", b.Name+":"+b.Tag)
+	body := &counted{r: r.Body}
+	ev := &buildEvents{w: w, rc: http.NewResponseController(w)}
+	im, err := s.Svc.BuildImage(r.Context(), b, body, ev)
+	rec.Note("context_bytes", body.n)
+	if !ev.started {
+		if err != nil {
+			return err
+		}
+		ev.start()
+	}
+	if err != nil {
+		code, e := status(err)
+		rec.Result(fmt.Sprintf("%d %s", code, e.Message))
+		ev.send(api.BuildEvent{Type: "error", Message: e.Message, Code: e.Code})
+		return nil
+	}
+	rec.Note("id", im.ID)
+	ev.send(api.BuildEvent{Type: "image", Image: &im})
+	return nil
+}
+
+// buildEvents sends a build's output as "log" events, once it has begun.
+type buildEvents struct {
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	started bool
+	mu      sync.Mutex
+}
+
+func (e *buildEvents) start() {
+	e.started = true
+	e.w.Header().Set("Content-Type", "text/event-stream")
+	e.w.Header().Set("Cache-Control", "no-store")
+	e.w.Header().Set("X-Accel-Buffering", "no")
+	e.w.WriteHeader(http.StatusOK)
+}
+
+func (e *buildEvents) send(ev api.BuildEvent) error {
+	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", ev.Type, mustJSON(ev)); err != nil {
+		return err
+	}
+	return e.rc.Flush()
+}
+
+// Write sends each line as a log event (the service writes whole lines).
+func (e *buildEvents) Write(p []byte) (int, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.started {
+		e.start()
+	}
+	for _, l := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
+		if err := e.send(api.BuildEvent{Type: "log", Text: l}); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
 }

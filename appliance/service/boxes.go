@@ -22,8 +22,16 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	}
 	b.Owner = ownerID(ctx)
 	t0 := time.Now()
-	if err := s.checkImage(ctx, b.Image); err != nil {
+	img, own, err := s.boxImage(ctx, b.Image)
+	if err != nil {
 		return api.Box{}, invalid("image", "%v", err)
+	}
+	if own {
+		// Users' images are on this server's engine only.
+		if p.Node != "" && p.Node != s.localNodeName() {
+			return api.Box{}, invalid("node", "a box made from a user's image (%s) goes on %s, where the image is", img, s.localNodeName())
+		}
+		p.Node, b.Image = s.localNodeName(), img
 	}
 	t1 := time.Now()
 	claimed := false
@@ -131,6 +139,25 @@ func (s *Service) checkImage(ctx context.Context, ref string) error {
 		return fmt.Errorf("image %q %w", ref, errNoImage)
 	}
 	return nil
+}
+
+// boxImage is the image a box the caller names ref is made from: one of
+// the server's (checkImage), or a user's own image the caller may use
+// (own true, img its server name OWNER/NAME:TAG). Anything else, by name,
+// id or prefix, gets checkImage's one answer.
+func (s *Service) boxImage(ctx context.Context, ref string) (img string, own bool, err error) {
+	if s.allowedImage(ref) {
+		return ref, false, s.checkImage(ctx, ref)
+	}
+	u, _ := UserFrom(ctx)
+	if im, err := s.usableImage(ctx, u, ref); err == nil {
+		img = s.imageRef(im)
+		if ok, err := s.Driver.ImageExists(ctx, img); err != nil || !ok {
+			return "", false, fmt.Errorf("image %q %w", ref, errNoImage)
+		}
+		return img, true, nil
+	}
+	return "", false, fmt.Errorf("image %q %w", ref, errNoImage)
 }
 
 // newBox validates a BoxPost and fills in defaults.

@@ -77,6 +77,7 @@ type Service struct {
 	shotSlots chan struct{} // screenshots under way
 	desktop   desktopLocks  // one request of desktop actions per box at a time
 	watchDirs watchCounts   // each box's file watches (watchdir.go)
+	builds    builds        // the users whose image build runs (images.go)
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time

@@ -422,12 +422,23 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		if got := strings.TrimSpace(string(out)); got != args[2] {
 			ts.Fatalf("box %s's container is %s, want %s", args[1], got, args[2])
 		}
-	case len(args) == 2 && args[0] == "tag":
-		// A second name for the test image, removed when the script ends;
-		// "alt" is on the daemon's list of images, any other is not.
+	case (len(args) == 2 || len(args) == 3 && args[2] == "mini") && args[0] == "tag":
+		// A second name for the test image (or, with "mini", for the
+		// testbed's small box image: user, paddock-init, busybox),
+		// removed when the script ends; "alt" is on the daemon's list of
+		// images, any other is not.
 		repo, _, _ := strings.Cut(image, ":")
 		ref := repo + ":" + args[1] + "-" + inst
-		ts.Check(exec.Command("docker", "tag", image, ref).Run())
+		src := image
+		if len(args) == 3 {
+			root, _ := harness.Root()
+			out, err := exec.Command("bash", filepath.Join(root, "testbed", "images.sh"), args[2]).Output()
+			if err != nil {
+				ts.Fatalf("images.sh %s: %v", args[2], err)
+			}
+			src = strings.TrimSpace(string(out))
+		}
+		ts.Check(exec.Command("docker", "tag", src, ref).Run())
 		ts.Defer(func() { exec.Command("docker", "rmi", ref).Run() })
 		ts.Setenv(strings.ToUpper(args[1])+"_IMAGE", ref)
 	case len(args) == 3 && args[0] == "volume":
@@ -436,7 +447,7 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
 		}
 	default:
-		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine root BOX CMD... | engine tag NAME")
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine root BOX CMD... | engine tag NAME [mini]")
 	}
 }
 

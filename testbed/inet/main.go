@@ -5,6 +5,8 @@
 //   - HTTP on port 80 of every address: "/" answers "hello from ADDR",
 //     "/slow?n=N" sends N KiB, one every 100 ms, "/bytes?n=N" sends N bytes
 //     at full speed; on 169.254.169.254 it plays a cloud metadata server;
+//   - a Debian package repository of one package at /debian/ on port 80
+//     (apt.go), for image builds' apt-get;
 //   - DNS on 198.18.0.53:53 (UDP and TCP) for a few test names:
 //     allowed.test, *.wild.test, other.test, rebind.test (a private
 //     address), metadata.test (169.254.169.254), api.model.test and
@@ -91,6 +93,7 @@ func main() {
 		}
 	})
 	http.HandleFunc("/bytes", sendBytes)
+	aptRepo(http.DefaultServeMux)
 	log.Fatal(http.ListenAndServe(":80", nil))
 }
 

@@ -645,7 +645,7 @@ func (d *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
 	for _, v := range res.Items {
 		kind := v.Labels[LabelKind]
 		name, ok := strings.CutPrefix(v.Labels[LabelOwner], kind+"/")
-		if ok && (kind == driver.KindDrive || kind == driver.KindBoxData) {
+		if ok && (kind == driver.KindDrive || kind == driver.KindBoxData || kind == driver.KindBuildCache) {
 			out = append(out, driver.VolumeRef{Kind: kind, Name: name})
 		}
 	}

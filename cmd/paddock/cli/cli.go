@@ -95,6 +95,8 @@ func init() {
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
 		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},
 		{"secret", "set NAME [--broker HOST] | broker NAME [HOST...] | ls [--json] | rm NAME", "secrets for agents (value on stdin; never shown back); brokered ones never enter a box", cmdSecret},
+		{"images", "[--json]", "list the images you may make boxes from: your own, and those shared with you", cmdImages},
+		{"image", "build -t NAME[:TAG] [-f DOCKERFILE] [--policy P] [CONTEXT] | ls [--json] | show IMAGE [--json] | share IMAGE [--user U] [--group G] [--everyone] | rm IMAGE...", "your own box images, built from a Dockerfile in a builder box (the build's steps reach what --policy lets them); 'new --image NAME:TAG' makes a box from one", cmdImage},
 		{"key", "add [--name N] FILE | ls [--json] | rm NAME", "SSH public keys that may open sessions to boxes", cmdKey},
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"ssh-config", "[BOX...] [--install] [--file PATH]", "print (or write into ~/.ssh/config, in a block of its own) a Host entry per box, BOX.paddock, for ssh, VS Code Remote-SSH and JetBrains Gateway", cmdSSHConfig},

@@ -39,6 +39,8 @@ var examples = map[string][]string{
 	"preview":    {"paddock preview web", "paddock preview web 3000"},
 	"prompt":     {"paddock prompt web --agent claude 'make the tests pass'", "paddock prompt 'fix the build'"},
 	"agents":     {"paddock agents", "paddock agents web --json"},
+	"images":     {"paddock images", "paddock images --json"},
+	"image":      {"paddock image build -t tools:1 .", "paddock image build -t rust:nightly -f ci/Dockerfile --policy deny-all .", "paddock image share tools --user sam --group eng", "paddock image rm tools:1"},
 	"secret":     {"paddock secret set ANTHROPIC_API_KEY --broker api.anthropic.com --header x-api-key", "paddock secret broker GITHUB_TOKEN api.github.com --header bearer --limit 600/h", "paddock secret ls --json", "paddock secret rm ANTHROPIC_API_KEY"},
 	"key":        {"paddock key add ~/.ssh/id_ed25519.pub", "paddock key ls", "paddock key rm laptop"},
 	"ssh":        {"paddock ssh web", "paddock ssh web -- uname -a"},

@@ -45,6 +45,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.DesktopTicket{Ticket: "t", Path: "/desktop/web#t"}
 		case strings.Contains(r.URL.Path, "/grants/"):
 			v = api.Grant{User: "mia", Access: "viewer"}
+		case strings.HasPrefix(r.URL.Path, "/v1/images/"):
+			v = api.Image{Name: "web:latest", Ref: "u/web:latest", ID: "sha256:0123"}
 		case r.URL.Path == "/v1/boxes/web":
 			v = api.Box{Name: "web", Status: "running"}
 		case strings.HasSuffix(r.URL.Path, "/snapshots") || strings.HasSuffix(r.URL.Path, "/jobs") ||

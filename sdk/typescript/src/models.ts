@@ -153,6 +153,14 @@ export interface BrokerUse {
   status?: Record<string, number> | null;
 }
 
+export interface BuildEvent {
+  code?: string;
+  image?: Image;
+  message?: string;
+  text?: string;
+  type: string;
+}
+
 export interface Change {
   action: string;
   address: string;
@@ -333,6 +341,29 @@ export interface Group {
 export interface GroupMember {
   source: string;
   user: string;
+}
+
+export interface Image {
+  bases: string[] | null;
+  build_seconds: number;
+  built: string;
+  cached?: boolean;
+  context_digest: string;
+  dockerfile: string;
+  id: string;
+  mine: boolean;
+  name: string;
+  owner: string;
+  project?: string;
+  ref: string;
+  shared_with: string[] | null;
+  size: number;
+}
+
+export interface ImageShares {
+  everyone: boolean;
+  groups: string[] | null;
+  users: string[] | null;
 }
 
 export interface InviteCreated {
