@@ -255,6 +255,8 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	// Moves between servers that the last stop cut off are finished or
 	// undone before anything new is asked.
 	svc.RecoverMoves(ctx)
+	// Image builds it cut off leave no builder box, image or context.
+	svc.RecoverBuilds(ctx)
 
 	resolver, err := startResolver(cfg, fw, boxNet, log)
 	if err != nil {
