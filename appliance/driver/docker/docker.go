@@ -1072,24 +1072,8 @@ func (d *Driver) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser
 // checks that each is there under its snapshot's name after: a stream
 // that broke off loads nothing.
 func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error {
-	res, err := d.c.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
-	if err != nil {
-		return wrap(err)
-	}
-	defer res.Close()
-	dec := json.NewDecoder(res)
-	for {
-		var m struct {
-			Error string `json:"error"`
-		}
-		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return fmt.Errorf("loading snapshots: %w", err)
-		}
-		if m.Error != "" {
-			return fmt.Errorf("loading snapshots: %s", m.Error)
-		}
+	if err := d.load(ctx, r, "snapshots"); err != nil {
+		return err
 	}
 	for _, id := range ids {
 		if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {

@@ -20,6 +20,18 @@ func (d *Driver) SaveImages(ctx context.Context, refs []string) (io.ReadCloser, 
 // LoadImage loads an archive of one unnamed image and checks that id is
 // there after (driver.ImageKeeper).
 func (d *Driver) LoadImage(ctx context.Context, r io.Reader, id string) error {
+	if err := d.load(ctx, r, "the image"); err != nil {
+		return err
+	}
+	if _, err := d.c.ImageInspect(ctx, id); err != nil {
+		return fmt.Errorf("image %s is not there after its load: %w", id, wrap(err))
+	}
+	return nil
+}
+
+// load loads an image archive, reading the engine's answer to its end: an
+// error in it (a broken archive) is the load's.
+func (d *Driver) load(ctx context.Context, r io.Reader, what string) error {
 	res, err := d.c.ImageLoad(ctx, r, client.ImageLoadWithQuiet(true))
 	if err != nil {
 		return wrap(err)
@@ -31,18 +43,14 @@ func (d *Driver) LoadImage(ctx context.Context, r io.Reader, id string) error {
 			Error string `json:"error"`
 		}
 		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
-			break
+			return nil
 		} else if err != nil {
-			return fmt.Errorf("loading the image: %w", err)
+			return fmt.Errorf("loading %s: %w", what, err)
 		}
 		if m.Error != "" {
-			return fmt.Errorf("loading the image: %s", m.Error)
+			return fmt.Errorf("loading %s: %s", what, m.Error)
 		}
 	}
-	if _, err := d.c.ImageInspect(ctx, id); err != nil {
-		return fmt.Errorf("image %s is not there after its load: %w", id, wrap(err))
-	}
-	return nil
 }
 
 // TagImage names the image id ref (driver.ImageKeeper).
