@@ -20,6 +20,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/broker"
+	"github.com/paddock-dev/paddock/appliance/images"
 )
 
 var topSchema = &hcl.BodySchema{
@@ -29,6 +30,7 @@ var topSchema = &hcl.BodySchema{
 		{Type: "drive", LabelNames: []string{"name"}},
 		{Type: "policy", LabelNames: []string{"name"}},
 		{Type: "secret", LabelNames: []string{"name"}},
+		{Type: "image", LabelNames: []string{"name"}},
 		{Type: "variable", LabelNames: []string{"name"}},
 		{Type: "locals"},
 	},
@@ -66,6 +68,10 @@ var secretSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "broker", Required: true}, {Name: "header"}, {Name: "limit"}},
 }
 
+var imageSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "context"}, {Name: "dockerfile"}, {Name: "tag"}, {Name: "policy"}},
+}
+
 var policySchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "allow_domains"}, {Name: "allow_cidrs"}},
 }
@@ -79,6 +85,7 @@ type decoder struct {
 	locals   map[string]cty.Value
 	policies map[string]cty.Value
 	drives   map[string]cty.Value
+	images   map[string]cty.Value
 	// declared names, for reference checks
 	declared map[string]map[string]hcl.Range
 	// funcs is made once per decode: building it for every expression was
@@ -97,7 +104,7 @@ func errAt(r hcl.Range, summary, detail string) *hcl.Diagnostic {
 func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 	d.funcs = functions(d.root, d.in.Environ, d.in.AllowEnv)
 	content, diags := body.Content(topSchema)
-	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}, "secret": {}}
+	d.declared = map[string]map[string]hcl.Range{"var": {}, "local": {}, "policy": {}, "drive": {}, "box": {}, "secret": {}, "image": {}}
 
 	// Names first, so that references can be checked wherever they are.
 	for _, b := range content.Blocks {
@@ -153,7 +160,7 @@ func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 	diags = append(diags, d.decodeVariables(content.Blocks)...)
 	diags = append(diags, d.decodeLocals(content.Blocks)...)
 
-	d.policies, d.drives = map[string]cty.Value{}, map[string]cty.Value{}
+	d.policies, d.drives, d.images = map[string]cty.Value{}, map[string]cty.Value{}, map[string]cty.Value{}
 	d.evalCtx = nil
 	seen := map[string]bool{}
 	for _, b := range content.Blocks {
@@ -169,6 +176,15 @@ func (d *decoder) decode(body hcl.Body) hcl.Diagnostics {
 			diags = append(diags, d.decodePolicy(b)...)
 		case "drive":
 			diags = append(diags, d.decodeDrive(b)...)
+		}
+	}
+	// Images after policies (an image's builder has one); boxes after
+	// images (a box's image may be one).
+	for _, b := range content.Blocks {
+		key := b.Type + "." + firstLabel(b)
+		if b.Type == "image" && !seen[key] {
+			seen[key] = true
+			diags = append(diags, d.decodeImage(b)...)
 		}
 	}
 	for _, b := range content.Blocks {
@@ -194,6 +210,7 @@ func sortSpec(s *api.ProjectSpec) {
 	sort.Slice(s.Drives, func(i, j int) bool { return s.Drives[i].Name < s.Drives[j].Name })
 	sort.Slice(s.Policies, func(i, j int) bool { return s.Policies[i].Name < s.Policies[j].Name })
 	sort.Slice(s.Secrets, func(i, j int) bool { return s.Secrets[i].Name < s.Secrets[j].Name })
+	sort.Slice(s.Images, func(i, j int) bool { return s.Images[i].Name < s.Images[j].Name })
 }
 
 // checkRefs reports references to things that are not declared, and roots
@@ -226,7 +243,7 @@ func (d *decoder) checkRefs(expr hcl.Expression, allowed []string) hcl.Diagnosti
 		}
 		name := attrName(tr[1])
 		if _, ok := d.declared[root][name]; !ok {
-			what := map[string]string{"var": "variable", "local": "local value", "policy": "policy", "drive": "drive"}[root]
+			what := map[string]string{"var": "variable", "local": "local value", "policy": "policy", "drive": "drive", "image": "image"}[root]
 			detail := fmt.Sprintf("No %s named %q is declared.", what, name)
 			if s := suggest(name, keys(d.declared[root])); s != "" {
 				detail += fmt.Sprintf(" Did you mean %q?", s)
@@ -258,7 +275,7 @@ func keys[V any](m map[string]V) []string {
 	return out
 }
 
-var allRefs = []string{"var", "local", "policy", "drive", "path"}
+var allRefs = []string{"var", "local", "policy", "drive", "image", "path"}
 
 func (d *decoder) ctx() *hcl.EvalContext {
 	if d.evalCtx != nil {
@@ -276,6 +293,7 @@ func (d *decoder) ctx() *hcl.EvalContext {
 			"local":  obj(d.locals),
 			"policy": obj(d.policies),
 			"drive":  obj(d.drives),
+			"image":  obj(d.images),
 			"path":   cty.ObjectVal(map[string]cty.Value{"root": cty.StringVal(d.root)}),
 		},
 		Functions: d.funcs,
@@ -451,6 +469,61 @@ func (d *decoder) decodeSecret(b *hcl.Block) hcl.Diagnostics {
 		}
 	}
 	d.cfg.Spec.Secrets = append(d.cfg.Spec.Secrets, sec)
+	return diags
+}
+
+// decodeImage reads an image block: image.NAME is then its "NAME:TAG",
+// what a box's image names.
+func (d *decoder) decodeImage(b *hcl.Block) hcl.Diagnostics {
+	name := b.Labels[0]
+	content, diags := b.Body.Content(imageSchema)
+	im := api.ImageSpec{Name: name, Tag: "latest", Context: ".", Dockerfile: "Dockerfile"}
+	for _, f := range []struct {
+		attr string
+		to   *string
+	}{{"context", &im.Context}, {"dockerfile", &im.Dockerfile}, {"tag", &im.Tag}} {
+		v, a, ds := d.str(content.Attributes, f.attr, f.attr)
+		diags = append(diags, ds...)
+		if a == nil || ds.HasErrors() {
+			continue
+		}
+		d.cfg.Ranges["image."+name+"."+f.attr] = a.Expr.Range()
+		switch f.attr {
+		case "tag":
+			if err := images.ValidTag(v); err != nil {
+				diags = append(diags, errAt(a.Expr.Range(), "Invalid tag", err.Error()))
+			}
+		case "context":
+			// Inside the project directory only, as a push's source.
+			switch fi, err := statInside(d.root, v); {
+			case filepath.IsAbs(v):
+				diags = append(diags, errAt(a.Expr.Range(), "Image context outside the project",
+					fmt.Sprintf("%q is an absolute path: give the context folder relative to the Boxfile's directory (%s), as in \"./tools\".", v, d.root)))
+			case errors.Is(err, fs.ErrNotExist):
+				diags = append(diags, errAt(a.Expr.Range(), "Image context not found",
+					fmt.Sprintf("%q does not exist here (a relative path starts at the Boxfile's directory, %s).", v, d.root)))
+			case err != nil:
+				diags = append(diags, errAt(a.Expr.Range(), "Image context outside the project",
+					fmt.Sprintf("%q leads out of the project directory (%s): a Boxfile builds from inside it only.", v, d.root)))
+			case !fi.IsDir():
+				diags = append(diags, errAt(a.Expr.Range(), "Image context not a folder", fmt.Sprintf("%q is a file: give the folder the Dockerfile and its files are in.", v)))
+			}
+		case "dockerfile":
+			if c := path.Clean(filepath.ToSlash(v)); path.IsAbs(c) || c == ".." || strings.HasPrefix(c, "../") {
+				diags = append(diags, errAt(a.Expr.Range(), "Invalid dockerfile", "Give the Dockerfile's path in the context folder, as in \"Dockerfile\"."))
+			}
+		}
+		*f.to = v
+	}
+	if pa, ok := content.Attributes["policy"]; ok {
+		d.cfg.Ranges["image."+name+".policy"] = pa.Expr.Range()
+		p, ds := d.policyRef(pa)
+		diags = append(diags, ds...)
+		im.Policy = p
+	}
+	d.cfg.Spec.Images = append(d.cfg.Spec.Images, im)
+	d.images[name] = cty.StringVal(im.Name + ":" + im.Tag)
+	d.evalCtx = nil
 	return diags
 }
 

@@ -12,6 +12,25 @@ type ProjectSpec struct {
 	// Secrets say how secrets of the user who applies are brokered; their
 	// values are set apart ('paddock secret set'), never in a Boxfile.
 	Secrets []SecretSpec `json:"secrets,omitempty"`
+	// Images are the user's own images the project builds (the CLI builds
+	// them, from its local context, before applying the rest).
+	Images []ImageSpec `json:"images,omitempty"`
+}
+
+// ImageSpec is an image block of a Boxfile: the applying user's image
+// NAME:TAG, built from a context on the applier's computer.
+type ImageSpec struct {
+	Name string `json:"name"`
+	Tag  string `json:"tag"`
+	// Context is the context folder, relative to the Boxfile's; Dockerfile
+	// its path in it.
+	Context    string `json:"context"`
+	Dockerfile string `json:"dockerfile"`
+	// ContextDigest is the context's digest as the CLI read it (a plan
+	// says the image is unchanged when its last build's is the same).
+	ContextDigest string `json:"context_digest,omitempty"`
+	// Policy is the builder box's egress policy ("" allow-all).
+	Policy string `json:"policy,omitempty"`
 }
 
 // SecretSpec is a secret block of a Boxfile: how the applying user's

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/images"
 )
 
 // isLabel says whether s is a DNS label: 1 to 63 lowercase letters,
@@ -218,6 +220,18 @@ func ValidateProject(s ProjectSpec) error {
 		}
 		seen[addr] = true
 		return nil
+	}
+	for _, im := range s.Images {
+		addr := "image." + im.Name
+		if err := ValidName("image", im.Name); err != nil {
+			return at(addr, err)
+		}
+		if err := images.ValidTag(im.Tag); err != nil {
+			return at(addr, &Error{Code: CodeInvalid, Field: "tag", Message: err.Error()})
+		}
+		if err := dup(addr); err != nil {
+			return err
+		}
 	}
 	for _, p := range s.Policies {
 		addr := "policy." + p.Name

@@ -998,11 +998,16 @@ func (c *Client) SetGroupQuota(ctx context.Context, group string, p api.QuotaPut
 	return g, c.do(ctx, "PUT", "/groups/"+esc(group)+"/quota", p, &g)
 }
 
+// ImageBuild is what BuildImage asks: the image's name and tag, the
+// Dockerfile's path in the context, the builder box's policy and the
+// Boxfile project that declares the image (each "" for the default).
+type ImageBuild struct{ Name, Tag, Dockerfile, Policy, Project string }
+
 // BuildImage builds an image from a build context (a tar stream), calling
 // logf with each line of the build's output as it comes.
-func (c *Client) BuildImage(ctx context.Context, name, tag, dockerfile, policy string, context io.Reader, logf func(string)) (api.Image, error) {
-	q := url.Values{"name": {name}}
-	for k, v := range map[string]string{"tag": tag, "dockerfile": dockerfile, "policy": policy} {
+func (c *Client) BuildImage(ctx context.Context, b ImageBuild, context io.Reader, logf func(string)) (api.Image, error) {
+	q := url.Values{"name": {b.Name}}
+	for k, v := range map[string]string{"tag": b.Tag, "dockerfile": b.Dockerfile, "policy": b.Policy, "project": b.Project} {
 		if v != "" {
 			q.Set(k, v)
 		}

@@ -67,6 +67,7 @@ func (p *Pages) appRoutes(t *route.Table) {
 	t.Add("POST /signin/{token}", route.Public, p.guard(p.signIn))
 	t.Add("GET /boxes/{box}", route.Session, p.guard(p.app("box")))
 	t.Add("GET /drives", route.Session, p.guard(p.app("drives")))
+	t.Add("GET /images", route.Session, p.guard(p.app("images")))
 	t.Add("GET /policies", route.Session, p.guard(p.app("policies")))
 	t.Add("GET /projects", route.Session, p.guard(p.app("projects")))
 	t.Add("GET /access", route.Session, p.guard(p.app("access")))
@@ -207,7 +208,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 	}
 }
 
-var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "policies": "Policies", "projects": "Projects", "access": "Access", "audit": "Audit log", "server": "Server"}
+var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives": "Drives", "images": "Images", "policies": "Policies", "projects": "Projects", "access": "Access", "audit": "Audit log", "server": "Server"}
 
 // nodeRows are the servers, as 'paddock nodes' lists them.
 func (p *Pages) nodeRows(ctx context.Context) []nodeRow {

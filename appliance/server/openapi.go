@@ -44,7 +44,7 @@ var ops = map[string]openapi.Op{
 	"GET /v1/images":                {Tag: "images", Summary: "Users' own images the caller may make boxes from (an admin: every user's)", Response: []api.Image{}},
 	"POST /v1/images": {Tag: "images", Summary: "Build an image from a Dockerfile in a builder box; the body is the build context as a tar. The build streams as server-sent events", RequestType: "application/x-tar", ResponseType: "text/event-stream", Response: api.BuildEvent{},
 		Notes: "Events: log (a line of the build's output), then image (the image) or error. A request refused before the build starts (a bad name, a FROM of an image that is not allowed, a context that is not a safe archive) is an ordinary error answer.",
-		Query: [][2]string{{"name", "the image's name"}, {"tag", "its tag (latest)"}, {"dockerfile", "the Dockerfile's path in the context (Dockerfile)"}, {"policy", "the builder box's egress policy (allow-all)"}}},
+		Query: [][2]string{{"name", "the image's name"}, {"tag", "its tag (latest)"}, {"dockerfile", "the Dockerfile's path in the context (Dockerfile)"}, {"policy", "the builder box's egress policy (allow-all)"}, {"project", "the Boxfile project that declares the image"}}},
 	"GET /v1/images/{name}":                  {Tag: "images", Summary: "One image, by NAME[:TAG], OWNER/NAME[:TAG] (URL-escaped), its id or an id prefix", Response: api.Image{}},
 	"DELETE /v1/images/{name}":               {Tag: "images", Summary: "Remove one of the caller's images (boxes made from it keep it)", Status: 204},
 	"PUT /v1/images/{name}/shares":           {Tag: "images", Summary: "Set who else may make boxes from an image (every tag of its name): users, groups, everyone (the owner or an admin)", Request: api.ImageShares{}, Response: api.Image{}},

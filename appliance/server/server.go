@@ -1440,7 +1440,7 @@ func (s *Server) shareImage(w http.ResponseWriter, r *http.Request) error {
 // error answer.
 func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
 	q := r.URL.Query()
-	b := service.ImageBuild{Name: q.Get("name"), Tag: q.Get("tag"), Dockerfile: q.Get("dockerfile"), Policy: q.Get("policy")}
+	b := service.ImageBuild{Name: q.Get("name"), Tag: q.Get("tag"), Dockerfile: q.Get("dockerfile"), Policy: q.Get("policy"), Project: q.Get("project")}
 	rec := audit.From(r.Context())
 	rec.Note("image", b.Name+":"+b.Tag)
 	body := &counted{r: r.Body}

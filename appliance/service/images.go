@@ -99,6 +99,11 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	if err := images.ValidTag(b.Tag); err != nil {
 		return api.Image{}, invalid("tag", "%v", err)
 	}
+	if b.Project != "" {
+		if err := api.ValidName("project", b.Project); err != nil {
+			return api.Image{}, err
+		}
+	}
 	if df := path.Clean(b.Dockerfile); path.IsAbs(df) || df == ".." || strings.HasPrefix(df, "../") {
 		return api.Image{}, invalid("dockerfile", "the Dockerfile %q must be a path in the build context", b.Dockerfile)
 	}
@@ -219,7 +224,9 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	if _, err := spool.Seek(0, io.SeekStart); err != nil {
 		return api.Image{}, err
 	}
-	if err := s.Driver.CopyTo(bctx, key, buildCtxDir, spool.File); err != nil {
+	err = s.Driver.CopyTo(bctx, key, buildCtxDir, spool.File)
+	spool.Close() // in the builder now (Close again, deferred, does nothing)
+	if err != nil {
 		return api.Image{}, timedOut(fmt.Errorf("copying the context into the builder: %w", err))
 	}
 	// The bases, into the builder's engine (unless its cache has them).
@@ -663,6 +670,26 @@ func (s *Service) findImage(ctx context.Context, ref string, mine bool) (store.I
 	return store.Image{}, notFound("image", ref)
 }
 
+// anyTag is one of the caller's images (an admin's: anyone's) named ref,
+// NAME or OWNER/NAME, whatever its tag.
+func (s *Service) anyTag(ctx context.Context, ref string) (store.Image, error) {
+	u, hasUser := UserFrom(ctx)
+	owner, name, _ := images.SplitRef(ref)
+	all, err := s.Store.ListImages()
+	if err != nil {
+		return store.Image{}, err
+	}
+	for _, im := range all {
+		if im.Name != name || (hasUser && !Sees(u, im.Owner)) {
+			continue
+		}
+		if on, _ := s.userName(im.Owner); owner == "" && im.Owner == u.ID || owner != "" && on == owner {
+			return im, nil
+		}
+	}
+	return store.Image{}, notFound("image", ref)
+}
+
 // GetImage is one image the caller sees.
 func (s *Service) GetImage(ctx context.Context, ref string) (api.Image, error) {
 	im, err := s.findImage(ctx, ref, false)
@@ -696,6 +723,9 @@ func (s *Service) RemoveImage(ctx context.Context, ref string) (api.Image, error
 // images (every tag of its name). Everyone is for an admin or the owner.
 func (s *Service) ShareImage(ctx context.Context, ref string, sh api.ImageShares) (api.Image, error) {
 	im, err := s.findImage(ctx, ref, true)
+	if _, _, tag := images.SplitRef(ref); isNotFound(err) && !strings.HasSuffix(ref, ":"+tag) {
+		im, err = s.anyTag(ctx, ref) // a name alone: what is shared is the name
+	}
 	if err != nil {
 		return api.Image{}, err
 	}
@@ -819,4 +849,92 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
 	}
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// projectImages makes the images a project's boxes name what the engine
+// calls them: a box's image that is one of the project's own image blocks
+// (NAME:TAG), or one of the user's images the user may use, becomes its
+// engine name, which is what the box is stored with (so that a plan
+// compares like with like). The server's images stay as they are. It
+// returns the engine names it gave, each true when the project builds it
+// (read before any transaction: checkImages, within one, reads no store).
+func (s *Service) projectImages(ctx context.Context, spec *api.ProjectSpec) map[string]bool {
+	refs := map[string]bool{}
+	u, _ := UserFrom(ctx)
+	uname, err := s.userName(ownerID(ctx))
+	if err != nil {
+		return refs
+	}
+	declared := map[string]bool{}
+	for _, im := range spec.Images {
+		declared[im.Name+":"+im.Tag] = true
+	}
+	spec.Boxes = slices.Clone(spec.Boxes) // the caller's spec stays as it was
+	for i, b := range spec.Boxes {
+		if b.Image == "" || s.allowedImage(b.Image) {
+			continue
+		}
+		owner, name, tag := images.SplitRef(b.Image)
+		if owner == "" && declared[name+":"+tag] {
+			spec.Boxes[i].Image = s.engineRef(images.Ref(uname, name, tag))
+			refs[spec.Boxes[i].Image] = true
+			continue
+		}
+		if im, err := s.usableImage(ctx, u, b.Image); err == nil {
+			spec.Boxes[i].Image = s.imageRef(im)
+			refs[spec.Boxes[i].Image] = false
+		}
+	}
+	return refs
+}
+
+// planImages is what a project's image blocks change: an image not built
+// yet (create), or one whose last build had another context or Dockerfile
+// (update). The CLI builds them before it applies the rest.
+func (s *Service) planImages(ctx context.Context, spec api.ProjectSpec) []api.Change {
+	var out []api.Change
+	for _, im := range spec.Images {
+		addr := "image." + im.Name
+		cur, err := s.Store.GetImage(ownerID(ctx), im.Name, im.Tag)
+		if err != nil {
+			out = append(out, api.Change{Address: addr, Action: api.ActionCreate,
+				Attrs: []api.AttrChange{{Name: "tag", After: strconv.Quote(im.Tag)}, {Name: "context", After: strconv.Quote(im.Context)}}})
+			continue
+		}
+		var attrs []api.AttrChange
+		if cur.ContextDigest != im.ContextDigest {
+			attrs = append(attrs, api.AttrChange{Name: "context_digest", Before: strconv.Quote(short(cur.ContextDigest)), After: strconv.Quote(short(im.ContextDigest))})
+		}
+		if df := path.Clean(im.Dockerfile); cur.Dockerfile != df {
+			attrs = append(attrs, api.AttrChange{Name: "dockerfile", Before: strconv.Quote(cur.Dockerfile), After: strconv.Quote(df)})
+		}
+		if len(attrs) > 0 {
+			out = append(out, api.Change{Address: addr, Action: api.ActionUpdate, Attrs: attrs})
+		}
+	}
+	return out
+}
+
+// projectImage is checkImage for a project's box: one of the server's
+// images, or a user's image that projectImages resolved (refs) and the
+// engine has; an image the project builds need not be there yet when only
+// planning. It reads no store (it runs within an apply's transaction).
+func (s *Service) projectImage(ctx context.Context, ref string, refs map[string]bool, applying bool) error {
+	if s.allowedImage(ref) {
+		return s.checkImage(ctx, ref)
+	}
+	builds, ok := refs[ref]
+	if !ok {
+		return fmt.Errorf("image %q %w", ref, errNoImage)
+	}
+	if builds && !applying {
+		return nil
+	}
+	shown := strings.TrimPrefix(ref, s.Cfg.Instance+"/")
+	if ok, err := s.Driver.ImageExists(ctx, ref); err != nil {
+		return err
+	} else if !ok {
+		return fmt.Errorf("image %q %w", shown, errNoImage)
+	}
+	return nil
 }

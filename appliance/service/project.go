@@ -107,8 +107,11 @@ func checkProjectOwner(ctx context.Context, proj string, st project.State) error
 }
 
 // checkImages makes sure the image of every box a plan makes is on the
-// engine.
-func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan) error {
+// engine: one of the server's, or a user's image the user may use (its
+// engine name, in refs from projectImages). An image the project builds
+// itself need not be there yet when only planning (applying: the CLI has
+// built it).
+func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan, refs map[string]bool, applying bool) error {
 	spec = project.Normalize(spec, s.Cfg.Image, s.Cfg.DesktopDefault)
 	made := map[string]bool{}
 	for _, c := range plan.Changes {
@@ -120,7 +123,7 @@ func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan ap
 		if !made["box."+b.Name] {
 			continue
 		}
-		if err := s.checkImage(ctx, b.Image); errors.Is(err, errNoImage) {
+		if err := s.projectImage(ctx, b.Image, refs, applying); errors.Is(err, errNoImage) {
 			return &api.Error{Code: api.CodeInvalid, Field: "box." + b.Name + ".image",
 				Message: fmt.Sprintf("box.%s: %v", b.Name, err)}
 		} else if err != nil {
@@ -172,11 +175,16 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 		return api.Plan{}, err
 	}
 	maskForeign(ctx, &st)
+	refs := s.projectImages(ctx, &req.Spec)
 	plan, err := project.Plan(req.Spec, st, s.planOptions(req))
 	if err != nil {
 		return plan, err
 	}
-	return plan, s.checkImages(ctx, req.Spec, plan)
+	if !req.Destroy {
+		// Images first: the CLI builds them before it applies the rest.
+		plan.Changes = append(s.planImages(ctx, req.Spec), plan.Changes...)
+	}
+	return plan, s.checkImages(ctx, req.Spec, plan, refs, false)
 }
 
 func (s *Service) planOptions(req api.PlanRequest) project.Options {
@@ -195,6 +203,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		return res, invalid("project", "a Boxfile project needs a name")
 	}
 	spec := project.Normalize(req.Spec, s.Cfg.Image, s.Cfg.DesktopDefault)
+	refs := s.projectImages(ctx, &spec)
 	var plan api.Plan
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		st, err := s.projectState(ctx, tx)
@@ -211,7 +220,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if plan, err = project.Plan(spec, st, s.planOptions(req.PlanRequest)); err != nil {
 			return err
 		}
-		if err := s.checkImages(ctx, spec, plan); err != nil {
+		if err := s.checkImages(ctx, spec, plan, refs, true); err != nil {
 			return err
 		}
 		if err := s.writePlan(tx, spec, plan, ownerID(ctx)); err != nil {
@@ -309,6 +318,8 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 		kind, name, _ := strings.Cut(c.Address, ".")
 		var err error
 		switch kind {
+		case "image":
+			continue // built by the CLI, not declared state
 		case "policy":
 			if c.Action == api.ActionDelete {
 				err = tx.DeletePolicy(name)
@@ -371,7 +382,11 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 			return err
 		}
 		if !claimed {
-			if err := s.place(tx, &nb); err != nil {
+			want := ""
+			if strings.HasPrefix(nb.Image, s.Cfg.Instance+"/") {
+				want = s.localNodeName() // a user's image is on this server only
+			}
+			if err := s.placeOn(tx, &nb, want); err != nil {
 				return err
 			}
 		}

@@ -45,3 +45,14 @@ box "worker" {
     labels = { ssd = "yes", zone = var.env == "prod" ? "b" : "a" }
   }
 }
+
+image "tools" {
+  context    = "./src"
+  dockerfile = "Dockerfile"
+  tag        = "1"
+  policy     = "deny-all"
+}
+
+box "builder" {
+  image = image.tools
+}

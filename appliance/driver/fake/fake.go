@@ -76,6 +76,13 @@ func (d *Driver) op(format string, args ...any) error {
 func notFound(what string) error { return fmt.Errorf("%w: %s", driver.ErrNotFound, what) }
 func inUse(what string) error    { return fmt.Errorf("%w: %s", driver.ErrInUse, what) }
 
+// AddImage gives the fake an image by reference.
+func (d *Driver) AddImage(ref string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.images[ref] = true
+}
+
 // Prepare does nothing.
 func (d *Driver) Prepare(context.Context) error { return nil }
 

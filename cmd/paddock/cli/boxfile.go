@@ -207,6 +207,9 @@ func cmdPlan(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := e.digestImages(cfg, f.asJSON); err != nil {
+		return err
+	}
 	req := api.PlanRequest{Spec: cfg.Spec, Destroy: *destroy, Drives: *drives}
 	plan, err := c.Plan(e.ctx, req)
 	if err != nil {
@@ -274,6 +277,9 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		if cfg, err = e.loadBoxfile(f); err != nil {
 			return err
 		}
+		if err := e.digestImages(cfg, f.asJSON); err != nil {
+			return err
+		}
 		saved.Root = absOr(cfg.Root)
 		saved.Request = api.PlanRequest{Spec: cfg.Spec, Destroy: verb == "destroy", Drives: *drives}
 		if saved.Plan, err = c.Plan(e.ctx, saved.Request); err != nil {
@@ -297,6 +303,9 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		}
 	}
 
+	if err := e.buildImages(c, saved); err != nil {
+		return err
+	}
 	res, err := c.Apply(e.ctx, api.ApplyRequest{PlanRequest: saved.Request, Serial: saved.Plan.Serial})
 	if err != nil {
 		if cfg != nil {
@@ -389,6 +398,71 @@ func (e *env) setupBox(c *client.Client, root string, b api.BoxSpec) error {
 		if code != 0 {
 			return fmt.Errorf("setup step %d (%s) exited with code %d", i+1, cmd, code)
 		}
+	}
+	return nil
+}
+
+// digestImages reads each image block's context folder for its digest
+// (what the plan compares with the image's last build). A context that
+// is not there, or has no Dockerfile, is an error at the block.
+func (e *env) digestImages(cfg *boxfiles.Config, asJSON bool) error {
+	for i, im := range cfg.Spec.Images {
+		dir := im.Context
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cfg.Root, dir)
+		}
+		d, ok, err := contextDigest(dir, im.Dockerfile)
+		if err == nil && !ok {
+			err = fmt.Errorf("the context %s has no %s", im.Context, im.Dockerfile)
+		}
+		if err != nil {
+			addr := "image." + im.Name + ".context"
+			if _, ok := cfg.Ranges[addr]; !ok {
+				addr = "image." + im.Name
+			}
+			return e.serverDiag(cfg, &api.Error{Code: api.CodeInvalid, Field: addr, Message: err.Error()}, asJSON)
+		}
+		cfg.Spec.Images[i].ContextDigest = d
+	}
+	return nil
+}
+
+// buildImages builds the images a plan creates or changes, from their
+// contexts, before the rest is applied (boxes may be made from them). A
+// context that changed since the plan was made is refused.
+func (e *env) buildImages(c *client.Client, saved savedPlan) error {
+	specs := map[string]api.ImageSpec{}
+	for _, im := range saved.Request.Spec.Images {
+		specs[im.Name] = im
+	}
+	for _, ch := range saved.Plan.Changes {
+		name, ok := strings.CutPrefix(ch.Address, "image.")
+		if !ok {
+			continue
+		}
+		im := specs[name]
+		dir := im.Context
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(saved.Root, dir)
+		}
+		d, _, err := contextDigest(dir, im.Dockerfile)
+		if err != nil {
+			return fmt.Errorf("image.%s: %w", name, err)
+		}
+		if d != im.ContextDigest {
+			return fmt.Errorf("image.%s: its context %s changed since the plan was made: plan again; nothing was changed", name, im.Context)
+		}
+		ignore, err := readDockerignore(filepath.Join(dir, ".dockerignore"))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "image.%s: building %s:%s\n", name, im.Name, im.Tag)
+		built, err := c.BuildImage(e.ctx, client.ImageBuild{Name: im.Name, Tag: im.Tag, Dockerfile: im.Dockerfile, Policy: im.Policy, Project: saved.Request.Spec.Project},
+			packContext(dir, ignore), func(line string) { fmt.Fprintln(e.stderr, line) })
+		if err != nil {
+			return fmt.Errorf("image.%s: %w; the rest was not applied", name, err)
+		}
+		fmt.Fprintf(e.stdout, "image.%s: built %s (%s)\n", name, built.Ref, shortID(built.ID))
 	}
 	return nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/appliance/images"
 )
 
 // cmdImages lists the images the user may make boxes from.
@@ -206,18 +208,11 @@ func imageBuild(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	pr, pw := io.Pipe()
-	go func() {
-		var st archive.Stats
-		_, err := archive.PackPushed(pw, ctxDir, false, ignore, &st)
-		pw.CloseWithError(err)
-	}()
 	logf := func(line string) { fmt.Fprintln(e.stderr, line) }
 	if *quiet || *asJSON {
 		logf = nil
 	}
-	im, err := c.BuildImage(e.ctx, name, t, df, *policy, pr, logf)
-	pr.Close()
+	im, err := c.BuildImage(e.ctx, client.ImageBuild{Name: name, Tag: t, Dockerfile: df, Policy: *policy}, packContext(ctxDir, ignore), logf)
 	if err != nil {
 		return err
 	}
@@ -234,6 +229,31 @@ func imageBuild(e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "%s %s (%s, %s): make a box from it with 'paddock new --image %s'\n", how, im.Ref, shortID(im.ID), sizeText(im.Size), im.Name)
 	return nil
+}
+
+// packContext is a build context as it is sent: the folder as a tar,
+// less what its .dockerignore leaves out (ignore).
+func packContext(dir string, ignore []string) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		var st archive.Stats
+		_, err := archive.PackPushed(pw, dir, false, ignore, &st)
+		pw.CloseWithError(err)
+	}()
+	return pr
+}
+
+// contextDigest is the digest the server gives a context (see
+// images.ContextDigest), read here, and whether it holds dockerfile.
+func contextDigest(dir, dockerfile string) (string, bool, error) {
+	ignore, err := readDockerignore(filepath.Join(dir, ".dockerignore"))
+	if err != nil {
+		return "", false, err
+	}
+	r := packContext(dir, ignore)
+	defer r.Close()
+	d, df, err := images.ContextDigest(r, dockerfile)
+	return d, df != nil, err
 }
 
 // readDockerignore reads a context's .dockerignore as patterns (none when

@@ -623,6 +623,49 @@ class Client:
         """Check the audit log's chain: where it breaks, if it does (the owner or an admin)."""
         return self._json("GET", "/audit/verify")
 
+
+    def images(self) -> List[models.Image]:
+        """The images you may make boxes from: your own, those shared with
+        you (an admin: everyone's)."""
+        return self._json("GET", "/images")
+
+    def image(self, ref) -> models.Image:
+        """One image, by NAME[:TAG], OWNER/NAME[:TAG], its id or an id prefix."""
+        return self._json("GET", "/images/" + _q(ref))
+
+    def remove_image(self, ref):
+        """Remove one of your images; boxes made from it keep it until they go."""
+        self._json("DELETE", "/images/" + _q(ref))
+
+    def share_image(self, ref, shares) -> models.Image:
+        """Set who else may make boxes from an image (every tag of its
+        name): shares is {"users": [...], "groups": [...], "everyone": bool}."""
+        return self._json("PUT", "/images/" + _q(ref) + "/shares", shares)
+
+    def build_image(self, name, files, tag=None, dockerfile=None, policy=None, project=None, on_log=None) -> models.Image:
+        """Build an image of yours from a build context (files: relative
+        names to contents, the Dockerfile among them) in a builder box,
+        whose steps reach what policy lets them; on_log gets each line of
+        the build's output as it comes. A context the same as the last
+        build's gives that image at once ("cached")."""
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            for rel, data in sorted(files.items()):
+                b = data.encode() if isinstance(data, str) else bytes(data)
+                info = tarfile.TarInfo(rel)
+                info.size, info.mode = len(b), 0o644
+                tar.addfile(info, io.BytesIO(b))
+        q = urllib.parse.urlencode([("name", name)] + [(k, v) for k, v in
+                                   (("tag", tag), ("dockerfile", dockerfile), ("policy", policy), ("project", project)) if v])
+        for kind, data in self._sse("/images?" + q, "POST", buf.getvalue()):
+            if kind == "log":
+                if on_log:
+                    on_log(data.get("text", ""))
+            elif kind == "image":
+                return data["image"]
+            elif kind == "error":
+                raise PaddockError(200, data.get("code", ""), data.get("message", "the build failed"))
+        raise PaddockError(0, "internal", "the build's stream ended before its result")
     def nodes(self) -> List[models.Node]:
         """The servers boxes are placed on, the control plane's first (the owner's)."""
         return self._json("GET", "/nodes")
@@ -678,8 +721,8 @@ class Client:
         for _, data in self._sse(f"/boxes/{_q(box)}/watch?{q}"):
             yield data
 
-    def _sse(self, path):
-        resp = self._request("GET", path, timeout=None)
+    def _sse(self, path, method="GET", body=None):
+        resp = self._request(method, path, body, "application/x-tar" if body is not None else None, timeout=None)
         try:
             kind, data = None, []
             for raw in resp:

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -261,6 +261,14 @@ class Image(_ImageRequired, _ImageOptional):
 ImageShares = TypedDict("ImageShares", {"everyone": "bool", "groups": "Optional[List[str]]", "users": "Optional[List[str]]"})
 
 
+_ImageSpecRequired = TypedDict("_ImageSpecRequired", {"context": "str", "dockerfile": "str", "name": "str", "tag": "str"})
+_ImageSpecOptional = TypedDict("_ImageSpecOptional", {"context_digest": "str", "policy": "str"}, total=False)
+
+
+class ImageSpec(_ImageSpecRequired, _ImageSpecOptional):
+    pass
+
+
 _InviteCreatedRequired = TypedDict("_InviteCreatedRequired", {"expires": "str", "role": "str", "token": "str"})
 _InviteCreatedOptional = TypedDict("_InviteCreatedOptional", {"url": "str"}, total=False)
 
@@ -390,7 +398,7 @@ class Project(_ProjectRequired, _ProjectOptional):
 
 
 _ProjectSpecRequired = TypedDict("_ProjectSpecRequired", {"project": "str"})
-_ProjectSpecOptional = TypedDict("_ProjectSpecOptional", {"boxes": "Optional[List[BoxSpec]]", "drives": "Optional[List[DriveSpec]]", "policies": "Optional[List[PolicySpec]]", "secrets": "Optional[List[SecretSpec]]"}, total=False)
+_ProjectSpecOptional = TypedDict("_ProjectSpecOptional", {"boxes": "Optional[List[BoxSpec]]", "drives": "Optional[List[DriveSpec]]", "images": "Optional[List[ImageSpec]]", "policies": "Optional[List[PolicySpec]]", "secrets": "Optional[List[SecretSpec]]"}, total=False)
 
 
 class ProjectSpec(_ProjectSpecRequired, _ProjectSpecOptional):

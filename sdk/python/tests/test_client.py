@@ -261,6 +261,16 @@ class ClientTest(unittest.TestCase):
         b = [x for x in self.c.secrets() if x["name"] == "PY_SECRET"][0]["broker"]
         self.assertEqual(b, {"hosts": ["api.model.test"], "header": "bearer"})
         self.c.remove_secret("PY_SECRET")
+        # Images: none yet; this server's boxes run on runc, so a build is
+        # refused before it starts, saying why.
+        self.assertEqual(self.c.images(), [])
+        with self.assertRaises(PaddockError) as cm:
+            self.c.image("nosuch:1")
+        self.assertEqual(cm.exception.status, 404)
+        with self.assertRaises(PaddockError) as cm:
+            self.c.build_image("tools", {"Dockerfile": "FROM scratch\n"}, tag="1")
+        self.assertEqual((cm.exception.status, cm.exception.code), (409, "conflict"))
+        self.assertIn("Docker inside a box does not work", cm.exception.message)
         self.assertIsInstance(self.c.keys(), list)
         self.assertIn("owner", [u["role"] for u in self.c.users()])
         self.assertIn("/invite/", self.c.invite()["url"])

@@ -41,7 +41,7 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, Box, BuildEvent, Image, ImageShares, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, WatchEvent, Screenshot, Secret, SecretBroker, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
@@ -556,6 +556,30 @@ export class Client {
   }
   /** Check the audit log's chain: where it breaks, if it does (the owner or an admin). */
   verifyAudit(): Promise<AuditCheck> { return this.json("GET", "/audit/verify"); }
+  /** The images you may make boxes from: your own, those shared with you (an admin: everyone's). */
+  images(): Promise<Image[]> { return this.json("GET", "/images"); }
+  /** One image, by NAME[:TAG], OWNER/NAME[:TAG], its id or an id prefix. */
+  image(ref: string): Promise<Image> { return this.json("GET", `/images/${q(ref)}`); }
+  /** Remove one of your images; boxes made from it keep it until they go. */
+  async removeImage(ref: string): Promise<void> { await this.json("DELETE", `/images/${q(ref)}`); }
+  /** Set who else may make boxes from an image (every tag of its name). */
+  shareImage(ref: string, shares: ImageShares): Promise<Image> { return this.json("PUT", `/images/${q(ref)}/shares`, shares); }
+  /** Build an image of yours from a build context (relative names →
+   * contents, the Dockerfile among them) in a builder box, whose steps
+   * reach what `policy` lets them; `onLog` gets each line of the build's
+   * output as it comes. A context the same as the last build's gives that
+   * image at once (`cached`). */
+  async buildImage(name: string, files: Record<string, string | Uint8Array>, opts: { tag?: string; dockerfile?: string; policy?: string; project?: string; onLog?: (line: string) => void } = {}): Promise<Image> {
+    const p = new URLSearchParams({ name });
+    for (const k of ["tag", "dockerfile", "policy", "project"] as const) if (opts[k]) p.set(k, opts[k] as string);
+    for await (const e of this.sse(`/images?${p.toString()}`, "POST", makeTar(files))) {
+      const ev = e.data as BuildEvent;
+      if (e.kind === "log") opts.onLog?.(ev.text ?? "");
+      else if (e.kind === "image" && ev.image) return ev.image;
+      else if (e.kind === "error") throw new PaddockError(200, ev.code ?? "", ev.message ?? "the build failed");
+    }
+    throw new PaddockError(0, "internal", "the build's stream ended before its result");
+  }
   /** The servers boxes are placed on, the control plane's first (the owner's). */
   nodes(): Promise<Node[]> { return this.json("GET", "/nodes"); }
   /** A one-time command that lets another server join (the owner's). */
@@ -600,11 +624,11 @@ export class Client {
   }
 
   /** A server-sent events stream, as { kind, data } (data parsed). */
-  private async *sse(path: string): AsyncGenerator<{ kind: string; data: unknown }> {
+  private async *sse(path: string, method = "GET", payload?: Buffer): AsyncGenerator<{ kind: string; data: unknown }> {
     const res: http.IncomingMessage = await new Promise((resolve, reject) => {
-      const req = this.transport().request({ ...this.target("GET", path), headers: this.headers(), agent: false }, resolve);
+      const req = this.transport().request({ ...this.target(method, path), headers: this.headers(payload ? "application/x-tar" : undefined), agent: false }, resolve);
       req.on("error", reject);
-      req.end();
+      req.end(payload);
     });
     if ((res.statusCode ?? 0) >= 400) throw toError(res.statusCode ?? 0, await collect(res));
     let buf = "", kind = "", data: string[] = [];

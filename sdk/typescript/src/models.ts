@@ -366,6 +366,15 @@ export interface ImageShares {
   users: string[] | null;
 }
 
+export interface ImageSpec {
+  context: string;
+  context_digest?: string;
+  dockerfile: string;
+  name: string;
+  policy?: string;
+  tag: string;
+}
+
 export interface InviteCreated {
   expires: string;
   role: string;
@@ -520,6 +529,7 @@ export interface Project {
 export interface ProjectSpec {
   boxes?: BoxSpec[] | null;
   drives?: DriveSpec[] | null;
+  images?: ImageSpec[] | null;
   policies?: PolicySpec[] | null;
   project: string;
   secrets?: SecretSpec[] | null;

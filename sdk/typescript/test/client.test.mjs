@@ -264,6 +264,13 @@ test("tokens, secrets, keys and users", async () => {
   b = (await c.secrets()).find((s) => s.name === "TS_SECRET")?.broker;
   assert.deepEqual(b, { hosts: ["api.model.test"], header: "bearer" });
   await c.removeSecret("TS_SECRET");
+  // Images: none yet; this server's boxes run on runc, so a build is
+  // refused before it starts, saying why.
+  assert.deepEqual(await c.images(), []);
+  await assert.rejects(c.image("nosuch:1"), (e) => e.status === 404);
+  await assert.rejects(c.buildImage("tools", { Dockerfile: "FROM scratch\n" }, { tag: "1" }),
+    (e) => e.status === 409 && e.code === "conflict" && /Docker inside a box does not work/.test(e.message));
+  await assert.rejects(c.removeImage("nosuch"), (e) => e.status === 404);
   assert.ok(Array.isArray(await c.keys()));
   assert.ok((await c.users()).some((u) => u.role === "owner"));
   assert.match((await c.invite()).url ?? "", /\/invite\//);
