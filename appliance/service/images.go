@@ -35,28 +35,51 @@ import (
 const buildCtxDir = "/tmp/paddock-build"
 
 // builds holds the users whose build is running: one at a time each,
-// since their builder boxes share one cache.
+// since their builder boxes share one cache (two engines on one
+// /var/lib/docker would break it). A second build waits for the first,
+// its builder box included, to be gone.
 type builds struct {
 	mu      sync.Mutex
-	running map[int64]string
+	running map[int64]*buildSlot
 }
 
-func (b *builds) start(owner int64, what string) (string, bool) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.running == nil {
-		b.running = map[int64]string{}
+type buildSlot struct {
+	what string
+	done chan struct{}
+}
+
+// start takes owner's slot, waiting while another build holds it (said
+// once on logw); false when ctx ends first.
+func (b *builds) start(ctx context.Context, owner int64, what string, logw io.Writer) bool {
+	for said := false; ; said = true {
+		b.mu.Lock()
+		if b.running == nil {
+			b.running = map[int64]*buildSlot{}
+		}
+		cur, busy := b.running[owner]
+		if !busy {
+			b.running[owner] = &buildSlot{what: what, done: make(chan struct{})}
+			b.mu.Unlock()
+			return true
+		}
+		b.mu.Unlock()
+		if !said {
+			fmt.Fprintf(logw, "waiting for your build of %s to end (your builds share one cache, one at a time)\n", cur.what)
+		}
+		select {
+		case <-cur.done:
+		case <-ctx.Done():
+			return false
+		}
 	}
-	if cur, ok := b.running[owner]; ok {
-		return cur, false
-	}
-	b.running[owner] = what
-	return "", true
 }
 
 func (b *builds) end(owner int64) {
 	b.mu.Lock()
-	delete(b.running, owner)
+	if cur, ok := b.running[owner]; ok {
+		close(cur.done)
+		delete(b.running, owner)
+	}
 	b.mu.Unlock()
 }
 
@@ -123,8 +146,8 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	if err := s.checkImageCount(owner, b.Name, b.Tag); err != nil {
 		return api.Image{}, err
 	}
-	if cur, ok := s.builds.start(owner, b.Name+":"+b.Tag); !ok {
-		return api.Image{}, conflict("your build of %s is running: one build at a time each (they share your build cache)", cur)
+	if !s.builds.start(ctx, owner, b.Name+":"+b.Tag, logw) {
+		return api.Image{}, ctx.Err()
 	}
 	defer s.builds.end(owner)
 

@@ -162,8 +162,8 @@ func TestProjectImages(t *testing.T) {
 	if b, err := s.Store.GetBox("dev"); err != nil || b.Image != "paddock/boss/tools:1" {
 		t.Fatalf("the box's image: %q %v", b.Image, err)
 	}
-	if plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 0 {
-		t.Fatalf("the plan after applying: %+v %v", plan.Changes, err)
+	if plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 0 || plan.Changes == nil {
+		t.Fatalf("the plan after applying (an empty list, not none): %#v %v", plan.Changes, err)
 	}
 	// Another context: the image changes, the box does not.
 	spec.Images[0].ContextDigest = "sha256:bbb"

@@ -182,7 +182,9 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 	}
 	if !req.Destroy {
 		// Images first: the CLI builds them before it applies the rest.
-		plan.Changes = append(s.planImages(ctx, req.Spec), plan.Changes...)
+		if ic := s.planImages(ctx, req.Spec); len(ic) > 0 {
+			plan.Changes = append(ic, plan.Changes...)
+		}
 	}
 	return plan, s.checkImages(ctx, req.Spec, plan, refs, false)
 }

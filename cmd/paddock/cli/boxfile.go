@@ -303,8 +303,19 @@ func applyOrDestroy(e *env, verb string, args []string) error {
 		}
 	}
 
-	if err := e.buildImages(c, saved); err != nil {
+	if built, err := e.buildImages(c, saved); err != nil {
 		return err
+	} else if built {
+		// A build's builder box moved the serial: the plan is made again,
+		// and applied if it is what was shown, less the images now built.
+		again, err := c.Plan(e.ctx, saved.Request)
+		if err != nil {
+			return err
+		}
+		if changeList(again, false) != changeList(saved.Plan, true) {
+			return fmt.Errorf("the project's state changed while its images were built: plan again (the images are built; nothing else was changed)")
+		}
+		saved.Plan.Serial = again.Serial
 	}
 	res, err := c.Apply(e.ctx, api.ApplyRequest{PlanRequest: saved.Request, Serial: saved.Plan.Serial})
 	if err != nil {
@@ -430,11 +441,12 @@ func (e *env) digestImages(cfg *boxfiles.Config, asJSON bool) error {
 // buildImages builds the images a plan creates or changes, from their
 // contexts, before the rest is applied (boxes may be made from them). A
 // context that changed since the plan was made is refused.
-func (e *env) buildImages(c *client.Client, saved savedPlan) error {
+func (e *env) buildImages(c *client.Client, saved savedPlan) (bool, error) {
 	specs := map[string]api.ImageSpec{}
 	for _, im := range saved.Request.Spec.Images {
 		specs[im.Name] = im
 	}
+	built := false
 	for _, ch := range saved.Plan.Changes {
 		name, ok := strings.CutPrefix(ch.Address, "image.")
 		if !ok {
@@ -447,22 +459,36 @@ func (e *env) buildImages(c *client.Client, saved savedPlan) error {
 		}
 		d, _, err := contextDigest(dir, im.Dockerfile)
 		if err != nil {
-			return fmt.Errorf("image.%s: %w", name, err)
+			return built, fmt.Errorf("image.%s: %w", name, err)
 		}
 		if d != im.ContextDigest {
-			return fmt.Errorf("image.%s: its context %s changed since the plan was made: plan again; nothing was changed", name, im.Context)
+			return built, fmt.Errorf("image.%s: its context %s changed since the plan was made: plan again", name, im.Context)
 		}
 		ignore, err := readDockerignore(filepath.Join(dir, ".dockerignore"))
 		if err != nil {
-			return err
+			return built, err
 		}
 		fmt.Fprintf(e.stdout, "image.%s: building %s:%s\n", name, im.Name, im.Tag)
-		built, err := c.BuildImage(e.ctx, client.ImageBuild{Name: im.Name, Tag: im.Tag, Dockerfile: im.Dockerfile, Policy: im.Policy, Project: saved.Request.Spec.Project},
+		im2, err := c.BuildImage(e.ctx, client.ImageBuild{Name: im.Name, Tag: im.Tag, Dockerfile: im.Dockerfile, Policy: im.Policy, Project: saved.Request.Spec.Project},
 			packContext(dir, ignore), func(line string) { fmt.Fprintln(e.stderr, line) })
 		if err != nil {
-			return fmt.Errorf("image.%s: %w; the rest was not applied", name, err)
+			return built, fmt.Errorf("image.%s: %w; the rest was not applied", name, err)
 		}
-		fmt.Fprintf(e.stdout, "image.%s: built %s (%s)\n", name, built.Ref, shortID(built.ID))
+		built = true
+		fmt.Fprintf(e.stdout, "image.%s: built %s (%s)\n", name, im2.Ref, shortID(im2.ID))
 	}
-	return nil
+	return built, nil
+}
+
+// changeList is a plan's changes, one "ACTION ADDRESS" a line, without
+// the images' (noImages) when they have been built since.
+func changeList(p api.Plan, noImages bool) string {
+	var b strings.Builder
+	for _, c := range p.Changes {
+		if noImages && strings.HasPrefix(c.Address, "image.") {
+			continue
+		}
+		fmt.Fprintf(&b, "%s %s\n", c.Action, c.Address)
+	}
+	return b.String()
 }
