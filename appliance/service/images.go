@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -146,11 +147,6 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	if err := s.checkImageCount(owner, b.Name, b.Tag); err != nil {
 		return api.Image{}, err
 	}
-	if !s.builds.start(ctx, owner, b.Name+":"+b.Tag, logw) {
-		return api.Image{}, ctx.Err()
-	}
-	defer s.builds.end(owner)
-
 	// The context, checked as a push's archive is, spooled to be read
 	// twice (its digest and Dockerfile, then into the builder).
 	dir := filepath.Join(s.Cfg.StateDir, "builds")
@@ -189,7 +185,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		}
 		need = append(need, base{as: bs.Ref, ref: hostRef, id: id})
 		ids = append(ids, id)
-		names = append(names, hostRef)
+		names = append(names, strings.TrimPrefix(hostRef, s.Cfg.Instance+"/")) // as users name it
 	}
 	inputs := images.InputsDigest(digest, path.Clean(b.Dockerfile), ids)
 	if old, err := s.Store.GetImage(owner, b.Name, b.Tag); err == nil && old.Inputs == inputs {
@@ -207,7 +203,13 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		}
 	}
 
-	// The builder box.
+	// The builder box, once the user's last build is over. (Its output
+	// may have begun: the request's body has been read whole by now, as
+	// an HTTP/1 server cannot read it after answering.)
+	if !s.builds.start(ctx, owner, b.Name+":"+b.Tag, logw) {
+		return api.Image{}, ctx.Err()
+	}
+	defer s.builds.end(owner)
 	t0 := time.Now()
 	build := store.Build{ID: randHex(8), Owner: owner, Name: b.Name, Tag: b.Tag, Started: s.now()}
 	build.Box = "build-" + build.ID
@@ -286,8 +288,22 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	}
 	args = append(args, buildCtxDir)
 	lw := &lineWriter{w: logw}
-	code, err := s.Driver.Exec(bctx, key, driver.ExecSpec{Cmd: args, User: "root", Stdout: lw, Stderr: lw, Env: []string{"DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false"}})
+	// The cache is measured while the steps run: past its bound, the
+	// build stops with an error that says so.
+	runCtx, stopRun := context.WithCancel(bctx)
+	var overBy atomic.Int64
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		s.watchCache(runCtx, key, func(n int64) { overBy.Store(n); stopRun() })
+	}()
+	code, err := s.Driver.Exec(runCtx, key, driver.ExecSpec{Cmd: args, User: "root", Stdout: lw, Stderr: lw, Env: []string{"DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false"}})
+	stopRun()
+	<-watching
 	lw.Flush()
+	if n := overBy.Load(); n > 0 {
+		return api.Image{}, conflict("the build's cache (the builder's /var/lib/docker) reached %s, past builds.cache_gib (%g GiB): the build was stopped, and the cache is emptied", humanBytes(n), s.Cfg.Builds.CacheGiB)
+	}
 	if err != nil {
 		return api.Image{}, timedOut(err)
 	}
@@ -404,23 +420,51 @@ func (s *Service) endBuild(ctx context.Context, b store.Build, keeper driver.Ima
 
 // trimCache empties a user's build cache when it is over builds.cache_gib.
 func (s *Service) trimCache(ctx context.Context, b store.Build) {
-	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	code, err := s.Driver.Exec(ctx, b.Box, driver.ExecSpec{Cmd: []string{"du", "-sxk", "/var/lib/docker"}, User: "root", Stdout: &out, Stderr: io.Discard})
-	if err != nil || code != 0 {
+	n, ok := s.cacheSize(ctx, b.Box)
+	if !ok || float64(n) <= s.Cfg.Builds.CacheGiB*(1<<30) {
 		return
+	}
+	s.Log.Info("a build cache is over builds.cache_gib: emptying it", "owner", b.Owner, "size", humanBytes(n))
+	s.Driver.Exec(ctx, b.Box, driver.ExecSpec{Cmd: []string{"docker", "system", "prune", "-af"}, User: "root", Stdout: io.Discard, Stderr: io.Discard})
+}
+
+// cacheSize is the bytes of a builder box's /var/lib/docker (its owner's
+// build cache), as du counts them.
+func (s *Service) cacheSize(ctx context.Context, box string) (int64, bool) {
+	var out bytes.Buffer
+	code, err := s.Driver.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"du", "-sxk", "/var/lib/docker"}, User: "root", Stdout: &out, Stderr: io.Discard})
+	if err != nil || code != 0 {
+		return 0, false
 	}
 	f := strings.Fields(out.String())
 	if len(f) == 0 {
-		return
+		return 0, false
 	}
-	kib, _ := strconv.ParseInt(f[0], 10, 64)
-	if float64(kib)*1024 <= s.Cfg.Builds.CacheGiB*(1<<30) {
-		return
+	kib, err := strconv.ParseInt(f[0], 10, 64)
+	return kib << 10, err == nil
+}
+
+// cacheWatchEvery is how often a running build's cache is measured.
+var cacheWatchEvery = 5 * time.Second
+
+// watchCache measures a running build's cache until stop ends; past
+// builds.cache_gib it calls over with the size, once, and stops.
+func (s *Service) watchCache(stop context.Context, box string, over func(int64)) {
+	t := time.NewTicker(cacheWatchEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case <-t.C:
+			if n, ok := s.cacheSize(stop, box); ok && float64(n) > s.Cfg.Builds.CacheGiB*(1<<30) {
+				over(n)
+				return
+			}
+		}
 	}
-	s.Log.Info("a build cache is over builds.cache_gib: emptying it", "owner", b.Owner, "size", humanBytes(kib*1024))
-	s.Driver.Exec(ctx, b.Box, driver.ExecSpec{Cmd: []string{"docker", "system", "prune", "-af"}, User: "root", Stdout: io.Discard, Stderr: io.Discard})
 }
 
 // dropImageID removes an image by id from the server's engine unless one

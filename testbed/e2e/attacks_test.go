@@ -101,13 +101,17 @@ type scriptTB struct{ ts *testscript.TestScript }
 func (scriptTB) Helper()             {}
 func (s scriptTB) Fatal(args ...any) { s.ts.Fatalf("%s", fmt.Sprint(args...)) }
 
-// member NAME: make a member through an invitation and a device login, and
-// set MEMBER_TOKEN to the member's API token.
+// member NAME [ROLE]: make a member (or a user of ROLE) through an
+// invitation and a device login, and set MEMBER_TOKEN to their API token.
 func cmdMember(ts *testscript.TestScript, neg bool, args []string) {
-	if len(args) != 1 {
-		ts.Fatalf("usage: member NAME")
+	if len(args) != 1 && len(args) != 2 {
+		ts.Fatalf("usage: member NAME [ROLE]")
 	}
-	ts.Setenv("MEMBER_TOKEN", memberToken(scriptTB{ts}, daemonOf(ts), args[0]))
+	role := "member"
+	if len(args) == 2 {
+		role = args[1]
+	}
+	ts.Setenv("MEMBER_TOKEN", userToken(scriptTB{ts}, daemonOf(ts), args[0], role))
 }
 
 // redeem FILE NAME: redeem the invitation link in FILE (as 'paddock user

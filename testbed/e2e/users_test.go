@@ -32,8 +32,14 @@ func member(t *testing.T, d *harness.Daemon, name string) *client.Client {
 // memberToken makes a member as member does and returns its API token.
 func memberToken(t forms.TB, d *harness.Daemon, name string) string {
 	t.Helper()
+	return userToken(t, d, name, "member")
+}
+
+// userToken is memberToken for a user of another role.
+func userToken(t forms.TB, d *harness.Daemon, name, role string) string {
+	t.Helper()
 	ctx := context.Background()
-	inv, err := d.Client().Invite(ctx, "member")
+	inv, err := d.Client().Invite(ctx, role)
 	if err != nil {
 		t.Fatal(err)
 	}
