@@ -35,6 +35,10 @@ import (
 // buildCtxDir is where the context goes in a builder box.
 const buildCtxDir = "/tmp/paddock-build"
 
+// builderEnv is the environment of the docker commands in a builder box:
+// the legacy builder (the box image's docker has no buildx), no hints.
+var builderEnv = []string{"DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false"}
+
 // builds holds the users whose build is running: one at a time each,
 // since their builder boxes share one cache (two engines on one
 // /var/lib/docker would break it). A second build waits for the first,
@@ -234,7 +238,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	run := func(stdin io.Reader, stdout io.Writer, cmd ...string) error {
 		var stderr bytes.Buffer
 		code, err := s.Driver.Exec(bctx, key, driver.ExecSpec{Cmd: cmd, User: "root", Stdin: stdin, Stdout: stdout, Stderr: &stderr,
-			Env: []string{"DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false"}})
+			Env: builderEnv})
 		if err != nil {
 			return timedOut(err)
 		}
@@ -297,7 +301,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		defer close(watching)
 		s.watchCache(runCtx, key, func(n int64) { overBy.Store(n); stopRun() })
 	}()
-	code, err := s.Driver.Exec(runCtx, key, driver.ExecSpec{Cmd: args, User: "root", Stdout: lw, Stderr: lw, Env: []string{"DOCKER_BUILDKIT=0", "DOCKER_CLI_HINTS=false"}})
+	code, err := s.Driver.Exec(runCtx, key, driver.ExecSpec{Cmd: args, User: "root", Stdout: lw, Stderr: lw, Env: builderEnv})
 	stopRun()
 	<-watching
 	lw.Flush()
