@@ -91,7 +91,9 @@ func TestApplyRepairsAnInterruptedRun(t *testing.T) {
 	}
 }
 
-func TestSnapshotThenStop(t *testing.T) {
+// A stop with a snapshot stops the box, then commits it stopped (the
+// engine need not pause it).
+func TestStopThenSnapshot(t *testing.T) {
 	rec, drv := newRec(t)
 	declare(t, rec.Store, "a")
 	ctx := context.Background()
@@ -113,8 +115,8 @@ func TestSnapshotThenStop(t *testing.T) {
 	if res, err := rec.Run(ctx); err != nil || res.Err() != nil {
 		t.Fatal(err, res.Err())
 	}
-	if got := drv.Ops; len(got) != 2 || got[0] != "snapshot a-1" || got[1] != "stop a" {
-		t.Fatalf("ops %v, want snapshot then stop", got)
+	if got := drv.Ops; len(got) != 2 || got[0] != "stop a" || got[1] != "snapshot a-1" {
+		t.Fatalf("ops %v, want stop then snapshot", got)
 	}
 	sn, _ := rec.Store.ListSnapshots("a")
 	if len(sn) != 1 || sn[0].State != "ready" {

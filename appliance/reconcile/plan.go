@@ -195,7 +195,12 @@ func Plan(desired Desired, observed Observed) []Change {
 		}
 	}
 
-	// Snapshots come before anything that stops or replaces their box.
+	// Snapshots come before anything that replaces their box. A box that
+	// is to stop stops first and is committed stopped: the engine need
+	// not pause it for the commit, and what its processes write as they
+	// end is in the snapshot. (A stop that fails leaves the commit to
+	// pause the running box, as before.)
+	stopped := map[string]bool{}
 	for _, s := range desired.Snapshots {
 		key := s.Key
 		if key == "" {
@@ -207,6 +212,11 @@ func Plan(desired Desired, observed Observed) []Change {
 			case images[s.ID]:
 				add(Change{Action: MarkSnapshot, Snapshot: s.ID, Box: s.Box, Key: key})
 			case boxes[key].ID != "":
+				if b, ok := declared[key]; ok && !stopped[key] && !b.Running && boxes[key].Running &&
+					boxes[key].SpecHash == b.Spec.Hash() && missingDrives(b.Spec, desired.Drives) == "" {
+					add(Change{Action: StopBox, Box: b.name(), Key: key, Pool: b.Pool})
+					stopped[key] = true
+				}
 				add(Change{Action: TakeSnapshot, Snapshot: s.ID, Box: s.Box, Key: key})
 			default:
 				add(Change{Action: FailSnapshot, Snapshot: s.ID, Box: s.Box, Key: key, Reason: "the box has no container to snapshot"})
@@ -245,7 +255,7 @@ func Plan(desired Desired, observed Observed) []Change {
 		switch {
 		case b.Running && !obs.Running:
 			add(Change{Action: StartBox, Box: name, Key: key, Pool: b.Pool, Reason: "container " + obs.Status})
-		case !b.Running && obs.Running:
+		case !b.Running && obs.Running && !stopped[key]:
 			add(Change{Action: StopBox, Box: name, Key: key, Pool: b.Pool})
 		}
 	}

@@ -63,13 +63,13 @@ func TestPlan(t *testing.T) {
 			want:     "start-box box.web (container created)",
 		},
 		{
-			name: "stop takes the pending snapshot first",
+			name: "stop, then the pending snapshot of the stopped box",
 			desired: Desired{
 				Boxes:     []DesiredBox{{Spec: web, Running: false}},
 				Snapshots: []DesiredSnapshot{{ID: "s1", Box: "web", State: "pending"}},
 			},
 			observed: Observed{Boxes: []driver.BoxState{observedOf("web", web, true)}, Volumes: []driver.VolumeRef{data}},
-			want:     "take-snapshot snapshot.s1\nstop-box box.web",
+			want:     "stop-box box.web\ntake-snapshot snapshot.s1",
 		},
 		{
 			name: "snapshot already taken before a crash is only recorded",

@@ -116,7 +116,6 @@ main() {
 XML
 
   mkdir -p /mnt /var/lib/docker
-  install -m 0755 "$(dirname "$0")/paddock-init" /usr/local/bin/paddock-init
   install -m 0755 "$(dirname "$0")/paddock-desktop" /usr/local/bin/paddock-desktop
 }
 

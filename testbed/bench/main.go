@@ -8,6 +8,7 @@
 //	go run ./testbed/bench [-n 5] [-big-n 3]
 //	go run ./testbed/bench -scale    # at 1, 10, 50 and again 1 idle boxes
 //	go run ./testbed/bench -section images   # image builds beside docker build on the server's engine
+//	go run ./testbed/bench -section docker   # a box's first docker command beside dockerd started by hand
 //	go run ./testbed/bench -section cluster  # a box on a second server beside that server's engine
 //	go run ./testbed/bench -section capacity # three servers against one, each with a memory budget
 //	go run ./testbed/bench -section first -n 3  # new + push on a server just started, beside the same settled
@@ -117,7 +118,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 3, "runs of each 100 MB copy")
-	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), cluster (a box on a second server, not in all), images (users' image builds beside docker build, not in all), or capacity (three servers against one, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), cluster (a box on a second server, not in all), images (users' image builds beside docker build, not in all), docker (Docker in a box: its first command, not in all), or capacity (three servers against one, not in all)")
 	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
@@ -150,6 +151,10 @@ func main() {
 	}
 	if *section == "images" {
 		printRows(benchImages(bins, image, work, *n), "the small test image as the base", *n, *bigN)
+		return
+	}
+	if *section == "docker" {
+		printRows(benchDocker(bins, image, work, *n), image, *n, *bigN)
 		return
 	}
 	if *section == "cluster" {
