@@ -396,10 +396,12 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	if err := r.Driver.Prepare(ctx); !nodesDown(err, down) {
 		return Result{}, fmt.Errorf("preparing the engine: %w", err)
 	}
+	t0 := time.Now()
 	desired, all, err := r.Load()
 	if err != nil {
 		return Result{}, err
 	}
+	t1 := time.Now()
 	observed, err := Observe(ctx, r.Driver)
 	if !nodesDown(err, down) {
 		return Result{}, err
@@ -435,12 +437,20 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 			}
 		}
 	}
+	t2 := time.Now()
 	changes := Plan(desired, observed)
 	res := Result{Changes: changes, Errors: map[string]error{}}
 	if len(changes) > 0 && r.Log != nil {
 		r.Log.Info("reconcile", "plan", Summary(changes))
 	}
 	r.apply(ctx, changes, res.Errors)
+	t3 := time.Now()
+	if len(changes) > 0 && r.Log != nil {
+		defer func() {
+			// Where a pass with changes spent its time, for profiling.
+			r.Log.Debug("reconcile pass", "load", t1.Sub(t0), "observe", t2.Sub(t1), "apply", t3.Sub(t2), "after", time.Since(t3))
+		}()
+	}
 	now := observed.Boxes
 	if len(changes) > 0 {
 		// What the changes made: observed again, and the firewall told of
