@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -46,11 +47,16 @@ var (
 
 // Result is what a run measured.
 type Result struct {
-	Opts                      Options
-	Execs, Pushes, Events     int64 // completed
-	Errors                    []string
-	IdleP50, IdleP95          time.Duration
-	LoadP50, LoadP95          time.Duration
+	Opts                  Options
+	Execs, Pushes, Events int64 // completed
+	Errors                []string
+	IdleP50, IdleP95      time.Duration
+	LoadP50, LoadP95      time.Duration
+	// The engine's own docker exec of true in one of the boxes, one at a
+	// time, idle and beside the load: how much of the change is the
+	// machine's.
+	RawIdleP50, RawIdleP95    time.Duration
+	RawLoadP50, RawLoadP95    time.Duration
 	RSSStart, RSSPeak, RSSEnd int64
 	SetupTook, LoadTook       time.Duration
 }
@@ -59,11 +65,15 @@ func (r Result) String() string {
 	mb := func(n int64) string { return fmt.Sprintf("%.1f MB", float64(n)/1e6) }
 	return fmt.Sprintf("load %s: %d boxes, %d exec streams, %d pushes of %s, %d followers\n"+
 		"  done: %d execs, %d pushes, %d events; errors: %d\n"+
-		"  exec round trip: idle p50 %s p95 %s; under load p50 %s p95 %s\n"+
+		"  exec round trip: idle p50 %s p95 %s; under load p50 %s p95 %s (p95 %.1fx idle)\n"+
+		"  docker exec beside it: idle p50 %s p95 %s; under load p50 %s p95 %s (p95 %.1fx idle)\n"+
 		"  paddockd memory: start %s, peak %s, end %s (end/start %.2f)",
 		r.LoadTook.Round(time.Second), r.Opts.Boxes, r.Opts.Execs, r.Opts.Pushes, mb(r.Opts.PushBytes), r.Opts.Followers,
 		r.Execs, r.Pushes, r.Events, len(r.Errors),
 		r.IdleP50.Round(time.Millisecond), r.IdleP95.Round(time.Millisecond), r.LoadP50.Round(time.Millisecond), r.LoadP95.Round(time.Millisecond),
+		float64(r.LoadP95)/float64(max(r.IdleP95, 1)),
+		r.RawIdleP50.Round(time.Millisecond), r.RawIdleP95.Round(time.Millisecond), r.RawLoadP50.Round(time.Millisecond), r.RawLoadP95.Round(time.Millisecond),
+		float64(r.RawLoadP95)/float64(max(r.RawIdleP95, 1)),
 		mb(r.RSSStart), mb(r.RSSPeak), mb(r.RSSEnd), float64(r.RSSEnd)/float64(max(r.RSSStart, 1)))
 }
 
@@ -111,6 +121,14 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 		}
 		return time.Since(start), err
 	}
+	// Idle means settled: each box has run a command (its next one is
+	// then started ahead, as in use) and the boxes' starts are over.
+	for _, n := range names {
+		if _, err := execOnce(n); err != nil {
+			return res, err
+		}
+	}
+	time.Sleep(3 * time.Second)
 	var idle []time.Duration
 	for i := 0; i < 20; i++ {
 		dt, err := execOnce(names[i%len(names)])
@@ -120,6 +138,24 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 		idle = append(idle, dt)
 	}
 	res.IdleP50, res.IdleP95 = percentiles(idle)
+	raw := d.Instance + "-" + names[0]
+	rawOnce := func(ctx context.Context) (time.Duration, error) {
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, "docker", "exec", raw, "true").CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("docker exec: %v: %s", err, out)
+		}
+		return time.Since(start), err
+	}
+	var rawIdle []time.Duration
+	for i := 0; i < 20; i++ {
+		dt, err := rawOnce(ctx)
+		if err != nil {
+			return res, err
+		}
+		rawIdle = append(rawIdle, dt)
+	}
+	res.RawIdleP50, res.RawIdleP95 = percentiles(rawIdle)
 	res.RSSStart = d.RSS()
 
 	var payload bytes.Buffer
@@ -154,6 +190,21 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 				peak.Store(m)
 			}
 			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	var rawUnder []time.Duration
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for lctx.Err() == nil {
+			dt, err := rawOnce(lctx)
+			if err != nil {
+				fail("docker exec", err)
+				continue
+			}
+			mu.Lock()
+			rawUnder = append(rawUnder, dt)
+			mu.Unlock()
 		}
 	}()
 	// Exec streams: each a command that writes 64 KiB and reads it back
@@ -245,6 +296,7 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 	res.LoadTook = time.Since(start)
 	res.Execs, res.Pushes, res.Events = execs.Load(), pushes.Load(), events.Load()
 	res.LoadP50, res.LoadP95 = percentiles(under)
+	res.RawLoadP50, res.RawLoadP95 = percentiles(rawUnder)
 	res.RSSPeak = peak.Load()
 	// The end: after the load, once the Go runtime had a moment to give
 	// memory back.
