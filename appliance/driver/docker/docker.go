@@ -37,6 +37,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
@@ -85,7 +86,7 @@ type Driver struct {
 	cfg Config
 
 	mu     sync.Mutex
-	pids   map[string]int           // running container → its first process, as last seen
+	pids   map[string]seenPid       // running container → its first process, as last seen
 	warm   map[string]*warmSlot     // box → its warm exec (warm.go)
 	gates  map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
 	closed bool
@@ -136,6 +137,10 @@ func (d *Driver) Close() error {
 		}
 	}
 	d.warm = nil
+	for _, seen := range d.pids {
+		seen.release()
+	}
+	d.pids = nil
 	d.closed = true
 	d.mu.Unlock()
 	d.bgCancel()
@@ -251,8 +256,9 @@ func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 		out = append(out, st)
 	}
 	d.mu.Lock()
-	for id := range d.pids {
+	for id, seen := range d.pids {
 		if !slices.ContainsFunc(out, func(b driver.BoxState) bool { return b.ID == id && b.Running }) {
+			seen.release()
 			delete(d.pids, id)
 		}
 	}
@@ -262,18 +268,16 @@ func (d *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 
 // pid finds a running container's first process. The list the engine
 // gives has no pids, and an inspect per box per pass is the costly part of
-// observing many boxes; so a pid seen once is kept while the process still
-// belongs to that container (its cgroup names the container), and asked
-// for again only when it no longer does (a restart) or cannot be read (an
-// engine on another machine).
+// observing many boxes; so a pid seen once is kept while that process
+// lives, and asked for again only when it has ended (a restart) or could
+// not be held (an engine on another machine).
 func (d *Driver) pid(ctx context.Context, id string) (int, error) {
 	d.mu.Lock()
-	pid, ok := d.pids[id]
+	seen, ok := d.pids[id]
+	ok = ok && seen.alive() // under mu: another call may release it
 	d.mu.Unlock()
 	if ok {
-		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err == nil && strings.Contains(string(b), id) {
-			return pid, nil
-		}
+		return seen.pid, nil
 	}
 	ins, err := d.c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
 	if cerrdefs.IsNotFound(err) {
@@ -285,14 +289,58 @@ func (d *Driver) pid(ctx context.Context, id string) (int, error) {
 	if ins.Container.State == nil {
 		return 0, nil
 	}
-	pid = ins.Container.State.Pid
+	now := holdPid(ins.Container.State.Pid, id)
 	d.mu.Lock()
 	if d.pids == nil {
-		d.pids = map[string]int{}
+		d.pids = map[string]seenPid{}
 	}
-	d.pids[id] = pid
+	if old, ok := d.pids[id]; ok {
+		old.release()
+	}
+	d.pids[id] = now
 	d.mu.Unlock()
-	return pid, nil
+	return now.pid, nil
+}
+
+// seenPid is a container's first process as last seen, held by a pidfd
+// where it runs on this machine: the pidfd names that one process, so
+// asking whether it lives is one system call with no pid reuse to fear
+// (reading /proc/PID/cgroup each pass cost a 50-box server a quarter of
+// its time observing).
+type seenPid struct {
+	pid int
+	fd  int // pidfd, or -1: not held (asked for again each time)
+}
+
+// holdPid opens a pidfd for pid, kept only if the process it names is
+// the container's (its cgroup names it): a pid from an engine on another
+// machine, or one that has ended and been reused since the inspect, is
+// not held.
+func holdPid(pid int, id string) seenPid {
+	s := seenPid{pid: pid, fd: -1}
+	if pid <= 0 {
+		return s
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return s
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid)); err != nil || !strings.Contains(string(b), id) {
+		unix.Close(fd)
+		return s
+	}
+	s.fd = fd
+	return s
+}
+
+func (s seenPid) alive() bool {
+	return s.fd >= 0 && unix.PidfdSendSignal(s.fd, 0, nil, 0) == nil
+}
+
+func (s seenPid) release() {
+	if s.fd >= 0 {
+		unix.Close(s.fd)
+	}
 }
 
 func pidsLimit(n int64) *int64 {

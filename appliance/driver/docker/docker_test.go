@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -184,5 +185,59 @@ func TestBackgroundBoxYieldsCPU(t *testing.T) {
 	}
 	if w := weight(bg); w != usual {
 		t.Fatalf("a background box brought to the foreground has CPU share %s, want %s", w, usual)
+	}
+}
+
+// Boxes gives each running box's first process as it is now: a box whose
+// container restarted behind Paddock's back (its process killed, the
+// container started again) is seen with its new process, not the one
+// kept from before.
+func TestBoxesSeeARestartedProcess(t *testing.T) {
+	d, image := engine(t)
+	ctx := context.Background()
+	box, id := runningBox(t, d, image, "pid")
+	t.Cleanup(func() { d.RemoveBox(context.Background(), box) })
+	enginePid := func() int {
+		t.Helper()
+		out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", id).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+		return n
+	}
+	seen := func() int {
+		t.Helper()
+		boxes, err := d.Boxes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range boxes {
+			if b.ID == id && b.Running {
+				return b.Pid
+			}
+		}
+		t.Fatalf("box %s not seen running", box)
+		return 0
+	}
+	first := seen()
+	if first != enginePid() || first <= 0 {
+		t.Fatalf("Boxes gives pid %d, the engine %d", first, enginePid())
+	}
+	for i := 0; i < 2; i++ {
+		if out, err := exec.Command("docker", "kill", id).CombinedOutput(); err != nil {
+			t.Fatalf("docker kill: %v %s", err, out)
+		}
+		if out, err := exec.Command("docker", "start", id).CombinedOutput(); err != nil {
+			t.Fatalf("docker start: %v %s", err, out)
+		}
+		now := enginePid()
+		if got := seen(); got != now || got == first {
+			t.Fatalf("after a restart Boxes gives pid %d, the engine %d (before: %d)", got, now, first)
+		}
+		if got := seen(); got != now {
+			t.Fatalf("asked again, Boxes gives pid %d, the engine %d", got, now)
+		}
+		first = now
 	}
 }
