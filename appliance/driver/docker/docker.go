@@ -88,6 +88,7 @@ type Driver struct {
 	mu     sync.Mutex
 	pids   map[string]seenPid       // running container → its first process, as last seen
 	warm   map[string]*warmSlot     // box → its warm exec (warm.go)
+	spare  map[string][]*warmExec   // box → warm execs kept beside it (commands side by side), at most maxSpare
 	gates  map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
 	closed bool
 
@@ -137,6 +138,12 @@ func (d *Driver) Close() error {
 		}
 	}
 	d.warm = nil
+	for _, sp := range d.spare {
+		for _, w := range sp {
+			w.att.Close()
+		}
+	}
+	d.spare = nil
 	for _, seen := range d.pids {
 		seen.release()
 	}

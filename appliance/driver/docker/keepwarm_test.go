@@ -18,10 +18,12 @@ import (
 
 // With KeepWarm, a box that has run a command keeps one warm exec: after
 // a command the usual way, after a warm one, after commands back to back
-// and side by side there is one waiting program, no more; the commands
-// after the first run in it, back to back too, and none of them starts
-// another; a box that cannot start one is not asked again after each
-// command; a stop ends it; Close ends them all.
+// there is one waiting program, no more; the commands after the first
+// run in it, back to back too, and none of them starts another. Commands
+// side by side leave at most 1+maxSpare (4); two at a time, again and
+// again, soon run both warm, and then start none. A box that cannot
+// start one is not asked again after each command; a stop ends them;
+// Close ends them all.
 func TestKeepWarm(t *testing.T) {
 	d, image := engine(t, func(c *docker.Config) { c.KeepWarm = true })
 	ctx := context.Background()
@@ -105,7 +107,44 @@ func TestKeepWarm(t *testing.T) {
 			t.Fatalf("side by side, command %d: %q", i, o)
 		}
 	}
-	settles(1, "after commands side by side")
+	time.Sleep(time.Second) // the warm execs started meanwhile are up
+	if n := waiting(); n < 1 || n > 4 {
+		t.Fatalf("after six commands side by side: %d waiting programs, want 1 to 4", n)
+	}
+	// Two at a time: a few rounds to have two warm execs, then rounds in
+	// which both run warm and no program starts.
+	pair := func() [2]string {
+		var got [2]string
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				var out bytes.Buffer
+				d.Exec(ctx, box, driver.ExecSpec{Cmd: []string{"sh", "-c", "sleep 0.2; " + warm}, Stdout: &out})
+				got[i] = out.String()
+			}()
+		}
+		wg.Wait()
+		return got
+	}
+	d.DropWarm(box)
+	run("true")
+	for i := 0; i < 4; i++ {
+		pair()
+		time.Sleep(300 * time.Millisecond)
+	}
+	raw(t, "docker", "exec", ctr, "sh", "-c", `rm -f /tmp/starts; mv /usr/bin/python3 /usr/bin/python3.real && printf '#!/bin/sh\necho x >>/tmp/starts\nexec /usr/bin/python3.real "$@"\n' >/usr/bin/python3 && chmod 755 /usr/bin/python3`)
+	for i := 0; i < 5; i++ {
+		if got := pair(); got != [2]string{"warm\n", "warm\n"} {
+			t.Fatalf("two side by side, round %d: %q, want both warm", i, got)
+		}
+	}
+	if got := raw(t, "docker", "exec", ctr, "sh", "-c", "cat /tmp/starts 2>/dev/null || true"); got != "" {
+		t.Fatalf("warm execs started by five rounds of two side by side: %q, want none", got)
+	}
+	raw(t, "docker", "exec", ctr, "mv", "/usr/bin/python3.real", "/usr/bin/python3")
+	settles(2, "after rounds of two side by side")
 
 	// A box where the program cannot start is tried once, not after
 	// every command.

@@ -50,7 +50,13 @@ import (
 //
 // A warm exec serves one Exec without a terminal at a time, and after it
 // the next: commands back to back reuse it, and none of them waits for
-// the runtime. One whose command's caller went away (its input and output
+// the runtime. Commands side by side in one box each need one: a box
+// keeps, beside its warm exec, up to maxSpare more that served commands
+// at the same time as another (a spare, handed to the next command
+// before the box's own), so that a box whose commands run two or three
+// at a time has them all warm, rather than each second command waiting
+// for the runtime and each warm exec handed back thrown away for the one
+// started meanwhile. One whose command's caller went away (its input and output
 // with it) is not reused: the program waits for the command to end, and
 // exits. The warm pool keeps one in each ready pool box, so that the first
 // command of a claimed box does not wait for the runtime. With
@@ -522,10 +528,21 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	return w, nil
 }
 
-// takeWarm takes the box's warm exec, if it has one. One being started is
-// waited for unless another Exec waits for it.
+// maxSpare bounds the warm execs a box keeps beside its own: each is a
+// waiting python3 of some 4 MiB in the box.
+const maxSpare = 3
+
+// takeWarm takes a spare warm exec of the box, or the box's own, if it
+// has one. One being started is waited for unless another Exec waits for
+// it.
 func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 	d.mu.Lock()
+	if sp := d.spare[box]; len(sp) > 0 {
+		w := sp[len(sp)-1]
+		d.spare[box] = sp[:len(sp)-1]
+		d.mu.Unlock()
+		return w
+	}
 	s := d.warm[box]
 	if s == nil || s.claimed || s.err != nil {
 		d.mu.Unlock()
@@ -578,12 +595,14 @@ func (d *Driver) DropWarm(box string) {
 	d.mu.Lock()
 	s := d.warm[box]
 	delete(d.warm, box)
-	var w *warmExec
-	if s != nil {
-		w, s.w = s.w, nil
+	ws := d.spare[box]
+	delete(d.spare, box)
+	if s != nil && s.w != nil {
+		ws = append(ws, s.w)
+		s.w = nil
 	}
 	d.mu.Unlock()
-	if w != nil {
+	for _, w := range ws {
 		w.att.Close()
 	}
 }
@@ -768,10 +787,19 @@ func childrenOf(pid int) []int {
 }
 
 // giveBack puts w, which has served a command, back as the box's warm
-// exec, unless the box has one (or one being started) by now.
+// exec; or, when the box has one (or one being started) by now, as a
+// spare while it has fewer than maxSpare.
 func (d *Driver) giveBack(box string, w *warmExec) {
 	d.mu.Lock()
 	s := d.warm[box]
+	if !d.closed && s.live() && s.err == nil && len(d.spare[box]) < maxSpare {
+		if d.spare == nil {
+			d.spare = map[string][]*warmExec{}
+		}
+		d.spare[box] = append(d.spare[box], w)
+		d.mu.Unlock()
+		return
+	}
 	if d.closed || s.live() {
 		d.mu.Unlock()
 		w.att.Close()
