@@ -299,15 +299,19 @@ func (r *Reconciler) Load() (Desired, []store.Box, error) {
 func Observe(ctx context.Context, drv driver.Driver) (Observed, error) {
 	var o Observed
 	down := map[string]error{}
-	var err error
-	if o.Boxes, err = drv.Boxes(ctx); !nodesDown(err, down) {
-		return o, err
-	}
-	if o.Volumes, err = drv.Volumes(ctx); !nodesDown(err, down) {
-		return o, err
-	}
-	if o.Snapshots, err = drv.Snapshots(ctx); !nodesDown(err, down) {
-		return o, err
+	// The three lists are asked for at once: each is an engine round
+	// trip that the others need not wait for.
+	var errs [3]error
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); o.Boxes, errs[0] = drv.Boxes(ctx) }()
+	go func() { defer wg.Done(); o.Volumes, errs[1] = drv.Volumes(ctx) }()
+	go func() { defer wg.Done(); o.Snapshots, errs[2] = drv.Snapshots(ctx) }()
+	wg.Wait()
+	for _, err := range errs {
+		if !nodesDown(err, down) {
+			return o, err
+		}
 	}
 	if len(down) > 0 {
 		return o, &driver.NodesDown{Nodes: down}
