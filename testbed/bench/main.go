@@ -322,6 +322,18 @@ func main() {
 		r.docker("exec", rawBox, "rm", "-rf", "/tmp/src")
 	}
 
+	// A push into a box just made (its start goes on beside the push),
+	// beside docker cp into a container just run.
+	p = timeIt(*bigN, func(i int) { r.paddock("new", "--name", fmt.Sprintf("j%d", i)) }, func(i int) {
+		r.paddock("push", fmt.Sprintf("j%d", i), modules, "--to", "/tmp/push")
+	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("j%d", i)) })
+	dk = timeIt(*bigN, func(i int) {
+		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-j%d", raw, i), image)
+	}, func(i int) {
+		r.docker("cp", modules, fmt.Sprintf("%s-j%d:/tmp/cp", raw, i))
+	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-j%d", raw, i)) })
+	rows = append(rows, row{"push " + modulesName + " into a box just made", p, dk})
+
 	// Drive restore and backup of the 100 MB file, beside the same copies
 	// through a container made for each (the engine reaches a volume no box
 	// has only through a container).
