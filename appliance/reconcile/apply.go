@@ -111,32 +111,47 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 			return err
 		}
 	}
-	t0 := time.Now()
-	if err := r.firewallLocked(r.observed); err != nil {
-		return err
-	}
-	for _, o := range r.observed {
-		if o.Name == b.Key() && o.Running {
-			t1 := time.Now()
-			// Made in the background: now a box someone waits on. Its
-			// CPU share is raised beside the answer, not before it (an
-			// engine call on the claim's path); a box left with the small
-			// share still works: the error is said, not returned.
-			if fg, ok := r.Driver.(driver.Foregrounder); ok {
-				go func() {
-					if err := fg.Foreground(context.WithoutCancel(ctx), b.Key()); err != nil && r.Log != nil {
-						r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
-					}
-				}()
-			}
-			err := r.setHostname(ctx, b, o)
-			if r.Log != nil {
-				r.Log.Debug("claimed", "box", b.Name, "firewall", t1.Sub(t0), "hostname", time.Since(t1))
-			}
-			return err
+	var o driver.BoxState
+	for _, seen := range r.observed {
+		if seen.Name == b.Key() && seen.Running {
+			o = seen
 		}
 	}
-	return fmt.Errorf("box %s: its container was not seen running", b.Name)
+	if o.Name == "" {
+		return fmt.Errorf("box %s: its container was not seen running", b.Name)
+	}
+	// The rules and the hostname side by side: neither needs the other,
+	// and the claim's answer waits for both.
+	t0 := time.Now()
+	var fwErr error
+	var fwTook time.Duration
+	fw := make(chan struct{})
+	go func() {
+		defer close(fw)
+		fwErr = r.firewallLocked(r.observed)
+		fwTook = time.Since(t0)
+	}()
+	hnErr := r.setHostname(ctx, b, o)
+	hnTook := time.Since(t0)
+	<-fw
+	if r.Log != nil {
+		r.Log.Debug("claimed", "box", b.Name, "firewall", fwTook, "hostname", hnTook, "both", time.Since(t0))
+	}
+	if fwErr != nil {
+		return fwErr
+	}
+	// Made in the background: now a box someone waits on. Its CPU share
+	// is raised beside the answer, not before it (an engine call on the
+	// claim's path); a box left with the small share still works: the
+	// error is said, not returned.
+	if fg, ok := r.Driver.(driver.Foregrounder); ok {
+		go func() {
+			if err := fg.Foreground(context.WithoutCancel(ctx), b.Key()); err != nil && r.Log != nil {
+				r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
+			}
+		}()
+	}
+	return hnErr
 }
 
 // SetFront sets the function that gets the declared boxes on every run.
