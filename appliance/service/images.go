@@ -427,7 +427,7 @@ func (s *Service) trimCache(ctx context.Context, b store.Build) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	n, ok := s.cacheSize(ctx, b.Box)
-	if !ok || float64(n) <= s.Cfg.Builds.CacheGiB*(1<<30) {
+	if !ok || !s.overCache(n) {
 		return
 	}
 	s.Log.Info("a build cache is over builds.cache_gib: emptying it", "owner", b.Owner, "size", humanBytes(n))
@@ -450,8 +450,11 @@ func (s *Service) cacheSize(ctx context.Context, box string) (int64, bool) {
 	return kib << 10, err == nil
 }
 
+// overCache says whether a build cache of n bytes is past builds.cache_gib.
+func (s *Service) overCache(n int64) bool { return float64(n) > s.Cfg.Builds.CacheGiB*(1<<30) }
+
 // cacheWatchEvery is how often a running build's cache is measured.
-var cacheWatchEvery = 5 * time.Second
+const cacheWatchEvery = 5 * time.Second
 
 // watchCache measures a running build's cache until stop ends; past
 // builds.cache_gib it calls over with the size, once, and stops.
@@ -463,7 +466,7 @@ func (s *Service) watchCache(stop context.Context, box string, over func(int64))
 		case <-stop.Done():
 			return
 		case <-t.C:
-			if n, ok := s.cacheSize(stop, box); ok && float64(n) > s.Cfg.Builds.CacheGiB*(1<<30) {
+			if n, ok := s.cacheSize(stop, box); ok && s.overCache(n) {
 				over(n)
 				return
 			}
