@@ -266,21 +266,28 @@ func PoolAsBox(p store.PoolBox) store.Box {
 	return store.Box{Name: p.Key, Engine: p.Key, UID: p.UID, Type: p.Type, Image: p.Image, IP: p.IP, Desktop: p.Desktop, Node: p.Node}
 }
 
-// Load reads the declared state.
+// Load reads the declared state, as of one moment: a claim commits a
+// pool box's move into the boxes table at once, and a pass that read the
+// boxes before it and the pool after would find the container in
+// neither, and remove it from under the box just claimed.
 func (r *Reconciler) Load() (Desired, []store.Box, error) {
-	boxes, err := r.Store.ListBoxes()
-	if err != nil {
-		return Desired{}, nil, err
-	}
-	drives, err := r.Store.ListDrives()
-	if err != nil {
-		return Desired{}, nil, err
-	}
-	snaps, err := r.Store.ListSnapshots("")
-	if err != nil {
-		return Desired{}, nil, err
-	}
-	pool, err := r.Store.ListPool()
+	var boxes []store.Box
+	var drives []store.Drive
+	var snaps []store.Snapshot
+	var pool []store.PoolBox
+	err := r.Store.Read(func(tx *store.Tx) (err error) {
+		if boxes, err = tx.ListBoxes(); err != nil {
+			return err
+		}
+		if drives, err = tx.ListDrives(); err != nil {
+			return err
+		}
+		if snaps, err = tx.ListSnapshots(""); err != nil {
+			return err
+		}
+		pool, err = tx.ListPool()
+		return err
+	})
 	if err != nil {
 		return Desired{}, nil, err
 	}
@@ -757,15 +764,20 @@ func (r *Reconciler) firewallLocked(observed []driver.BoxState) error {
 	if r.Firewall == nil {
 		return nil
 	}
-	boxes, err := r.Store.ListBoxes()
-	if err != nil {
+	// As of one moment, as Load: a box claimed meanwhile is in one list.
+	var boxes []store.Box
+	var pols []store.Policy
+	var pool []store.PoolBox
+	err := r.Store.Read(func(tx *store.Tx) (err error) {
+		if boxes, err = tx.ListBoxes(); err != nil {
+			return err
+		}
+		if pols, err = tx.ListPolicies(); err != nil {
+			return err
+		}
+		pool, err = tx.ListPool()
 		return err
-	}
-	pols, err := r.Store.ListPolicies()
-	if err != nil {
-		return err
-	}
-	pool, err := r.Store.ListPool()
+	})
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -269,5 +270,68 @@ func TestPoolYieldsToRequests(t *testing.T) {
 	}
 	if m := running(); !m["a"] || !m["pool-1"] {
 		t.Fatalf("once no one waits: %v (want a and the pool box)", m)
+	}
+}
+
+// A pass reads the declared state as of one moment: a pool box claimed
+// while it reads (its row moved into the boxes table, in one transaction)
+// is in one of the two lists, never in neither, where the pass would
+// remove its container from under the box just claimed.
+func TestLoadSeesAClaimWhole(t *testing.T) {
+	rec, _ := newRec(t)
+	st := rec.Store
+	const n = 200
+	key := func(i int) string { return fmt.Sprintf("pool-%03d", i) }
+	err := st.Declare(func(tx *store.Tx) error {
+		for i := range n {
+			if err := tx.AddPool(store.PoolBox{Key: key(i), UID: key(i), Type: "small", Image: "img", Ready: true, Created: time.Now()}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims := make(chan error, 1)
+	go func() {
+		for i := range n {
+			err := st.Declare(func(tx *store.Tx) error {
+				p, err := tx.TakePool("small", "img", false)
+				if err != nil {
+					return err
+				}
+				return tx.CreateBox(store.Box{Name: fmt.Sprintf("b%03d", i), Engine: p.Key, UID: p.UID, Type: "small", Image: "img", Desired: "running", Created: time.Now()})
+			})
+			if err != nil {
+				claims <- err
+				return
+			}
+		}
+		claims <- nil
+	}()
+	for loads := 0; ; loads++ {
+		select {
+		case err := <-claims:
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%d loads beside %d claims", loads, n)
+			return
+		default:
+		}
+		d, _, err := rec.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, b := range d.Boxes {
+			seen[b.Spec.Name] = true
+		}
+		for i := range n {
+			if !seen[key(i)] {
+				t.Fatalf("load %d: %s is neither a pool box nor a box's container", loads, key(i))
+			}
+		}
 	}
 }

@@ -156,13 +156,24 @@ func scanSnapshot(r scanner) (Snapshot, error) {
 // ListSnapshots lists snapshots, of one box when box is not empty, oldest
 // first.
 func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
+	q, args := listSnapshots(box)
+	return listAll(s.db, q, scanSnapshot, args...)
+}
+
+// ListSnapshots lists snapshots in the transaction.
+func (t *Tx) ListSnapshots(box string) ([]Snapshot, error) {
+	q, args := listSnapshots(box)
+	return listAll(t.tx, q, scanSnapshot, args...)
+}
+
+func listSnapshots(box string) (string, []any) {
 	q := `SELECT id, box, reason, state, error, created, size, node FROM snapshots`
 	var args []any
 	if box != "" {
 		q += ` WHERE box=?`
 		args = append(args, box)
 	}
-	return listAll(s.db, q+` ORDER BY created, id`, scanSnapshot, args...)
+	return q + ` ORDER BY created, id`, args
 }
 
 // SetSnapshotState records the outcome of taking a snapshot.

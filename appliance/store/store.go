@@ -581,6 +581,20 @@ func (s *Store) Declare(fn func(*Tx) error) error {
 	return s.declare(func(tx *sql.Tx) error { return fn(&Tx{tx}) })
 }
 
+// Read runs fn on one view of the store: what it reads, across tables,
+// is as of one moment, never half of a transaction committed meanwhile
+// (a claim moves a pool box into the boxes table in one). fn must not
+// write, and reads through tx only: the store has one connection, which
+// the view holds until fn returns.
+func (s *Store) Read(fn func(*Tx) error) error {
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	return fn(&Tx{tx})
+}
+
 func unix(t time.Time) int64 { return t.UnixMilli() }
 func fromUnix(ms int64) time.Time {
 	return time.UnixMilli(ms).UTC()
