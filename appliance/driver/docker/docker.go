@@ -85,12 +85,13 @@ type Driver struct {
 	c   *client.Client
 	cfg Config
 
-	mu     sync.Mutex
-	pids   map[string]seenPid       // running container → its first process, as last seen
-	warm   map[string]*warmSlot     // box → its warm exec (warm.go)
-	spare  map[string][]*warmExec   // box → warm execs kept beside it (commands side by side), at most maxSpare
-	gates  map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
-	closed bool
+	mu      sync.Mutex
+	pids    map[string]seenPid       // running container → its first process, as last seen
+	warm    map[string]*warmSlot     // box → its warm exec (warm.go)
+	spare   map[string][]*warmExec   // box → warm execs kept beside it (commands side by side), at most maxSpare
+	sparing map[string]int           // box → spares being started (spareWarm)
+	gates   map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
+	closed  bool
 
 	// Warm execs started in the background (keepWarm) run in bgCtx;
 	// Close ends them and waits for them.
@@ -754,7 +755,7 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 			w.att.Close()
 		}
 		if how.ran() {
-			d.keepWarm(box)
+			d.keepWarm(box, false)
 			return code, err
 		}
 	}
@@ -785,7 +786,8 @@ func (d *Driver) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 	}
 	code, err := d.attached(ctx, box, cr.ID, att, spec)
 	if !spec.TTY {
-		d.keepWarm(box)
+		// With no warm exec free when it began, it ran beside another.
+		d.keepWarm(box, w == nil)
 	}
 	return code, err
 }

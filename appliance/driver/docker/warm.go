@@ -571,13 +571,29 @@ func (d *Driver) takeWarm(ctx context.Context, box string) *warmExec {
 // keepWarm starts a warm exec for the box's next commands in the
 // background, when the driver is to keep one in every box that runs
 // commands (Config.KeepWarm) and the box has none.
-func (d *Driver) keepWarm(box string) {
+//
+// A command that ran the usual way because no warm exec was free when
+// it began (beside), and that ends with the box having one again (handed
+// back, or being started), ran beside another: then a spare is started,
+// while the box has fewer than maxSpare and none is being started (one
+// at a time: commands that go on running side by side while it starts
+// do not each start one).
+// Without it, two commands at a time whose warm exec starts slower than
+// a command runs the usual way settle into one warm and one not, for
+// good: the second's end finds the box's warm exec back, or coming.
+func (d *Driver) keepWarm(box string, beside bool) {
 	if !d.cfg.KeepWarm {
 		return
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.closed || d.warm[box].live() {
+	if d.closed {
+		return
+	}
+	if s := d.warm[box]; s.live() {
+		if beside && s.err == nil && d.sparing[box] == 0 && len(d.spare[box]) < maxSpare {
+			d.spareWarm(box)
+		}
 		return
 	}
 	s := d.newSlot(box)
@@ -585,6 +601,36 @@ func (d *Driver) keepWarm(box string) {
 	go func() {
 		defer d.bg.Done()
 		d.fill(d.bgCtx, box, s)
+	}()
+}
+
+// spareWarm starts a warm exec in the background to be a spare of the
+// box (d.mu held): kept if the box still has its own and room for it.
+func (d *Driver) spareWarm(box string) {
+	if d.sparing == nil {
+		d.sparing = map[string]int{}
+	}
+	d.sparing[box]++
+	d.bg.Add(1)
+	go func() {
+		defer d.bg.Done()
+		w, err := d.startWarm(d.bgCtx, box)
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if d.sparing[box]--; d.sparing[box] <= 0 {
+			delete(d.sparing, box)
+		}
+		if err != nil {
+			return
+		}
+		if s := d.warm[box]; d.closed || !s.live() || s.err != nil || len(d.spare[box]) >= maxSpare {
+			w.att.Close()
+			return
+		}
+		if d.spare == nil {
+			d.spare = map[string][]*warmExec{}
+		}
+		d.spare[box] = append(d.spare[box], w)
 	}()
 }
 
