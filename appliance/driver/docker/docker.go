@@ -89,7 +89,7 @@ type Driver struct {
 	pids    map[string]seenPid       // running container → its first process, as last seen
 	warm    map[string]*warmSlot     // box → its warm exec (warm.go)
 	spare   map[string][]*warmExec   // box → warm execs kept beside it (commands side by side), at most maxSpare
-	sparing map[string]int           // box → spares being started (spareWarm)
+	sparing map[string]bool          // box → a spare being started (spareWarm; one at a time)
 	gates   map[string]*sync.RWMutex // box → exec starts against commits (Snapshot)
 	closed  bool
 

@@ -591,7 +591,7 @@ func (d *Driver) keepWarm(box string, beside bool) {
 		return
 	}
 	if s := d.warm[box]; s.live() {
-		if beside && s.err == nil && d.sparing[box] == 0 && len(d.spare[box]) < maxSpare {
+		if beside && s.err == nil && !d.sparing[box] && len(d.spare[box]) < maxSpare {
 			d.spareWarm(box)
 		}
 		return
@@ -608,18 +608,16 @@ func (d *Driver) keepWarm(box string, beside bool) {
 // box (d.mu held): kept if the box still has its own and room for it.
 func (d *Driver) spareWarm(box string) {
 	if d.sparing == nil {
-		d.sparing = map[string]int{}
+		d.sparing = map[string]bool{}
 	}
-	d.sparing[box]++
+	d.sparing[box] = true
 	d.bg.Add(1)
 	go func() {
 		defer d.bg.Done()
 		w, err := d.startWarm(d.bgCtx, box)
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if d.sparing[box]--; d.sparing[box] <= 0 {
-			delete(d.sparing, box)
-		}
+		delete(d.sparing, box)
 		if err != nil {
 			return
 		}
