@@ -22,8 +22,10 @@ import (
 // what that user may read) asks the kernel for inotify watches on the
 // path and, with recursive, every folder under it (and each one made
 // later), and prints an event per line as the kernel reports them:
-// created, modified (a write; several in a row on one file are one),
-// removed, renamed (the kernel's pair of moves, by its cookie, is one
+// created, modified (a write; several in a row on one file are one, and
+// closing a file whose writes were reported is no more: one writer's
+// open, write and close is one event however the kernel's reads split
+// them), removed, renamed (the kernel's pair of moves, by its cookie, is one
 // event with both paths). Each carries the path, what it is and its size
 // when it is still there. A move out of the watched tree is a removal,
 // one into it a creation. When the kernel's queue overflowed (it holds
@@ -306,6 +308,7 @@ def info(p, t, **kw):
         emit(type=t, path=p, **kw)
 last = None
 pending = {}
+wrote = set()  # files whose writes were reported and that are not closed yet
 while True:
     r, _, _ = select.select([fd, 0], [], [], 0.05 if pending else None)
     if 0 in r:
@@ -352,12 +355,23 @@ while True:
             if isdir and recursive:
                 if add(p) == 0:
                     walk(p, True)
-        elif mask & (IN_MODIFY | IN_CLOSE_WRITE):
+        elif mask & IN_MODIFY:
             if last != p:
+                info(p, 'modified')
+                last = p
+            if len(wrote) < 4096:
+                wrote.add(p)
+        elif mask & IN_CLOSE_WRITE:
+            # A close after writes already reported is no new change,
+            # whichever read the kernel's events fell in.
+            if p in wrote:
+                wrote.discard(p)
+            elif last != p:
                 info(p, 'modified')
                 last = p
         elif mask & IN_DELETE:
             emit(type='removed', path=p, kind='dir' if isdir else 'file')
+            wrote.discard(p)
             last = None
         elif mask & IN_MOVED_FROM:
             pending[cookie] = p
