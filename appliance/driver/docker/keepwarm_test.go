@@ -43,11 +43,12 @@ func TestKeepWarm(t *testing.T) {
 		}
 		return out.String()
 	}
-	// The box's waiting programs, seen from outside (an Exec would take one).
+	// The box's waiting programs, seen from outside (an Exec would take
+	// one); not their spawners (forked, a program's children).
 	waiting := func() int {
 		t.Helper()
-		out := raw(t, "docker", "exec", ctr, "sh", "-c",
-			`for p in /proc/[0-9]*; do tr "\0" " " <$p/cmdline 2>/dev/null; echo; done | grep -c "^[^ ]*python3[^ ]* -c # paddock: " || true`)
+		out := raw(t, "docker", "exec", ctr, "sh", "-c", `prog() { tr "\0" " " 2>/dev/null <"$1/cmdline" | grep -q "^[^ ]*python3[^ ]* -c # paddock: "; }
+for p in /proc/[0-9]*; do prog $p && ! prog /proc/$(cut -d" " -f4 $p/stat) && echo program; done | grep -c program || true`)
 		n, err := strconv.Atoi(strings.TrimSpace(out))
 		must(err)
 		return n

@@ -20,18 +20,44 @@ import (
 // scriptPeer runs warmScript on this machine and speaks its frames, as
 // paddockd does over the engine's stream.
 type scriptPeer struct {
-	t   *testing.T
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Reader
-	cg  string
+	t    *testing.T
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	out  *bufio.Reader
+	cg   string
+	user string // whom its commands run as
 }
 
-func startScript(t *testing.T) *scriptPeer {
+// searchable is a PATH for the program's commands that every user may
+// search (python3 here may come with its own, in root's home).
+var searchable = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+
+// scriptUsers are the users the program's tests run commands as: root
+// (the program's own ids) and another (through its spawner).
+var scriptUsers = []string{"0", "65534"}
+
+// sharedDir is a folder that every scriptUsers user may write in.
+func sharedDir(t *testing.T) string {
+	d, err := os.MkdirTemp("", "warm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func startScript(t *testing.T, user string) *scriptPeer {
 	t.Helper()
 	python := harness.Tool(t, "python3") // runs the warm exec's program
 	harness.NeedRoot(t, "the warm exec's program takes the command's user")
 	c := exec.Command(python, "-c", warmScript, "0")
+	// root's ids as the engine gives them (its group among its groups):
+	// its commands then start from the program itself, others' from a
+	// spawner.
+	c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{0}}}
 	in, err := c.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +73,7 @@ func startScript(t *testing.T) *scriptPeer {
 	t.Cleanup(func() { in.Close(); c.Process.Kill(); c.Wait() })
 	// In a cgroup of its own, as in a box: only there may a timeout's
 	// signal go.
-	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out), cg: cgroupFor(t, c.Process.Pid)}
+	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out), cg: cgroupFor(t, c.Process.Pid), user: user}
 	if m, _ := p.recv(); m != 'R' {
 		t.Fatalf("first frame %q, want R", m)
 	}
@@ -76,11 +102,14 @@ func (p *scriptPeer) recv() (byte, []byte) {
 	return h[0], b
 }
 
-// run hands the program a command (as root) and returns what it said:
+// run hands the program a command (as p.user) and returns what it said:
 // "N", or its stdout, stderr and code.
 func (p *scriptPeer) run(script string, input ...string) string {
 	p.t.Helper()
-	b, _ := json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", script}})
+	// A command that has not ended in a minute never will: the program
+	// is stopped, and the test fails at once rather than at its timeout.
+	defer time.AfterFunc(time.Minute, func() { p.cmd.Process.Kill() }).Stop()
+	b, _ := json.Marshal(warmCommand{User: p.user, Env: searchable, Cmd: []string{"sh", "-c", script}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		return string(m)
@@ -111,9 +140,16 @@ func (p *scriptPeer) run(script string, input ...string) string {
 // start is refused, and it serves the next; it waits for output that a
 // command's background process holds open, as the engine does; a command
 // that reads none of a large input still ends; when paddockd goes away
-// mid-command, it waits for the command and exits without a word.
+// mid-command, it waits for the command and exits without a word. As
+// root and as another user.
 func TestWarmScriptServesCommandsInTurn(t *testing.T) {
-	p := startScript(t)
+	for _, user := range scriptUsers {
+		t.Run("user-"+user, func(t *testing.T) { servesCommandsInTurn(t, user) })
+	}
+}
+
+func servesCommandsInTurn(t *testing.T, user string) {
+	p := startScript(t, user)
 	want := func(got, want string) {
 		t.Helper()
 		if got != want {
@@ -121,6 +157,30 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 		}
 	}
 	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
+	if user != "0" {
+		// The spawner that ran it, the program's only child between
+		// commands, holds nothing but its socket to the program and
+		// /dev/null: not the program's stream, through which the user's
+		// processes could otherwise answer for root's commands.
+		kids := childrenOf(p.cmd.Process.Pid)
+		if len(kids) != 1 {
+			t.Fatalf("the program's children between commands: %v, want its spawner", kids)
+		}
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", kids[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var held []string
+		for _, fd := range fds {
+			l, _ := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", kids[0], fd.Name()))
+			if l != "/dev/null" && !strings.HasPrefix(l, "socket:") {
+				held = append(held, fd.Name()+" "+l)
+			}
+		}
+		if len(held) > 0 || len(fds) != 4 {
+			t.Fatalf("the spawner holds %d files, want /dev/null (0, 1, 2) and its socket; not those: %v", len(fds), held)
+		}
+	}
 	// Input for a command that has ended, as a slow reader of the caller's
 	// input may send it.
 	p.send('i', []byte("stale\n"))
@@ -132,7 +192,7 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	if m, _ := p.recv(); m != 'N' {
 		t.Fatalf("a user it cannot find: %q, want N", m)
 	}
-	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"nosuchcmd"}})
+	b, _ = json.Marshal(warmCommand{User: user, Env: searchable, Cmd: []string{"nosuchcmd"}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'N' {
 		t.Fatalf("a command it cannot find: %q, want N", m)
@@ -148,7 +208,7 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 		}
 		p.send('c', nil)
 	}()
-	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 0.2; echo done"}})
+	b, _ = json.Marshal(warmCommand{User: user, Env: searchable, Cmd: []string{"sh", "-c", "sleep 0.2; echo done"}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
@@ -165,7 +225,7 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	// output open: the program keeps the child unreaped, so its group can
 	// still be signalled (a timeout's way), and the exit comes then, not
 	// when the background process would have ended (an hour on).
-	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "sleep 3600 &"}})
+	b, _ = json.Marshal(warmCommand{User: user, Env: searchable, Cmd: []string{"sh", "-c", "sleep 3600 &"}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
@@ -194,8 +254,8 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 	// paddockd goes away while a command runs, after the command's end of
 	// input: the program waits for the command (which marks its end in a
 	// file), says nothing, and exits.
-	mark := t.TempDir() + "/ended"
-	b, _ = json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "read x; sleep 1; echo unheard; touch " + mark}})
+	mark := sharedDir(t) + "/ended"
+	b, _ = json.Marshal(warmCommand{User: user, Env: searchable, Cmd: []string{"sh", "-c", "read x; sleep 1; echo unheard; touch " + mark}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
@@ -212,11 +272,17 @@ func TestWarmScriptServesCommandsInTurn(t *testing.T) {
 
 // paddockd goes away before a command's end of input: that is no end of
 // input, so the program kills the command's group (it never reads one),
-// says nothing, and exits.
+// says nothing, and exits. As root and as another user.
 func TestWarmScriptKillsACommandWhoseInputIsCut(t *testing.T) {
-	p := startScript(t)
-	mark := t.TempDir() + "/ended"
-	b, _ := json.Marshal(warmCommand{User: "0", Cmd: []string{"sh", "-c", "read x; echo unheard; touch " + mark}})
+	for _, user := range scriptUsers {
+		t.Run("user-"+user, func(t *testing.T) { killsACommandWhoseInputIsCut(t, user) })
+	}
+}
+
+func killsACommandWhoseInputIsCut(t *testing.T, user string) {
+	p := startScript(t, user)
+	mark := sharedDir(t) + "/ended"
+	b, _ := json.Marshal(warmCommand{User: user, Env: searchable, Cmd: []string{"sh", "-c", "read x; echo unheard; touch " + mark}})
 	p.send('r', b)
 	if m, _ := p.recv(); m != 'G' {
 		t.Fatalf("%q", m)
