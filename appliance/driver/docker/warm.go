@@ -42,9 +42,10 @@ import (
 // Python starts a command by vfork only when the ids stay as they are.
 // So a command with the program's own ids (root's: the engine starts it
 // as root) starts from the program itself; one of another user's starts
-// from that user's spawner: a child of the program forked once, on the
-// first command of those ids, that took them and keeps them, and that is
-// handed each command and its three pipes over a socket. A spawner holds
+// from that user's spawner: a child of the program forked once, that
+// took them and keeps them, and that is
+// handed each command and its three pipes over a socket. The box's user's
+// is started with the program, before it says it is up. A spawner holds
 // nothing else of the program's (not its stream), takes the user's ids
 // as the user's own processes have them (none can write to it, nor trace
 // it: it changed ids), and says only whether the command started and how
@@ -97,9 +98,11 @@ import (
 // (output), x (the exit code, 4 bytes). Frames of a command that has
 // ended are skipped.
 
-// warmScript is the program a warm exec runs (python3 -c). Its argument
-// says whether the box's own environment lacks HOME (the runtime then
-// gave it the root's, and the command gets its user's instead).
+// warmScript is the program a warm exec runs (python3 -c). Its first
+// argument says whether the box's own environment lacks HOME (the runtime
+// then gave it the root's, and the command gets its user's instead); a
+// second names the box's user, whose spawner it starts before it says it
+// is up.
 const warmScript = `# paddock: this box's commands, started ahead (warm exec)
 import os, sys, json, signal, pwd, grp, select, socket, errno
 buf = bytearray()
@@ -120,8 +123,8 @@ def out(t, b=b''):
     m = memoryview(t + len(b).to_bytes(4, 'big') + b)
     while m:
         m = m[os.write(1, m):]
-def prepare(s):
-    name, _, group = s['user'].partition(':')
+def ids(user):
+    name, _, group = user.partition(':')
     p = None
     if name.isdigit():
         uid = int(name)
@@ -138,6 +141,9 @@ def prepare(s):
         groups = [gid]
     else:
         groups = [g.gr_gid for g in grp.getgrall() if p and p.pw_name in g.gr_mem] + [gid]
+    return uid, gid, groups, p
+def prepare(s):
+    uid, gid, groups, p = ids(s['user'])
     env = {}
     for k, v in os.environb.items():
         if not (k == b'HOME' and sys.argv[1] == '1'):
@@ -238,6 +244,7 @@ def serve(s):
                         os.killpg(p.pid, signal.SIGKILL)
                     except OSError:
                         pass
+                    s.send(b'K')
                 elif m == b'r' and ended:
                     break
         os.close(pfd)
@@ -273,10 +280,16 @@ def spawner(ident):
             os.setgroups(sorted(groups))
             os.setgid(gid)
             os.setuid(uid)
+            b.send(b'U')
             serve(b)
         finally:
             os._exit(0)
     b.close()
+    if a.recv(16) != b'U':
+        # It could not take the ids (or start): none.
+        a.close()
+        os.waitpid(pid, 0)
+        raise OSError(errno.ECHILD, 'no spawner')
     sp = (ident, a, pid)
     return a
 def run(spec):
@@ -348,10 +361,15 @@ def run(spec):
     os.set_blocking(i_w, False)
     pending = bytearray()
     closing = gone = False
-    status = None
+    status = early = None
     reads = {o_r: b'o', e_r: b'e'}
     while reads or status is None:
         r = list(reads)
+        if status is None and not reads and early is not None:
+            # Its exit came while it was killed (the caller gone).
+            status = int.from_bytes(early[1:], 'big')
+            via.send(b'r')
+            continue
         if status is None and not reads:
             r.append(pfd)
         if not gone and len(pending) < (1 << 20):
@@ -403,13 +421,22 @@ def run(spec):
             if gone and not closing and status is None:
                 # The caller went before the end of the input: no end of
                 # input for the command, which is ended (it leads its group).
-                try:
-                    if via is not None:
-                        via.send(b'k')
-                    else:
+                if via is None:
+                    try:
                         os.killpg(pid, signal.SIGKILL)
-                except OSError:
-                    pass
+                    except OSError:
+                        pass
+                else:
+                    # Killed by the spawner before its input closes: wait
+                    # for it to say so (K), keeping an exit it said first.
+                    via.send(b'k')
+                    while True:
+                        m = via.recv(16)
+                        if m == b'K':
+                            break
+                        if len(m) != 5 or m[0] != ord('x'):
+                            os._exit(1)
+                        early = m
             os.close(i_w)
             i_w = None
     if i_w is not None:
@@ -417,6 +444,13 @@ def run(spec):
     if gone:
         os._exit(0)
     out(b'x', status.to_bytes(4, 'big'))
+if len(sys.argv) > 2 and os.getuid() == 0 and hasattr(socket, 'send_fds'):
+    # The spawner of the box's user, before the first command needs it.
+    try:
+        uid, gid, groups, _ = ids(sys.argv[2])
+        spawner((uid, gid, frozenset(groups)))
+    except Exception:
+        pass
 out(b'R')
 while True:
     f = frame()
@@ -651,7 +685,7 @@ func (d *Driver) startWarm(ctx context.Context, box string) (*warmExec, error) {
 	defer g.RUnlock()
 	cr, err := d.c.ExecCreate(ctx, name, client.ExecCreateOptions{
 		User: "0", AttachStdin: true, AttachStdout: true, AttachStderr: true,
-		Cmd: []string{"python3", "-c", warmScript, noHome},
+		Cmd: []string{"python3", "-c", warmScript, noHome, d.cfg.User},
 	})
 	if err != nil {
 		return nil, wrap(err)

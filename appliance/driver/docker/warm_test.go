@@ -53,7 +53,11 @@ func startScript(t *testing.T, user string) *scriptPeer {
 	t.Helper()
 	python := harness.Tool(t, "python3") // runs the warm exec's program
 	harness.NeedRoot(t, "the warm exec's program takes the command's user")
-	c := exec.Command(python, "-c", warmScript, "0")
+	args := []string{"-c", warmScript, "0"}
+	if user != "0" {
+		args = append(args, user) // the box's user: its spawner starts at once
+	}
+	c := exec.Command(python, args...)
 	// root's ids as the engine gives them (its group among its groups):
 	// its commands then start from the program itself, others' from a
 	// spawner.
@@ -156,15 +160,14 @@ func servesCommandsInTurn(t *testing.T, user string) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	}
-	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
 	if user != "0" {
-		// The spawner that ran it, the program's only child between
-		// commands, holds nothing but its socket to the program and
+		// The spawner, started with the program (its only child before
+		// any command), holds nothing but its socket to the program and
 		// /dev/null: not the program's stream, through which the user's
 		// processes could otherwise answer for root's commands.
 		kids := childrenOf(p.cmd.Process.Pid)
 		if len(kids) != 1 {
-			t.Fatalf("the program's children between commands: %v, want its spawner", kids)
+			t.Fatalf("the program's children before any command: %v, want its spawner", kids)
 		}
 		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", kids[0]))
 		if err != nil {
@@ -181,6 +184,7 @@ func servesCommandsInTurn(t *testing.T, user string) {
 			t.Fatalf("the spawner holds %d files, want /dev/null (0, 1, 2) and its socket; not those: %v", len(fds), held)
 		}
 	}
+	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
 	// Input for a command that has ended, as a slow reader of the caller's
 	// input may send it.
 	p.send('i', []byte("stale\n"))
