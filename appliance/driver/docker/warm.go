@@ -445,12 +445,40 @@ def run(spec):
         os._exit(0)
     out(b'x', status.to_bytes(4, 'big'))
 if len(sys.argv) > 2 and os.getuid() == 0 and hasattr(socket, 'send_fds'):
-    # The spawner of the box's user, before the first command needs it.
+    # The spawner of the box's user, before the first command needs it,
+    # and one command through it (true, its output nowhere): after a
+    # fork, each page the program or the spawner writes is copied on its
+    # first write, and those a command writes are now copied, not on the
+    # first command's time.
     try:
         uid, gid, groups, _ = ids(sys.argv[2])
-        spawner((uid, gid, frozenset(groups)))
+        via = spawner((uid, gid, frozenset(groups)))
     except Exception:
-        pass
+        via = None
+    try:
+        prep = via and prepare({'user': sys.argv[2], 'env': None, 'dir': '', 'cmd': ['true']})
+    except Exception:
+        prep = None  # no true here: no such command first
+    if prep:
+        try:
+            import pickle
+            null = os.open('/dev/null', os.O_RDWR)
+            try:
+                socket.send_fds(via, [pickle.dumps(prep)], [null, null, null])
+            finally:
+                os.close(null)
+            m = via.recv(16)
+            if m == b'G':
+                if via.recv(16)[:1] != b'x':
+                    raise OSError(errno.EPROTO, 'no exit')
+                via.send(b'r')
+            elif m != b'N':
+                raise OSError(errno.EPROTO, 'no answer')
+        except Exception:
+            # A spawner in a state not known is not kept.
+            via.close()
+            os.waitpid(sp[2], 0)
+            sp = None
 out(b'R')
 while True:
     f = frame()
