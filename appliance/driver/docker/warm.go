@@ -280,6 +280,12 @@ def spawner(ident):
             os.setgroups(sorted(groups))
             os.setgid(gid)
             os.setuid(uid)
+            # The user's processes may signal it (pkill python3): what ends
+            # a process unless caught is caught, and does nothing. A
+            # command's dispositions are the usual ones (caught ones are
+            # reset by its exec).
+            for n in ('SIGTERM', 'SIGINT', 'SIGHUP', 'SIGQUIT', 'SIGUSR1', 'SIGUSR2', 'SIGALRM'):
+                signal.signal(getattr(signal, n), lambda *_: None)
             b.send(b'U')
             serve(b)
         finally:

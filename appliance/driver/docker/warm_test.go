@@ -160,6 +160,7 @@ func servesCommandsInTurn(t *testing.T, user string) {
 			t.Fatalf("got  %s\nwant %s", got, want)
 		}
 	}
+	spawner := 0
 	if user != "0" {
 		// The spawner, started with the program (its only child before
 		// any command), holds nothing but its socket to the program and
@@ -190,8 +191,19 @@ func servesCommandsInTurn(t *testing.T, user string) {
 		if len(held) > 0 || n != 4 {
 			t.Fatalf("the spawner holds %d files, want /dev/null (0, 1, 2) and its socket; not those: %v", n, held)
 		}
+		// The user's processes may signal it (pkill python3): what would
+		// end a process it outlives, and it serves on.
+		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1} {
+			if err := syscall.Kill(kids[0], sig); err != nil {
+				t.Fatal(err)
+			}
+		}
+		spawner = kids[0]
 	}
 	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
+	if now := childrenOf(p.cmd.Process.Pid); spawner != 0 && (len(now) != 1 || now[0] != spawner) {
+		t.Fatalf("after the signals and a command, the program's children are %v, want its spawner %d", now, spawner)
+	}
 	// Input for a command that has ended, as a slow reader of the caller's
 	// input may send it.
 	p.send('i', []byte("stale\n"))
