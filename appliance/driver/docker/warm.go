@@ -261,7 +261,7 @@ def spawner(ident):
         sp[1].close()
         os.waitpid(sp[2], 0)
         sp = None
-    import subprocess, pickle  # now: the user may not read them
+    import subprocess, pickle, ctypes  # now: the user may not read them
     a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     pid = os.fork()
     if pid == 0:
@@ -280,6 +280,16 @@ def spawner(ident):
             os.setgroups(sorted(groups))
             os.setgid(gid)
             os.setuid(uid)
+            # Changing ids made it undumpable: its /proc files (environ)
+            # unreadable even to the box's root, who lacks CAP_SYS_PTRACE.
+            # It is made as open as the user's other processes again; it
+            # holds nothing the user (who has sudo) may not see, and the
+            # program takes nothing from it but its own commands' starts
+            # and exit codes.
+            try:
+                ctypes.CDLL(None).prctl(4, 1, 0, 0, 0)  # PR_SET_DUMPABLE
+            except Exception:
+                pass
             # The user's processes may signal it (pkill python3): what ends
             # a process unless caught is caught, and does nothing. A
             # command's dispositions are the usual ones (caught ones are
