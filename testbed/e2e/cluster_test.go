@@ -706,6 +706,11 @@ func TestCluster(t *testing.T) {
 	if wc.Node == "n3" {
 		t.Fatal("a box was placed on n3 while it was cut off")
 	}
+	// The swarm's heartbeats lapse later than the agent's calls time out.
+	// Healed before it has said so, it says so after: n3 is then down
+	// again for a few seconds, on the swarm's word (CI: 'server n3 is
+	// down' for the pinned box below). The cut lasts until it has.
+	waitFor(t, 90*time.Second, "the swarm to say n3 is down once it is cut off", func() bool { return nodes()["n3"].SwarmState == "down" })
 	if err := n3.Heal(); err != nil {
 		t.Fatal(err)
 	}
@@ -715,6 +720,7 @@ func TestCluster(t *testing.T) {
 		return status(b3) == "running" && err == nil && out == "kept-on-n3\n"
 	})
 	t.Logf("n3 healed: box %s running with its file %s later", b3, time.Since(healed).Round(100*time.Millisecond))
+	waitFor(t, 60*time.Second, "n3 to be up once healed", func() bool { return nodes()["n3"].State == "up" })
 	if n := containers(b3); n != 1 {
 		t.Fatalf("box %s has %d containers once n3 is healed", b3, n)
 	}
