@@ -358,8 +358,8 @@ func (s *Service) warmExec(ctx context.Context, key string) {
 		return
 	}
 	// Its readiness probe may have had one started already (keepWarm).
-	_, err := w.WarmExec(ctx, key)
-	if err == nil {
+	started, err := w.WarmExec(ctx, key)
+	if err == nil && started {
 		s.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}
 	if err != nil && ctx.Err() == nil {
