@@ -100,7 +100,8 @@ func (r *Reconciler) firstRunLocked(ctx context.Context) error {
 
 // Claimed makes a box just claimed from the warm pool its user's, without
 // waiting for a run: its policy's rules in the firewall (the pool box had
-// none that reach anything) and its own hostname. The container is the
+// none that reach anything) and its own hostname (its CPU share is the
+// service's to raise, after the answer). The container is the
 // pool box's, running, and its spec is the same: the next run changes
 // nothing in the engine.
 func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
@@ -139,17 +140,6 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 	}
 	if fwErr != nil {
 		return fwErr
-	}
-	// Made in the background: now a box someone waits on. Its CPU share
-	// is raised beside the answer, not before it (an engine call on the
-	// claim's path); a box left with the small share still works: the
-	// error is said, not returned.
-	if fg, ok := r.Driver.(driver.Foregrounder); ok {
-		go func() {
-			if err := fg.Foreground(context.WithoutCancel(ctx), b.Key()); err != nil && r.Log != nil {
-				r.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
-			}
-		}()
 	}
 	return hnErr
 }

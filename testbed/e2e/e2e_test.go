@@ -422,6 +422,21 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 		if got := strings.TrimSpace(string(out)); got != args[2] {
 			ts.Fatalf("box %s's container is %s, want %s", args[1], got, args[2])
 		}
+	case len(args) == 3 && args[0] == "shares":
+		// The CPU share the engine keeps for the box's container (what its
+		// next start gives it). A box claimed from the warm pool gets a
+		// box's usual one shortly after the claim: waited for.
+		var got string
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			out, err := exec.Command("docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", boxContainer(ts, args[1])).Output()
+			ts.Check(err)
+			if got = strings.TrimSpace(string(out)); got == args[2] || time.Now().After(deadline) {
+				break
+			}
+		}
+		if got != args[2] {
+			ts.Fatalf("box %s's container has CPU shares %s, want %s", args[1], got, args[2])
+		}
 	case (len(args) == 2 || len(args) == 3 && args[2] == "mini") && args[0] == "tag":
 		// A second name for the test image (or, with "mini", for the
 		// testbed's small box image: user, paddock-init, busybox),
@@ -447,7 +462,7 @@ func cmdEngine(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("volume %s: want %s (inspect: %v)", args[1], args[2], err)
 		}
 	default:
-		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine rm BOX | engine root BOX CMD... | engine tag NAME [mini]")
+		ts.Fatalf("usage: engine containers N | engine volume KIND-NAME present|absent | engine state BOX STATE | engine shares BOX N | engine rm BOX | engine root BOX CMD... | engine tag NAME [mini]")
 	}
 }
 
