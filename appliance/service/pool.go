@@ -343,7 +343,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 			continue
 		}
 		if p.Ready {
-			s.warmExec(ctx, p.Key) // one a restart of paddockd ended
+			s.warmExec(ctx, p.Key, false) // one a restart of paddockd ended
 			continue
 		}
 		cmd := []string{"true"}
@@ -360,7 +360,7 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 		}
 		// Warm before ready: a box claimed has its first command's
 		// process already started.
-		s.warmExec(ctx, p.Key)
+		s.warmExec(ctx, p.Key, true)
 		if err := s.Store.SetPoolReady(p.Key, true); err != nil {
 			return waiting, fmt.Errorf("pool box %s: %w", p.Key, err)
 		}
@@ -375,8 +375,10 @@ func (s *Service) probePool(ctx context.Context) (int, error) {
 // one is said once, when its start fails, and not asked about again:
 // the driver keeps a failed start's error a while and gives it again,
 // and each pool pass would log it again (on another server, after a
-// round trip to its agent). Its commands start as usual.
-func (s *Service) warmExec(ctx context.Context, key string) {
+// round trip to its agent). Its commands start as usual. That it has
+// one is said when the box becomes ready (its readiness probe may have
+// had it started: keepWarm), and after that only when one was started.
+func (s *Service) warmExec(ctx context.Context, key string, becameReady bool) {
 	w, ok := s.Driver.(driver.ExecWarmer)
 	if !ok {
 		return
@@ -389,7 +391,7 @@ func (s *Service) warmExec(ctx context.Context, key string) {
 	}
 	// Its readiness probe may have had one started already (keepWarm).
 	started, err := w.WarmExec(ctx, key)
-	if err == nil && started {
+	if err == nil && (started || becameReady) {
 		s.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}
 	if err != nil && ctx.Err() == nil {
