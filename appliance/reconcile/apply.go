@@ -361,6 +361,36 @@ func onUp(boxes []store.Box, down map[string]error) []store.Box {
 	return out
 }
 
+// OnUp is what was observed less the containers and box volumes of the
+// boxes declared on a server that is down this pass: they are left as
+// they are. A server that did not answer at the pass's start and answers
+// its lists a moment later (an engine restarting) would otherwise have
+// its boxes, left out of the desired state, taken for undeclared and
+// removed.
+func (o Observed) OnUp(all []store.Box, down map[string]error) Observed {
+	if len(down) == 0 {
+		return o
+	}
+	held := map[string]bool{}
+	for _, b := range all {
+		if _, ok := down[b.Node]; ok {
+			held[b.Key()] = true
+		}
+	}
+	out := Observed{Snapshots: o.Snapshots}
+	for _, b := range o.Boxes {
+		if !held[b.Name] {
+			out.Boxes = append(out.Boxes, b)
+		}
+	}
+	for _, v := range o.Volumes {
+		if !(v.Kind == driver.KindBoxData && held[v.Name]) {
+			out.Volumes = append(out.Volumes, v)
+		}
+	}
+	return out
+}
+
 // Run makes one pass: load, observe, plan, apply, record what is observed.
 func (r *Reconciler) Run(ctx context.Context) (Result, error) {
 	r.mu.Lock()
@@ -426,7 +456,7 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	r.down = down
 	r.liveMu.Unlock()
 	boxes := onUp(all, down)
-	desired = desired.Without(down)
+	desired, observed = desired.Without(down), observed.OnUp(all, down)
 	if lost, err := r.recoverLost(boxes, observed); err != nil {
 		return Result{}, err
 	} else if lost {

@@ -61,3 +61,36 @@ func TestNothingIsMadeOnAServerThatIsDown(t *testing.T) {
 		t.Fatalf("far is %q, near is %q", far.Observed, near.Observed)
 	}
 }
+
+// flapping is an engine that did not answer at a pass's start and
+// answers its lists a moment later (restarting).
+type flapping struct{ *fake.Driver }
+
+func (flapping) Prepare(context.Context) error {
+	return &driver.NodesDown{Nodes: map[string]error{"": errNoAnswer}}
+}
+
+// A pass that found the engine down leaves its boxes as they are even
+// if the engine answers its lists later in the pass: they are neither
+// removed as undeclared nor made again (CI's TestEngineRestart: a box's
+// container removed and made anew, its files lost).
+func TestAServerBackMidPassKeepsItsBoxes(t *testing.T) {
+	rec, drv := newRec(t)
+	err := rec.Store.Declare(func(tx *store.Tx) error {
+		return tx.CreateBox(store.Box{Name: "kept", Type: "small", Image: "img", Desired: "running", Created: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before := len(drv.Ops)
+	rec.Driver = flapping{drv}
+	if _, err := rec.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if ops := drv.Ops[before:]; len(ops) != 0 {
+		t.Fatalf("a pass that found the engine down changed it: %v", ops)
+	}
+}
