@@ -55,6 +55,32 @@ func (r *runner) run(name string, args ...string) string {
 func (r *runner) paddock(args ...string) string { return r.run(r.bins.Paddock, args...) }
 func (r *runner) docker(args ...string) string  { return r.run("docker", args...) }
 
+// frontDoor is the environment of a daemon that serves HTTPS through
+// Caddy, with a certificate from Caddy's internal CA for paddock.test, on
+// a loopback port (httpsAddr), as a server does for its users.
+func frontDoor() (env []string, httpsAddr string) {
+	httpsAddr, err := harness.FreeAddr()
+	check(err)
+	httpAddr, err := harness.FreeAddr()
+	check(err)
+	return []string{"PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
+		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}, httpsAddr
+}
+
+// httpsRunner is a CLI that logged in as a user does, to d's front door
+// (see frontDoor) with its CA certificate, its settings in dir, through a
+// CONNECT proxy on loopback that stands in for DNS. stop ends the proxy.
+func httpsRunner(d *harness.Daemon, bins harness.Bins, httpsAddr, dir string) (r *runner, stop func()) {
+	proxy, stop, err := harness.ConnectProxy("127.0.0.1")
+	check(err)
+	_, port, _ := net.SplitHostPort(httpsAddr)
+	r = &runner{env: []string{"HTTPS_PROXY=" + proxy, "NO_PROXY=", "PADDOCK_HOST=", "PADDOCK_TOKEN=",
+		"PADDOCK_CONFIG_DIR=" + dir}, bins: bins}
+	r.paddock("login", "https://paddock.test:"+port, "--token", d.Token,
+		"--ca-cert", filepath.Join(d.StateDir, "caddy", "pki", "authorities", "local", "root.crt"))
+	return r, stop
+}
+
 // timeIt runs setup (untimed), op (timed) and teardown (untimed) n times and
 // returns the median of op.
 func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) sample {
@@ -168,18 +194,8 @@ func main() {
 		os.Exit(1)
 	}
 	// The front door too: HTTPS from Caddy's internal CA on loopback ports.
-	httpsAddr, err := harness.FreeAddr()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	httpAddr, err := harness.FreeAddr()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	d.Env = []string{"PADDOCK_LOG_LEVEL=" + *logLevel, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
-		"PADDOCK_HTTPS_LISTEN=" + httpsAddr, "PADDOCK_HTTP_LISTEN=" + httpAddr}
+	door, httpsAddr := frontDoor()
+	d.Env = append([]string{"PADDOCK_LOG_LEVEL=" + *logLevel}, door...)
 	if *scale {
 		// Boxes have their own Docker engine, as Sysbox lets them in
 		// production (runc boxes here), so that what it costs counts.
@@ -274,19 +290,9 @@ func main() {
 	}
 
 	// The same through the front door: HTTPS (a new TLS connection per
-	// command), Caddy's proxy, paddockd's socket; and a CONNECT proxy on
-	// loopback that stands in for DNS.
-	proxy, stopProxy, err := harness.ConnectProxy("127.0.0.1")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
+	// command), Caddy's proxy, paddockd's socket.
+	rf, stopProxy := httpsRunner(d, bins, httpsAddr, filepath.Join(work, "cli-https"))
 	defer stopProxy()
-	_, httpsPort, _ := net.SplitHostPort(httpsAddr)
-	rf := &runner{env: []string{"HTTPS_PROXY=" + proxy, "NO_PROXY=", "PADDOCK_HOST=", "PADDOCK_TOKEN=",
-		"PADDOCK_CONFIG_DIR=" + filepath.Join(work, "cli-https")}, bins: bins}
-	rf.paddock("login", "https://paddock.test:"+httpsPort, "--token", d.Token,
-		"--ca-cert", filepath.Join(d.StateDir, "caddy", "pki", "authorities", "local", "root.crt"))
 	if !copiesOnly {
 		p = timeIt(*n*2, nil, func(int) { rf.paddock("exec", "bench", "--", "true") }, nil)
 		rows = append(rows, row{"exec true through HTTPS (Caddy)", p, dk})

@@ -20,7 +20,8 @@ import (
 const poolSize = 2
 
 // benchPool measures a new box's first command with a warm pool of small
-// boxes: new, then exec true, through the CLI (two process starts) and
+// boxes: new, then exec true, through the CLI (two process starts; to
+// paddockd's own HTTP address, then as a user's, through HTTPS) and
 // through the API (the Go client, as the SDKs do), each run starting with
 // the pool full and ready (waited for, untimed); beside them the cold
 // path through the API (a medium box: the pool has none) and docker run
@@ -29,9 +30,12 @@ const poolSize = 2
 func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	d, err := harness.NewDaemon(bins, image, filepath.Join(work, "pool"))
 	check(err)
-	d.Env = []string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}
+	door, httpsAddr := frontDoor()
+	d.Env = append([]string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}, door...)
 	check(d.Start())
 	defer d.Cleanup()
+	rf, stopProxy := httpsRunner(d, bins, httpsAddr, filepath.Join(work, "pool-cli-https"))
+	defer stopProxy()
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)
 	db, err := d.StateDB()
@@ -65,12 +69,18 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 		r.paddock("new", "--name", fmt.Sprintf("wc%d", i))
 		r.paddock("exec", fmt.Sprintf("wc%d", i), "--", "true")
 	}, func(i int) { claimed(fmt.Sprintf("wc%d", i)); r.paddock("rm", "--force", fmt.Sprintf("wc%d", i)) })
+	// As a user's CLI on another machine: HTTPS through Caddy, a new TLS
+	// connection per command.
+	cliHTTPS := timeIt(runs, full, func(i int) {
+		rf.paddock("new", "--name", fmt.Sprintf("wh%d", i))
+		rf.paddock("exec", fmt.Sprintf("wh%d", i), "--", "true")
+	}, func(i int) { claimed(fmt.Sprintf("wh%d", i)); r.paddock("rm", "--force", fmt.Sprintf("wh%d", i)) })
 	warm := timeIt(runs, full, func(i int) { apiNew(fmt.Sprintf("wa%d", i), "small") },
 		func(i int) { claimed(fmt.Sprintf("wa%d", i)); check(c.RemoveBox(ctx, fmt.Sprintf("wa%d", i))) })
 	cold := timeIt(n, full, func(i int) { apiNew(fmt.Sprintf("ca%d", i), "medium") },
 		func(i int) { check(c.RemoveBox(ctx, fmt.Sprintf("ca%d", i))) })
-	if claims != 2*runs {
-		check(fmt.Errorf("%d of %d warm runs were claimed from the pool", claims, 2*runs))
+	if claims != 3*runs {
+		check(fmt.Errorf("%d of %d warm runs were claimed from the pool", claims, 3*runs))
 	}
 	dk := timeIt(runs, nil, func(i int) { rawCreate(r, d, raw, image, i) }, func(i int) { r.docker("rm", "-f", "-v", fmt.Sprintf("%s-c%d", raw, i)) })
 	with := ""
@@ -79,6 +89,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	}
 	rows = append(rows,
 		row{"new + first exec, warm pool, CLI" + with, cli, dk},
+		row{"new + first exec, warm pool, CLI through HTTPS" + with, cliHTTPS, dk},
 		row{"new + first exec, warm pool, API" + with, warm, dk},
 		row{"new + first exec, cold, API" + with, cold, dk})
 	return rows
