@@ -66,7 +66,15 @@ type Manager struct {
 	// fenced is set when the fence changed since the last Sync: the
 	// connections it now refuses are cut there.
 	fenced bool
+	// syncs counts the Syncs; a tidy after an overlay is dropped if
+	// another came since.
+	syncs uint64
 }
+
+// TidyAfter is how long after a change made as an overlay (see change.go)
+// the Manager removes what it left, unless another change did first. The
+// removal waits for the kernel's grace period; a claim's answer does not.
+var TidyAfter = 2 * time.Second
 
 type port struct {
 	name string
@@ -152,6 +160,25 @@ func samePolicy(a, b Policy) bool {
 func (m *Manager) Sync(boxes []Box) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	return m.sync(boxes, true)
+}
+
+// tidy removes what an overlay left, if no Sync came since the one that
+// made it (number n).
+func (m *Manager) tidy(n uint64, boxes []Box) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.syncs != n {
+		return
+	}
+	if err := m.sync(boxes, false); err != nil && m.Log != nil {
+		m.Log("removing what a change left in the firewall table failed; the next change does it", "err", err)
+	}
+}
+
+// sync is Sync, as an overlay when it can be one and overlays are allowed.
+func (m *Manager) sync(boxes []Box, overlays bool) error {
+	m.syncs++
 	boxes = m.resolvePorts(boxes)
 	next := map[string]Box{}
 	byIP := map[netip.Addr]string{}
@@ -198,6 +225,26 @@ func (m *Manager) Sync(boxes []Box) error {
 		for a, exp := range addrs {
 			if ttl := exp.Sub(now).Round(time.Second); ttl >= time.Second {
 				elems[DNSSet(box)] = append(elems[DNSSet(box)], Element{Addr: a, TTL: ttl})
+			}
+		}
+	}
+	if overlays && m.last != "" && len(emptied) == 0 && len(changed) == 0 && !m.fenced {
+		if o, ok := planOverlay(m.applied, rs); ok {
+			done, err := queueOverlay(conn, o, elems)
+			if err == nil && done {
+				err = conn.Flush()
+			}
+			if err == nil && done {
+				m.last, m.applied = o.held.String(), o.held
+				n := m.syncs
+				time.AfterFunc(TidyAfter, func() { m.tidy(n, boxes) })
+				return nil
+			}
+			if err != nil && m.Log != nil {
+				m.Log("changing the firewall table by adding only failed; changing it in place", "err", err)
+			}
+			if conn, err = m.Conn(); err != nil { // a fresh batch
+				return err
 			}
 		}
 	}
@@ -382,5 +429,6 @@ func (m *Manager) Cleanup() error {
 		return err
 	}
 	m.last = ""
+	m.syncs++ // no tidy puts it back
 	return Remove(conn, m.Net.Table)
 }

@@ -242,30 +242,39 @@ func chainOf(table *nftables.Table, c Chain) (*nftables.Chain, error) {
 func queueRules(conn *nftables.Conn, table *nftables.Table, cs []Chain, chains map[string]*nftables.Chain, sets map[string]*nftables.Set) error {
 	for _, c := range cs {
 		for _, r := range c.Rules {
-			var exprs []expr.Any
-			for _, m := range r.Match {
-				e, err := m.exprs(sets)
-				if err != nil {
-					return err
-				}
-				exprs = append(exprs, e...)
-			}
-			if r.Counter {
-				exprs = append(exprs, &expr.Counter{})
-			}
-			v, err := verdict(r.Verdict)
+			rule, err := ruleOf(table, chains[c.Name], r, sets)
 			if err != nil {
 				return err
-			}
-			exprs = append(exprs, v)
-			rule := &nftables.Rule{Table: table, Chain: chains[c.Name], Exprs: exprs}
-			if r.Comment != "" {
-				rule.UserData = userdata.AppendString(nil, userdata.TypeComment, r.Comment)
 			}
 			conn.AddRule(rule)
 		}
 	}
 	return nil
+}
+
+// ruleOf is the netlink form of a rule of a chain.
+func ruleOf(table *nftables.Table, chain *nftables.Chain, r Rule, sets map[string]*nftables.Set) (*nftables.Rule, error) {
+	var exprs []expr.Any
+	for _, m := range r.Match {
+		e, err := m.exprs(sets)
+		if err != nil {
+			return nil, err
+		}
+		exprs = append(exprs, e...)
+	}
+	if r.Counter {
+		exprs = append(exprs, &expr.Counter{})
+	}
+	v, err := verdict(r.Verdict)
+	if err != nil {
+		return nil, err
+	}
+	exprs = append(exprs, v)
+	rule := &nftables.Rule{Table: table, Chain: chain, Exprs: exprs}
+	if r.Comment != "" {
+		rule.UserData = userdata.AppendString(nil, userdata.TypeComment, r.Comment)
+	}
+	return rule, nil
 }
 
 // Apply replaces the table with rs in one transaction.

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -281,10 +282,25 @@ func TestChangeInPlaceEqualsReplace(t *testing.T) {
 	fresh, runFresh := newNetns(t)
 	m := NewManager(testNet, func() (*nftables.Conn, error) { return conn, nil })
 	r := rand.New(rand.NewPCG(7, 11))
+	old := TidyAfter
+	TidyAfter = time.Hour // tidied below, by hand
+	t.Cleanup(func() { TidyAfter = old })
+	var boxes []Box
+	overlays := 0
 	for step := range 80 {
-		boxes := randomBoxes(r)
+		if step%3 == 2 && len(boxes) > 0 {
+			boxes = claim(boxes, r.IntN(len(boxes)), fmt.Sprintf("c%d", step), r)
+		} else {
+			boxes = randomBoxes(r)
+		}
 		if err := m.Sync(boxes); err != nil {
 			t.Fatalf("step %d: %v", step, err)
+		}
+		if m.last != Compile(testNet, boxes).String() {
+			// An overlay: each source goes to its own chain first.
+			overlays++
+			checkFirstJumps(t, step, run, boxes)
+			m.tidy(m.syncs, boxes)
 		}
 		if err := Apply(fresh, Compile(testNet, boxes), nil); err != nil {
 			t.Fatalf("step %d: whole: %v", step, err)
@@ -297,7 +313,11 @@ func TestChangeInPlaceEqualsReplace(t *testing.T) {
 		}
 	}
 
-	boxes := testBoxes()
+	if overlays == 0 {
+		t.Fatal("no step was an overlay")
+	}
+
+	boxes = testBoxes()
 	if err := m.Sync(boxes); err != nil {
 		t.Fatal(err)
 	}
@@ -322,5 +342,110 @@ func TestChangeInPlaceEqualsReplace(t *testing.T) {
 	}
 	if out := run("nft", "list", "set", "inet", testNet.Table, DNSSet("listed")); strings.Contains(out, "198.18.6.6") || strings.Contains(out, kept.String()) {
 		t.Fatalf("a box whose policy changed kept addresses of the old one:\n%s", out)
+	}
+}
+
+// claim is boxes with box i claimed, as from the warm pool: the same
+// address and port under another name, with a random policy.
+func claim(boxes []Box, i int, name string, r *rand.Rand) []Box {
+	out := slices.Clone(boxes)
+	out[i].Name = name
+	out[i].Policy = []Policy{{Mode: AllowAll}, {Mode: DenyAll}, {Mode: List, Domains: []string{"allowed.test"}}}[r.IntN(3)]
+	return out
+}
+
+// checkFirstJumps checks that in the kernel's table the first jump from
+// each box's address (chains forward and input) and port (the bridge's
+// ports chain) goes to that box's own chain.
+func checkFirstJumps(t *testing.T, step int, run func(...string) string, boxes []Box) {
+	t.Helper()
+	first := func(family, chain, match string) map[string]string {
+		got := map[string]string{}
+		re := regexp.MustCompile(match + ` jump (\S+)`)
+		for _, m := range re.FindAllStringSubmatch(run("nft", "list", "chain", family, testNet.Table, chain), -1) {
+			if _, ok := got[m[1]]; !ok {
+				got[m[1]] = m[2]
+			}
+		}
+		return got
+	}
+	for _, c := range []struct{ family, chain string }{{"inet", "forward"}, {"inet", "input"}, {"bridge", "ports"}} {
+		var got map[string]string
+		if c.family == "bridge" {
+			got = first(c.family, c.chain, `iifname "(\S+)"`)
+		} else {
+			got = first(c.family, c.chain, `ip saddr (\S+)`)
+		}
+		for _, b := range boxes {
+			key, want := b.IP.String(), BoxChain(b.Name)
+			if c.family == "bridge" {
+				if b.Port == "" || len(b.MAC) != 6 {
+					continue
+				}
+				key, want = b.Port, PortChain(b.Name)
+			}
+			if got[key] != want {
+				t.Fatalf("step %d: in %s %s the first jump from %s goes to %q, want %q", step, c.family, c.chain, key, got[key], want)
+			}
+		}
+	}
+}
+
+// A box claimed from the warm pool (the pool box's address and port, its
+// own name and policy) is a change that only adds: the jumps to its
+// chains go before the pool box's, which stay until the tidy removes
+// them; the tidy, a moment later, leaves the table as one applied whole.
+func TestClaimOnlyAdds(t *testing.T) {
+	conn, run := newNetns(t)
+	fresh, runFresh := newNetns(t)
+	old := TidyAfter
+	t.Cleanup(func() { TidyAfter = old })
+	TidyAfter = time.Hour
+	m := NewManager(testNet, func() (*nftables.Conn, error) { return conn, nil })
+	pool := Box{Name: "pool-1", IP: netip.MustParseAddr("10.213.7.9"), Policy: Policy{Mode: DenyAll},
+		Port: "vethpool1", MAC: net.HardwareAddr{0x02, 0x42, 0x0a, 0xd5, 0x07, 0x09}}
+	boxes := append(testBoxes(), pool)
+	if err := m.Sync(boxes); err != nil {
+		t.Fatal(err)
+	}
+	boxes[3].Name, boxes[3].Policy = "mine", Policy{Mode: List, CIDRs: []netip.Prefix{netip.MustParsePrefix("198.18.4.0/24")}}
+	if err := m.Sync(boxes); err != nil {
+		t.Fatal(err)
+	}
+	inet, bridge := run("nft", "list", "table", "inet", testNet.Table), run("nft", "list", "table", "bridge", testNet.Table)
+	for _, want := range []string{"chain box-pool-1 {", "chain box-mine {", "set dns-mine {"} {
+		if !strings.Contains(inet, want) {
+			t.Fatalf("after the claim the inet table lacks %q (a change that only adds keeps the pool box's chain):\n%s", want, inet)
+		}
+	}
+	if !strings.Contains(bridge, "chain port-pool-1 {") || !strings.Contains(bridge, "chain port-mine {") {
+		t.Fatalf("after the claim the bridge table lacks a port chain:\n%s", bridge)
+	}
+	checkFirstJumps(t, 0, run, boxes)
+
+	m.tidy(m.syncs, boxes)
+	if err := Apply(fresh, Compile(testNet, boxes), nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, family := range []string{"inet", "bridge"} {
+		if got, want := listing(t, run, family), listing(t, runFresh, family); got != want {
+			t.Fatalf("%s table after the tidy:\n%s\n\napplied whole:\n%s", family, got, want)
+		}
+	}
+
+	// Without a hand: the tidy comes by itself after TidyAfter.
+	TidyAfter = 10 * time.Millisecond
+	boxes[3].Name = "again"
+	if err := m.Sync(boxes); err != nil {
+		t.Fatal(err)
+	}
+	if err := Apply(fresh, Compile(testNet, boxes), nil); err != nil {
+		t.Fatal(err)
+	}
+	want := listing(t, runFresh, "inet")
+	for deadline := time.Now().Add(30 * time.Second); listing(t, run, "inet") != want; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("what the claim left was not removed within 30 s:\n%s", run("nft", "list", "table", "inet", testNet.Table))
+		}
 	}
 }
