@@ -115,6 +115,13 @@ func TestScripts(t *testing.T) {
 func scriptParams(dir string, daemonEnv ...string) testscript.Params {
 	return testscript.Params{
 		Dir: dir,
+		// [pool] says the daemon has a warm pool (poolParams).
+		Condition: func(cond string) (bool, error) {
+			if cond == "pool" {
+				return false, nil
+			}
+			return false, fmt.Errorf("unknown condition %q", cond)
+		},
 		Setup: func(env *testscript.Env) error {
 			d := newDaemon(env.T(), env.WorkDir)
 			d.Env = append(d.Env, daemonEnv...)

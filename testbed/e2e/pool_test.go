@@ -20,8 +20,9 @@ import (
 
 // poolScripts are the scripts of a box's life that run a second time with
 // a warm pool: what is true of a box made cold must be true of one
-// claimed from the pool.
-var poolScripts = []string{"lifecycle", "exec", "ttl", "files", "lost", "ssh", "terminal"}
+// claimed from the pool. Its egress policy too: a claim changes the
+// firewall by adding only (the pool box's rules stay a moment, shadowed).
+var poolScripts = []string{"lifecycle", "exec", "ttl", "files", "lost", "ssh", "terminal", "policy"}
 
 // poolSize is the warm pool of the scripts' daemons: two small boxes.
 const poolSize = 2
@@ -47,6 +48,14 @@ func TestScriptsWithPool(t *testing.T) {
 // whose boxes was claimed from it.
 func poolParams(size int, scripts []string, daemonEnv ...string) testscript.Params {
 	p := scriptParams("", append(daemonEnv, fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", size))...)
+	// [pool]: the script runs with a warm pool (whose boxes run, and are
+	// not the script's to remove).
+	p.Condition = func(cond string) (bool, error) {
+		if cond == "pool" {
+			return true, nil
+		}
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
 	for _, name := range scripts {
 		p.Files = append(p.Files, filepath.Join("testdata", name+".txtar"))
 	}
