@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/google/nftables"
-	"github.com/google/nftables/expr"
 )
 
 // errReplace says that a change cannot be made in place: the table is
@@ -169,41 +168,52 @@ func queueChainChange(conn *nftables.Conn, table *nftables.Table, d chainDiff, s
 // The kernel makes a transaction that removes anything (a rule, a chain, a
 // set element) wait for a grace period of RCU before it answers: on the
 // test machines a rule added took 4 ms with nft's own start, one removed
-// 13-16 ms. A box claimed from the warm pool changes the table in just
-// that way, and its answer waited for it: its address and port are the
-// pool box's, and its name and policy its own, so the jumps from the
-// address and the port go to new chains and the pool box's chains go.
+// 13-16 ms. A change that empties a chain to fill it again pays that too,
+// and boxes wait for such changes: a box made has its jumps put among the
+// others (its address, then its port once it runs), and a box claimed
+// from the warm pool changes the table in just that way (its address and
+// port are the pool box's, and its name and policy its own, so the jumps
+// from the address and the port go to new chains and the pool box's go).
 //
-// So when every chain that changes only sends a source to a new chain in
-// place of another (the same match, another jump; the new chain ends in a
-// verdict of its own, as a box's and a port's do), the new jump is put
-// just before the old one, which no packet reaches again, and nothing is
-// removed: the new chains and sets are made, and the old ones stay,
-// reached by nothing. What the overlay left is removed by the next change
-// that is not one (Manager.Sync does it a moment later).
+// So a change is made by adding only when it can be:
+//   - a chain whose new rules are its old ones with others among them
+//     gets those, each put where it goes: the chain is then as the new
+//     ruleset says;
+//   - a chain whose new rules only send some sources to new chains in
+//     place of others (the same match, another jump; the new chain ends in
+//     a verdict of its own, as a box's and a port's do) gets each new jump
+//     just before the old one, which no packet reaches again;
+//   - new chains and sets are made; those no longer there stay, reached
+//     by nothing but the jumps passed over.
+// What such a change leaves is removed by the next change that is not of
+// that kind (Manager.Sync makes one a moment later).
 
-// retarget is a jump put before another of the same match in a chain.
-type retarget struct {
+// insert is a rule put into a chain that is kept: before its rule at
+// index before (of the chain in force), or last when before is -1.
+type insert struct {
 	chain  string
-	rule   Rule   // the new jump
-	before string // the chain the old jump goes to
+	rule   Rule
+	before int
 }
 
 // overlay is the add-only way from one ruleset to another, if there is
 // one: the ruleset the table holds after it (to, and what of from it only
-// shadows), the jumps it puts before others, and the chains and sets it
-// makes.
+// passes over), the rules it puts into chains that are kept, and the
+// chains and sets it makes.
 type overlay struct {
 	held             Ruleset
-	inet, bridge     []retarget
+	inet, bridge     []insert
 	addInet, addPort []Chain
 	addSets          []Set
+	// lengths of the kept chains that change, in force (checked against
+	// the kernel's before the handles are taken from it)
+	lengths map[string]int
 }
 
 // planOverlay finds the overlay from one ruleset to another; false when
 // the change removes or changes anything else.
 func planOverlay(from, to Ruleset) (overlay, bool) {
-	var o overlay
+	o := overlay{lengths: map[string]int{}}
 	_, ci, cb, err := planChange(from, to)
 	if err != nil {
 		return o, false
@@ -231,19 +241,24 @@ func planOverlay(from, to Ruleset) (overlay, bool) {
 		}
 	}
 	var ok bool
-	if o.held.Chains, o.inet, ok = overlayChains(from.Chains, to.Chains, ci); !ok {
+	if o.held.Chains, o.inet, ok = overlayChains(from.Chains, to.Chains, ci, o.lengths); !ok {
 		return o, false
 	}
-	if o.held.Ports, o.bridge, ok = overlayChains(from.Ports, to.Ports, cb); !ok {
+	bridgeLengths := map[string]int{}
+	if o.held.Ports, o.bridge, ok = overlayChains(from.Ports, to.Ports, cb, bridgeLengths); !ok {
 		return o, false
+	}
+	for name, n := range bridgeLengths {
+		o.lengths["bridge "+name] = n
 	}
 	o.addInet, o.addPort = ci.add, cb.add
 	return o, true
 }
 
-// overlayChains is the chains of one half after an overlay, and the jumps
-// it puts before others; false when a changed chain is not only that.
-func overlayChains(from, to []Chain, d chainDiff) ([]Chain, []retarget, bool) {
+// overlayChains is the chains of one half after an overlay, and the rules
+// it puts into kept chains (whose lengths in force it records); false
+// when a changed chain takes more than that.
+func overlayChains(from, to []Chain, d chainDiff, lengths map[string]int) ([]Chain, []insert, bool) {
 	added := map[string]Chain{}
 	for _, c := range d.add {
 		added[c.Name] = c
@@ -253,9 +268,14 @@ func overlayChains(from, to []Chain, d chainDiff) ([]Chain, []retarget, bool) {
 		old[c.Name] = c
 	}
 	changed := map[string]Chain{}
-	var re []retarget
+	var ins []insert
 	for _, c := range d.change {
 		was := old[c.Name]
+		lengths[c.Name] = len(was.Rules)
+		if more, ok := inserted(c.Name, was.Rules, c.Rules); ok {
+			ins = append(ins, more...)
+			continue // the chain is then as to says
+		}
 		if len(was.Rules) != len(c.Rules) {
 			return nil, nil, false
 		}
@@ -268,13 +288,13 @@ func overlayChains(from, to []Chain, d chainDiff) ([]Chain, []retarget, bool) {
 				continue
 			}
 			target, jump := strings.CutPrefix(r.Verdict, "jump ")
-			before, wasJump := strings.CutPrefix(w.Verdict, "jump ")
+			_, wasJump := strings.CutPrefix(w.Verdict, "jump ")
 			t, isNew := added[target]
 			if !jump || !wasJump || !isNew || !endsInVerdict(t) || w.Counter != r.Counter || w.Comment != r.Comment || !reflect.DeepEqual(w.Match, r.Match) {
 				return nil, nil, false
 			}
 			held.Rules = append(held.Rules, r, w)
-			re = append(re, retarget{chain: c.Name, rule: r, before: before})
+			ins = append(ins, insert{chain: c.Name, rule: r, before: i})
 		}
 		changed[c.Name] = held
 	}
@@ -285,7 +305,26 @@ func overlayChains(from, to []Chain, d chainDiff) ([]Chain, []retarget, bool) {
 		}
 		out = append(out, c)
 	}
-	return append(out, d.remove...), re, true
+	return append(out, d.remove...), ins, true
+}
+
+// inserted is what turns the rules was into now by inserting only, if
+// was is a subsequence of now.
+func inserted(chain string, was, now []Rule) ([]insert, bool) {
+	var ins []insert
+	j := 0
+	for _, r := range now {
+		if j < len(was) && reflect.DeepEqual(was[j], r) {
+			j++
+			continue
+		}
+		before := j
+		if j == len(was) {
+			before = -1
+		}
+		ins = append(ins, insert{chain: chain, rule: r, before: before})
+	}
+	return ins, j == len(was)
 }
 
 // endsInVerdict says whether every packet that enters a chain leaves it
@@ -300,40 +339,40 @@ func endsInVerdict(c Chain) bool {
 }
 
 // queueOverlay adds to conn, without sending, the messages of an overlay
-// from the table in force. It first reads the handles of the rules the
-// new jumps go before (so conn must be the table's namespace's); false,
-// with nothing queued, when one is not found as the ruleset says.
+// from the table in force. It first reads the handles of the rules that
+// new ones go before (so conn must be the table's namespace's); false,
+// with nothing queued, when a chain in the kernel is not as long as the
+// ruleset in force says.
 func queueOverlay(conn *nftables.Conn, o overlay, elems map[string][]Element) (bool, error) {
 	inet := &nftables.Table{Name: o.held.Table, Family: nftables.TableFamilyINet}
 	bridge := &nftables.Table{Name: o.held.Table, Family: nftables.TableFamilyBridge}
 	type half struct {
 		table   *nftables.Table
-		re      []retarget
-		handles []uint64 // of the rule each new jump goes before
+		prefix  string // of its chains in o.lengths
+		ins     []insert
+		handles []uint64 // of the rule each goes before (0: last)
 	}
-	halves := []*half{{table: inet, re: o.inet}, {table: bridge, re: o.bridge}}
+	halves := []*half{{table: inet, ins: o.inet}, {table: bridge, prefix: "bridge ", ins: o.bridge}}
 	for _, h := range halves {
 		rules := map[string][]*nftables.Rule{}
-		for _, r := range h.re {
-			if _, ok := rules[r.chain]; !ok {
-				rs, err := conn.GetRules(h.table, &nftables.Chain{Name: r.chain, Table: h.table})
+		for _, in := range h.ins {
+			rs, ok := rules[in.chain]
+			if !ok {
+				var err error
+				rs, err = conn.GetRules(h.table, &nftables.Chain{Name: in.chain, Table: h.table})
 				if err != nil {
 					return false, err
 				}
-				rules[r.chain] = rs
-			}
-			var found []uint64
-			for _, kr := range rules[r.chain] {
-				for _, e := range kr.Exprs {
-					if v, ok := e.(*expr.Verdict); ok && v.Kind == expr.VerdictJump && v.Chain == r.before {
-						found = append(found, kr.Handle)
-					}
+				if len(rs) != o.lengths[h.prefix+in.chain] {
+					return false, nil
 				}
+				rules[in.chain] = rs
 			}
-			if len(found) != 1 {
-				return false, nil
+			var handle uint64
+			if in.before >= 0 {
+				handle = rs[in.before].Handle
 			}
-			h.handles = append(h.handles, found[0])
+			h.handles = append(h.handles, handle)
 		}
 	}
 	sets := map[string]*nftables.Set{}
@@ -357,10 +396,14 @@ func queueOverlay(conn *nftables.Conn, o overlay, elems map[string][]Element) (b
 		return false, err
 	}
 	for _, h := range halves {
-		for i, r := range h.re {
-			nr, err := ruleOf(h.table, &nftables.Chain{Name: r.chain, Table: h.table}, r.rule, sets)
+		for i, in := range h.ins {
+			nr, err := ruleOf(h.table, &nftables.Chain{Name: in.chain, Table: h.table}, in.rule, sets)
 			if err != nil {
 				return false, err
+			}
+			if h.handles[i] == 0 {
+				conn.AddRule(nr) // last
+				continue
 			}
 			nr.Position = h.handles[i] // inserted before it
 			conn.InsertRule(nr)

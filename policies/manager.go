@@ -71,9 +71,10 @@ type Manager struct {
 	syncs uint64
 }
 
-// TidyAfter is how long after a change made as an overlay (see change.go)
-// the Manager removes what it left, unless another change did first. The
-// removal waits for the kernel's grace period; a claim's answer does not.
+// TidyAfter is how long after a change made by adding only (see
+// change.go) the Manager removes what it left, unless another change did
+// first. The removal waits for the kernel's grace period; a claim's answer
+// does not.
 var TidyAfter = 2 * time.Second
 
 type port struct {
@@ -236,8 +237,10 @@ func (m *Manager) sync(boxes []Box, overlays bool) error {
 			}
 			if err == nil && done {
 				m.last, m.applied = o.held.String(), o.held
-				n := m.syncs
-				time.AfterFunc(TidyAfter, func() { m.tidy(n, boxes) })
+				if m.last != text { // something is left to remove
+					n := m.syncs
+					time.AfterFunc(TidyAfter, func() { m.tidy(n, boxes) })
+				}
 				return nil
 			}
 			if err != nil && m.Log != nil {

@@ -10,12 +10,10 @@
 // made in place) deletes and recreates the table; later ones change only
 // the chains and sets that differ (QueueChange), so that a change to one
 // box costs about the same with 50 boxes as with one, and the other boxes'
-// counters and resolver-learned addresses are left alone. A change that
-// only sends some sources to new chains in place of others (a box claimed
-// from the warm pool) only adds: the kernel makes a batch that removes
-// anything wait for a grace period (10-12 ms here), so the new jumps go
-// before the old ones and what they shadow is removed a moment later
-// (change.go).
+// counters and resolver-learned addresses are left alone. The kernel
+// makes a batch that removes anything wait for a grace period (10-12 ms
+// here), so a change that can be made by adding only is (a box made, a
+// box claimed from the warm pool: change.go).
 //
 // The table has two halves with one name: a bridge-family half that binds
 // every box to its own bridge port, and an inet half that applies policies

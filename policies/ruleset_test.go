@@ -290,6 +290,8 @@ func TestChangeInPlaceEqualsReplace(t *testing.T) {
 	for step := range 80 {
 		if step%3 == 2 && len(boxes) > 0 {
 			boxes = claim(boxes, r.IntN(len(boxes)), fmt.Sprintf("c%d", step), r)
+		} else if step%3 == 1 {
+			boxes = withNew(boxes, fmt.Sprintf("n%d", step), r)
 		} else {
 			boxes = randomBoxes(r)
 		}
@@ -446,6 +448,83 @@ func TestClaimOnlyAdds(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); listing(t, run, "inet") != want; time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("what the claim left was not removed within 30 s:\n%s", run("nft", "list", "table", "inet", testNet.Table))
+		}
+	}
+}
+
+// withNew is boxes and one more, on a free address, with a port or not.
+func withNew(boxes []Box, name string, r *rand.Rand) []Box {
+	used := map[netip.Addr]bool{}
+	for _, b := range boxes {
+		used[b.IP] = true
+	}
+	var ip netip.Addr
+	for {
+		ip = netip.AddrFrom4([4]byte{10, 213, 7, byte(2 + r.IntN(40))})
+		if !used[ip] {
+			break
+		}
+	}
+	b := Box{Name: name, IP: ip, Policy: Policy{Mode: AllowAll}}
+	if r.IntN(2) == 0 {
+		a := ip.As4()
+		b.Port, b.MAC = "veth"+name, net.HardwareAddr{0x02, 0x42, 0x0a, 0xd5, 0x07, a[3]}
+	}
+	return append(slices.Clone(boxes), b)
+}
+
+// handles is the handles of a chain's rules in the kernel.
+func handles(t *testing.T, run func(...string) string, family, chain string) []string {
+	t.Helper()
+	var hs []string
+	for _, m := range regexp.MustCompile(`# handle (\d+)`).FindAllStringSubmatch(run("nft", "-a", "list", "chain", family, testNet.Table, chain), -1) {
+		hs = append(hs, m[1])
+	}
+	return hs
+}
+
+// A box made (its address among the others', then its port once it runs)
+// is a change that only adds: the rules already there stay as they are
+// (the same handles), the new ones go where they belong, and the table is
+// the one applied whole.
+func TestNewBoxOnlyAdds(t *testing.T) {
+	conn, run := newNetns(t)
+	fresh, runFresh := newNetns(t)
+	m := NewManager(testNet, func() (*nftables.Conn, error) { return conn, nil })
+	all := testBoxes()                    // .2 open, .3 shut, .4 listed
+	boxes := []Box{all[0], all[2]}        // shut is made between them
+	boxes[0].Port, boxes[0].MAC = "", nil // and open starts later
+	if err := m.Sync(boxes); err != nil {
+		t.Fatal(err)
+	}
+	for i, next := range [][]Box{
+		{boxes[0], all[1], boxes[1]}, // shut made: its address
+		{all[0], all[1], boxes[1]},   // open runs: its port
+	} {
+		before := map[string][]string{}
+		for _, c := range []string{"inet forward", "inet input", "bridge ports"} {
+			f := strings.Fields(c)
+			before[c] = handles(t, run, f[0], f[1])
+		}
+		if err := m.Sync(next); err != nil {
+			t.Fatal(err)
+		}
+		for c, hs := range before {
+			f := strings.Fields(c)
+			after := strings.Join(handles(t, run, f[0], f[1]), " ")
+			for _, h := range hs {
+				if !strings.Contains(" "+after+" ", " "+h+" ") {
+					t.Fatalf("step %d: rule %s of %s was removed (handles before %v, after %s): the change did not only add", i, h, c, hs, after)
+				}
+			}
+		}
+		if err := Apply(fresh, Compile(testNet, next), nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, family := range []string{"inet", "bridge"} {
+			if got, want := listing(t, run, family), listing(t, runFresh, family); got != want {
+				t.Fatalf("step %d: %s table:\n%s\n\napplied whole:\n%s", i, family, got, want)
+			}
 		}
 	}
 }
