@@ -55,6 +55,14 @@ func (r *runner) run(name string, args ...string) string {
 func (r *runner) paddock(args ...string) string { return r.run(r.bins.Paddock, args...) }
 func (r *runner) docker(args ...string) string  { return r.run("docker", args...) }
 
+// keepLog keeps paddockd's log of a bench that failed, and says where.
+func keepLog(d *harness.Daemon) {
+	kept := filepath.Join(os.TempDir(), "paddock-bench-failed-"+d.Instance+".log")
+	if b, err := os.ReadFile(d.LogPath()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
+		fmt.Fprintln(os.Stderr, "bench: paddockd's log:", kept)
+	}
+}
+
 // frontDoor is the environment of a daemon that serves HTTPS through
 // Caddy, with a certificate from Caddy's internal CA for paddock.test, on
 // a loopback port (httpsAddr), as a server does for its users.
@@ -206,6 +214,7 @@ func main() {
 		os.Exit(1)
 	}
 	defer d.Cleanup()
+	onError(func() { keepLog(d); d.Cleanup() })
 	if *logLevel != "warn" {
 		// Kept after the run, which removes its folder.
 		kept := filepath.Join(os.TempDir(), "paddock-bench-"+d.Instance+".log")
@@ -217,6 +226,7 @@ func main() {
 	}
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)
+	onError(func() { harness.Sweep(raw) })
 	label := "paddock.instance=" + raw
 
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli")), bins: bins}

@@ -34,10 +34,12 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	d.Env = append([]string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}, door...)
 	check(d.Start())
 	defer d.Cleanup()
+	onError(func() { keepLog(d); d.Cleanup() })
 	rf, stopProxy := httpsRunner(d, bins, httpsAddr, filepath.Join(work, "pool-cli-https"))
 	defer stopProxy()
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)
+	onError(func() { harness.Sweep(raw) })
 	db, err := d.StateDB()
 	check(err)
 	defer db.Close()
