@@ -11,7 +11,9 @@
 //     is answered first, by Caddy itself);
 //   - the API, the pages and the desktop websockets proxied to paddockd's
 //     own listener (its unix socket), unbuffered so that exec streams,
-//     log follows and websockets pass as they come;
+//     log follows and websockets pass as they come; a configuration
+//     replaced (a box made or removed) leaves the upgraded connections it
+//     carried open (streamCloseDelay), where Caddy would close them;
 //   - preview URLs https://PORT-BOX.HOST for the boxes that exist, proxied
 //     to paddockd too (which checks that the caller owns the box, then
 //     reaches the port inside it), with certificates issued on demand only
@@ -100,6 +102,11 @@ type obj = map[string]any
 // paddockd.
 const streamBuffer = 256 << 10
 
+// streamCloseDelay is how long an upgraded connection (an exec, a
+// terminal, a desktop) that a replaced configuration carried is left
+// open after the replacement.
+const streamCloseDelay = "24h"
+
 // Config builds the Caddy JSON configuration for a site.
 func Config(s Site) ([]byte, error) {
 	if s.Hostname == "" || s.Upstream == "" || s.StorageDir == "" {
@@ -132,6 +139,12 @@ func Config(s Site) ([]byte, error) {
 		// Uploads and downloads (pushes, pulls, drive backups) pass in
 		// 256 KiB writes, not the transport's 4 KiB.
 		"transport": obj{"protocol": "http", "read_buffer_size": streamBuffer, "write_buffer_size": streamBuffer},
+		// A configuration is replaced whenever a box is made or removed
+		// (its preview route). Caddy closes the upgraded connections of
+		// the one replaced (execs, terminals, desktops) at once unless
+		// told to wait: they are left this long instead, and end as
+		// they would have.
+		"stream_close_delay": streamCloseDelay,
 	}
 	routes := []obj{
 		{"match": []obj{{"host": []string{s.Hostname}}}, "handle": []obj{proxy}, "terminal": true},

@@ -168,25 +168,38 @@ func TestFrontDoor(t *testing.T) {
 	}
 
 	// An upgraded connection passes through both ways, unbuffered.
-	tc, err := tls.Dial("tcp", "127.0.0.1:"+httpsPort, &tls.Config{RootCAs: pool, ServerName: "paddock.test", NextProtos: []string{"http/1.1"}})
-	if err != nil {
-		t.Fatal(err)
+	upgrade := func() (net.Conn, *bufio.Reader) {
+		tc, err := tls.Dial("tcp", "127.0.0.1:"+httpsPort, &tls.Config{RootCAs: pool, ServerName: "paddock.test", NextProtos: []string{"http/1.1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintf(tc, "GET /v1/boxes/x/exec HTTP/1.1\r\nHost: paddock.test:%s\r\nConnection: Upgrade\r\nUpgrade: paddock-test\r\n\r\n", httpsPort)
+		br := bufio.NewReader(tc)
+		uresp, err := http.ReadResponse(br, nil)
+		if err != nil || uresp.StatusCode != 101 {
+			t.Fatalf("upgrade through the front door: %v %v", uresp, err)
+		}
+		return tc, br
 	}
-	fmt.Fprintf(tc, "GET /v1/boxes/x/exec HTTP/1.1\r\nHost: paddock.test:%s\r\nConnection: Upgrade\r\nUpgrade: paddock-test\r\n\r\n", httpsPort)
-	br := bufio.NewReader(tc)
-	uresp, err := http.ReadResponse(br, nil)
-	if err != nil || uresp.StatusCode != 101 {
-		t.Fatalf("upgrade through the front door: %v %v", uresp, err)
-	}
-	tc.SetDeadline(time.Now().Add(5 * time.Second))
-	for _, msg := range []string{"ping\n", "second frame\n"} {
-		io.WriteString(tc, msg)
-		got, err := br.ReadString('\n')
-		if err != nil || got != msg {
-			t.Fatalf("echo through the upgrade: %q %v", got, err)
+	echo := func(tc net.Conn, br *bufio.Reader, msgs ...string) {
+		t.Helper()
+		tc.SetDeadline(time.Now().Add(5 * time.Second))
+		for _, msg := range msgs {
+			io.WriteString(tc, msg)
+			got, err := br.ReadString('\n')
+			if err != nil || got != msg {
+				t.Fatalf("echo through the upgrade: %q %v", got, err)
+			}
 		}
 	}
+	tc, br := upgrade()
+	echo(tc, br, "ping\n", "second frame\n")
 	tc.Close()
+	// One stays open across the reloads below (a box made or removed
+	// changes the configuration): an exec, a terminal or a desktop is not
+	// cut by another user's new box.
+	held, heldR := upgrade()
+	defer held.Close()
 
 	resp, err := hc.Get("http://paddock.test:" + httpPort + "/setup/x?y=1")
 	if err != nil {
@@ -226,6 +239,7 @@ func TestFrontDoor(t *testing.T) {
 	if m, err := getJSON("https://80-api.paddock.test:" + httpsPort + "/"); err != nil || m["path"] != "/" {
 		t.Fatalf("preview after reload: %v %v", m, err)
 	}
+	echo(held, heldR, "after a reload\n")
 
 	// A configuration that cannot start (its HTTP port is taken) is
 	// refused and the running one keeps serving.
