@@ -106,19 +106,26 @@ func apiExecTrue(c *client.Client, box string) {
 	}
 }
 
-// rawCreate is what a box is, made by hand: the same container on the box
-// network with a fixed address and the gateway as DNS, and a volume for
-// /var/lib/docker; then its first command.
+// rawCreate is what a box is, made by hand (rawRun), then its first
+// command.
 func rawCreate(r *runner, d *harness.Daemon, raw, image string, i int) {
+	name := fmt.Sprintf("%s-c%d", raw, i)
+	rawRun(r, d, raw, image, name, i)
+	r.docker("exec", name, "true")
+}
+
+// rawRun runs what a box is, by hand: a container of image on the box
+// network with a fixed address (of slot) and the gateway as DNS, a new
+// volume for /var/lib/docker, and a small box's limits (1 CPU, 2 GiB).
+func rawRun(r *runner, d *harness.Daemon, raw, image, name string, slot int) {
 	label := "paddock.instance=" + raw
 	gw := netip.MustParsePrefix(d.Subnet).Addr().Next()
 	ip := netip.MustParsePrefix(d.Subnet).Addr().As4()
-	ip[3] = byte(200 + i%50)
-	r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-c%d", raw, i),
+	ip[3] = byte(200 + slot%50)
+	r.docker("run", "-d", "--init", "--label", label, "--name", name,
 		"--network", d.Instance, "--ip", netip.AddrFrom4(ip).String(), "--dns", gw.String(),
-		"--mount", fmt.Sprintf("type=volume,source=%s-v%d,target=/var/lib/docker,volume-label=%s", raw, i, label),
+		"--mount", fmt.Sprintf("type=volume,source=%s-v,target=/var/lib/docker,volume-label=%s", name, label),
 		"--cpus", "1", "--memory", "2g", image)
-	r.docker("exec", fmt.Sprintf("%s-c%d", raw, i), "true")
 }
 
 // printPoolRows prints the pool rows with their p95s, and the goal.
