@@ -3,6 +3,7 @@ package policies
 import (
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/nftables"
@@ -31,32 +32,22 @@ func QueueChange(conn *nftables.Conn, from, to Ruleset, elems map[string][]Eleme
 	inet := &nftables.Table{Name: to.Table, Family: nftables.TableFamilyINet}
 	bridge := &nftables.Table{Name: to.Table, Family: nftables.TableFamilyBridge}
 
-	had := map[string]Set{}
-	for _, s := range from.Sets {
-		had[s.Name] = s
+	added, ok := newSets(from, to)
+	if !ok {
+		return Ruleset{}, errReplace
 	}
-	sets := map[string]*nftables.Set{}
-	for _, s := range to.Sets {
-		set := &nftables.Set{Table: inet, Name: s.Name, KeyType: nftables.TypeIPAddr, HasTimeout: s.Timeout}
-		sets[s.Name] = set
-		old, ok := had[s.Name]
-		if ok && old.Timeout != s.Timeout {
-			return Ruleset{}, errReplace
-		}
-		if ok {
-			continue
-		}
-		var els []nftables.SetElement
-		for _, e := range elems[s.Name] {
-			a := e.Addr.As4()
-			els = append(els, nftables.SetElement{Key: a[:], Timeout: e.TTL})
-		}
-		if err := conn.AddSet(set, els); err != nil {
+	sets := setsOf(inet, to.Sets)
+	for _, s := range added {
+		if err := conn.AddSet(sets[s.Name], netlinkElements(elems[s.Name])); err != nil {
 			return Ruleset{}, err
 		}
 	}
+	isNew := map[string]bool{}
+	for _, s := range added {
+		isNew[s.Name] = true
+	}
 	for _, name := range empty {
-		if _, ok := had[name]; ok && sets[name] != nil {
+		if sets[name] != nil && !isNew[name] {
 			conn.FlushSet(sets[name])
 		}
 	}
@@ -79,6 +70,35 @@ func QueueChange(conn *nftables.Conn, from, to Ruleset, elems map[string][]Eleme
 func ChangeRestarts(from, to Ruleset) (Ruleset, error) {
 	restart, _, _, err := planChange(from, to)
 	return restart, err
+}
+
+// newSets is the sets of to that from does not have; false when a set
+// of both changed its kind.
+func newSets(from, to Ruleset) ([]Set, bool) {
+	had := map[string]Set{}
+	for _, s := range from.Sets {
+		had[s.Name] = s
+	}
+	var added []Set
+	for _, s := range to.Sets {
+		old, ok := had[s.Name]
+		if ok && old.Timeout != s.Timeout {
+			return nil, false
+		}
+		if !ok {
+			added = append(added, s)
+		}
+	}
+	return added, true
+}
+
+// setsOf is the netlink form of the sets of a table, by name.
+func setsOf(table *nftables.Table, ss []Set) map[string]*nftables.Set {
+	sets := map[string]*nftables.Set{}
+	for _, s := range ss {
+		sets[s.Name] = &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, HasTimeout: s.Timeout}
+	}
+	return sets
 }
 
 func planChange(from, to Ruleset) (restart Ruleset, inet, bridge chainDiff, err error) {
@@ -189,11 +209,13 @@ func queueChainChange(conn *nftables.Conn, table *nftables.Table, d chainDiff, s
 // that kind (Manager.Sync makes one a moment later).
 
 // insert is a rule put into a chain that is kept: before its rule at
-// index before (of the chain in force), or last when before is -1.
+// index before (of the chain in force, of length rules), or last when
+// before is -1.
 type insert struct {
 	chain  string
 	rule   Rule
 	before int
+	rules  int
 }
 
 // overlay is the add-only way from one ruleset to another, if there is
@@ -205,60 +227,40 @@ type overlay struct {
 	inet, bridge     []insert
 	addInet, addPort []Chain
 	addSets          []Set
-	// lengths of the kept chains that change, in force (checked against
-	// the kernel's before the handles are taken from it)
-	lengths map[string]int
 }
 
 // planOverlay finds the overlay from one ruleset to another; false when
 // the change removes or changes anything else.
 func planOverlay(from, to Ruleset) (overlay, bool) {
-	o := overlay{lengths: map[string]int{}}
+	var o overlay
 	_, ci, cb, err := planChange(from, to)
 	if err != nil {
 		return o, false
 	}
-	had := map[string]Set{}
-	for _, s := range from.Sets {
-		had[s.Name] = s
-	}
-	seen := map[string]bool{}
-	o.held = Ruleset{Table: to.Table}
-	for _, s := range to.Sets {
-		seen[s.Name] = true
-		old, ok := had[s.Name]
-		if ok && old.Timeout != s.Timeout {
-			return o, false
-		}
-		if !ok {
-			o.addSets = append(o.addSets, s)
-		}
-		o.held.Sets = append(o.held.Sets, s)
-	}
-	for _, s := range from.Sets {
-		if !seen[s.Name] {
-			o.held.Sets = append(o.held.Sets, s)
-		}
-	}
 	var ok bool
-	if o.held.Chains, o.inet, ok = overlayChains(from.Chains, to.Chains, ci, o.lengths); !ok {
+	if o.addSets, ok = newSets(from, to); !ok {
 		return o, false
 	}
-	bridgeLengths := map[string]int{}
-	if o.held.Ports, o.bridge, ok = overlayChains(from.Ports, to.Ports, cb, bridgeLengths); !ok {
+	o.held = Ruleset{Table: to.Table, Sets: slices.Clone(to.Sets)}
+	for _, s := range from.Sets {
+		if !slices.ContainsFunc(to.Sets, func(t Set) bool { return t.Name == s.Name }) {
+			o.held.Sets = append(o.held.Sets, s) // left, reached by nothing
+		}
+	}
+	if o.held.Chains, o.inet, ok = overlayChains(from.Chains, to.Chains, ci); !ok {
 		return o, false
 	}
-	for name, n := range bridgeLengths {
-		o.lengths["bridge "+name] = n
+	if o.held.Ports, o.bridge, ok = overlayChains(from.Ports, to.Ports, cb); !ok {
+		return o, false
 	}
 	o.addInet, o.addPort = ci.add, cb.add
 	return o, true
 }
 
 // overlayChains is the chains of one half after an overlay, and the rules
-// it puts into kept chains (whose lengths in force it records); false
-// when a changed chain takes more than that.
-func overlayChains(from, to []Chain, d chainDiff, lengths map[string]int) ([]Chain, []insert, bool) {
+// it puts into kept chains; false when a changed chain takes more than
+// that.
+func overlayChains(from, to []Chain, d chainDiff) ([]Chain, []insert, bool) {
 	added := map[string]Chain{}
 	for _, c := range d.add {
 		added[c.Name] = c
@@ -271,7 +273,6 @@ func overlayChains(from, to []Chain, d chainDiff, lengths map[string]int) ([]Cha
 	var ins []insert
 	for _, c := range d.change {
 		was := old[c.Name]
-		lengths[c.Name] = len(was.Rules)
 		if more, ok := inserted(c.Name, was.Rules, c.Rules); ok {
 			ins = append(ins, more...)
 			continue // the chain is then as to says
@@ -294,7 +295,7 @@ func overlayChains(from, to []Chain, d chainDiff, lengths map[string]int) ([]Cha
 				return nil, nil, false
 			}
 			held.Rules = append(held.Rules, r, w)
-			ins = append(ins, insert{chain: c.Name, rule: r, before: i})
+			ins = append(ins, insert{chain: c.Name, rule: r, before: i, rules: len(was.Rules)})
 		}
 		changed[c.Name] = held
 	}
@@ -322,7 +323,7 @@ func inserted(chain string, was, now []Rule) ([]insert, bool) {
 		if j == len(was) {
 			before = -1
 		}
-		ins = append(ins, insert{chain: chain, rule: r, before: before})
+		ins = append(ins, insert{chain: chain, rule: r, before: before, rules: len(was)})
 	}
 	return ins, j == len(was)
 }
@@ -348,11 +349,10 @@ func queueOverlay(conn *nftables.Conn, o overlay, elems map[string][]Element) (b
 	bridge := &nftables.Table{Name: o.held.Table, Family: nftables.TableFamilyBridge}
 	type half struct {
 		table   *nftables.Table
-		prefix  string // of its chains in o.lengths
 		ins     []insert
 		handles []uint64 // of the rule each goes before (0: last)
 	}
-	halves := []*half{{table: inet, ins: o.inet}, {table: bridge, prefix: "bridge ", ins: o.bridge}}
+	halves := []*half{{table: inet, ins: o.inet}, {table: bridge, ins: o.bridge}}
 	for _, h := range halves {
 		rules := map[string][]*nftables.Rule{}
 		for _, in := range h.ins {
@@ -363,7 +363,7 @@ func queueOverlay(conn *nftables.Conn, o overlay, elems map[string][]Element) (b
 				if err != nil {
 					return false, err
 				}
-				if len(rs) != o.lengths[h.prefix+in.chain] {
+				if len(rs) != in.rules {
 					return false, nil
 				}
 				rules[in.chain] = rs
@@ -375,17 +375,9 @@ func queueOverlay(conn *nftables.Conn, o overlay, elems map[string][]Element) (b
 			h.handles = append(h.handles, handle)
 		}
 	}
-	sets := map[string]*nftables.Set{}
-	for _, s := range o.held.Sets {
-		sets[s.Name] = &nftables.Set{Table: inet, Name: s.Name, KeyType: nftables.TypeIPAddr, HasTimeout: s.Timeout}
-	}
+	sets := setsOf(inet, o.held.Sets)
 	for _, s := range o.addSets {
-		var els []nftables.SetElement
-		for _, e := range elems[s.Name] {
-			a := e.Addr.As4()
-			els = append(els, nftables.SetElement{Key: a[:], Timeout: e.TTL})
-		}
-		if err := conn.AddSet(sets[s.Name], els); err != nil {
+		if err := conn.AddSet(sets[s.Name], netlinkElements(elems[s.Name])); err != nil {
 			return false, err
 		}
 	}

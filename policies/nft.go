@@ -180,18 +180,11 @@ func Queue(conn *nftables.Conn, rs Ruleset, elems map[string][]Element) error {
 	conn.DelTable(table)
 	conn.AddTable(table)
 
-	sets := map[string]*nftables.Set{}
+	sets := setsOf(table, rs.Sets)
 	for _, s := range rs.Sets {
-		set := &nftables.Set{Table: table, Name: s.Name, KeyType: nftables.TypeIPAddr, HasTimeout: s.Timeout}
-		var els []nftables.SetElement
-		for _, e := range elems[s.Name] {
-			a := e.Addr.As4()
-			els = append(els, nftables.SetElement{Key: a[:], Timeout: e.TTL})
-		}
-		if err := conn.AddSet(set, els); err != nil {
+		if err := conn.AddSet(sets[s.Name], netlinkElements(elems[s.Name])); err != nil {
 			return fmt.Errorf("set %s: %w", s.Name, err)
 		}
-		sets[s.Name] = set
 	}
 	if err := queueChains(conn, table, rs.Chains, sets); err != nil {
 		return err
@@ -291,15 +284,20 @@ func Apply(conn *nftables.Conn, rs Ruleset, elems map[string][]Element) error {
 // AddElements adds addresses with timeouts to a set of the table.
 func AddElements(conn *nftables.Conn, table, set string, els []Element) error {
 	s := &nftables.Set{Table: &nftables.Table{Name: table, Family: nftables.TableFamilyINet}, Name: set, KeyType: nftables.TypeIPAddr, HasTimeout: true}
+	if err := conn.SetAddElements(s, netlinkElements(els)); err != nil {
+		return err
+	}
+	return conn.Flush()
+}
+
+// netlinkElements is the netlink form of set elements.
+func netlinkElements(els []Element) []nftables.SetElement {
 	var ne []nftables.SetElement
 	for _, e := range els {
 		a := e.Addr.As4()
 		ne = append(ne, nftables.SetElement{Key: a[:], Timeout: e.TTL})
 	}
-	if err := conn.SetAddElements(s, ne); err != nil {
-		return err
-	}
-	return conn.Flush()
+	return ne
 }
 
 // Remove deletes both halves of the table if they exist.
