@@ -55,9 +55,10 @@ func (r *runner) run(name string, args ...string) string {
 func (r *runner) paddock(args ...string) string { return r.run(r.bins.Paddock, args...) }
 func (r *runner) docker(args ...string) string  { return r.run("docker", args...) }
 
-// keepLog keeps paddockd's log of a bench that failed, and says where.
-func keepLog(d *harness.Daemon) {
-	kept := filepath.Join(os.TempDir(), "paddock-bench-failed-"+d.Instance+".log")
+// keepLog keeps paddockd's log after the run removes its folder (prefix
+// "failed-" for a run that failed), and says where.
+func keepLog(d *harness.Daemon, prefix string) {
+	kept := filepath.Join(os.TempDir(), "paddock-bench-"+prefix+d.Instance+".log")
 	if b, err := os.ReadFile(d.LogPath()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
 		fmt.Fprintln(os.Stderr, "bench: paddockd's log:", kept)
 	}
@@ -214,15 +215,9 @@ func main() {
 		os.Exit(1)
 	}
 	defer d.Cleanup()
-	onError(func() { keepLog(d); d.Cleanup() })
+	onError(func() { keepLog(d, "failed-"); d.Cleanup() })
 	if *logLevel != "warn" {
-		// Kept after the run, which removes its folder.
-		kept := filepath.Join(os.TempDir(), "paddock-bench-"+d.Instance+".log")
-		defer func() {
-			if b, err := os.ReadFile(d.LogPath()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
-				fmt.Fprintln(os.Stderr, "bench: paddockd's log:", kept)
-			}
-		}()
+		defer keepLog(d, "")
 	}
 	raw := "pdkbench-" + d.Instance
 	defer harness.Sweep(raw)

@@ -34,7 +34,7 @@ func benchPool(bins harness.Bins, image, work string, n, idle int) []row {
 	d.Env = append([]string{"PADDOCK_LOG_LEVEL=warn", fmt.Sprintf("PADDOCK_WARM_POOL__SMALL=%d", poolSize)}, door...)
 	check(d.Start())
 	defer d.Cleanup()
-	onError(func() { keepLog(d); d.Cleanup() })
+	onError(func() { keepLog(d, "failed-"); d.Cleanup() })
 	rf, stopProxy := httpsRunner(d, bins, httpsAddr, filepath.Join(work, "pool-cli-https"))
 	defer stopProxy()
 	raw := "pdkbench-" + d.Instance
