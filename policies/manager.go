@@ -233,21 +233,23 @@ func (m *Manager) sync(boxes []Box, overlays bool) error {
 		if o, ok := planOverlay(m.applied, rs); ok {
 			done, err := queueOverlay(conn, o, elems)
 			if err == nil && done {
-				err = conn.Flush()
-			}
-			if err == nil && done {
-				m.last, m.applied = o.held.String(), o.held
-				if m.last != text { // something is left to remove
-					n := m.syncs
-					time.AfterFunc(TidyAfter, func() { m.tidy(n, boxes) })
+				if err = conn.Flush(); err == nil {
+					m.last, m.applied = o.held.String(), o.held
+					if m.last != text { // something is left to remove
+						n := m.syncs
+						time.AfterFunc(TidyAfter, func() { m.tidy(n, boxes) })
+					}
+					return nil
 				}
-				return nil
 			}
-			if err != nil && m.Log != nil {
-				m.Log("changing the firewall table by adding only failed; changing it in place", "err", err)
-			}
-			if conn, err = m.Conn(); err != nil { // a fresh batch
-				return err
+			// Not done: nothing was queued. Failed: a fresh batch.
+			if err != nil {
+				if m.Log != nil {
+					m.Log("changing the firewall table by adding only failed; changing it in place", "err", err)
+				}
+				if conn, err = m.Conn(); err != nil {
+					return err
+				}
 			}
 		}
 	}
