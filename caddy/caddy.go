@@ -12,12 +12,20 @@
 //   - the API, the pages and the desktop websockets proxied to paddockd's
 //     own listener (its unix socket), unbuffered so that exec streams,
 //     log follows and websockets pass as they come; a configuration
-//     replaced (a box made or removed) leaves the upgraded connections it
-//     carried open (streamCloseDelay), where Caddy would close them;
-//   - preview URLs https://PORT-BOX.HOST for the boxes that exist, proxied
-//     to paddockd too (which checks that the caller owns the box, then
-//     reaches the port inside it), with certificates issued on demand only
-//     for names that paddockd's ask endpoint confirms.
+//     replaced leaves the upgraded connections it carried open
+//     (streamCloseDelay), where Caddy would close them;
+//   - preview URLs https://PORT-BOX.HOST for any box name, proxied to
+//     paddockd too, which answers for a box that does not exist as for
+//     one the caller may not use, and otherwise reaches the port inside
+//     the box; certificates are issued on demand only for names that
+//     paddockd's ask endpoint confirms (a running box that listens).
+//
+// The configuration names no box, so it does not change when boxes come
+// and go: a replaced configuration makes Caddy close the idle kept-alive
+// connections of the old one, and a client that sent its request on one
+// at that moment (the SDKs reuse them) read EOF. Behind a wildcard
+// certificate it also no longer tells anyone without an account which
+// box names exist: Caddy's 404 for the names outside the route did.
 //
 // Only the Caddy modules used are compiled in (not modules/standard). Caddy's
 // admin endpoint is off: configuration changes only through Apply, which
@@ -32,9 +40,7 @@ import (
 	"net"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 
 	caddycore "github.com/caddyserver/caddy/v2"
@@ -64,8 +70,6 @@ type Site struct {
 	// AskURL is paddockd's endpoint that says whether a name may get a
 	// certificate on demand.
 	AskURL string
-	// Boxes are the names of the boxes whose preview URLs are served.
-	Boxes []string
 }
 
 // RootCA is where the internal CA's root certificate is kept.
@@ -81,19 +85,10 @@ func port(addr string) (int, error) {
 	return strconv.Atoi(p)
 }
 
-// PreviewPattern matches the Host of a preview URL of one of boxes (any
-// box when boxes is nil): PORT-BOX.HOSTNAME, with an optional :port.
-func PreviewPattern(hostname string, boxes []string) string {
-	names := `[a-z0-9][a-z0-9-]*`
-	if boxes != nil {
-		q := make([]string, 0, len(boxes))
-		for _, b := range boxes {
-			q = append(q, regexp.QuoteMeta(b))
-		}
-		sort.Strings(q)
-		names = "(?:" + strings.Join(q, "|") + ")"
-	}
-	return `^([0-9]{1,5})-(` + names + `)\.` + regexp.QuoteMeta(hostname) + `(?::[0-9]+)?$`
+// PreviewPattern matches the Host of a preview URL of a box on hostname:
+// PORT-BOX.HOSTNAME, with an optional :port.
+func PreviewPattern(hostname string) string {
+	return `^([0-9]{1,5})-([a-z0-9][a-z0-9-]*)\.` + regexp.QuoteMeta(hostname) + `(?::[0-9]+)?$`
 }
 
 type obj = map[string]any
@@ -139,24 +134,18 @@ func Config(s Site) ([]byte, error) {
 		// Uploads and downloads (pushes, pulls, drive backups) pass in
 		// 256 KiB writes, not the transport's 4 KiB.
 		"transport": obj{"protocol": "http", "read_buffer_size": streamBuffer, "write_buffer_size": streamBuffer},
-		// A configuration is replaced whenever a box is made or removed
-		// (its preview route). Caddy closes the upgraded connections of
-		// the one replaced (execs, terminals, desktops) at once unless
-		// told to wait: they are left this long instead, and end as
-		// they would have.
+		// When a configuration is replaced (paddockd restarted with
+		// another), Caddy closes the upgraded connections of the one
+		// replaced (execs, terminals, desktops) at once unless told to
+		// wait: they are left this long instead, and end as they would
+		// have.
 		"stream_close_delay": streamCloseDelay,
 	}
 	routes := []obj{
 		{"match": []obj{{"host": []string{s.Hostname}}}, "handle": []obj{proxy}, "terminal": true},
+		{"match": []obj{{"header_regexp": obj{"Host": obj{"name": "preview", "pattern": PreviewPattern(s.Hostname)}}}}, "handle": []obj{proxy}, "terminal": true},
+		{"handle": []obj{{"handler": "static_response", "status_code": 404, "body": "No such site on this server.\n"}}},
 	}
-	if len(s.Boxes) > 0 {
-		routes = append(routes, obj{
-			"match":    []obj{{"header_regexp": obj{"Host": obj{"name": "preview", "pattern": PreviewPattern(s.Hostname, s.Boxes)}}}},
-			"handle":   []obj{proxy},
-			"terminal": true,
-		})
-	}
-	routes = append(routes, obj{"handle": []obj{{"handler": "static_response", "status_code": 404, "body": "No such site on this server.\n"}}})
 	suffix := ""
 	if httpsPort != 443 {
 		suffix = ":" + strconv.Itoa(httpsPort)

@@ -29,14 +29,14 @@ func freeAddr(t *testing.T) string {
 
 func TestConfigIsData(t *testing.T) {
 	b, err := Config(Site{Hostname: "pd.example.org", HTTPSListen: ":443", HTTPListen: ":80", TLS: "acme", Email: "ops@example.org",
-		StorageDir: "/var/lib/paddock/caddy", Upstream: "unix//run/paddock/paddock.sock", AskURL: "http://127.0.0.1:1/ask", Boxes: []string{"web", "a.b"}})
+		StorageDir: "/var/lib/paddock/caddy", Upstream: "unix//run/paddock/paddock.sock", AskURL: "http://127.0.0.1:1/ask"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := string(b)
 	for _, want := range []string{`"admin":{"config":{"persist":false},"disabled":true}`, `"module":"acme"`, `"email":"ops@example.org"`,
 		`"Location":["https://{http.request.host}{http.request.uri}"]`, `"dial":"unix//run/paddock/paddock.sock"`, `"on_demand":true`,
-		`(?:a\\.b|web)`} {
+		`"pattern":"^([0-9]{1,5})-([a-z0-9][a-z0-9-]*)\\.pd\\.example\\.org(?::[0-9]+)?$"`} {
 		if !strings.Contains(s, want) {
 			t.Errorf("config lacks %s:\n%s", want, s)
 		}
@@ -50,9 +50,10 @@ func TestConfigIsData(t *testing.T) {
 	if _, err := Config(Site{Hostname: "h.example", HTTPSListen: ":443", HTTPListen: ":80", TLS: "self", StorageDir: "/x", Upstream: "u"}); err == nil {
 		t.Error("an unknown tls mode is accepted")
 	}
-	re := regexp.MustCompile(PreviewPattern("pd.example.org", []string{"web"}))
-	for host, want := range map[string]bool{"8080-web.pd.example.org": true, "3000-web.pd.example.org:8443": true,
-		"8080-webx.pd.example.org": false, "web.pd.example.org": false, "8080-web.pd.example.org.evil": false, "8080-web.pdxexample.org": false} {
+	re := regexp.MustCompile(PreviewPattern("pd.example.org"))
+	for host, want := range map[string]bool{"8080-web.pd.example.org": true, "3000-web.pd.example.org:8443": true, "80-a-1.pd.example.org": true,
+		"8080-we.b.pd.example.org": false, "web.pd.example.org": false, "8080-web.pd.example.org.evil": false, "8080-web.pdxexample.org": false,
+		"123456-web.pd.example.org": false, "8080-Web.pd.example.org": false, "8080--web.pd.example.org": false} {
 		if re.MatchString(host) != want {
 			t.Errorf("preview pattern on %q: %v", host, !want)
 		}
@@ -98,7 +99,7 @@ func TestFrontDoor(t *testing.T) {
 	ask := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		d := r.URL.Query().Get("domain")
 		asked <- d
-		if regexp.MustCompile(PreviewPattern("paddock.test", []string{"web", "api"})).MatchString(d) {
+		if d == "8080-web.paddock.test" || d == "80-api.paddock.test" {
 			return
 		}
 		http.Error(w, "no", http.StatusNotFound)
@@ -108,7 +109,7 @@ func TestFrontDoor(t *testing.T) {
 
 	httpsAddr, httpAddr := freeAddr(t), freeAddr(t)
 	site := Site{Hostname: "paddock.test", HTTPSListen: httpsAddr, HTTPListen: httpAddr, TLS: "internal",
-		StorageDir: filepath.Join(dir, "caddy"), Upstream: "unix/" + sock, AskURL: "http://" + al.Addr().String() + "/ask", Boxes: []string{"web"}}
+		StorageDir: filepath.Join(dir, "caddy"), Upstream: "unix/" + sock, AskURL: "http://" + al.Addr().String() + "/ask"}
 	f := &Front{}
 	if err := f.Apply(site); err != nil {
 		t.Fatal(err)
@@ -227,17 +228,20 @@ func TestFrontDoor(t *testing.T) {
 		t.Fatal("a certificate for a name the ask endpoint refused")
 	}
 
-	// A box that appears is served after a reload; the main site never
-	// stops answering.
-	if _, err := getJSON("https://80-api.paddock.test:" + httpsPort + "/"); err == nil {
-		t.Fatal("preview of a box that is not in the configuration")
+	// A box made after the configuration was loaded is served without a
+	// reload: the route matches any box name, paddockd answers for them.
+	if m, err := getJSON("https://80-api.paddock.test:" + httpsPort + "/"); err != nil || m["host"] != "80-api.paddock.test:"+httpsPort {
+		t.Fatalf("preview of a box the configuration does not name: %v %v", m, err)
 	}
-	site.Boxes = []string{"web", "api"}
+	// A configuration replaced (paddockd started again with another)
+	// leaves an upgraded stream it carried open: the main site never
+	// stops answering.
+	site.Email = "ops@paddock.test"
 	if err := f.Apply(site); err != nil {
 		t.Fatal(err)
 	}
-	if m, err := getJSON("https://80-api.paddock.test:" + httpsPort + "/"); err != nil || m["path"] != "/" {
-		t.Fatalf("preview after reload: %v %v", m, err)
+	if m, err := getJSON("https://paddock.test:" + httpsPort + "/after"); err != nil || m["path"] != "/after" {
+		t.Fatalf("after a reload: %v %v", m, err)
 	}
 	echo(held, heldR, "after a reload\n")
 

@@ -341,7 +341,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		where = append(where, l.Addr().Network()+":"+l.Addr().String())
 	}
 	if cfg.Hostname != "" {
-		front, err := startFront(cfg, st, rec, prev, log)
+		front, err := startFront(cfg, prev, log)
 		if err != nil {
 			return err
 		}
@@ -575,9 +575,9 @@ func httpsPort(cfg config.Config) string {
 }
 
 // startFront starts the embedded Caddy for the host name, with an ask
-// endpoint on loopback for on-demand certificates, and has the reconciler
-// give it the boxes on every run (new preview routes when boxes change).
-func startFront(cfg config.Config, st *store.Store, rec *reconcile.Reconciler, prev *preview.Handler, log *slog.Logger) (*caddy.Front, error) {
+// endpoint on loopback for on-demand certificates. Its configuration
+// names no box: boxes made and removed do not reload it.
+func startFront(cfg config.Config, prev *preview.Handler, log *slog.Logger) (*caddy.Front, error) {
 	// Caddy keeps a little of its own (an instance id) in the user's data
 	// and config directories; under systemd there is no $HOME to find them.
 	for k, sub := range map[string]string{"XDG_DATA_HOME": "data", "XDG_CONFIG_HOME": "config"} {
@@ -598,22 +598,10 @@ func startFront(cfg config.Config, st *store.Store, rec *reconcile.Reconciler, p
 		Email: cfg.ACMEEmail, StorageDir: filepath.Join(cfg.StateDir, "caddy"), Upstream: upstream,
 		AskURL: "http://" + al.Addr().String() + "/ask"}
 	front := &caddy.Front{}
-	apply := func(boxes []store.Box) error {
-		s := site
-		for _, b := range boxes {
-			s.Boxes = append(s.Boxes, b.Name)
-		}
-		return front.Apply(s)
-	}
-	boxes, err := st.ListBoxes()
-	if err != nil {
-		return nil, err
-	}
-	if err := apply(boxes); err != nil {
+	if err := front.Apply(site); err != nil {
 		al.Close()
 		return nil, err
 	}
-	rec.SetFront(apply)
 	log.Info("front door", "host", cfg.Hostname, "https", cfg.HTTPSListen, "http", cfg.HTTPListen, "tls", cfg.TLS)
 	return front, nil
 }

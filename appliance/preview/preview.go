@@ -104,7 +104,7 @@ type grant struct {
 
 func (h *Handler) init() {
 	h.once.Do(func() {
-		h.re = regexp.MustCompile(caddy.PreviewPattern(h.Hostname, nil))
+		h.re = regexp.MustCompile(caddy.PreviewPattern(h.Hostname))
 		h.tickets = map[string]grant{}
 		h.sessions = map[string]grant{}
 	})

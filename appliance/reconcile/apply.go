@@ -58,9 +58,6 @@ type Reconciler struct {
 	// named holds, per claimed box's key, the container and process its
 	// hostname was set for (see fixHostnames).
 	named map[string]string
-	// front gets the declared boxes on every run (the front door's preview
-	// routes); its failure is logged, not fatal: the old routes stay.
-	front func([]store.Box) error
 
 	healthMu sync.Mutex
 	health   Health
@@ -142,13 +139,6 @@ func (r *Reconciler) Claimed(ctx context.Context, b store.Box) error {
 		return fwErr
 	}
 	return hnErr
-}
-
-// SetFront sets the function that gets the declared boxes on every run.
-func (r *Reconciler) SetFront(fn func([]store.Box) error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.front = fn
 }
 
 // Result is what a run did.
@@ -467,11 +457,6 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	}
 	if err := r.firewall(observed.Boxes); err != nil {
 		return Result{}, err
-	}
-	if r.front != nil {
-		if err := r.front(all); err != nil && r.Log != nil {
-			r.Log.Error("front door", "err", err)
-		}
 	}
 	if len(down) > 0 && r.Log != nil {
 		r.Log.Warn("reconcile: servers down, their boxes left as they are", "err", (&driver.NodesDown{Nodes: down}).Error())

@@ -274,6 +274,13 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("login --token: %v %s", err, out)
 	}
 	// Boxes through HTTPS: new, then exec (an HTTP upgrade through Caddy).
+	// The front door's configuration names no box, so a box made or
+	// removed does not reload it (a reload closes kept-alive connections
+	// under clients' requests): Caddy logs each load it makes.
+	loads := func() string {
+		return strings.TrimSpace(s.must("journalctl -u paddockd --no-pager -o cat | grep -c 'admin endpoint disabled' || true"))
+	}
+	loadsBefore := loads()
 	if out, err := cli(ciEnv, "new", "--name", "b1"); err != nil {
 		t.Fatalf("new: %v %s", err, out)
 	}
@@ -323,6 +330,9 @@ func TestInstall(t *testing.T) {
 	}
 	if _, err := b.Get("https://8080-nosuch.paddock.test/"); err == nil {
 		t.Fatal("a certificate for the preview of a box that does not exist")
+	}
+	if n := loads(); n != loadsBefore || n == "0" {
+		t.Errorf("the front door's configuration was loaded %s times before the box was made, %s times after", loadsBefore, n)
 	}
 
 	// A second run changes nothing: no restart, no new link.
