@@ -114,6 +114,13 @@ type Config struct {
 	// host. It exists for the test of Docker in a box on machines where
 	// Sysbox cannot be installed, and is refused outside local mode.
 	UnsafeDockerInRuncBoxes bool `koanf:"unsafe_docker_in_runc_boxes"`
+	// DockerStart says when a box's own Docker engine starts: "first-use"
+	// (the first connection to its socket starts it, so a box that never
+	// runs docker holds no engine; the first command waits about a second
+	// for it) or "with-box" (it starts with the box, holding some 40 MiB
+	// of the box's memory whether used or not, and the first command finds
+	// it up). An engine that has containers starts with the box either way.
+	DockerStart string `koanf:"docker_start"`
 	// Limits bound what each member may have at once (0: no bound); owners
 	// have no bounds.
 	Limits Limits `koanf:"limits"`
@@ -326,6 +333,7 @@ func Defaults() map[string]any {
 		"audit_file":                  "",
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
 		"unsafe_docker_in_runc_boxes": false,
+		"docker_start":                "first-use",
 		"box_user":                    "paddock",
 		"box_uid":                     1000,
 		"subnet":                      "10.213.0.0/16",
@@ -499,6 +507,12 @@ func validHostname(h string) bool {
 	return true
 }
 
+// The values of docker_start.
+const (
+	DockerFirstUse = "first-use"
+	DockerWithBox  = "with-box"
+)
+
 // MaxWarmPool bounds warm_pool's count of each type.
 const MaxWarmPool = 20
 
@@ -515,6 +529,9 @@ func (c Config) Validate() error {
 	}
 	if c.UnsafeDockerInRuncBoxes && !c.Local {
 		return errors.New("config: unsafe_docker_in_runc_boxes gives boxes the host: it is for tests in local mode only (use the sysbox-runc runtime for Docker in boxes)")
+	}
+	if c.DockerStart != DockerFirstUse && c.DockerStart != DockerWithBox {
+		return fmt.Errorf("config: docker_start must be %q or %q, not %q", DockerFirstUse, DockerWithBox, c.DockerStart)
 	}
 	if c.Instance == "" || strings.ContainsAny(c.Instance, " /:") || strings.ToLower(c.Instance) != c.Instance {
 		return fmt.Errorf("config: instance %q must be lowercase letters, digits and '-'", c.Instance)

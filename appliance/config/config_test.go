@@ -83,3 +83,19 @@ func TestUnsafeDockerOnlyInLocalMode(t *testing.T) {
 		t.Fatalf("in local mode: %v", err)
 	}
 }
+
+// docker_start takes its two values; anything else is refused, naming
+// the setting, before paddockd makes a box with it.
+func TestDockerStart(t *testing.T) {
+	base := []string{"PADDOCK_CONFIG=" + os.DevNull, "PADDOCK_STATE_DIR=" + t.TempDir()}
+	c, err := Load(nil, base)
+	if err != nil || c.DockerStart != DockerFirstUse {
+		t.Fatalf("default: %q %v", c.DockerStart, err)
+	}
+	if c, err := Load(nil, append(base, "PADDOCK_DOCKER_START=with-box")); err != nil || c.DockerStart != DockerWithBox {
+		t.Fatalf("with-box: %q %v", c.DockerStart, err)
+	}
+	if _, err := Load(nil, append(base, "PADDOCK_DOCKER_START=always")); err == nil || !strings.Contains(err.Error(), `docker_start must be "first-use" or "with-box", not "always"`) {
+		t.Fatalf("a bad value: %v", err)
+	}
+}

@@ -93,7 +93,7 @@ func engine(ctx context.Context, cfg config.Config, boxNet policies.Network) (*d
 	return docker.New(ctx, docker.Config{
 		Host: cfg.DockerHost, Instance: boxNet.Table, Runtime: cfg.Runtime, User: cfg.BoxUser,
 		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
-		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, KeepWarm: cfg.WarmExec,
+		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, DockerWithBox: cfg.DockerStart == config.DockerWithBox, KeepWarm: cfg.WarmExec,
 	})
 }
 

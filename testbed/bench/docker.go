@@ -19,33 +19,20 @@ import (
 //   - the next one, the engine up, beside docker exec of docker info.
 //
 // Each box (and raw container) has settled before its first docker
-// command: its engine waits for first use, and 5 s have passed.
+// command: its engine waits for first use, and 5 s have passed. The
+// first command is timed again with docker_start = "with-box", the engine
+// started with the box (and up once it settled).
 func benchDocker(bins harness.Bins, image, work string, n int) []row {
-	d, err := harness.NewDaemon(bins, image, work)
-	fatal(err)
 	// Boxes have their own Docker engine, as Sysbox lets them in
-	// production (runc boxes here).
-	d.Env = []string{"PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true"}
-	fatal(d.Start())
-	defer d.Cleanup()
-	raw := "pdkbench-docker-" + d.Instance
+	// production (runc boxes here). A second daemon starts each box's
+	// engine with the box (docker_start = "with-box").
+	first, next := firstDocker(bins, image, filepath.Join(work, "first-use"), n)
+	withBox, _ := firstDocker(bins, image, filepath.Join(work, "with-box"), n, "PADDOCK_DOCKER_START=with-box")
+	raw := "pdkbench-docker-" + fmt.Sprint(time.Now().UnixNano()%1e6)
+	onError(func() { harness.Sweep(raw) })
 	defer harness.Sweep(raw)
 	label := "paddock.instance=" + raw
-	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli-docker")), bins: bins}
-
-	box := func(i int) string { return fmt.Sprintf("dk%d", i) }
-	var next sample
-	first := timeIt(n, func(i int) {
-		r.paddock("new", "--name", box(i))
-		settleBoxes(r, []string{d.Instance + "-" + box(i)})
-	}, func(i int) {
-		r.paddock("exec", box(i), "--", "docker", "info")
-	}, func(i int) {
-		if i == n-1 {
-			next = timeIt(n*2, nil, func(int) { r.paddock("exec", box(i), "--", "docker", "info") }, nil)
-		}
-		r.paddock("rm", "--force", box(i))
-	})
+	r := &runner{}
 
 	// The raw side: the rights a box with Docker has here (see the docker
 	// driver's UnsafeDockerInRunc) and a small box's limits (1 CPU, 2 GiB),
@@ -72,8 +59,34 @@ func benchDocker(bins harness.Bins, image, work string, n int) []row {
 	})
 	return []row{
 		{"first docker command in a box (docker info)", first, rawFirst},
+		{"first docker command, docker_start = with-box", withBox, rawFirst},
 		{"docker info, the box's engine up", next, rawNext},
 	}
+}
+
+// firstDocker times n boxes' first docker command on a daemon of its own
+// (with env), and the next command in the last box.
+func firstDocker(bins harness.Bins, image, work string, n int, env ...string) (first, next sample) {
+	d, err := harness.NewDaemon(bins, image, work)
+	fatal(err)
+	d.Env = append([]string{"PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true"}, env...)
+	onError(func() { keepLog(d, "failed-"); d.Cleanup() })
+	fatal(d.Start())
+	defer d.Cleanup()
+	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli-docker")), bins: bins}
+	box := func(i int) string { return fmt.Sprintf("dk%d", i) }
+	first = timeIt(n, func(i int) {
+		r.paddock("new", "--name", box(i))
+		settleBoxes(r, []string{d.Instance + "-" + box(i)})
+	}, func(i int) {
+		r.paddock("exec", box(i), "--", "docker", "info")
+	}, func(i int) {
+		if i == n-1 {
+			next = timeIt(n*2, nil, func(int) { r.paddock("exec", box(i), "--", "docker", "info") }, nil)
+		}
+		r.paddock("rm", "--force", box(i))
+	})
+	return first, next
 }
 
 // settleRaw gives a raw container what settleBoxes gives a box: 5 s after

@@ -145,3 +145,9 @@ func cmdRedeem(ts *testscript.TestScript, neg bool, args []string) {
 func TestDockerInBox(t *testing.T) {
 	testscript.Run(t, scriptParams("testdata/docker", "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true"))
 }
+
+// TestDockerWithBox runs testdata/dockerbox against a daemon whose boxes
+// start their engine with them (docker_start = "with-box").
+func TestDockerWithBox(t *testing.T) {
+	testscript.Run(t, scriptParams("testdata/dockerbox", "PADDOCK_UNSAFE_DOCKER_IN_RUNC_BOXES=true", "PADDOCK_DOCKER_START=with-box"))
+}

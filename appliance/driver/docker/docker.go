@@ -68,6 +68,9 @@ type Config struct {
 	// UnsafeDockerInRunc makes runc boxes able to run Docker (every
 	// capability, unconfined, the host's cgroups writable): tests only.
 	UnsafeDockerInRunc bool
+	// DockerWithBox starts a box's own engine with the box rather than on
+	// its first use (paddock-init reads PADDOCK_DOCKER_START).
+	DockerWithBox bool
 	// User runs commands in boxes unless an exec names another.
 	User string
 	// KeepWarm keeps a warm exec (warm.go) in each box that has run a
@@ -400,6 +403,9 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	}
 	if docker {
 		env = append(env, "PADDOCK_DOCKER=1") // paddock-init starts the box's own engine
+		if d.cfg.DockerWithBox {
+			env = append(env, "PADDOCK_DOCKER_START=box")
+		}
 	}
 	var netcfg *network.NetworkingConfig
 	var dns []netip.Addr
