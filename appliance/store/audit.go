@@ -30,14 +30,15 @@ func scanAudit(r scanner) (audit.Entry, error) {
 // AppendAudit adds e at the end of the audit log, numbered and chained to
 // the last entry (or the anchor) by seal, and returns it as written.
 func (s *Store) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string) string) (audit.Entry, error) {
+	last, anchor, insert := s.q.stmt(lastAuditQ), s.q.stmt(auditAnchorQ), s.q.stmt(insertAuditQ)
 	tx, err := s.db.Begin()
 	if err != nil {
 		return e, err
 	}
 	defer tx.Rollback()
-	err = tx.QueryRow(`SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`).Scan(&e.Seq, &e.Prev)
+	err = txQueryRow(tx, last, lastAuditQ).Scan(&e.Seq, &e.Prev)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = tx.QueryRow(`SELECT seq, hash FROM audit_anchor`).Scan(&e.Seq, &e.Prev)
+		err = txQueryRow(tx, anchor, auditAnchorQ).Scan(&e.Seq, &e.Prev)
 		if errors.Is(err, sql.ErrNoRows) {
 			e.Seq, e.Prev, err = 0, "", nil
 		}
@@ -48,12 +49,18 @@ func (s *Store) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string)
 	e.Seq++
 	e.At = e.At.UTC()
 	e.Hash = seal(e, e.Prev)
-	if _, err := tx.Exec(`INSERT INTO audit (`+auditCols+`, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`,
+	if _, err := txExec(tx, insert, insertAuditQ,
 		e.Seq, e.At.Format(time.RFC3339Nano), e.User, e.Via, e.Addr, e.Agent, e.Action, e.Box, e.Owner, e.Object, string(e.Detail), e.Result, e.Prev, e.Hash, unix(e.At)); err != nil {
 		return e, err
 	}
 	return e, tx.Commit()
 }
+
+const (
+	lastAuditQ   = `SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1`
+	auditAnchorQ = `SELECT seq, hash FROM audit_anchor`
+	insertAuditQ = `INSERT INTO audit (` + auditCols + `, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
+)
 
 // AuditFilter picks entries; zero fields pick all.
 type AuditFilter struct {
@@ -98,7 +105,7 @@ func (s *Store) Audit(f AuditFilter) ([]audit.Entry, error) {
 		q += ` LIMIT ?`
 		args = append(args, f.Limit)
 	}
-	rows, err := s.db.Query(q, args...)
+	rows, err := s.db.Query(q, args...) // built from the filter: not kept prepared
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +128,7 @@ func (s *Store) Audit(f AuditFilter) ([]audit.Entry, error) {
 // AuditAnchor is where the log starts: the last pruned entry's sequence
 // number, hash and seal (0 and "" when nothing was pruned).
 func (s *Store) AuditAnchor() (seq int64, hash, seal string, err error) {
-	err = s.db.QueryRow(`SELECT seq, hash, seal FROM audit_anchor`).Scan(&seq, &hash, &seal)
+	err = s.q.QueryRow(`SELECT seq, hash, seal FROM audit_anchor`).Scan(&seq, &hash, &seal)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", "", nil
 	}
@@ -133,7 +140,7 @@ func (s *Store) WalkAudit(fn func(audit.Entry) error) error {
 	// In pages, so that the one connection is not held for the whole walk.
 	var after int64
 	for {
-		rows, err := s.db.Query(`SELECT `+auditCols+` FROM audit WHERE seq > ? ORDER BY seq LIMIT 1000`, after)
+		rows, err := s.q.Query(`SELECT `+auditCols+` FROM audit WHERE seq > ? ORDER BY seq LIMIT 1000`, after)
 		if err != nil {
 			return err
 		}

@@ -298,7 +298,7 @@ func (t Tombstone) Key() string {
 
 // ListTombstones lists the removed boxes that still hold their names.
 func (s *Store) ListTombstones() ([]Tombstone, error) {
-	return listAll(s.db, `SELECT name, uid, engine, node FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
+	return listAll(s.q, `SELECT name, uid, engine, node FROM tombstones ORDER BY name`, func(r scanner) (Tombstone, error) {
 		var t Tombstone
 		return t, r.Scan(&t.Name, &t.UID, &t.Engine, &t.Node)
 	})
@@ -342,19 +342,19 @@ func oneRow(res sql.Result) error {
 
 // GetBox reads one box.
 func (s *Store) GetBox(name string) (Box, error) {
-	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
+	return scanBox(s.q.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE name = ?`, name))
 }
 
 // BoxAt reads the box of this server (not a node's) that has an address
 // on the box network.
 func (s *Store) BoxAt(ip string) (Box, error) {
-	return scanBox(s.db.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE ip = ? AND node = ''`, ip))
+	return scanBox(s.q.QueryRow(`SELECT `+boxCols+` FROM boxes WHERE ip = ? AND node = ''`, ip))
 }
 
 // SetObserved records what the reconciler saw of a box. It is not a change
 // of declared state and does not bump the serial.
 func (s *Store) SetObserved(name, state, errMsg string) error {
-	_, err := s.db.Exec(`UPDATE boxes SET observed=?, observed_error=? WHERE name=?`, state, errMsg, name)
+	_, err := s.q.Exec(`UPDATE boxes SET observed=?, observed_error=? WHERE name=?`, state, errMsg, name)
 	return err
 }
 
@@ -434,7 +434,7 @@ func listAll[T any](q querier, query string, scan func(scanner) (T, error), args
 const listBoxes = `SELECT ` + boxCols + ` FROM boxes ORDER BY name`
 
 // ListBoxes lists every declared box by name.
-func (s *Store) ListBoxes() ([]Box, error) { return listAll(s.db, listBoxes, scanBox) }
+func (s *Store) ListBoxes() ([]Box, error) { return listAll(s.q, listBoxes, scanBox) }
 
 // ListBoxes lists every declared box in the transaction.
 func (t *Tx) ListBoxes() ([]Box, error) { return listAll(t.tx, listBoxes, scanBox) }

@@ -21,14 +21,14 @@ const (
 
 // SetGrant shares a box with a user (or changes how).
 func (s *Store) SetGrant(g Grant) error {
-	_, err := s.db.Exec(`INSERT INTO grants (box, user_id, access) VALUES (?,?,?)
+	_, err := s.q.Exec(`INSERT INTO grants (box, user_id, access) VALUES (?,?,?)
 		ON CONFLICT (box, user_id) DO UPDATE SET access=excluded.access`, g.Box, g.UserID, g.Access)
 	return err
 }
 
 // RemoveGrant stops sharing a box with a user; ErrNotFound when it was not.
 func (s *Store) RemoveGrant(box string, user int64) error {
-	res, err := s.db.Exec(`DELETE FROM grants WHERE box=? AND user_id=?`, box, user)
+	res, err := s.q.Exec(`DELETE FROM grants WHERE box=? AND user_id=?`, box, user)
 	if err != nil {
 		return err
 	}
@@ -37,12 +37,12 @@ func (s *Store) RemoveGrant(box string, user int64) error {
 
 // Grants lists who a box is shared with.
 func (s *Store) Grants(box string) ([]Grant, error) {
-	return listAll(s.db, `SELECT box, user_id, access FROM grants WHERE box=? ORDER BY user_id`, scanGrant, box)
+	return listAll(s.q, `SELECT box, user_id, access FROM grants WHERE box=? ORDER BY user_id`, scanGrant, box)
 }
 
 // GrantsOf lists the boxes shared with a user.
 func (s *Store) GrantsOf(user int64) ([]Grant, error) {
-	return listAll(s.db, `SELECT box, user_id, access FROM grants WHERE user_id=? ORDER BY box`, scanGrant, user)
+	return listAll(s.q, `SELECT box, user_id, access FROM grants WHERE user_id=? ORDER BY box`, scanGrant, user)
 }
 
 func scanGrant(r scanner) (Grant, error) {
@@ -54,7 +54,7 @@ func scanGrant(r scanner) (Grant, error) {
 // GrantOf is how a box is shared with a user ("" when it is not).
 func (s *Store) GrantOf(box string, user int64) (string, error) {
 	var a string
-	err := s.db.QueryRow(`SELECT access FROM grants WHERE box=? AND user_id=?`, box, user).Scan(&a)
+	err := s.q.QueryRow(`SELECT access FROM grants WHERE box=? AND user_id=?`, box, user).Scan(&a)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}

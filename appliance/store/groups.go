@@ -8,14 +8,14 @@ const GroupByOwner = "owner"
 
 // AddToGroup puts a user in a group (from source).
 func (s *Store) AddToGroup(user int64, group, source string) error {
-	_, err := s.db.Exec(`INSERT OR IGNORE INTO user_groups (user_id, grp, source) VALUES (?,?,?)`, user, group, source)
+	_, err := s.q.Exec(`INSERT OR IGNORE INTO user_groups (user_id, grp, source) VALUES (?,?,?)`, user, group, source)
 	return err
 }
 
 // RemoveFromGroup takes a user out of a group as source put them in;
 // ErrNotFound when they were not.
 func (s *Store) RemoveFromGroup(user int64, group, source string) error {
-	res, err := s.db.Exec(`DELETE FROM user_groups WHERE user_id=? AND grp=? AND source=?`, user, group, source)
+	res, err := s.q.Exec(`DELETE FROM user_groups WHERE user_id=? AND grp=? AND source=?`, user, group, source)
 	if err != nil {
 		return err
 	}
@@ -86,7 +86,7 @@ type GroupMember struct {
 
 // GroupMembers lists every group's members.
 func (s *Store) GroupMembers() ([]GroupMember, error) {
-	return listAll(s.db, `SELECT grp, user_id, source FROM user_groups ORDER BY grp, user_id`, func(r scanner) (GroupMember, error) {
+	return listAll(s.q, `SELECT grp, user_id, source FROM user_groups ORDER BY grp, user_id`, func(r scanner) (GroupMember, error) {
 		var m GroupMember
 		return m, r.Scan(&m.Group, &m.UserID, &m.Source)
 	})
@@ -109,7 +109,7 @@ func (s *Store) SetGroupQuota(group string, q Quota) error {
 
 // GroupQuotas lists the groups that have a quota.
 func (s *Store) GroupQuotas() ([]string, error) {
-	return listAll(s.db, `SELECT grp FROM group_quotas ORDER BY grp`, func(r scanner) (string, error) {
+	return listAll(s.q, `SELECT grp FROM group_quotas ORDER BY grp`, func(r scanner) (string, error) {
 		var g string
 		return g, r.Scan(&g)
 	})
@@ -117,14 +117,14 @@ func (s *Store) GroupQuotas() ([]string, error) {
 
 // SetGroupGrant shares a box with a group.
 func (s *Store) SetGroupGrant(box, group, access string) error {
-	_, err := s.db.Exec(`INSERT INTO group_grants (box, grp, access) VALUES (?,?,?)
+	_, err := s.q.Exec(`INSERT INTO group_grants (box, grp, access) VALUES (?,?,?)
 		ON CONFLICT (box, grp) DO UPDATE SET access=excluded.access`, box, group, access)
 	return err
 }
 
 // RemoveGroupGrant stops sharing a box with a group.
 func (s *Store) RemoveGroupGrant(box, group string) error {
-	res, err := s.db.Exec(`DELETE FROM group_grants WHERE box=? AND grp=?`, box, group)
+	res, err := s.q.Exec(`DELETE FROM group_grants WHERE box=? AND grp=?`, box, group)
 	if err != nil {
 		return err
 	}
@@ -133,7 +133,7 @@ func (s *Store) RemoveGroupGrant(box, group string) error {
 
 // GroupGrants lists the groups a box is shared with (group → access).
 func (s *Store) GroupGrants(box string) (map[string]string, error) {
-	rows, err := s.db.Query(`SELECT grp, access FROM group_grants WHERE box=?`, box)
+	rows, err := s.q.Query(`SELECT grp, access FROM group_grants WHERE box=?`, box)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +152,7 @@ func (s *Store) GroupGrants(box string) (map[string]string, error) {
 // GroupGrantsOf lists the boxes shared with any of a user's groups, with
 // the highest access among them.
 func (s *Store) GroupGrantsOf(user int64) ([]Grant, error) {
-	return listAll(s.db, `SELECT g.box, ?, CASE max(CASE g.access WHEN 'member' THEN 2 ELSE 1 END) WHEN 2 THEN 'member' ELSE 'viewer' END
+	return listAll(s.q, `SELECT g.box, ?, CASE max(CASE g.access WHEN 'member' THEN 2 ELSE 1 END) WHEN 2 THEN 'member' ELSE 'viewer' END
 		FROM group_grants g JOIN user_groups u ON u.grp = g.grp
 		WHERE u.user_id=? GROUP BY g.box ORDER BY g.box`, scanGrant, user, user)
 }
@@ -161,7 +161,7 @@ func (s *Store) GroupGrantsOf(user int64) ([]Grant, error) {
 // ("" when none).
 func (s *Store) GroupGrantOf(box string, user int64) (string, error) {
 	var a sql.NullString
-	err := s.db.QueryRow(`SELECT CASE max(CASE g.access WHEN 'member' THEN 2 ELSE 1 END) WHEN 2 THEN 'member' WHEN 1 THEN 'viewer' END
+	err := s.q.QueryRow(`SELECT CASE max(CASE g.access WHEN 'member' THEN 2 ELSE 1 END) WHEN 2 THEN 'member' WHEN 1 THEN 'viewer' END
 		FROM group_grants g JOIN user_groups u ON u.grp = g.grp WHERE g.box=? AND u.user_id=?`, box, user).Scan(&a)
 	return a.String, err
 }

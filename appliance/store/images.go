@@ -69,7 +69,7 @@ func (s *Store) PutImage(im Image) error {
 	if im.Bases == nil {
 		im.Bases = []string{}
 	}
-	_, err := s.db.Exec(`INSERT INTO images (`+imageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+	_, err := s.q.Exec(`INSERT INTO images (`+imageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(owner, name, tag) DO UPDATE SET image_id=excluded.image_id, size=excluded.size, dockerfile=excluded.dockerfile,
 		context_digest=excluded.context_digest, inputs=excluded.inputs, bases=excluded.bases, project=excluded.project,
 		built=excluded.built, build_ms=excluded.build_ms`,
@@ -80,18 +80,18 @@ func (s *Store) PutImage(im Image) error {
 
 // GetImage reads one of owner's images.
 func (s *Store) GetImage(owner int64, name, tag string) (Image, error) {
-	return scanImage(s.db.QueryRow(`SELECT `+imageCols+` FROM images WHERE owner=? AND name=? AND tag=?`, owner, name, tag))
+	return scanImage(s.q.QueryRow(`SELECT `+imageCols+` FROM images WHERE owner=? AND name=? AND tag=?`, owner, name, tag))
 }
 
 // ListImages lists every user's images, by owner, name and tag.
 func (s *Store) ListImages() ([]Image, error) {
-	return listAll(s.db, `SELECT `+imageCols+` FROM images ORDER BY owner, name, tag`, scanImage)
+	return listAll(s.q, `SELECT `+imageCols+` FROM images ORDER BY owner, name, tag`, scanImage)
 }
 
 // ImageIDUsed says whether any image record names the engine image id.
 func (s *Store) ImageIDUsed(id string) (bool, error) {
 	var n int
-	err := s.db.QueryRow(`SELECT count(*) FROM images WHERE image_id=?`, id).Scan(&n)
+	err := s.q.QueryRow(`SELECT count(*) FROM images WHERE image_id=?`, id).Scan(&n)
 	return n > 0, err
 }
 
@@ -119,7 +119,7 @@ func (s *Store) DeleteImage(owner int64, name, tag string) error {
 
 // ImageShares lists who else may use owner's images (owner 0: everyone's).
 func (s *Store) ImageShares(owner int64) ([]ImageShare, error) {
-	return listAll(s.db, `SELECT owner, name, kind, who FROM image_shares WHERE owner=? OR ?=0 ORDER BY owner, name, kind, who`,
+	return listAll(s.q, `SELECT owner, name, kind, who FROM image_shares WHERE owner=? OR ?=0 ORDER BY owner, name, kind, who`,
 		func(r scanner) (ImageShare, error) {
 			var sh ImageShare
 			return sh, r.Scan(&sh.Owner, &sh.Name, &sh.Kind, &sh.Who)
@@ -132,13 +132,13 @@ func (s *Store) ShareImage(sh ImageShare, add bool) error {
 	if add {
 		q = `INSERT OR IGNORE INTO image_shares (owner, name, kind, who) VALUES (?,?,?,?)`
 	}
-	_, err := s.db.Exec(q, sh.Owner, sh.Name, sh.Kind, sh.Who)
+	_, err := s.q.Exec(q, sh.Owner, sh.Name, sh.Kind, sh.Who)
 	return err
 }
 
 // StartBuild records a build under way.
 func (s *Store) StartBuild(b Build) error {
-	_, err := s.db.Exec(`INSERT INTO builds (id, owner, name, tag, box, image_id, started) VALUES (?,?,?,?,?,?,?)`,
+	_, err := s.q.Exec(`INSERT INTO builds (id, owner, name, tag, box, image_id, started) VALUES (?,?,?,?,?,?,?)`,
 		b.ID, b.Owner, b.Name, b.Tag, b.Box, b.ImageID, unix(b.Started))
 	return err
 }
@@ -146,19 +146,19 @@ func (s *Store) StartBuild(b Build) error {
 // SetBuildImage records the ID of the image a build loaded, before it is
 // named.
 func (s *Store) SetBuildImage(id, imageID string) error {
-	_, err := s.db.Exec(`UPDATE builds SET image_id=? WHERE id=?`, imageID, id)
+	_, err := s.q.Exec(`UPDATE builds SET image_id=? WHERE id=?`, imageID, id)
 	return err
 }
 
 // EndBuild forgets a build.
 func (s *Store) EndBuild(id string) error {
-	_, err := s.db.Exec(`DELETE FROM builds WHERE id=?`, id)
+	_, err := s.q.Exec(`DELETE FROM builds WHERE id=?`, id)
 	return err
 }
 
 // Builds lists the builds under way (after a crash: those it cut off).
 func (s *Store) Builds() ([]Build, error) {
-	return listAll(s.db, `SELECT id, owner, name, tag, box, image_id, started FROM builds ORDER BY started`,
+	return listAll(s.q, `SELECT id, owner, name, tag, box, image_id, started FROM builds ORDER BY started`,
 		func(r scanner) (Build, error) {
 			var b Build
 			var at int64

@@ -17,7 +17,7 @@ type SSHKey struct {
 // AddSSHKey registers a key of a user; ErrConflict if that user has the
 // key or a key of that name already.
 func (s *Store) AddSSHKey(k SSHKey) error {
-	_, err := s.db.Exec(`INSERT INTO user_ssh_keys (fingerprint, name, key, created, owner) VALUES (?,?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created), k.Owner)
+	_, err := s.q.Exec(`INSERT INTO user_ssh_keys (fingerprint, name, key, created, owner) VALUES (?,?,?,?,?)`, k.Fingerprint, k.Name, k.Key, unix(k.Created), k.Owner)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -27,7 +27,7 @@ func (s *Store) AddSSHKey(k SSHKey) error {
 // SSHKeyHolders lists every registration of the key with a fingerprint,
 // one per user that registered it.
 func (s *Store) SSHKeyHolders(fingerprint string) ([]SSHKey, error) {
-	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE fingerprint=? ORDER BY owner`, scanKey, fingerprint)
+	return listAll(s.q, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE fingerprint=? ORDER BY owner`, scanKey, fingerprint)
 }
 
 func scanKey(r scanner) (SSHKey, error) {
@@ -40,12 +40,12 @@ func scanKey(r scanner) (SSHKey, error) {
 
 // SSHKeys lists a user's registered keys by name.
 func (s *Store) SSHKeys(owner int64) ([]SSHKey, error) {
-	return listAll(s.db, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE owner=? ORDER BY name`, scanKey, owner)
+	return listAll(s.q, `SELECT fingerprint, name, key, created, owner FROM user_ssh_keys WHERE owner=? ORDER BY name`, scanKey, owner)
 }
 
 // DeleteSSHKey removes one of a user's keys by name or fingerprint.
 func (s *Store) DeleteSSHKey(owner int64, nameOrFingerprint string) error {
-	res, err := s.db.Exec(`DELETE FROM user_ssh_keys WHERE owner=? AND (name=? OR fingerprint=?)`, owner, nameOrFingerprint, nameOrFingerprint)
+	res, err := s.q.Exec(`DELETE FROM user_ssh_keys WHERE owner=? AND (name=? OR fingerprint=?)`, owner, nameOrFingerprint, nameOrFingerprint)
 	if err != nil {
 		return err
 	}

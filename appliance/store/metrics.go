@@ -45,7 +45,7 @@ func (s *Store) AddSamples(samples []Sample) error {
 
 // Samples lists a box's samples taken at or after since, oldest first.
 func (s *Store) Samples(box string, since time.Time) ([]Sample, error) {
-	rows, err := s.db.Query(`SELECT `+sampleCols+` FROM metrics WHERE box=? AND at>=? ORDER BY at`, box, unix(since))
+	rows, err := s.q.Query(`SELECT `+sampleCols+` FROM metrics WHERE box=? AND at>=? ORDER BY at`, box, unix(since))
 	if err != nil {
 		return nil, err
 	}
@@ -67,10 +67,10 @@ func (s *Store) Samples(box string, since time.Time) ([]Sample, error) {
 // taken before fullUntil the first of each box's minutes: a day of
 // samples every few seconds would be thousands a box.
 func (s *Store) ThinSamples(keepUntil, fullUntil time.Time) error {
-	if _, err := s.db.Exec(`DELETE FROM metrics WHERE at < ?`, unix(keepUntil)); err != nil {
+	if _, err := s.q.Exec(`DELETE FROM metrics WHERE at < ?`, unix(keepUntil)); err != nil {
 		return err
 	}
-	_, err := s.db.Exec(`DELETE FROM metrics WHERE at < ? AND rowid NOT IN
+	_, err := s.q.Exec(`DELETE FROM metrics WHERE at < ? AND rowid NOT IN
 		(SELECT min(rowid) FROM metrics WHERE at < ? GROUP BY box, at / 60000)`, unix(fullUntil), unix(fullUntil))
 	return err
 }
@@ -81,9 +81,9 @@ func (s *Store) ThinSamples(keepUntil, fullUntil time.Time) error {
 // (the events stream shows every write).
 func (s *Store) RecordOOM(box string, seen, kills int64, at time.Time) error {
 	if kills <= 0 {
-		_, err := s.db.Exec(`UPDATE boxes SET oom_seen=? WHERE name=? AND oom_seen != ?`, seen, box, seen)
+		_, err := s.q.Exec(`UPDATE boxes SET oom_seen=? WHERE name=? AND oom_seen != ?`, seen, box, seen)
 		return err
 	}
-	_, err := s.db.Exec(`UPDATE boxes SET oom_seen=?, oom_kills=oom_kills+?, oom_at=? WHERE name=?`, seen, kills, unix(at), box)
+	_, err := s.q.Exec(`UPDATE boxes SET oom_seen=?, oom_kills=oom_kills+?, oom_at=? WHERE name=?`, seen, kills, unix(at), box)
 	return err
 }

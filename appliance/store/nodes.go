@@ -43,7 +43,7 @@ func scanNode(r scanner) (Node, error) {
 
 // ListNodes lists the joined nodes by name.
 func (s *Store) ListNodes() ([]Node, error) {
-	return listAll(s.db, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, scanNode)
+	return listAll(s.q, `SELECT `+nodeCols+` FROM nodes ORDER BY name`, scanNode)
 }
 
 // ListNodes lists the joined nodes in the transaction.
@@ -53,12 +53,12 @@ func (t *Tx) ListNodes() ([]Node, error) {
 
 // GetNode reads one node.
 func (s *Store) GetNode(name string) (Node, error) {
-	return scanNode(s.db.QueryRow(`SELECT `+nodeCols+` FROM nodes WHERE name=?`, name))
+	return scanNode(s.q.QueryRow(`SELECT `+nodeCols+` FROM nodes WHERE name=?`, name))
 }
 
 // AddJoinToken records a one-time join token by its hash.
 func (s *Store) AddJoinToken(hash string, expires time.Time) error {
-	_, err := s.db.Exec(`INSERT INTO node_joins (hash, expires, created) VALUES (?,?,?)`, hash, unix(expires), unix(time.Now()))
+	_, err := s.q.Exec(`INSERT INTO node_joins (hash, expires, created) VALUES (?,?,?)`, hash, unix(expires), unix(time.Now()))
 	return err
 }
 
@@ -111,7 +111,7 @@ func (s *Store) SetNodeLabels(name string, labels map[string]string) error {
 	if labels == nil {
 		labels = map[string]string{}
 	}
-	res, err := s.db.Exec(`UPDATE nodes SET labels=? WHERE name=?`, mustJSON(labels), name)
+	res, err := s.q.Exec(`UPDATE nodes SET labels=? WHERE name=?`, mustJSON(labels), name)
 	if err != nil {
 		return err
 	}
@@ -120,7 +120,7 @@ func (s *Store) SetNodeLabels(name string, labels map[string]string) error {
 
 // SetNodeDrained marks a node drained (no new box goes there) or not.
 func (s *Store) SetNodeDrained(name string, drained bool) error {
-	res, err := s.db.Exec(`UPDATE nodes SET drained=? WHERE name=?`, drained, name)
+	res, err := s.q.Exec(`UPDATE nodes SET drained=? WHERE name=?`, drained, name)
 	if err != nil {
 		return err
 	}
@@ -151,7 +151,7 @@ func (s *Store) RemoveNode(name string) error {
 // NodePools is every server's own warm pool: node, then type, then how
 // many pool boxes of it are kept there.
 func (s *Store) NodePools() (map[string]map[string]int, error) {
-	rows, err := s.db.Query(`SELECT node, type, count FROM node_pools`)
+	rows, err := s.q.Query(`SELECT node, type, count FROM node_pools`)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +196,7 @@ func (s *Store) SetNodePool(node string, pool map[string]int) error {
 // NodeObjects counts the boxes, pool boxes, drives and snapshots declared
 // on a node (tombstones included: their engine objects may still be there).
 func (s *Store) NodeObjects(name string) (boxes, pool, drives, snapshots int, err error) {
-	err = s.db.QueryRow(`SELECT
+	err = s.q.QueryRow(`SELECT
 		(SELECT count(*) FROM boxes WHERE node=?) + (SELECT count(*) FROM tombstones WHERE node=?),
 		(SELECT count(*) FROM pool WHERE node=?),
 		(SELECT count(*) FROM drives WHERE node=?),
@@ -208,7 +208,7 @@ func (s *Store) NodeObjects(name string) (boxes, pool, drives, snapshots int, er
 // removes it: removed boxes, drives and snapshots whose engine objects
 // are still there.
 func (s *Store) NodeTombstones(name string) (n int, err error) {
-	err = s.db.QueryRow(`SELECT
+	err = s.q.QueryRow(`SELECT
 		(SELECT count(*) FROM tombstones WHERE node=?) + (SELECT count(*) FROM drives WHERE node=? AND state='deleting') +
 		(SELECT count(*) FROM snapshots WHERE node=? AND state='deleting')`, name, name, name).Scan(&n)
 	return
@@ -295,7 +295,7 @@ type Move struct {
 
 // AddMove records a move before anything of it is shipped.
 func (s *Store) AddMove(m Move) (int64, error) {
-	res, err := s.db.Exec(`INSERT INTO moves (source, target, boxes, drives, running, snaps, started) VALUES (?,?,?,?,?,?,?)`,
+	res, err := s.q.Exec(`INSERT INTO moves (source, target, boxes, drives, running, snaps, started) VALUES (?,?,?,?,?,?,?)`,
 		m.Source, m.Target, mustJSON(m.Boxes), mustJSON(m.Drives), mustJSON(m.Running), mustJSON(m.Snaps), unix(m.Started))
 	if err != nil {
 		return 0, err
@@ -306,19 +306,19 @@ func (s *Store) AddMove(m Move) (int64, error) {
 // SetMoveSnaps records the snapshots a move ships (known once the boxes
 // are stopped and snapshotted).
 func (s *Store) SetMoveSnaps(id int64, snaps []string) error {
-	_, err := s.db.Exec(`UPDATE moves SET snaps=? WHERE id=?`, mustJSON(snaps), id)
+	_, err := s.q.Exec(`UPDATE moves SET snaps=? WHERE id=?`, mustJSON(snaps), id)
 	return err
 }
 
 // DoneMove forgets a move that ended (done or undone).
 func (s *Store) DoneMove(id int64) error {
-	_, err := s.db.Exec(`DELETE FROM moves WHERE id=?`, id)
+	_, err := s.q.Exec(`DELETE FROM moves WHERE id=?`, id)
 	return err
 }
 
 // Moves lists the moves under way, oldest first.
 func (s *Store) Moves() ([]Move, error) {
-	return listAll(s.db, `SELECT id, source, target, boxes, drives, running, snaps, started FROM moves ORDER BY id`, func(r scanner) (Move, error) {
+	return listAll(s.q, `SELECT id, source, target, boxes, drives, running, snaps, started FROM moves ORDER BY id`, func(r scanner) (Move, error) {
 		var m Move
 		var boxes, drives, running, snaps string
 		var started int64

@@ -157,7 +157,7 @@ func scanSnapshot(r scanner) (Snapshot, error) {
 // first.
 func (s *Store) ListSnapshots(box string) ([]Snapshot, error) {
 	q, args := listSnapshots(box)
-	return listAll(s.db, q, scanSnapshot, args...)
+	return listAll(s.q, q, scanSnapshot, args...)
 }
 
 // ListSnapshots lists snapshots in the transaction.
@@ -178,14 +178,14 @@ func listSnapshots(box string) (string, []any) {
 
 // SetSnapshotState records the outcome of taking a snapshot.
 func (s *Store) SetSnapshotState(id, state, errMsg string) error {
-	_, err := s.db.Exec(`UPDATE snapshots SET state=?, error=? WHERE id=?`, state, errMsg, id)
+	_, err := s.q.Exec(`UPDATE snapshots SET state=?, error=? WHERE id=?`, state, errMsg, id)
 	return err
 }
 
 // SetSnapshotSize records the bytes a snapshot adds (observed state: the
 // serial does not move).
 func (s *Store) SetSnapshotSize(id string, size int64) error {
-	_, err := s.db.Exec(`UPDATE snapshots SET size=? WHERE id=?`, size, id)
+	_, err := s.q.Exec(`UPDATE snapshots SET size=? WHERE id=?`, size, id)
 	return err
 }
 
@@ -210,14 +210,14 @@ type Job struct {
 
 // AddJob records a started job.
 func (s *Store) AddJob(j Job) error {
-	_, err := s.db.Exec(`INSERT INTO jobs (id, box, cmd, state, started) VALUES (?,?,?,?,?)`,
+	_, err := s.q.Exec(`INSERT INTO jobs (id, box, cmd, state, started) VALUES (?,?,?,?,?)`,
 		j.ID, j.Box, mustJSON(j.Cmd), j.State, unix(j.Started))
 	return err
 }
 
 // EndJob records how a job ended.
 func (s *Store) EndJob(id, state string, code *int, at time.Time) error {
-	_, err := s.db.Exec(`UPDATE jobs SET state=?, exit_code=?, ended=? WHERE id=?`, state, code, unix(at), id)
+	_, err := s.q.Exec(`UPDATE jobs SET state=?, exit_code=?, ended=? WHERE id=?`, state, code, unix(at), id)
 	return err
 }
 
@@ -249,22 +249,22 @@ const jobCols = `id, box, cmd, state, exit_code, started, ended`
 
 // GetJob reads one job.
 func (s *Store) GetJob(id string) (Job, error) {
-	return scanJob(s.db.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
+	return scanJob(s.q.QueryRow(`SELECT `+jobCols+` FROM jobs WHERE id=?`, id))
 }
 
 // ListJobs lists a box's jobs, oldest first; with state set, only those.
 func (s *Store) ListJobs(box, state string) ([]Job, error) {
 	q := `SELECT ` + jobCols + ` FROM jobs WHERE (box=? OR ?='') AND (state=? OR ?='') ORDER BY started, id`
-	return listAll(s.db, q, scanJob, box, box, state, state)
+	return listAll(s.q, q, scanJob, box, box, state, state)
 }
 
 const listDrives = `SELECT ` + driveCols + ` FROM drives ORDER BY name`
 
 // ListDrives lists the declared drives by name.
-func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.db, listDrives, scanDrive) }
+func (s *Store) ListDrives() ([]Drive, error) { return listAll(s.q, listDrives, scanDrive) }
 
 // ListDrives lists drives by name in the transaction.
 func (t *Tx) ListDrives() ([]Drive, error) { return listAll(t.tx, listDrives, scanDrive) }
 
 // GetDrive reads one drive.
-func (s *Store) GetDrive(name string) (Drive, error) { return scanDrive(s.db.QueryRow(getDrive, name)) }
+func (s *Store) GetDrive(name string) (Drive, error) { return scanDrive(s.q.QueryRow(getDrive, name)) }

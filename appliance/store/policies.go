@@ -55,7 +55,7 @@ func scanPolicy(r scanner) (Policy, error) {
 func (t *Tx) ListPolicies() ([]Policy, error) { return listAll(t.tx, listPoliciesQ, scanPolicy) }
 
 // ListPolicies lists policies by name.
-func (s *Store) ListPolicies() ([]Policy, error) { return listAll(s.db, listPoliciesQ, scanPolicy) }
+func (s *Store) ListPolicies() ([]Policy, error) { return listAll(s.q, listPoliciesQ, scanPolicy) }
 
 // Serial reads the serial inside the transaction (before its own bump).
 func (t *Tx) Serial() (int64, error) {

@@ -50,7 +50,7 @@ func scanPool(r scanner) (PoolBox, error) {
 const listPool = `SELECT ` + poolCols + ` FROM pool ORDER BY created, key`
 
 // ListPool lists the pool's boxes, oldest first.
-func (s *Store) ListPool() ([]PoolBox, error) { return listAll(s.db, listPool, scanPool) }
+func (s *Store) ListPool() ([]PoolBox, error) { return listAll(s.q, listPool, scanPool) }
 
 // ListPool lists the pool's boxes in the transaction, oldest first.
 func (t *Tx) ListPool() ([]PoolBox, error) { return listAll(t.tx, listPool, scanPool) }
@@ -115,6 +115,6 @@ func (t *Tx) TakePoolOn(typ, image string, desktop bool, nodes []string) (PoolBo
 // that its container stopped or went (it may not, until it answers
 // again). Not a change of declared state.
 func (s *Store) SetPoolReady(key string, ready bool) error {
-	_, err := s.db.Exec(`UPDATE pool SET ready=? WHERE key=?`, ready, key)
+	_, err := s.q.Exec(`UPDATE pool SET ready=? WHERE key=?`, ready, key)
 	return err
 }

@@ -30,7 +30,7 @@ func (t *Tx) DeleteProject(name string) error {
 
 // ListProjects lists the recorded projects by name.
 func (s *Store) ListProjects() ([]Project, error) {
-	return listAll(s.db, `SELECT name, owner, request, applied, applied_by, serial FROM projects ORDER BY name`, func(r scanner) (Project, error) {
+	return listAll(s.q, `SELECT name, owner, request, applied, applied_by, serial FROM projects ORDER BY name`, func(r scanner) (Project, error) {
 		var p Project
 		var at int64
 		err := r.Scan(&p.Name, &p.Owner, &p.Request, &at, &p.AppliedBy, &p.Serial)

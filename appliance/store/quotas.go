@@ -70,7 +70,7 @@ func (s *Store) setQuotaRow(table, keyCol string, key any, q Quota) error {
 	if q.Types != nil {
 		types = mustJSON(*q.Types)
 	}
-	_, err := s.db.Exec(`INSERT INTO `+table+` (`+keyCol+`, boxes, running, drives, drive_gib, jobs, types) VALUES (?,?,?,?,?,?,?)
+	_, err := s.q.Exec(`INSERT INTO `+table+` (`+keyCol+`, boxes, running, drives, drive_gib, jobs, types) VALUES (?,?,?,?,?,?,?)
 		ON CONFLICT (`+keyCol+`) DO UPDATE SET boxes=excluded.boxes, running=excluded.running, drives=excluded.drives,
 		drive_gib=excluded.drive_gib, jobs=excluded.jobs, types=excluded.types`,
 		key, q.Boxes, q.Running, q.Drives, q.DriveGiB, q.Jobs, types)

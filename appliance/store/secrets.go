@@ -45,7 +45,7 @@ func hostsOf(s string) []string {
 // PutSecret stores a user's sealed (encrypted) secret and how it is
 // brokered.
 func (s *Store) PutSecret(owner int64, name string, sealed []byte, shared bool, b Broker, at time.Time) error {
-	_, err := s.db.Exec(`INSERT INTO user_secrets (owner, name, sealed, updated, shared, broker_hosts, broker_header, broker_limit) VALUES (?,?,?,?,?,?,?,?)
+	_, err := s.q.Exec(`INSERT INTO user_secrets (owner, name, sealed, updated, shared, broker_hosts, broker_header, broker_limit) VALUES (?,?,?,?,?,?,?,?)
 		ON CONFLICT(owner, name) DO UPDATE SET sealed=excluded.sealed, updated=excluded.updated, shared=excluded.shared,
 		broker_hosts=excluded.broker_hosts, broker_header=excluded.broker_header, broker_limit=excluded.broker_limit`,
 		owner, name, sealed, unix(at), shared, hostsText(b.Hosts), b.Header, b.Limit)
@@ -55,7 +55,7 @@ func (s *Store) PutSecret(owner int64, name string, sealed []byte, shared bool, 
 // SetSecretBroker changes how a user's secret is brokered, keeping its
 // value (and so its boxes' stand-ins).
 func (s *Store) SetSecretBroker(owner int64, name string, b Broker) error {
-	return setSecretBroker(s.db.Exec, owner, name, b)
+	return setSecretBroker(s.q.Exec, owner, name, b)
 }
 
 func setSecretBroker(exec func(string, ...any) (sql.Result, error), owner int64, name string, b Broker) error {
@@ -79,7 +79,7 @@ func (s *Store) SecretFor(owner int64, name string) (SecretRow, error) {
 	var r SecretRow
 	var u int64
 	var hosts string
-	err := s.db.QueryRow(`SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit, sealed FROM user_secrets
+	err := s.q.QueryRow(`SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit, sealed FROM user_secrets
 		WHERE name=? AND (owner=? OR shared=1) ORDER BY owner=? DESC LIMIT 1`, name, owner, owner).
 		Scan(&r.Owner, &r.Name, &u, &r.Shared, &hosts, &r.Broker.Header, &r.Broker.Limit, &r.Sealed)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -99,7 +99,7 @@ func (t *Tx) OwnSecrets(owner int64) ([]SecretInfo, error) {
 
 // OwnSecrets lists a user's own secrets (names and times only).
 func (s *Store) OwnSecrets(owner int64) ([]SecretInfo, error) {
-	return listAll(s.db, ownSecretsQ, scanSecretInfo, owner)
+	return listAll(s.q, ownSecretsQ, scanSecretInfo, owner)
 }
 
 // SetSecretBroker changes how a user's secret is brokered, inside a
@@ -119,13 +119,13 @@ func scanSecretInfo(r scanner) (SecretInfo, error) {
 
 // Secrets lists a user's secrets and the shared ones (names and times only).
 func (s *Store) Secrets(owner int64) ([]SecretInfo, error) {
-	return listAll(s.db, `SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit FROM user_secrets WHERE owner=? OR shared=1 ORDER BY name, owner`,
+	return listAll(s.q, `SELECT owner, name, updated, shared, broker_hosts, broker_header, broker_limit FROM user_secrets WHERE owner=? OR shared=1 ORDER BY name, owner`,
 		scanSecretInfo, owner)
 }
 
 // DeleteSecret removes a user's secret.
 func (s *Store) DeleteSecret(owner int64, name string) error {
-	res, err := s.db.Exec(`DELETE FROM user_secrets WHERE owner=? AND name=?`, owner, name)
+	res, err := s.q.Exec(`DELETE FROM user_secrets WHERE owner=? AND name=?`, owner, name)
 	if err != nil {
 		return err
 	}
@@ -156,7 +156,7 @@ func (s *Store) AddBrokerUse(box, secret string, status int, refused bool, up, d
 	if refused {
 		ref = 1
 	}
-	_, err := s.db.Exec(`INSERT INTO broker_use (box, secret, requests, refused, bytes_up, bytes_down, s2, s4, s5, last_status, last_at)
+	_, err := s.q.Exec(`INSERT INTO broker_use (box, secret, requests, refused, bytes_up, bytes_down, s2, s4, s5, last_status, last_at)
 		VALUES (?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(box, secret) DO UPDATE SET requests=requests+excluded.requests, refused=refused+excluded.refused,
 		bytes_up=bytes_up+excluded.bytes_up, bytes_down=bytes_down+excluded.bytes_down,
@@ -168,7 +168,7 @@ func (s *Store) AddBrokerUse(box, secret string, status int, refused bool, up, d
 
 // BrokerUses lists a box's counts, by secret.
 func (s *Store) BrokerUses(box string) ([]BrokerUse, error) {
-	return listAll(s.db, `SELECT box, secret, requests, refused, bytes_up, bytes_down, s2, s4, s5, last_status, last_at FROM broker_use WHERE box=? ORDER BY secret`,
+	return listAll(s.q, `SELECT box, secret, requests, refused, bytes_up, bytes_down, s2, s4, s5, last_status, last_at FROM broker_use WHERE box=? ORDER BY secret`,
 		func(r scanner) (BrokerUse, error) {
 			var u BrokerUse
 			var at int64

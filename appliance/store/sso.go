@@ -33,7 +33,7 @@ func scanSSO(r scanner) (SSOLink, error) {
 
 // SSOUser reads the user a provider's subject signed in as.
 func (s *Store) SSOUser(provider, subject string) (User, SSOLink, error) {
-	l, err := scanSSO(s.db.QueryRow(`SELECT `+ssoCols+` FROM sso_users WHERE provider=? AND subject=?`, provider, subject))
+	l, err := scanSSO(s.q.QueryRow(`SELECT `+ssoCols+` FROM sso_users WHERE provider=? AND subject=?`, provider, subject))
 	if err != nil {
 		return User{}, l, err
 	}
@@ -43,7 +43,7 @@ func (s *Store) SSOUser(provider, subject string) (User, SSOLink, error) {
 
 // SSOLinks lists every user's link to a provider.
 func (s *Store) SSOLinks() ([]SSOLink, error) {
-	return listAll(s.db, `SELECT `+ssoCols+` FROM sso_users ORDER BY user_id`, scanSSO)
+	return listAll(s.q, `SELECT `+ssoCols+` FROM sso_users ORDER BY user_id`, scanSSO)
 }
 
 // AddSSOUser makes a user and their link together; ErrConflict when the
@@ -84,7 +84,7 @@ func (s *Store) UpdateSSO(l SSOLink, role string) error {
 
 // RevokeTokens removes every API token and session of a user: how many.
 func (s *Store) RevokeTokens(user int64) (int64, error) {
-	res, err := s.db.Exec(`DELETE FROM tokens WHERE user_id=?`, user)
+	res, err := s.q.Exec(`DELETE FROM tokens WHERE user_id=?`, user)
 	if err != nil {
 		return 0, err
 	}

@@ -34,6 +34,8 @@ var (
 // Store is the state database.
 type Store struct {
 	db *sql.DB
+	// q runs the queries made outside transactions (stmtCache).
+	q *stmtCache
 }
 
 var migrations = []string{
@@ -465,7 +467,7 @@ var WatchedTables = []string{"boxes", "drives", "snapshots", "jobs", "users", "g
 // Seen is a counter that every write to WatchedTables moves.
 func (s *Store) Seen() (int64, error) {
 	var n int64
-	err := s.db.QueryRow(`SELECT v FROM meta WHERE k='seen'`).Scan(&n)
+	err := s.q.QueryRow(`SELECT v FROM meta WHERE k='seen'`).Scan(&n)
 	return n, err
 }
 
@@ -475,19 +477,19 @@ type Leftover struct{ Kind, Target, Path string }
 
 // AddLeftover lists a staging folder before it is made.
 func (s *Store) AddLeftover(l Leftover) error {
-	_, err := s.db.Exec(`INSERT OR IGNORE INTO leftovers (kind, target, path) VALUES (?,?,?)`, l.Kind, l.Target, l.Path)
+	_, err := s.q.Exec(`INSERT OR IGNORE INTO leftovers (kind, target, path) VALUES (?,?,?)`, l.Kind, l.Target, l.Path)
 	return err
 }
 
 // DoneLeftover forgets a staging folder that was removed.
 func (s *Store) DoneLeftover(l Leftover) error {
-	_, err := s.db.Exec(`DELETE FROM leftovers WHERE kind=? AND target=? AND path=?`, l.Kind, l.Target, l.Path)
+	_, err := s.q.Exec(`DELETE FROM leftovers WHERE kind=? AND target=? AND path=?`, l.Kind, l.Target, l.Path)
 	return err
 }
 
 // Leftovers lists the staging folders not known to be removed.
 func (s *Store) Leftovers() ([]Leftover, error) {
-	rows, err := s.db.Query(`SELECT kind, target, path FROM leftovers ORDER BY kind, target, path`)
+	rows, err := s.q.Query(`SELECT kind, target, path FROM leftovers ORDER BY kind, target, path`)
 	if err != nil {
 		return nil, err
 	}
@@ -513,7 +515,7 @@ func Open(dir string) (*Store, error) {
 	}
 	// One writer at a time keeps SQLite's locking simple; reads are fast.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db}
+	s := &Store{db: db, q: newStmtCache(db)}
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s: %w", dir, err)
@@ -522,11 +524,14 @@ func Open(dir string) (*Store, error) {
 }
 
 // Close closes the database.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	s.q.close()
+	return s.db.Close()
+}
 
 func (s *Store) migrate() error {
 	var v int
-	if err := s.db.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
+	if err := s.q.QueryRow(`PRAGMA user_version`).Scan(&v); err != nil {
 		return err
 	}
 	for i := v; i < len(migrations); i++ {
@@ -552,7 +557,7 @@ func (s *Store) migrate() error {
 // Serial is the number of changes made to declared state so far.
 func (s *Store) Serial() (int64, error) {
 	var n int64
-	err := s.db.QueryRow(`SELECT v FROM meta WHERE k='serial'`).Scan(&n)
+	err := s.q.QueryRow(`SELECT v FROM meta WHERE k='serial'`).Scan(&n)
 	return n, err
 }
 
@@ -611,7 +616,7 @@ func mustJSON(v any) string {
 // BackupTo writes a consistent copy of the database to path (which must
 // not exist), while the server may go on writing: SQLite's VACUUM INTO.
 func (s *Store) BackupTo(path string) error {
-	_, err := s.db.Exec(`VACUUM INTO ?`, path)
+	_, err := s.q.Exec(`VACUUM INTO ?`, path)
 	return err
 }
 

@@ -74,7 +74,7 @@ func (s *Store) CreateUser(u User) (User, error) {
 
 // GetUser reads a user by id.
 func (s *Store) GetUser(id int64) (User, error) {
-	return scanUser(s.db.QueryRow(`SELECT `+userCols+` FROM users WHERE id=?`, id))
+	return scanUser(s.q.QueryRow(`SELECT `+userCols+` FROM users WHERE id=?`, id))
 }
 
 // GetUser reads a user by id in the transaction.
@@ -84,18 +84,18 @@ func (t *Tx) GetUser(id int64) (User, error) {
 
 // UserByName reads a user by name.
 func (s *Store) UserByName(name string) (User, error) {
-	return scanUser(s.db.QueryRow(`SELECT `+userCols+` FROM users WHERE name=?`, name))
+	return scanUser(s.q.QueryRow(`SELECT `+userCols+` FROM users WHERE name=?`, name))
 }
 
 // Users lists users by name.
 func (s *Store) Users() ([]User, error) {
-	return listAll(s.db, `SELECT `+userCols+` FROM users ORDER BY name`, scanUser)
+	return listAll(s.q, `SELECT `+userCols+` FROM users ORDER BY name`, scanUser)
 }
 
 // HasOwner reports whether an owner exists.
 func (s *Store) HasOwner() (bool, error) {
 	var n int
-	err := s.db.QueryRow(`SELECT count(*) FROM users WHERE role=?`, RoleOwner).Scan(&n)
+	err := s.q.QueryRow(`SELECT count(*) FROM users WHERE role=?`, RoleOwner).Scan(&n)
 	return n > 0, err
 }
 
@@ -160,7 +160,7 @@ func (s *Store) AddLink(l Link) error {
 func (s *Store) GetLink(hash string, now time.Time) (Link, error) {
 	var l Link
 	var c, e int64
-	err := s.db.QueryRow(`SELECT hash, kind, role, created, expires FROM links WHERE hash=? AND expires>?`, hash, unix(now)).
+	err := s.q.QueryRow(`SELECT hash, kind, role, created, expires FROM links WHERE hash=? AND expires>?`, hash, unix(now)).
 		Scan(&l.Hash, &l.Kind, &l.Role, &c, &e)
 	if errors.Is(err, sql.ErrNoRows) {
 		return l, ErrNotFound
@@ -229,7 +229,7 @@ func (s *Store) AddToken(t Token) error {
 	if t.Kind == "" {
 		t.Kind = TokenAPI
 	}
-	_, err := s.db.Exec(`INSERT INTO tokens (hash, name, created, user_id, kind, expires, csrf) VALUES (?,?,?,?,?,?,?)`,
+	_, err := s.q.Exec(`INSERT INTO tokens (hash, name, created, user_id, kind, expires, csrf) VALUES (?,?,?,?,?,?,?)`,
 		t.Hash, t.Name, unix(t.Created), t.UserID, t.Kind, expiresArg(t.Expires), t.CSRF)
 	return err
 }
@@ -240,7 +240,7 @@ func (s *Store) LookupToken(hash string, now time.Time) (Token, User, error) {
 	var u User
 	var c, uc int64
 	var exp sql.NullInt64
-	err := s.db.QueryRow(`SELECT t.hash, t.name, t.created, t.user_id, t.kind, t.expires, t.csrf,
+	err := s.q.QueryRow(`SELECT t.hash, t.name, t.created, t.user_id, t.kind, t.expires, t.csrf,
 		u.id, u.name, u.role, u.password, u.created
 		FROM tokens t JOIN users u ON u.id = t.user_id WHERE t.hash=?`, hash).
 		Scan(&t.Hash, &t.Name, &c, &t.UserID, &t.Kind, &exp, &t.CSRF, &u.ID, &u.Name, &u.Role, &u.Password, &uc)
@@ -263,7 +263,7 @@ func (s *Store) LookupToken(hash string, now time.Time) (Token, User, error) {
 
 // Tokens lists a user's tokens of a kind by name.
 func (s *Store) Tokens(user int64, kind string) ([]Token, error) {
-	return listAll(s.db, `SELECT hash, name, created, user_id, kind FROM tokens WHERE user_id=? AND kind=? ORDER BY name`, func(r scanner) (Token, error) {
+	return listAll(s.q, `SELECT hash, name, created, user_id, kind FROM tokens WHERE user_id=? AND kind=? ORDER BY name`, func(r scanner) (Token, error) {
 		var t Token
 		var c int64
 		err := r.Scan(&t.Hash, &t.Name, &c, &t.UserID, &t.Kind)
@@ -274,7 +274,7 @@ func (s *Store) Tokens(user int64, kind string) ([]Token, error) {
 
 // DeleteToken revokes a user's API tokens with a name.
 func (s *Store) DeleteToken(user int64, name string) error {
-	res, err := s.db.Exec(`DELETE FROM tokens WHERE user_id=? AND kind=? AND name=?`, user, TokenAPI, name)
+	res, err := s.q.Exec(`DELETE FROM tokens WHERE user_id=? AND kind=? AND name=?`, user, TokenAPI, name)
 	if err != nil {
 		return err
 	}
@@ -283,7 +283,7 @@ func (s *Store) DeleteToken(user int64, name string) error {
 
 // DeleteTokenHash revokes one token (logout).
 func (s *Store) DeleteTokenHash(hash string) error {
-	res, err := s.db.Exec(`DELETE FROM tokens WHERE hash=?`, hash)
+	res, err := s.q.Exec(`DELETE FROM tokens WHERE hash=?`, hash)
 	if err != nil {
 		return err
 	}
