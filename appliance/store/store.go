@@ -5,7 +5,8 @@
 // Every change to declared state increments a serial in the same
 // transaction, so a plan can name the state it was computed from. The
 // database runs in WAL mode; migrations are numbered and applied in order at
-// open.
+// open. Queries made outside a transaction run from statements prepared
+// once and kept (stmtCache), not parsed again at each call.
 package store
 
 import (
