@@ -257,6 +257,9 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	svc.RecoverMoves(ctx)
 	// Image builds it cut off leave no builder box, image or context.
 	svc.RecoverBuilds(ctx)
+	// A box claimed just before the last stop may still have a pool
+	// box's CPU share.
+	go svc.ForegroundClaimed(ctx)
 
 	resolver, err := startResolver(cfg, fw, boxNet, log)
 	if err != nil {

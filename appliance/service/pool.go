@@ -134,6 +134,32 @@ func (s *Service) foregroundClaimed(ctx context.Context, b store.Box) {
 	}()
 }
 
+// ForegroundClaimed gives every running box claimed from the pool a box's
+// CPU share if it still has a pool box's: one claimed just before paddockd
+// stopped, before foregroundClaimed's update ran, would keep the small
+// share for good. paddockd runs it once at its start; a box that has the
+// usual share is only looked at.
+func (s *Service) ForegroundClaimed(ctx context.Context) {
+	fg, ok := s.Driver.(driver.Foregrounder)
+	if !ok {
+		return
+	}
+	boxes, err := s.Store.ListBoxes()
+	if err != nil {
+		s.Log.Warn("claimed boxes' CPU shares not checked", "err", err)
+		return
+	}
+	for _, b := range boxes {
+		// A claimed box runs in its pool box's container (Engine).
+		if b.Engine == "" || b.Observed != "running" {
+			continue
+		}
+		if err := fg.Foreground(ctx, b.Key()); err != nil {
+			s.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
+		}
+	}
+}
+
 func (s *Service) poolChanged() {
 	if s.PoolChanged != nil {
 		s.PoolChanged()

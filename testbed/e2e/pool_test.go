@@ -180,6 +180,17 @@ func TestPoolClaimCrash(t *testing.T) {
 			if out, err := cli("exec", b.Name, "--", "curl", "-sS", "-m", "5", "http://198.18.2.2/"); err != nil {
 				t.Fatalf("box %s (allow-all) does not reach the test internet: %v\n%s", b.Name, err, out)
 			}
+			// One claimed just before the kill still had its pool box's
+			// small CPU share (its update waits for a lull): paddockd's
+			// start gives it a box's.
+			var key string
+			if err := db.QueryRow(`SELECT CASE WHEN engine = '' THEN name ELSE engine END FROM boxes WHERE name=?`, b.Name).Scan(&key); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, "box "+b.Name+" to have a box's CPU share (1024), not a pool box's", func() bool {
+				out, _ := exec.Command("docker", "inspect", "-f", "{{.HostConfig.CpuShares}}", d.Instance+"-"+key).Output()
+				return strings.TrimSpace(string(out)) == "1024"
+			})
 		}
 	}
 	ready()

@@ -473,8 +473,17 @@ func cpuShares(background bool) int64 {
 var _ driver.Foregrounder = (*Driver)(nil)
 
 // Foreground gives a box made in the background a box's usual CPU share.
+// A box that has it already is left as it is: the engine's update runs a
+// process of the runtime, its look does not.
 func (d *Driver) Foreground(ctx context.Context, box string) error {
-	_, err := d.c.ContainerUpdate(ctx, d.containerName(box), client.ContainerUpdateOptions{
+	ins, err := d.c.ContainerInspect(ctx, d.containerName(box), client.ContainerInspectOptions{})
+	if err != nil {
+		return wrap(err)
+	}
+	if hc := ins.Container.HostConfig; hc != nil && hc.CPUShares == boxShares {
+		return nil
+	}
+	_, err = d.c.ContainerUpdate(ctx, d.containerName(box), client.ContainerUpdateOptions{
 		Resources: &container.Resources{CPUShares: boxShares},
 	})
 	return wrap(err)
