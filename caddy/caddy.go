@@ -134,11 +134,11 @@ func Config(s Site) ([]byte, error) {
 		// Uploads and downloads (pushes, pulls, drive backups) pass in
 		// 256 KiB writes, not the transport's 4 KiB.
 		"transport": obj{"protocol": "http", "read_buffer_size": streamBuffer, "write_buffer_size": streamBuffer},
-		// When a configuration is replaced (paddockd restarted with
-		// another), Caddy closes the upgraded connections of the one
-		// replaced (execs, terminals, desktops) at once unless told to
-		// wait: they are left this long instead, and end as they would
-		// have.
+		// When a running configuration is replaced (Front.Apply with a
+		// changed Site; paddockd itself loads one, at its start), Caddy
+		// closes the upgraded connections of the one replaced (execs,
+		// terminals, desktops) at once unless told to wait: they are
+		// left this long instead, and end as they would have.
 		"stream_close_delay": streamCloseDelay,
 	}
 	routes := []obj{
