@@ -27,6 +27,10 @@
 // certificate it also no longer tells anyone without an account which
 // box names exist: Caddy's 404 for the names outside the route did.
 //
+// Certificates, keys and the CA are kept in files, in the layout of Caddy's
+// file_system storage, by a storage of its own (storage.go) that does not
+// let Caddy's storage cleaner remove a site's folder under an issuance.
+//
 // Only the Caddy modules used are compiled in (not modules/standard). Caddy's
 // admin endpoint is off: configuration changes only through Apply, which
 // loads the new configuration before stopping the old (Caddy's own
@@ -49,7 +53,6 @@ import (
 	_ "github.com/caddyserver/caddy/v2/modules/caddyhttp/reverseproxy"
 	_ "github.com/caddyserver/caddy/v2/modules/caddypki"
 	_ "github.com/caddyserver/caddy/v2/modules/caddytls"
-	_ "github.com/caddyserver/caddy/v2/modules/filestorage"
 )
 
 // Site is what the front door's configuration is made from.
@@ -191,7 +194,7 @@ func Config(s Site) ([]byte, error) {
 	return json.Marshal(obj{
 		"admin":   obj{"disabled": true, "config": obj{"persist": false}},
 		"logging": obj{"logs": obj{"default": obj{"level": "WARN"}}},
-		"storage": obj{"module": "file_system", "root": s.StorageDir},
+		"storage": obj{"module": storageModuleName, "root": s.StorageDir},
 		"apps":    apps,
 	})
 }
