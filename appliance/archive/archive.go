@@ -489,6 +489,7 @@ func unpack(r io.Reader, dir string, c Checker, owned bool) error {
 	}
 	defer root.Close()
 	u := unpacker{root: root, strip: c.Strip, owned: owned, made: map[string]bool{}, buf: make([]byte, 256<<10)}
+	defer u.closeFolders()
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
@@ -526,18 +527,110 @@ func stripComponents(name string, n int) string {
 // unpacker writes entries under root. It remembers the folders it made
 // (so that a file's folder is made once, not looked up for each file) and
 // copies through one buffer.
+//
+// An os.Root looks up every folder of a name for each operation on it (an
+// open and a close each): a file six folders down cost seven opens. Unless
+// it gives files away (owned), the unpacker keeps the last folders it
+// wrote into open, each as an os.Root of its own opened through root, and
+// works on an entry through its folder's: one open a file. A folder kept
+// open stays the folder it was when opened, inside the target: if
+// something else renames it meanwhile, entries follow it. That is why an
+// owned unpack (which runs with the rights to give files away) does not
+// keep folders: it looks each name up from the target, every time. An
+// unpack that does not own runs with no more rights than whoever could
+// rename its folders (a push into a box runs as the box's user, in the
+// box), so where the folder went it could write itself.
 type unpacker struct {
 	root  *os.Root
 	strip int
 	owned bool // UnpackOwned
 	made  map[string]bool
 	buf   []byte
+	open  []openFolder // most recently used last; at most keptFolders
 }
 
-// mkdirAll makes d (and its parents) unless this unpacker made it.
+// openFolder is a folder of the target kept open: its slash path under
+// the target and its root.
+type openFolder struct {
+	name string
+	root *os.Root
+}
+
+// keptFolders bounds the folders an unpacker keeps open. An archive
+// written by a walk comes folder by folder, coming back to a folder after
+// each of its subfolders: a few kept catch nearly every entry.
+const keptFolders = 8
+
+// at gives the root to work on name through and name relative to it.
+func (u *unpacker) at(name string) (*os.Root, string, error) {
+	dir := path.Dir(name)
+	if u.owned || dir == "." {
+		return u.root, name, nil
+	}
+	base := path.Base(name)
+	for i := len(u.open) - 1; i >= 0; i-- {
+		if f := u.open[i]; f.name == dir {
+			if i != len(u.open)-1 {
+				copy(u.open[i:], u.open[i+1:])
+				u.open[len(u.open)-1] = f
+			}
+			return f.root, base, nil
+		}
+	}
+	// Through the parent's root when it is kept (one open, not one per
+	// folder of the path), from the target when that fails: a symlink
+	// inside the target may lead out of the parent.
+	var r *os.Root
+	if p := u.kept(path.Dir(dir)); p != nil {
+		r, _ = p.OpenRoot(path.Base(dir))
+	}
+	if r == nil {
+		var err error
+		if r, err = u.root.OpenRoot(dir); err != nil {
+			return nil, "", err
+		}
+	}
+	if len(u.open) == keptFolders {
+		u.open[0].root.Close()
+		u.open = append(u.open[:0], u.open[1:]...)
+	}
+	u.open = append(u.open, openFolder{dir, r})
+	return r, base, nil
+}
+
+// kept is the folder dir's root if it is kept open ("." is the target).
+func (u *unpacker) kept(dir string) *os.Root {
+	if dir == "." {
+		return u.root
+	}
+	for i := len(u.open) - 1; i >= 0; i-- {
+		if u.open[i].name == dir {
+			return u.open[i].root
+		}
+	}
+	return nil
+}
+
+func (u *unpacker) closeFolders() {
+	for _, f := range u.open {
+		f.root.Close()
+	}
+	u.open = nil
+}
+
+// mkdirAll makes d (and its parents) unless this unpacker made it: in
+// its parent's folder kept open when this unpacker made the parent, and
+// from the target otherwise (and when something is already there).
 func (u *unpacker) mkdirAll(d string) error {
 	if d == "." || u.made[d] {
 		return nil
+	}
+	if p := path.Dir(d); !u.owned && (p == "." || u.made[p]) {
+		root, base, err := u.at(d)
+		if err == nil && root.Mkdir(base, 0o755) == nil {
+			u.made[d] = true
+			return nil
+		}
 	}
 	if err := u.root.MkdirAll(d, 0o755); err != nil {
 		return err
@@ -554,15 +647,19 @@ type writeOnly struct{ w io.Writer }
 
 func (w writeOnly) Write(p []byte) (int, error) { return w.w.Write(p) }
 
-func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
+func (u *unpacker) one(tr *tar.Reader, h *tar.Header, full string) error {
+	name := full
 	if err := u.mkdirAll(path.Dir(name)); err != nil {
 		return err
 	}
-	root := u.root
+	root, name, err := u.at(name)
+	if err != nil {
+		return err
+	}
 	mode := fs.FileMode(h.Mode) & fs.ModePerm
 	switch h.Typeflag {
 	case tar.TypeDir:
-		if err := u.mkdirAll(name); err != nil {
+		if err := u.mkdirAll(full); err != nil {
 			return err
 		}
 		if u.owned {
@@ -620,7 +717,7 @@ func (u *unpacker) one(tr *tar.Reader, h *tar.Header, name string) error {
 			return unsafe(h.Name, "hard link target outside the target")
 		}
 		root.Remove(name)
-		return root.Link(target, name)
+		return u.root.Link(target, full)
 	case tar.TypeFifo:
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -217,5 +219,150 @@ func TestSparseAndSizeBounds(t *testing.T) {
 		t.Errorf("within the bound: %v", err)
 	} else {
 		sp.Close()
+	}
+}
+
+// pausing reads r and calls hook once, just before anything at or past
+// offset at is read: a tar reader reads the next header only when its
+// caller asks for the next entry, so with at the offset of an entry's
+// header, hook runs after the entries before it were written.
+type pausing struct {
+	r    *bytes.Reader
+	at   int64
+	hook func()
+}
+
+func (p *pausing) Read(b []byte) (int, error) {
+	pos := p.r.Size() - int64(p.r.Len())
+	if p.hook != nil && pos >= p.at {
+		p.hook()
+		p.hook = nil
+	}
+	if p.hook != nil && pos+int64(len(b)) > p.at {
+		b = b[:p.at-pos]
+	}
+	return p.r.Read(b)
+}
+
+// entryOffset is where the header of the entry named name starts in the
+// archive b.
+func entryOffset(t *testing.T, b []byte, name string) int64 {
+	t.Helper()
+	for off := 0; off+512 <= len(b); off += 512 {
+		h, err := tar.NewReader(bytes.NewReader(b[off : off+512])).Next()
+		if err == nil && h.Name == name {
+			return int64(off)
+		}
+	}
+	t.Fatalf("no entry %s", name)
+	return 0
+}
+
+// TestUnpackFolderSwappedDuringTheUnpack: a folder the unpack is writing
+// into is swapped, between two of its entries, for a symlink out of the
+// target (what a box could do to a push's stage as it is written). No
+// later entry lands outside, whether the unpack keeps its folders open or
+// (owned) looks each name up from the target, and whether the folder is
+// still kept open at the swap or was let go (entries in other folders
+// came between) and is opened again.
+func TestUnpackFolderSwappedDuringTheUnpack(t *testing.T) {
+	for _, c := range []struct{ owned, evict bool }{{false, false}, {false, true}, {true, false}, {true, true}} {
+		owned := c.owned
+		outside, dest := t.TempDir(), t.TempDir()
+		es := []entry{{name: "p/q/a", body: "a"}}
+		if c.evict {
+			for i := 0; i <= keptFolders; i++ {
+				es = append(es, entry{name: fmt.Sprintf("o%d/f", i), body: "o"})
+			}
+		}
+		es = append(es, entry{name: "p/q/b", body: "b"}, entry{name: "p/q/r/c", body: "c"})
+		b := mk(es...).Bytes()
+		r := &pausing{r: bytes.NewReader(b), at: entryOffset(t, b, "p/q/b"), hook: func() {
+			if err := os.Rename(filepath.Join(dest, "p", "q"), filepath.Join(dest, "moved")); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(outside, filepath.Join(dest, "p", "q")); err != nil {
+				t.Fatal(err)
+			}
+		}}
+		unpack := UnpackWith
+		if owned {
+			unpack = UnpackOwned
+		}
+		err := unpack(r, dest, Checker{})
+		if r.hook != nil {
+			t.Fatalf("owned %v: the unpack ended before the swap: %v", owned, err)
+		}
+		if left, _ := os.ReadDir(outside); len(left) > 0 {
+			t.Fatalf("%+v: the unpack wrote %s outside its target through a folder swapped for a symlink (err %v)", c, left[0].Name(), err)
+		}
+		if !owned && !c.evict {
+			// The folder kept open is the one moved: the entries follow it.
+			if got, _ := os.ReadFile(filepath.Join(dest, "moved", "b")); string(got) != "b" {
+				t.Fatalf("the entry after the swap is not in the folder moved: %q", got)
+			}
+		}
+	}
+}
+
+// TestUnpackOwnedDoesNotFollowAFolderMovedOut: an owned unpack (which may
+// give files away) looks every name up from its target: a folder moved
+// out of the target between two of its entries is not written into
+// again.
+func TestUnpackOwnedDoesNotFollowAFolderMovedOut(t *testing.T) {
+	base := t.TempDir()
+	dest, outside := filepath.Join(base, "dest"), filepath.Join(base, "outside")
+	os.Mkdir(dest, 0o755)
+	os.Mkdir(outside, 0o755)
+	b := mk(entry{name: "p/q/a", body: "a"}, entry{name: "p/q/b", body: "b"}).Bytes()
+	r := &pausing{r: bytes.NewReader(b), at: entryOffset(t, b, "p/q/b"), hook: func() {
+		if err := os.Rename(filepath.Join(dest, "p", "q"), filepath.Join(outside, "q")); err != nil {
+			t.Fatal(err)
+		}
+	}}
+	UnpackOwned(r, dest, Checker{})
+	if r.hook != nil {
+		t.Fatal("the unpack ended before the move")
+	}
+	if _, err := os.Lstat(filepath.Join(outside, "q", "b")); err == nil {
+		t.Fatal("an owned unpack wrote into a folder moved out of its target")
+	}
+}
+
+// TestUnpackKeepsFoldersRight: an archive that comes back to folders
+// after their subfolders, with more folders than the unpack keeps open,
+// and an entry that replaces an empty folder with a file, lands as the
+// same archive unpacked by an owned unpack (which keeps none open).
+func TestUnpackKeepsFoldersRight(t *testing.T) {
+	var es []entry
+	for i := 0; i < 3*keptFolders; i++ {
+		d := fmt.Sprintf("d%02d", i%(2*keptFolders))
+		es = append(es, entry{name: d + "/sub/deeper/f", body: fmt.Sprint(i)}, entry{name: d + "/f", body: fmt.Sprint(i)})
+	}
+	es = append(es, entry{name: "e/", typ: tar.TypeDir}, entry{name: "e/empty/", typ: tar.TypeDir}, entry{name: "e/x", body: "x"},
+		entry{name: "e/empty", body: "now a file"}, entry{name: "e/y", body: "y"})
+	b := mk(es...).Bytes()
+	kept, looked := t.TempDir(), t.TempDir()
+	if err := UnpackWith(bytes.NewReader(b), kept, Checker{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := UnpackOwned(bytes.NewReader(b), looked, Checker{}); err != nil {
+		t.Fatal(err)
+	}
+	list := func(dir string) string {
+		var s strings.Builder
+		filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+			rel, _ := filepath.Rel(dir, p)
+			body, _ := os.ReadFile(p)
+			fmt.Fprintf(&s, "%s %v %q\n", rel, d.IsDir(), body)
+			return nil
+		})
+		return s.String()
+	}
+	if a, b := list(kept), list(looked); a != b {
+		t.Fatalf("kept folders open:\n%s\nlooked each name up:\n%s", a, b)
+	}
+	if got, _ := os.ReadFile(filepath.Join(kept, "e", "empty")); string(got) != "now a file" {
+		t.Fatalf("e/empty: %q", got)
 	}
 }
