@@ -30,6 +30,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -105,8 +106,49 @@ func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) samp
 			teardown(i)
 		}
 	}
+	return summarize(ds)
+}
+
+func summarize(ds []time.Duration) sample {
 	sort.Slice(ds, func(a, b int) bool { return ds[a] < ds[b] })
 	return sample{P50: ds[len(ds)/2], P95: ds[min(len(ds)-1, len(ds)*95/100)], N: len(ds)}
+}
+
+// step is one side of a row: op timed, setup and teardown around it not.
+type step struct{ setup, op, teardown func(i int) }
+
+// timePair times paddock's side and the raw side of a copy row in turns
+// (paddock first in even runs, the raw side first in odd ones), and has
+// the kernel write out dirty pages before each timed run (untimed). Timed
+// as two blocks of runs, the writeback of one side's last copy and of its
+// teardown fell into the other side's first run, and a drift of the
+// machine's disk over a block (this machine's varies two- to threefold
+// within minutes) fell on one side only.
+func timePair(n int, p, d step) (sample, sample) {
+	var ps, ds []time.Duration
+	run := func(s step, i int) time.Duration {
+		if s.setup != nil {
+			s.setup(i)
+		}
+		syscall.Sync()
+		start := time.Now()
+		s.op(i)
+		took := time.Since(start)
+		if s.teardown != nil {
+			s.teardown(i)
+		}
+		return took
+	}
+	for i := 0; i < n; i++ {
+		if i%2 == 0 {
+			ps = append(ps, run(p, i))
+			ds = append(ds, run(d, i))
+		} else {
+			ds = append(ds, run(d, i))
+			ps = append(ps, run(p, i))
+		}
+	}
+	return summarize(ps), summarize(ds)
 }
 
 // sample is the p50 and p95 of n timed runs.
@@ -303,31 +345,28 @@ func main() {
 		rows = append(rows, row{"exec true through HTTPS (Caddy)", p, dk})
 	}
 
-	p = timeIt(*bigN, nil, func(i int) {
+	p, dk = timePair(*bigN, step{op: func(i int) {
 		rf.paddock("push", "bench", big, "--to", fmt.Sprintf("/tmp/pushs%d", i))
-	}, func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/pushs%d", i)) })
-	dk = timeIt(*bigN, nil, func(i int) {
+	}, teardown: func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/pushs%d", i)) }}, step{op: func(i int) {
 		r.docker("cp", big, fmt.Sprintf("%s:/tmp/cps%d", rawBox, i))
-	}, func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cps%d", i)) })
+	}, teardown: func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cps%d", i)) }})
 	rows = append(rows, row{"push 100 MB, one file, through HTTPS", p, dk})
 
 	for _, tree := range []struct{ name, dir string }{{"100 MB, 10k small files", small}, {"100 MB, one file", big}, {modulesName, modules}} {
-		p = timeIt(*bigN, nil, func(i int) {
+		p, dk = timePair(*bigN, step{op: func(i int) {
 			r.paddock("push", "bench", tree.dir, "--to", fmt.Sprintf("/tmp/push%d", i))
-		}, func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/push%d", i)) })
-		dk = timeIt(*bigN, nil, func(i int) {
+		}, teardown: func(i int) { r.paddock("exec", "bench", "--", "rm", "-rf", fmt.Sprintf("/tmp/push%d", i)) }}, step{op: func(i int) {
 			r.docker("cp", tree.dir, fmt.Sprintf("%s:/tmp/cp%d", rawBox, i))
-		}, func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cp%d", i)) })
+		}, teardown: func(i int) { r.docker("exec", rawBox, "rm", "-rf", fmt.Sprintf("/tmp/cp%d", i)) }})
 		rows = append(rows, row{"push " + tree.name, p, dk})
 
 		r.paddock("push", "bench", tree.dir, "--to", "/tmp/src")
 		r.docker("cp", tree.dir, rawBox+":/tmp/src")
-		p = timeIt(*bigN, nil, func(i int) {
+		p, dk = timePair(*bigN, step{op: func(i int) {
 			r.paddock("pull", "bench", "/tmp/src", "--to", filepath.Join(work, fmt.Sprintf("pull%d", i)))
-		}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("pull%d", i))) })
-		dk = timeIt(*bigN, nil, func(i int) {
+		}, teardown: func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("pull%d", i))) }}, step{op: func(i int) {
 			r.docker("cp", rawBox+":/tmp/src", filepath.Join(work, fmt.Sprintf("cp%d", i)))
-		}, func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("cp%d", i))) })
+		}, teardown: func(i int) { os.RemoveAll(filepath.Join(work, fmt.Sprintf("cp%d", i))) }})
 		rows = append(rows, row{"pull " + tree.name, p, dk})
 		r.paddock("exec", "bench", "--", "rm", "-rf", "/tmp/src")
 		r.docker("exec", rawBox, "rm", "-rf", "/tmp/src")
@@ -335,14 +374,13 @@ func main() {
 
 	// A push into a box just made (its start goes on beside the push),
 	// beside docker cp into a container just run.
-	p = timeIt(*bigN, func(i int) { r.paddock("new", "--name", fmt.Sprintf("j%d", i)) }, func(i int) {
+	p, dk = timePair(*bigN, step{setup: func(i int) { r.paddock("new", "--name", fmt.Sprintf("j%d", i)) }, op: func(i int) {
 		r.paddock("push", fmt.Sprintf("j%d", i), modules, "--to", "/tmp/push")
-	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("j%d", i)) })
-	dk = timeIt(*bigN, func(i int) {
+	}, teardown: func(i int) { r.paddock("rm", "--force", fmt.Sprintf("j%d", i)) }}, step{setup: func(i int) {
 		r.docker("run", "-d", "--init", "--label", label, "--name", fmt.Sprintf("%s-j%d", raw, i), image)
-	}, func(i int) {
+	}, op: func(i int) {
 		r.docker("cp", modules, fmt.Sprintf("%s-j%d:/tmp/cp", raw, i))
-	}, func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-j%d", raw, i)) })
+	}, teardown: func(i int) { r.docker("rm", "-f", fmt.Sprintf("%s-j%d", raw, i)) }})
 	rows = append(rows, row{"push " + modulesName + " into a box just made", p, dk})
 
 	// Drive restore and backup of the 100 MB file, beside the same copies
@@ -355,15 +393,14 @@ func main() {
 	viaContainer := func(script string) {
 		r.run("sh", "-c", fmt.Sprintf(`c=$(docker create --label %s -v %s-bk:/v %s) && %s; s=$?; docker rm -f "$c" >/dev/null; exit $s`, label, raw, image, script))
 	}
-	p = timeIt(*bigN, nil, func(int) { r.paddock("drive", "restore", "bk", bigTar, "--yes") }, nil)
-	dk = timeIt(*bigN, nil, func(int) { viaContainer(`docker cp - "$c:/v" < ` + bigTar) }, nil)
+	p, dk = timePair(*bigN, step{op: func(int) { r.paddock("drive", "restore", "bk", bigTar, "--yes") }},
+		step{op: func(int) { viaContainer(`docker cp - "$c:/v" < ` + bigTar) }})
 	rows = append(rows, row{"drive restore 100 MB, one file", p, dk})
-	p = timeIt(*bigN, nil, func(i int) {
+	p, dk = timePair(*bigN, step{op: func(i int) {
 		r.paddock("drive", "backup", "bk", "--to", filepath.Join(work, fmt.Sprintf("bk%d.tar", i)))
-	}, func(i int) { os.Remove(filepath.Join(work, fmt.Sprintf("bk%d.tar", i))) })
-	dk = timeIt(*bigN, nil, func(i int) {
+	}, teardown: func(i int) { os.Remove(filepath.Join(work, fmt.Sprintf("bk%d.tar", i))) }}, step{op: func(i int) {
 		viaContainer(fmt.Sprintf(`docker cp "$c:/v" - > %s`, filepath.Join(work, fmt.Sprintf("raw%d.tar", i))))
-	}, func(i int) { os.Remove(filepath.Join(work, fmt.Sprintf("raw%d.tar", i))) })
+	}, teardown: func(i int) { os.Remove(filepath.Join(work, fmt.Sprintf("raw%d.tar", i))) }})
 	rows = append(rows, row{"drive backup 100 MB, one file", p, dk})
 	r.paddock("drive", "rm", "bk")
 	r.docker("volume", "rm", raw+"-bk")
