@@ -117,9 +117,10 @@ func summarize(ds []time.Duration) sample {
 // step is one side of a row: op timed, setup and teardown around it not.
 type step struct{ setup, op, teardown func(i int) }
 
-// timePair times paddock's side and the raw side of a copy row in turns
-// (paddock first in even runs, the raw side first in odd ones), and has
-// the kernel write out dirty pages before each timed run (untimed). Timed
+// timePair times paddock's side and the raw side of a row that writes to
+// the disk (copies, snapshots) in turns (paddock first in even runs, the
+// raw side first in odd ones), and has the kernel write out dirty pages
+// before each timed run (untimed). Timed
 // as two blocks of runs, the writeback of one side's last copy and of its
 // teardown fell into the other side's first run, and a drift of the
 // machine's disk over a block (this machine's varies two- to threefold
@@ -411,27 +412,27 @@ func main() {
 
 	r.paddock("exec", "bench", "--", "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")
 	r.docker("exec", rawBox, "sh", "-c", "head -c 20000000 /dev/urandom > /config/state.bin")
-	p = timeIt(*n, nil, func(int) { r.paddock("snapshot", "bench") }, nil)
-	dk = timeIt(*n, nil, func(i int) {
+	// Snapshots, forks and stops write the box's changes into an image:
+	// timed in turns, as the copies are.
+	p, dk = timePair(*n, step{op: func(int) { r.paddock("snapshot", "bench") }}, step{op: func(i int) {
 		r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-snap:%d", raw, i))
-	}, nil)
+	}})
 	rows = append(rows, row{"snapshot (20 MB changed)", p, dk})
 
-	p = timeIt(*n, nil, func(i int) {
-		r.paddock("fork", "bench", "--name", fmt.Sprintf("f%d", i))
-	}, func(i int) { r.paddock("rm", "--force", fmt.Sprintf("f%d", i)) })
 	// The raw side makes what a fork makes: a box's container (rawRun, as
 	// the create row's raw side), from the commit. (Until 4 December it
 	// ran the commit in a plain container: no box network, address,
 	// volume or limits.)
-	dk = timeIt(*n, nil, func(i int) {
+	p, dk = timePair(*n, step{op: func(i int) {
+		r.paddock("fork", "bench", "--name", fmt.Sprintf("f%d", i))
+	}, teardown: func(i int) { r.paddock("rm", "--force", fmt.Sprintf("f%d", i)) }}, step{op: func(i int) {
 		ref := fmt.Sprintf("%s-fork:%d", raw, i)
 		r.docker("commit", "-c", "LABEL "+label, rawBox, ref)
 		rawRun(r, d, raw, ref, fmt.Sprintf("%s-f%d", raw, i), i)
-	}, func(i int) {
+	}, teardown: func(i int) {
 		r.docker("rm", "-f", fmt.Sprintf("%s-f%d", raw, i))
 		r.docker("volume", "rm", fmt.Sprintf("%s-f%d-v", raw, i))
-	})
+	}})
 	rows = append(rows, row{"fork (snapshot + new box)", p, dk})
 
 	r.paddock("new", "--name", "desk", "--desktop")
@@ -442,11 +443,11 @@ func main() {
 	}, nil)
 	rows = append(rows, row{"screenshot 1280x800", p, dk})
 
-	p = timeIt(*n, func(int) { r.paddock("start", "bench") }, func(int) { r.paddock("stop", "bench") }, nil)
-	dk = timeIt(*n, func(int) { r.docker("start", rawBox) }, func(i int) {
-		r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-stop:%d", raw, i))
-		r.docker("stop", rawBox)
-	}, nil)
+	p, dk = timePair(*n, step{setup: func(int) { r.paddock("start", "bench") }, op: func(int) { r.paddock("stop", "bench") }},
+		step{setup: func(int) { r.docker("start", rawBox) }, op: func(i int) {
+			r.docker("commit", "-c", "LABEL "+label, rawBox, fmt.Sprintf("%s-stop:%d", raw, i))
+			r.docker("stop", rawBox)
+		}})
 	rows = append(rows, row{"stop (snapshot + stop)", p, dk})
 
 	poolRows := benchPool(bins, image, work, *n, *poolIdle)
