@@ -88,7 +88,7 @@ func startBroker(cfg config.Config, svc *service.Service, boxNet policies.Networ
 	if err != nil {
 		return nil, fmt.Errorf("the credential broker (broker_port): %w", err)
 	}
-	srv := &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute}
+	srv := &http.Server{Handler: b, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute, ErrorLog: serverLog(log)}
 	go srv.Serve(l)
 	svc.BrokerURL, svc.BrokerKey = "http://"+addr, key
 	log.Info("credential broker", "listen", addr)

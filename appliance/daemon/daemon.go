@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	stdlog "log"
 	"log/slog"
 	"net"
 	"net/http"
@@ -124,6 +125,21 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 		lvl = slog.LevelInfo
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: lvl}))
+}
+
+// serverLog is the log an http.Server of paddockd's writes its own errors
+// to: a handler's panic (which net/http recovers, closing the request's
+// connection: an exec's client reads EOF), a failed accept, a bad TLS
+// handshake. Left nil, they go to the standard library's log, which the
+// front door's Caddy sends to its own logger at a level its configuration
+// drops: a panic in a handler was nowhere.
+func serverLog(log *slog.Logger) *stdlog.Logger {
+	return slog.NewLogLogger(log.Handler(), slog.LevelError)
+}
+
+// apiServer is the server of paddockd's API, pages and previews.
+func apiServer(h http.Handler, log *slog.Logger) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: serverLog(log)}
 }
 
 func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) error {
@@ -309,12 +325,9 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		prev = &preview.Handler{Store: st, Pages: pages, Hostname: "localhost", Scheme: "http", Port: port,
 			Main: net.JoinHostPort(host, port), Dial: svc.DialBox, Use: svc.Use}
 	}
-	srv := &http.Server{
-		Handler: (&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
-			Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev,
-			CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-	}
+	srv := apiServer((&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
+		Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev,
+		CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(), log)
 	var listeners []net.Listener
 	if cfg.Socket != "" {
 		os.Remove(cfg.Socket)

@@ -267,7 +267,7 @@ func serveJoins(ctx context.Context, addr string, svc *service.Service, log *slo
 		}
 		join.ServeHTTP(w, r)
 	})
-	srv := &http.Server{Handler: h, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second, ErrorLog: serverLog(log)}
 	go srv.ServeTLS(l, "", "")
 	log.Info("cluster listener", "listen", l.Addr().String())
 	return func() { srv.Close() }, nil

@@ -375,6 +375,11 @@ func stream(w http.ResponseWriter, rc io.ReadCloser, err error) {
 func (a *Agent) Serve(ctx context.Context, l net.Listener, cfg *tls.Config) error {
 	a.left = make(chan struct{})
 	srv := &http.Server{Handler: a.Handler(), TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second}
+	if a.Log != nil {
+		// Its own errors (a handler's panic) in the agent's log: the
+		// standard library's goes where Caddy sends it, if Caddy runs.
+		srv.ErrorLog = slog.NewLogLogger(a.Log.Handler(), slog.LevelError)
+	}
 	go func() {
 		select {
 		case <-ctx.Done():
