@@ -130,9 +130,9 @@ func logger(cfg config.Config, w io.Writer) *slog.Logger {
 // serverLog is the log an http.Server of paddockd's writes its own errors
 // to: a handler's panic (which net/http recovers, closing the request's
 // connection: an exec's client reads EOF), a failed accept, a bad TLS
-// handshake. Left nil, they go to the standard library's log, which the
-// front door's Caddy sends to its own logger at a level its configuration
-// drops: a panic in a handler was nowhere.
+// handshake. They are paddockd's errors, in paddockd's log at ERROR. Left
+// nil, they went to the standard library's log, which the front door's
+// Caddy turns into one JSON line at INFO among its own.
 func serverLog(log *slog.Logger) *stdlog.Logger {
 	return slog.NewLogLogger(log.Handler(), slog.LevelError)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/caddy"
+	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
 type lockedBuffer struct {
@@ -31,19 +32,19 @@ func (l *lockedBuffer) String() string {
 }
 
 func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := harness.FreeAddr()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return a
 }
 
 // TestHandlerPanicIsLogged: with the front door running (its Caddy takes
-// over the standard library's log), a panic in a handler of paddockd's
-// server (apiServer, the one serve runs) is in paddockd's log, with what
-// it said. net/http recovers such
-// a panic and closes the connection; an exec's client only reads EOF.
+// over the standard library's log, and would have written the panic as
+// a JSON line at INFO among its own), a panic in a handler of paddockd's
+// server (apiServer, the one serve runs) is in paddockd's log as an
+// error, with what it said. net/http recovers such a panic and closes
+// the connection; an exec's client only reads EOF.
 func TestHandlerPanicIsLogged(t *testing.T) {
 	dir := t.TempDir()
 	f := &caddy.Front{}

@@ -376,8 +376,8 @@ func (a *Agent) Serve(ctx context.Context, l net.Listener, cfg *tls.Config) erro
 	a.left = make(chan struct{})
 	srv := &http.Server{Handler: a.Handler(), TLSConfig: cfg, ReadHeaderTimeout: 10 * time.Second}
 	if a.Log != nil {
-		// Its own errors (a handler's panic) in the agent's log: the
-		// standard library's goes where Caddy sends it, if Caddy runs.
+		// Its own errors (a handler's panic) in the agent's log, as
+		// errors, not in the standard library's.
 		srv.ErrorLog = slog.NewLogLogger(a.Log.Handler(), slog.LevelError)
 	}
 	go func() {
