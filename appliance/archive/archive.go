@@ -568,14 +568,11 @@ func (u *unpacker) at(name string) (*os.Root, string, error) {
 		return u.root, name, nil
 	}
 	base := path.Base(name)
-	for i := len(u.open) - 1; i >= 0; i-- {
-		if f := u.open[i]; f.name == dir {
-			if i != len(u.open)-1 {
-				copy(u.open[i:], u.open[i+1:])
-				u.open[len(u.open)-1] = f
-			}
-			return f.root, base, nil
-		}
+	if i := u.find(dir); i >= 0 {
+		f := u.open[i]
+		copy(u.open[i:], u.open[i+1:])
+		u.open[len(u.open)-1] = f
+		return f.root, base, nil
 	}
 	// Through the parent's root when it is kept (one open, not one per
 	// folder of the path), from the target when that fails: a symlink
@@ -598,15 +595,23 @@ func (u *unpacker) at(name string) (*os.Root, string, error) {
 	return r, base, nil
 }
 
+// find is where the folder dir is in open, or -1.
+func (u *unpacker) find(dir string) int {
+	for i := len(u.open) - 1; i >= 0; i-- {
+		if u.open[i].name == dir {
+			return i
+		}
+	}
+	return -1
+}
+
 // kept is the folder dir's root if it is kept open ("." is the target).
 func (u *unpacker) kept(dir string) *os.Root {
 	if dir == "." {
 		return u.root
 	}
-	for i := len(u.open) - 1; i >= 0; i-- {
-		if u.open[i].name == dir {
-			return u.open[i].root
-		}
+	if i := u.find(dir); i >= 0 {
+		return u.open[i].root
 	}
 	return nil
 }

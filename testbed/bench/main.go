@@ -96,15 +96,7 @@ func httpsRunner(d *harness.Daemon, bins harness.Bins, httpsAddr, dir string) (r
 func timeIt(n int, setup func(i int), op func(i int), teardown func(i int)) sample {
 	var ds []time.Duration
 	for i := 0; i < n; i++ {
-		if setup != nil {
-			setup(i)
-		}
-		start := time.Now()
-		op(i)
-		ds = append(ds, time.Since(start))
-		if teardown != nil {
-			teardown(i)
-		}
+		ds = append(ds, step{setup, op, teardown}.run(i, false))
 	}
 	return summarize(ds)
 }
@@ -117,6 +109,24 @@ func summarize(ds []time.Duration) sample {
 // step is one side of a row: op timed, setup and teardown around it not.
 type step struct{ setup, op, teardown func(i int) }
 
+// run runs the step's i-th time and returns how long op took; with
+// flush, the kernel writes out dirty pages first (untimed).
+func (s step) run(i int, flush bool) time.Duration {
+	if s.setup != nil {
+		s.setup(i)
+	}
+	if flush {
+		syscall.Sync()
+	}
+	start := time.Now()
+	s.op(i)
+	took := time.Since(start)
+	if s.teardown != nil {
+		s.teardown(i)
+	}
+	return took
+}
+
 // timePair times paddock's side and the raw side of a row that writes to
 // the disk (copies, snapshots) in turns (paddock first in even runs, the
 // raw side first in odd ones), and has the kernel write out dirty pages
@@ -127,26 +137,13 @@ type step struct{ setup, op, teardown func(i int) }
 // within minutes) fell on one side only.
 func timePair(n int, p, d step) (sample, sample) {
 	var ps, ds []time.Duration
-	run := func(s step, i int) time.Duration {
-		if s.setup != nil {
-			s.setup(i)
-		}
-		syscall.Sync()
-		start := time.Now()
-		s.op(i)
-		took := time.Since(start)
-		if s.teardown != nil {
-			s.teardown(i)
-		}
-		return took
-	}
 	for i := 0; i < n; i++ {
 		if i%2 == 0 {
-			ps = append(ps, run(p, i))
-			ds = append(ds, run(d, i))
+			ps = append(ps, p.run(i, true))
+			ds = append(ds, d.run(i, true))
 		} else {
-			ds = append(ds, run(d, i))
-			ps = append(ps, run(p, i))
+			ds = append(ds, d.run(i, true))
+			ps = append(ps, p.run(i, true))
 		}
 	}
 	return summarize(ps), summarize(ds)
