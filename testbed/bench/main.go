@@ -48,7 +48,8 @@ func (r *runner) run(name string, args ...string) string {
 	cmd.Env = append(os.Environ(), r.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		check(fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out))
+		// The time, to find the moment in paddockd's log.
+		check(fmt.Errorf("%s %s (ended %s): %v\n%s", name, strings.Join(args, " "), time.Now().UTC().Format("15:04:05.000"), err, out))
 	}
 	return strings.TrimSpace(string(out))
 }
@@ -59,6 +60,15 @@ func (r *runner) docker(args ...string) string  { return r.run("docker", args...
 // keepLog keeps paddockd's log after the run removes its folder (prefix
 // "failed-" for a run that failed), and says where.
 func keepLog(d *harness.Daemon, prefix string) {
+	if prefix == "failed-" {
+		// A paddockd killed (SIGKILL: the OOM killer, say) leaves nothing
+		// in its log; a client only reads a broken connection.
+		if exited, err := d.Exited(); exited {
+			fmt.Fprintf(os.Stderr, "bench: paddockd had exited (%v)\n", err)
+		} else {
+			fmt.Fprintln(os.Stderr, "bench: paddockd was still running")
+		}
+	}
 	kept := filepath.Join(os.TempDir(), "paddock-bench-"+prefix+d.Instance+".log")
 	if b, err := os.ReadFile(d.LogPath()); err == nil && os.WriteFile(kept, b, 0o644) == nil {
 		fmt.Fprintln(os.Stderr, "bench: paddockd's log:", kept)

@@ -21,6 +21,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -148,6 +149,7 @@ type Daemon struct {
 
 	cmd     *exec.Cmd
 	done    chan error
+	exit    atomic.Pointer[error] // how the last started paddockd exited, once it has
 	log     *os.File
 	started bool // once: its addresses are in use by its callers
 }
@@ -421,7 +423,12 @@ func (d *Daemon) start() error {
 		return err
 	}
 	d.cmd, d.log, d.done = cmd, log, make(chan error, 1)
-	go func() { d.done <- cmd.Wait() }()
+	d.exit.Store(nil)
+	go func() {
+		err := cmd.Wait()
+		d.exit.Store(&err)
+		d.done <- err
+	}()
 
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
@@ -465,6 +472,17 @@ func (d *Daemon) signal(sig syscall.Signal) error {
 	d.cmd = nil
 	d.log.Close()
 	return nil
+}
+
+// Exited says whether the paddockd last started has exited, and how
+// (cmd.Wait's error: nil for exit 0): what a failed request's caller
+// needs to tell a broken connection from a daemon that died (a SIGKILL
+// writes nothing in its log).
+func (d *Daemon) Exited() (bool, error) {
+	if e := d.exit.Load(); e != nil {
+		return true, *e
+	}
+	return false, nil
 }
 
 // Stop stops the daemon with SIGTERM.
