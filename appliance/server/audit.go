@@ -2,6 +2,7 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"net"
 	"net/http"
 	"strconv"
@@ -117,7 +118,10 @@ func (s *Server) recorded(mux *route.Table, next http.Handler) http.Handler {
 		}
 		rec := audit.NewRecord(action, s.Svc.Record)
 		rec.Where(dashboard.ClientAddr(r), r.UserAgent())
-		about(rec, pattern, r.URL.Path, s.Svc)
+		ctx := audit.With(r.Context(), rec)
+		if rb := about(rec, pattern, r.URL.Path, s.Svc); rb != nil {
+			ctx = context.WithValue(ctx, routeBoxKey{}, rb)
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if sw.code >= 400 {
@@ -125,22 +129,23 @@ func (s *Server) recorded(mux *route.Table, next http.Handler) http.Handler {
 			}
 			rec.Finish()
 		}()
-		next.ServeHTTP(sw, r.WithContext(audit.With(r.Context(), rec)))
+		next.ServeHTTP(sw, r.WithContext(ctx))
 	})
 }
 
 // about names the box or object of a request from its route's wildcards:
 // {name} after /boxes/ (or {box}) is the box; a wildcard after another
 // KIND/ is the object KIND/VALUE; a link's {token} is a secret, and
-// left out.
-func about(rec *audit.Record, pattern, path string, svc *service.Service) {
+// left out. The box it read for its owner's name, it returns, for the
+// route's check and its handler (routeBox).
+func about(rec *audit.Record, pattern, path string, svc *service.Service) (read *routeBox) {
 	_, p, ok := strings.Cut(pattern, " ")
 	if !ok {
 		p = pattern
 	}
 	pat, got := strings.Split(p, "/"), strings.Split(path, "/")
 	if len(got) < len(pat) {
-		return
+		return nil
 	}
 	for i, seg := range pat {
 		if !strings.HasPrefix(seg, "{") || i == 0 {
@@ -150,13 +155,22 @@ func about(rec *audit.Record, pattern, path string, svc *service.Service) {
 		switch {
 		case name == "token":
 		case kind == "boxes" && name == "name", name == "box":
-			rec.About(v, svc.BoxOwnerName(v))
+			b, ok, err := svc.LookBox(v)
+			owner := ""
+			if ok {
+				owner = svc.OwnerName(b)
+			}
+			rec.About(v, owner)
+			if err == nil {
+				read = &routeBox{name: v, box: b, ok: ok}
+			}
 		case kind == "jobs" || kind == "screenshots":
 			rec.Note(strings.TrimSuffix(kind, "s"), v)
 		default:
 			rec.Object(kind, v)
 		}
 	}
+	return read
 }
 
 // via says how a token's holder proved who they are.

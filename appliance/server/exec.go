@@ -31,16 +31,21 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	}
 	// A sleeping box is woken after the upgrade, so that the caller hears
 	// of it first (a notice); any other is checked before, so that a
-	// refusal is a plain answer.
-	sleeping := s.Svc.Sleeping(name)
+	// refusal is a plain answer. The box is the one the route read.
+	rb, err := s.readBox(r, name)
+	if err != nil {
+		return err
+	}
+	if !rb.ok {
+		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
+	}
+	b := rb.box
+	sleeping := b.Asleep()
 	var spec driver.ExecSpec
 	if !sleeping {
-		done, _, err := s.Svc.Use(r.Context(), name)
-		if err != nil {
-			return err
-		}
+		done := s.Svc.UseAwake(b)
 		defer done()
-		if spec, err = s.Svc.CheckExec(name, p); err != nil {
+		if spec, err = s.Svc.CheckExecIn(b, p); err != nil {
 			return err
 		}
 	}
@@ -61,7 +66,10 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 		done, _, err := s.Svc.Use(ctx, name)
 		if err == nil {
 			defer done()
-			spec, err = s.Svc.CheckExec(name, p)
+			// Woken: read again.
+			if b, err = s.Svc.RunningBox(name); err == nil {
+				spec, err = s.Svc.CheckExecIn(b, p)
+			}
 		}
 		if err != nil {
 			rec.Result(err.Error())
@@ -74,7 +82,7 @@ func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	resize := make(chan [2]uint16, 4)
 	go readClientFrames(brw.Reader, stdinW, resize)
 
-	code, err := s.Svc.Exec(ctx, name, spec, service.ExecIO{
+	code, err := s.Svc.ExecIn(ctx, b, spec, service.ExecIO{
 		Stdin: stdinR, Stdout: fw.Stream(stream.Stdout), Stderr: fw.Stream(stream.Stderr), Resize: resize,
 	})
 	stdinR.Close()

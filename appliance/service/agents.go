@@ -87,7 +87,7 @@ func (s *Service) Agents() []api.Agent {
 // secrets in its environment only. A missing secret is an error before
 // anything starts.
 func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -196,7 +196,7 @@ func agentHint(box, name string, a config.Agent, ba api.BoxAgent) string {
 // box's owner, or the agent's own login in the box (for subscriptions).
 // No value is read: the box is asked whether the files exist.
 func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, error) {
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return nil, err
 	}

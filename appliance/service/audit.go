@@ -57,7 +57,15 @@ func (s *Service) Record(e audit.Entry) {
 // it.
 func (s *Service) BoxOwnerName(box string) string {
 	b, err := s.Store.GetBox(box)
-	if err != nil || b.Owner == 0 {
+	if err != nil {
+		return ""
+	}
+	return s.OwnerName(b)
+}
+
+// OwnerName is the name of box b's owner ("" when it has none).
+func (s *Service) OwnerName(b store.Box) string {
+	if b.Owner == 0 {
 		return ""
 	}
 	u, err := s.Store.GetUser(b.Owner)

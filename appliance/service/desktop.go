@@ -40,7 +40,7 @@ func (l *limitedBuffer) Write(p []byte) (int, error) {
 
 // DesktopBox checks that a box is running and has a desktop.
 func (s *Service) DesktopBox(name string) error {
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// runningBox returns a box that is declared and running, or a clear error.
-func (s *Service) runningBox(name string) (store.Box, error) {
+// RunningBox returns a box that is declared and running, or a clear error.
+func (s *Service) RunningBox(name string) (store.Box, error) {
 	b, err := s.Store.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
 		return b, notFound("box", name)
@@ -27,10 +27,15 @@ func (s *Service) runningBox(name string) (store.Box, error) {
 	if err != nil {
 		return b, err
 	}
+	return b, running(b)
+}
+
+// running refuses box b when it does not run.
+func running(b store.Box) error {
 	if b.Desired != "running" || b.Observed != "running" {
-		return b, conflict("box %q is not running (status %s); start it with 'paddock start %s'", name, b.Observed, name)
+		return conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
 	}
-	return b, nil
+	return nil
 }
 
 // execEnv merges the box's declared environment with the request's.
@@ -68,8 +73,16 @@ type ExecIO struct {
 // CheckExec validates an exec request against a box before anything is
 // attached, so that the caller can still answer with a plain error.
 func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error) {
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
+		return driver.ExecSpec{}, err
+	}
+	return s.CheckExecIn(b, p)
+}
+
+// CheckExecIn is CheckExec of box b, as the caller has just read it.
+func (s *Service) CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, error) {
+	if err := running(b); err != nil {
 		return driver.ExecSpec{}, err
 	}
 	if len(p.Cmd) == 0 {
@@ -98,8 +111,18 @@ func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error
 
 // Exec runs a checked command attached to the given streams.
 func (s *Service) Exec(ctx context.Context, name string, spec driver.ExecSpec, streams ExecIO) (int, error) {
+	return s.execAs(ctx, s.engineName(name), spec, streams)
+}
+
+// ExecIn is Exec in box b, as the caller has just read it (its engine
+// name is b's).
+func (s *Service) ExecIn(ctx context.Context, b store.Box, spec driver.ExecSpec, streams ExecIO) (int, error) {
+	return s.execAs(ctx, b.Key(), spec, streams)
+}
+
+func (s *Service) execAs(ctx context.Context, engine string, spec driver.ExecSpec, streams ExecIO) (int, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr, spec.Resize = streams.Stdin, streams.Stdout, streams.Stderr, streams.Resize
-	return s.Driver.Exec(ctx, s.engineName(name), spec)
+	return s.Driver.Exec(ctx, engine, spec)
 }
 
 func (s *Service) jobsDir() string { return filepath.Join(s.Cfg.StateDir, "jobs") }
@@ -413,7 +436,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 		return err
 	}
 	defer used()
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return err
 	}
@@ -598,7 +621,7 @@ func (s *Service) Pull(ctx context.Context, name, p string) (rc io.ReadCloser, e
 			rc = &usedReader{ReadCloser: rc, done: used}
 		}
 	}()
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ const MaxDirEntries = 5000
 // directories first, then by name. It runs find(1) in the box, so what
 // the box user may not read is an error, as it would be in a shell.
 func (s *Service) ListDir(ctx context.Context, name, dir string) (api.Dir, error) {
-	if _, err := s.runningBox(name); err != nil {
+	if _, err := s.RunningBox(name); err != nil {
 		return api.Dir{}, err
 	}
 	if !path.IsAbs(dir) {

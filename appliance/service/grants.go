@@ -76,14 +76,22 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 // AccessOf is what the user of ctx may do with the box named name (all,
 // for the daemon itself; none, for a box that is not there).
 func (s *Service) AccessOf(ctx context.Context, name string) (string, error) {
-	b, err := s.Store.GetBox(name)
-	if errors.Is(err, store.ErrNotFound) {
-		return AccessNone, nil
-	}
-	if err != nil {
+	b, ok, err := s.LookBox(name)
+	if err != nil || !ok {
 		return AccessNone, err
 	}
 	return s.BoxAccessOf(ctx, b)
+}
+
+// LookBox reads box name; ok is false when there is none. A request
+// reads its box once, at its route, and hands it on (OwnerName,
+// BoxAccessOf, UseAwake, CheckExecIn, ExecIn).
+func (s *Service) LookBox(name string) (b store.Box, ok bool, err error) {
+	b, err = s.Store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return b, false, nil
+	}
+	return b, err == nil, err
 }
 
 // BoxAccessOf is what the user of ctx may do with box b.

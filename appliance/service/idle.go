@@ -111,6 +111,19 @@ func (s *Service) Use(ctx context.Context, name string) (done func(), woke bool,
 		// No such box: nothing to count (the caller's own check says so).
 		return func() {}, false, nil
 	}
+	return s.counted(name), woke, nil
+}
+
+// UseAwake is Use of box b, just read by the caller and not asleep
+// (b.Asleep() false: a sleeping one goes through Use, which wakes it):
+// it is marked in use until done is called, with no read of its own.
+func (s *Service) UseAwake(b store.Box) (done func()) {
+	return s.counted(b.Name)
+}
+
+// counted marks box name in use until the function it returns is called
+// (once; more calls do nothing).
+func (s *Service) counted(name string) func() {
 	s.memMu.Lock()
 	u := s.useOf(name)
 	u.open++
@@ -125,14 +138,7 @@ func (s *Service) Use(ctx context.Context, name string) (done func(), woke bool,
 			u.open--
 			u.last = s.now()
 		}
-	}, woke, nil
-}
-
-// Sleeping says whether box name sleeps: its idle stop stopped it, and
-// its next use starts it.
-func (s *Service) Sleeping(name string) bool {
-	b, err := s.Store.GetBox(name)
-	return err == nil && b.Asleep()
+	}
 }
 
 // usedReader is a pull's stream: a use of its box until it is closed.

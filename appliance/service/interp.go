@@ -22,7 +22,7 @@ func (s *Service) interp(ctx context.Context, name string, op kernel.Op, bound t
 		return kernel.Outcome{}, err
 	}
 	defer used()
-	if _, err := s.runningBox(name); err != nil {
+	if _, err := s.RunningBox(name); err != nil {
 		return kernel.Outcome{}, err
 	}
 	in, err := json.Marshal(op)

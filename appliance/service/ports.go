@@ -19,7 +19,7 @@ import (
 // not reach that port (a box on another server is reached from inside,
 // through an exec, and so it does).
 func (s *Service) BoxPorts(ctx context.Context, name string) ([]api.Port, error) {
-	b, err := s.runningBox(name)
+	b, err := s.RunningBox(name)
 	if err != nil {
 		return nil, err
 	}

@@ -86,7 +86,7 @@ func (s *Service) WatchDir(ctx context.Context, name, p string, recursive bool) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.runningBox(name); err != nil {
+	if _, err := s.RunningBox(name); err != nil {
 		used()
 		return nil, err
 	}

@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -37,6 +38,8 @@ type Store struct {
 	db *sql.DB
 	// q runs the queries made outside transactions (stmtCache).
 	q *stmtCache
+	// boxReads counts GetBox's reads (BoxReads).
+	boxReads atomic.Int64
 }
 
 var migrations = []string{
