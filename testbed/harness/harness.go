@@ -625,6 +625,14 @@ func NeedRoot(t testing.TB, why string) {
 	t.Skipf("SKIP: needs root (%s)", why)
 }
 
+// PID is the daemon's process id (0 when it is not running).
+func (d *Daemon) PID() int {
+	if d.cmd == nil || d.cmd.Process == nil {
+		return 0
+	}
+	return d.cmd.Process.Pid
+}
+
 // RSS is the daemon's resident memory in bytes (0 when it is not running).
 func (d *Daemon) RSS() int64 {
 	if d.cmd == nil || d.cmd.Process == nil {

@@ -1,8 +1,10 @@
 // Package load drives a bounded mixed load against a running paddockd:
 // boxes, concurrent attached execs, concurrent pushes, and followers of
 // the events stream and of a job's log, for a fixed time. It reports
-// errors, exec round trips under load next to idle ones, and paddockd's
-// memory at the start, at its peak and at the end. The e2e suite runs a
+// errors, exec round trips under load next to idle ones, paddockd's
+// memory at the start, at its peak and at the end, and the machine's CPU
+// time an exec, part by part, with the least mean round trip that sets
+// (cpu.go). The e2e suite runs a
 // short form (TestLoad); the bench runs the full one (-section load).
 // Everything it sends goes to the daemon on loopback and to boxes on the
 // local engine.
@@ -19,6 +21,7 @@ import (
 	"net/http"
 	"os/exec"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,6 +63,8 @@ type Result struct {
 	RawLoadP50, RawLoadP95    time.Duration
 	RSSStart, RSSPeak, RSSEnd int64
 	SetupTook, LoadTook       time.Duration
+	// What the load cost the machine, an exec, and the bound it sets.
+	CPU CPUUse
 }
 
 func (r Result) String() string {
@@ -76,6 +81,9 @@ func (r Result) String() string {
 	out += times("exec round trip", r.IdleP50, r.IdleP95, r.LoadP50, r.LoadP95)
 	if r.Opts.Raw {
 		out += times("docker exec beside it", r.RawIdleP50, r.RawIdleP95, r.RawLoadP50, r.RawLoadP95)
+	}
+	if r.Execs > 0 {
+		out += r.CPU.String(r.Opts.Execs, r.IdleP95, time.Duration(r.Opts.Execs)*r.LoadTook/time.Duration(r.Execs))
 	}
 	return out + fmt.Sprintf("  paddockd memory: start %s, peak %s, end %s (end/start %.2f)",
 		mb(r.RSSStart), mb(r.RSSPeak), mb(r.RSSEnd), float64(r.RSSEnd)/float64(max(r.RSSStart, 1)))
@@ -168,6 +176,18 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 	io.CopyN(tw, rand.Reader, o.PushBytes)
 	tw.Close()
 
+	// The boxes' first processes, whose cgroups hold their commands.
+	var boxPIDs []int
+	for _, n := range names {
+		out, err := exec.CommandContext(ctx, "docker", "inspect", "-f", "{{.State.Pid}}", d.Instance+"-"+n).Output()
+		if pid, _ := strconv.Atoi(strings.TrimSpace(string(out))); err == nil && pid > 0 {
+			boxPIDs = append(boxPIDs, pid)
+		} else {
+			boxPIDs = nil // not known: said so
+			break
+		}
+	}
+	cpuStart := sampleCPU(d.PID(), boxPIDs)
 	lctx, cancel := context.WithTimeout(ctx, o.Duration)
 	defer cancel()
 	var mu sync.Mutex
@@ -298,7 +318,9 @@ func Run(ctx context.Context, d *harness.Daemon, o Options) (Result, error) {
 	start := time.Now()
 	wg.Wait()
 	res.LoadTook = time.Since(start)
+	cpuEnd := sampleCPU(d.PID(), boxPIDs)
 	res.Execs, res.Pushes, res.Events = execs.Load(), pushes.Load(), events.Load()
+	res.CPU = use(cpuStart, cpuEnd, res.Execs)
 	res.LoadP50, res.LoadP95 = percentiles(under)
 	res.RawLoadP50, res.RawLoadP95 = percentiles(rawUnder)
 	res.RSSPeak = peak.Load()
