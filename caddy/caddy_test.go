@@ -18,6 +18,24 @@ import (
 	"time"
 )
 
+// caddyStorage is a folder for Caddy's storage that outlives the test's
+// own temporary folder: Caddy cleans its storage and writes certificates
+// in the background, and a write still under way when the test stops
+// Caddy (a lock file, made after the removal) would fail t.TempDir's one
+// removal. It is removed at the end, as far as it can be.
+func caddyStorage(t *testing.T) string {
+	dir, err := os.MkdirTemp("", "paddock-caddy-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Logf("Caddy's storage %s left: %v", dir, err)
+		}
+	})
+	return dir
+}
+
 func freeAddr(t *testing.T) string {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -109,7 +127,7 @@ func TestFrontDoor(t *testing.T) {
 
 	httpsAddr, httpAddr := freeAddr(t), freeAddr(t)
 	site := Site{Hostname: "paddock.test", HTTPSListen: httpsAddr, HTTPListen: httpAddr, TLS: "internal",
-		StorageDir: filepath.Join(dir, "caddy"), Upstream: "unix/" + sock, AskURL: "http://" + al.Addr().String() + "/ask"}
+		StorageDir: caddyStorage(t), Upstream: "unix/" + sock, AskURL: "http://" + al.Addr().String() + "/ask"}
 	f := &Front{}
 	if err := f.Apply(site); err != nil {
 		t.Fatal(err)

@@ -4,8 +4,8 @@
 // errors, exec round trips under load next to idle ones, paddockd's
 // memory at the start, at its peak and at the end, and the machine's CPU
 // time an exec, part by part, with the least mean round trip that sets
-// (cpu.go). The e2e suite runs a
-// short form (TestLoad); the bench runs the full one (-section load).
+// (cpu.go). The e2e suite runs a short form (TestLoad); the bench runs
+// the full one (-section load).
 // Everything it sends goes to the daemon on loopback and to boxes on the
 // local engine.
 package load
