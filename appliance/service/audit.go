@@ -15,33 +15,12 @@ import (
 
 // Auditor writes the audit log (package audit): sealed into the store,
 // and as a JSON line to the export file when there is one.
-//
-// Entries recorded at the same time are written together: one
-// transaction for all of them (an exec writes two entries, and a busy
-// server's requests queued behind each other's transactions on the
-// store's one connection). A Record that finds no write under way writes
-// its own entry at once; one that finds a write under way waits for it,
-// and the first to wait then writes every entry that waited, its own
-// among them. Each Record returns once its entry is written, as when
-// each wrote its own; the entries keep the order in which they were
-// recorded, in the log and in the export file.
 type Auditor struct {
 	Key audit.Key
 	// Export, when set, gets each entry as a line (audit_file).
 	Export *os.File
 
-	mu      sync.Mutex
-	writing bool        // a Record is writing a batch
-	queue   []*auditing // waiting for the next batch, in order
-	batches int         // transactions written (for tests)
-}
-
-// auditing is one entry waiting to be written: its Record waits on ch,
-// which says true once it is written and false when that Record is to
-// write the next batch.
-type auditing struct {
-	e  audit.Entry
-	ch chan bool
+	mu sync.Mutex // one line at a time
 }
 
 // Record writes e to the audit log, now. A box named without its owner
@@ -57,60 +36,18 @@ func (s *Service) Record(e audit.Entry) {
 	if e.Box != "" && e.Owner == "" {
 		e.Owner = s.BoxOwnerName(e.Box)
 	}
-	me := &auditing{e: e, ch: make(chan bool, 1)}
-	a.mu.Lock()
-	a.queue = append(a.queue, me)
-	if a.writing {
-		a.mu.Unlock()
-		if <-me.ch {
-			return // written in another's batch
-		}
-		a.mu.Lock() // this one's turn: the queue starts with it
-	}
-	a.writing = true
-	batch := a.queue
-	a.queue = nil
-	a.batches++
-	a.mu.Unlock()
-
-	defer func() {
-		// Even if the write panicked: no Record waits for ever.
-		for _, w := range batch[1:] {
-			w.ch <- true
-		}
-		a.mu.Lock()
-		if len(a.queue) > 0 {
-			a.queue[0].ch <- false // the first that waited writes the rest
-		} else {
-			a.writing = false
-		}
-		a.mu.Unlock()
-	}()
-	s.writeAudit(batch)
-}
-
-// writeAudit writes a batch in one transaction, then its export lines.
-func (s *Service) writeAudit(batch []*auditing) {
-	a := s.Audit
-	es := make([]audit.Entry, len(batch))
-	for i, w := range batch {
-		es[i] = w.e
-	}
-	es, err := s.Store.AppendAudits(es, a.Key.Seal)
+	e, err := s.Store.AppendAudit(e, a.Key.Seal)
 	if err != nil {
-		for _, e := range es {
-			s.Log.Error("the audit log could not be written", "action", e.Action, "user", e.User, "box", e.Box, "err", err)
-		}
+		s.Log.Error("the audit log could not be written", "action", e.Action, "user", e.User, "box", e.Box, "err", err)
 		return
 	}
 	if a.Export != nil {
-		var lines []byte
-		for _, e := range es {
-			b, _ := json.Marshal(e)
-			lines = append(append(lines, b...), '\n')
-		}
-		if _, err := a.Export.Write(lines); err != nil {
-			s.Log.Error("the audit export could not be written", "seq", es[0].Seq, "entries", len(es), "err", err)
+		b, _ := json.Marshal(e)
+		a.mu.Lock()
+		_, err = a.Export.Write(append(b, '\n'))
+		a.mu.Unlock()
+		if err != nil {
+			s.Log.Error("the audit export could not be written", "seq", e.Seq, "err", err)
 		}
 	}
 }

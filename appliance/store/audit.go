@@ -3,7 +3,6 @@ package store
 import (
 	"database/sql"
 	"errors"
-	"slices"
 	"strings"
 	"time"
 
@@ -31,47 +30,30 @@ func scanAudit(r scanner) (audit.Entry, error) {
 // AppendAudit adds e at the end of the audit log, numbered and chained to
 // the last entry (or the anchor) by seal, and returns it as written.
 func (s *Store) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string) string) (audit.Entry, error) {
-	es, err := s.AppendAudits([]audit.Entry{e}, seal)
-	return es[0], err
-}
-
-// AppendAudits adds es at the end of the audit log in their order, in one
-// transaction: each numbered and chained to the one before it (the first
-// to the last entry, or the anchor) by seal. It returns them as written;
-// on an error none was.
-func (s *Store) AppendAudits(es []audit.Entry, seal func(e audit.Entry, prev string) string) ([]audit.Entry, error) {
-	es = slices.Clone(es)
 	last, anchor, insert := s.q.stmt(lastAuditQ), s.q.stmt(auditAnchorQ), s.q.stmt(insertAuditQ)
 	tx, err := s.db.Begin()
 	if err != nil {
-		return es, err
+		return e, err
 	}
 	defer tx.Rollback()
-	var seq int64
-	var prev string
-	err = txQueryRow(tx, last, lastAuditQ).Scan(&seq, &prev)
+	err = txQueryRow(tx, last, lastAuditQ).Scan(&e.Seq, &e.Prev)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = txQueryRow(tx, anchor, auditAnchorQ).Scan(&seq, &prev)
+		err = txQueryRow(tx, anchor, auditAnchorQ).Scan(&e.Seq, &e.Prev)
 		if errors.Is(err, sql.ErrNoRows) {
-			seq, prev, err = 0, "", nil
+			e.Seq, e.Prev, err = 0, "", nil
 		}
 	}
 	if err != nil {
-		return es, err
+		return e, err
 	}
-	for i := range es {
-		e := &es[i]
-		seq++
-		e.Seq, e.Prev = seq, prev
-		e.At = e.At.UTC()
-		e.Hash = seal(*e, e.Prev)
-		prev = e.Hash
-		if _, err := txExec(tx, insert, insertAuditQ,
-			e.Seq, e.At.Format(time.RFC3339Nano), e.User, e.Via, e.Addr, e.Agent, e.Action, e.Box, e.Owner, e.Object, string(e.Detail), e.Result, e.Prev, e.Hash, unix(e.At)); err != nil {
-			return es, err
-		}
+	e.Seq++
+	e.At = e.At.UTC()
+	e.Hash = seal(e, e.Prev)
+	if _, err := txExec(tx, insert, insertAuditQ,
+		e.Seq, e.At.Format(time.RFC3339Nano), e.User, e.Via, e.Addr, e.Agent, e.Action, e.Box, e.Owner, e.Object, string(e.Detail), e.Result, e.Prev, e.Hash, unix(e.At)); err != nil {
+		return e, err
 	}
-	return es, tx.Commit()
+	return e, tx.Commit()
 }
 
 const (
