@@ -1,7 +1,6 @@
 package load
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
 )
 
 // The machine's time during the load, and whose it was: so that a run
@@ -112,55 +113,6 @@ func engineCPU() time.Duration {
 	return sum
 }
 
-// cgroupCPU is the CPU time of the cgroup process pid is in: cgroup v1's
-// cpuacct.usage, else v2's cpu.stat.
-func cgroupCPU(pid int) (time.Duration, bool) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/cgroup", pid))
-	if err != nil {
-		return 0, false
-	}
-	defer f.Close()
-	var v2 string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		parts := strings.SplitN(sc.Text(), ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		if parts[0] == "0" && parts[1] == "" {
-			v2 = parts[2]
-			continue
-		}
-		for _, c := range strings.Split(parts[1], ",") {
-			if c != "cpuacct" {
-				continue
-			}
-			for _, mnt := range []string{"cpuacct", "cpu,cpuacct", "cpuacct,cpu"} {
-				b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", mnt, parts[2], "cpuacct.usage"))
-				if err == nil {
-					n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-					return time.Duration(n), err == nil
-				}
-			}
-		}
-	}
-	if v2 != "" {
-		for _, mnt := range []string{"/sys/fs/cgroup", "/sys/fs/cgroup/unified"} {
-			b, err := os.ReadFile(filepath.Join(mnt, v2, "cpu.stat"))
-			if err != nil {
-				continue
-			}
-			for _, line := range strings.Split(string(b), "\n") {
-				if v, ok := strings.CutPrefix(line, "usage_usec "); ok {
-					n, err := strconv.ParseInt(v, 10, 64)
-					return time.Duration(n) * time.Microsecond, err == nil
-				}
-			}
-		}
-	}
-	return 0, false
-}
-
 func rusage(who int) time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(who, &ru) != nil {
@@ -175,9 +127,9 @@ func sampleCPU(daemonPID int, boxPIDs []int) cpuSample {
 	s := cpuSample{at: time.Now(), busy: machineBusy(), daemon: procCPU(daemonPID, false), engine: engineCPU(),
 		client: rusage(syscall.RUSAGE_SELF), probes: rusage(syscall.RUSAGE_CHILDREN), boxesOK: len(boxPIDs) > 0}
 	for _, pid := range boxPIDs {
-		d, ok := cgroupCPU(pid)
-		s.boxes += d
-		s.boxesOK = s.boxesOK && ok
+		u, err := docker.CgroupUsage(pid)
+		s.boxes += u.CPU
+		s.boxesOK = s.boxesOK && err == nil
 	}
 	return s
 }

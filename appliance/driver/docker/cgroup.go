@@ -14,6 +14,10 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
+// CgroupUsage is what the cgroup of process pid uses, as BoxUsage reads
+// it for a box (the testbed's load reads its boxes' CPU time with it).
+func CgroupUsage(pid int) (driver.Usage, error) { return cgroupUsage(pid) }
+
 // cgroupUsage is what the cgroup of process pid uses (its CPU time,
 // memory, bound, processes, OOM kills: cgroup v1's cpuacct, memory and
 // pids controllers, else v2's files) and what the interfaces of its
