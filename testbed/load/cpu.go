@@ -67,9 +67,10 @@ func machineBusy() time.Duration {
 	return busy
 }
 
-// procCPU is a process's CPU time (user and system), with that of its
-// children it has waited for when children is set.
-func procCPU(pid int, children bool) time.Duration {
+// procCPU is a process's own CPU time (user and system): not that of the
+// children it waited for (an engine's: runc, but also an exec's process,
+// which the box's cgroup counts).
+func procCPU(pid int) time.Duration {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
@@ -78,21 +79,15 @@ func procCPU(pid int, children bool) time.Duration {
 	if i < 0 {
 		return 0
 	}
-	// state is f[0]; utime, stime, cutime, cstime are fields 14 to 17
+	// state is f[0]; utime and stime are fields 14 and 15
 	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 15 {
+	if len(f) < 13 {
 		return 0
 	}
-	t := ticks(f[11]) + ticks(f[12])
-	if children {
-		t += ticks(f[13]) + ticks(f[14])
-	}
-	return t
+	return ticks(f[11]) + ticks(f[12])
 }
 
-// engineCPU is the CPU time of the engine's processes running now: not
-// that of the children they waited for (runc, but also an exec's
-// process, which the box's cgroup counts).
+// engineCPU is the CPU time of the engine's processes running now.
 func engineCPU() time.Duration {
 	ents, _ := os.ReadDir("/proc")
 	var sum time.Duration
@@ -107,7 +102,7 @@ func engineCPU() time.Duration {
 		}
 		switch c := strings.TrimSpace(string(comm)); {
 		case c == "dockerd", c == "containerd", strings.HasPrefix(c, "containerd-shim"):
-			sum += procCPU(pid, false)
+			sum += procCPU(pid)
 		}
 	}
 	return sum
@@ -124,7 +119,7 @@ func rusage(who int) time.Duration {
 // sampleCPU reads every part's time now; boxPIDs are the boxes' first
 // processes (each box's cgroup is read once).
 func sampleCPU(daemonPID int, boxPIDs []int) cpuSample {
-	s := cpuSample{at: time.Now(), busy: machineBusy(), daemon: procCPU(daemonPID, false), engine: engineCPU(),
+	s := cpuSample{at: time.Now(), busy: machineBusy(), daemon: procCPU(daemonPID), engine: engineCPU(),
 		client: rusage(syscall.RUSAGE_SELF), probes: rusage(syscall.RUSAGE_CHILDREN), boxesOK: len(boxPIDs) > 0}
 	for _, pid := range boxPIDs {
 		u, err := docker.CgroupUsage(pid)
