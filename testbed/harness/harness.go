@@ -635,10 +635,11 @@ func (d *Daemon) PID() int {
 
 // RSS is the daemon's resident memory in bytes (0 when it is not running).
 func (d *Daemon) RSS() int64 {
-	if d.cmd == nil || d.cmd.Process == nil {
+	pid := d.PID()
+	if pid == 0 {
 		return 0
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", d.cmd.Process.Pid))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0
 	}
