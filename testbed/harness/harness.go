@@ -62,21 +62,38 @@ const TestVersion = "e2e-test"
 // cgo as testbed/dist.sh builds the ones that ship: the tests and the bench
 // run what users get (a CLI linked with cgo starts 3 ms slower here, which
 // the bench would count on every command).
+//
+// With PADDOCK_TEST_RACE=1 they are built with the race detector instead
+// (which needs cgo), and each paddockd started stops at its first data
+// race, its report kept in RaceDir: the e2e tests then look for races in
+// the daemon under their real loads. The suite does not run so by
+// default: the detector makes paddockd several times slower.
 func Build(dir string) (Bins, error) {
 	root, err := Root()
 	if err != nil {
 		return Bins{}, err
 	}
 	b := Bins{Paddock: filepath.Join(dir, "paddock"), Paddockd: filepath.Join(dir, "paddockd")}
-	cmd := exec.Command("go", "build", "-ldflags", "-X github.com/paddock-dev/paddock/appliance/version.Version="+TestVersion,
+	args, cgo := []string{"build"}, "CGO_ENABLED=0"
+	if Racing() {
+		args, cgo = append(args, "-race"), "CGO_ENABLED=1"
+	}
+	args = append(args, "-ldflags", "-X github.com/paddock-dev/paddock/appliance/version.Version="+TestVersion,
 		"-o", dir+string(os.PathSeparator), "./cmd/paddock", "./cmd/paddockd")
+	cmd := exec.Command("go", args...)
 	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Env = append(os.Environ(), cgo)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return b, fmt.Errorf("go build: %v\n%s", err, out)
 	}
 	return b, nil
 }
+
+// Racing says whether the binaries are built with the race detector.
+func Racing() bool { return os.Getenv("PADDOCK_TEST_RACE") == "1" }
+
+// RaceDir holds the race detector's reports, paddockd.PID each.
+const RaceDir = RunsDir + "/race"
 
 // EngineReason says why the engine cannot be used, or "" when it can.
 func EngineReason() string {
@@ -415,6 +432,12 @@ func (d *Daemon) start() error {
 	}
 	if ca := os.Getenv("PADDOCK_TEST_BROKER_CA"); ca != "" {
 		cmd.Env = append(cmd.Env, "PADDOCK_BROKER_CA_FILE="+ca)
+	}
+	if Racing() && os.Getenv("GORACE") == "" {
+		if err := os.MkdirAll(RaceDir, 0o755); err != nil {
+			return err
+		}
+		cmd.Env = append(cmd.Env, "GORACE=halt_on_error=1 log_path="+RaceDir+"/paddockd")
 	}
 	cmd.Env = append(cmd.Env, d.Env...)
 	cmd.Stdout, cmd.Stderr = log, log
