@@ -72,12 +72,7 @@ func TestNetlinkGolden(t *testing.T) {
 // connection into it and a runner of commands inside it.
 func newNetns(t *testing.T) (*nftables.Conn, func(args ...string) string) {
 	t.Helper()
-	harness.NeedRoot(t, "a network namespace is made for the test")
-	name := fmt.Sprintf("pdk-nft-%d", time.Now().UnixNano()%1e9)
-	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
-		t.Fatalf("ip netns add: %v %s", err, out)
-	}
-	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
+	name, run := newNetnsNamed(t)
 	f, err := os.Open("/run/netns/" + name)
 	if err != nil {
 		t.Fatal(err)
@@ -87,14 +82,28 @@ func newNetns(t *testing.T) (*nftables.Conn, func(args ...string) string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return conn, run
+}
+
+// newNetnsNamed makes a throwaway network namespace and returns its name
+// and a runner of commands inside it.
+func newNetnsNamed(t *testing.T) (string, func(args ...string) string) {
+	t.Helper()
+	harness.NeedRoot(t, "a network namespace is made for the test")
+	name := fmt.Sprintf("pdk-nft-%d", time.Now().UnixNano()%1e9)
+	if out, err := exec.Command("ip", "netns", "add", name).CombinedOutput(); err != nil {
+		t.Fatalf("ip netns add: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("ip", "netns", "del", name).Run() })
 	run := func(args ...string) string {
+		t.Helper()
 		out, err := exec.Command("ip", append([]string{"netns", "exec", name}, args...)...).CombinedOutput()
 		if err != nil {
 			t.Fatalf("%v: %v\n%s", args, err, out)
 		}
 		return string(out)
 	}
-	return conn, run
+	return name, run
 }
 
 // The kernel accepts the ruleset, nft reads it back as the same rules, a

@@ -189,6 +189,18 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	}
 	defer drv.Close()
 	log.Info("engine connected", "api", drv.APIVersion(), "instance", cfg.Instance, "runtime", cfg.Runtime)
+	// The box network's bridge, and no route of this machine that takes
+	// its addresses elsewhere (a VPN, a private network): paddockd does
+	// not start beside one.
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	err = drv.Prepare(pctx)
+	cancel()
+	if err == nil {
+		err = boxNet.CheckRoutes(policies.SubnetFix)
+	}
+	if err != nil {
+		return err
+	}
 
 	life, endLife := context.WithCancel(context.Background())
 	defer endLife()

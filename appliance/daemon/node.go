@@ -125,6 +125,9 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, dir st
 		err = drv.Prepare(dctx)
 	}
 	cancel()
+	if err == nil {
+		err = boxNet.CheckRoutes("Remove those routes, or have this server leave and join a control plane whose node_subnets no route here covers")
+	}
 	if err != nil {
 		return err
 	}

@@ -208,11 +208,30 @@ func wrap(err error) error {
 }
 
 // Prepare makes the box network: a bridge of the instance's own, with
-// inter-container traffic off so boxes cannot reach each other.
+// inter-container traffic off so boxes cannot reach each other. One made
+// before with another subnet is made again with this one while the
+// instance has no box (a subnet changed after paddockd refused it:
+// policies.CheckRoutes); with boxes, it stays, and Prepare says so.
 func (d *Driver) Prepare(ctx context.Context) error {
 	name := d.cfg.Instance
-	if _, err := d.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
-		return nil
+	if nw, err := d.c.NetworkInspect(ctx, name, client.NetworkInspectOptions{}); err == nil {
+		var had []string
+		for _, c := range nw.Network.IPAM.Config {
+			if c.Subnet == d.cfg.Subnet {
+				return nil
+			}
+			had = append(had, c.Subnet.String())
+		}
+		boxes, err := d.Boxes(ctx)
+		if err != nil {
+			return err
+		}
+		if len(boxes) > 0 {
+			return fmt.Errorf("the box network has the subnet %s, not %s as configured: a subnet can change only while there are no boxes (there are %d); set it back", strings.Join(had, ", "), d.cfg.Subnet, len(boxes))
+		}
+		if _, err := d.c.NetworkRemove(ctx, nw.Network.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("the box network of the subnet %s, to be made again with %s: %w", strings.Join(had, ", "), d.cfg.Subnet, err)
+		}
 	} else if !cerrdefs.IsNotFound(err) {
 		return err
 	}
