@@ -52,6 +52,8 @@ func (m Match) exprs(sets map[string]*nftables.Set) ([]expr.Any, error) {
 		return append(nfproto4(),
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 12, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil
+	case SaddrPrefix:
+		return append(nfproto4(), prefixAt(12, m.Pfx)...), nil
 	case Daddr:
 		a := m.Addr.As4()
 		return append(nfproto4(), daddr(), &expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: a[:]}), nil

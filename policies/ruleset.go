@@ -142,6 +142,7 @@ const (
 	CtEstRel      = "ct-established"
 	NfprotoIPv6   = "ipv6"
 	Saddr         = "saddr"
+	SaddrPrefix   = "saddr-prefix"
 	Daddr         = "daddr"
 	DaddrPrefix   = "daddr-prefix"
 	Dport         = "dport"
@@ -231,7 +232,8 @@ const (
 	DropIPv6     = "ipv6"
 	DropUnknown  = "unknown"
 	// DropSpoof counts frames from a box's port with another source (IP,
-	// MAC, or an ARP that speaks for another address).
+	// MAC, or an ARP that speaks for another address), and (box "*")
+	// packets with a box's source that came in by another device.
 	DropSpoof = "spoof"
 	// DropFrame counts frames of a type boxes may not send (IPv6, VLAN, ...).
 	DropFrame = "frame"
@@ -269,6 +271,14 @@ func Compile(n Network, boxes []Box) Ruleset {
 
 	base := func(hook string) Chain {
 		c := Chain{Name: hook, Hook: hook, Priority: Priority}
+		// A box's address from elsewhere than the bridge (or the host's
+		// own loopback) is forged: a machine on the server's network
+		// sending as a box, to what takes a box's address for the box
+		// (its resolver, the broker), or through the host. The host's
+		// reverse-path check, where it is loose or off (Debian's and
+		// Ubuntu's defaults), lets it in.
+		c.Rules = append(c.Rules, Rule{Match: []Match{{Kind: IifNot, Name: n.Bridge}, {Kind: IifNot, Name: "lo"}, {Kind: SaddrPrefix, Pfx: n.Subnet}},
+			Counter: true, Verdict: "drop", Comment: counterName("*", DropSpoof)})
 		if hook == "forward" {
 			// Routed in from outside: only replies reach a box.
 			c.Rules = append(c.Rules, Rule{Match: []Match{{Kind: IifNot, Name: n.Bridge}, {Kind: OifIs, Name: n.Bridge}, {Kind: CtNotEstRel}},
@@ -376,6 +386,8 @@ func (m Match) text() string {
 		return "meta nfproto ipv6"
 	case Saddr:
 		return "ip saddr " + m.Addr.String()
+	case SaddrPrefix:
+		return "ip saddr " + m.Pfx.String()
 	case Daddr:
 		return "ip daddr " + m.Addr.String()
 	case DaddrPrefix:
