@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/crypto/bcrypt"
 )
 
 func TestTokens(t *testing.T) {
@@ -70,6 +72,18 @@ func TestPasswords(t *testing.T) {
 	}
 	if !CheckPassword(h, "long enough pw") || CheckPassword(h, "long enough pX") || CheckPassword("", "") {
 		t.Fatal("CheckPassword accepts the wrong password or refuses the right one")
+	}
+}
+
+// The hash an unknown user's password is checked against costs what a
+// real user's does: a valid bcrypt hash of the same cost.
+func TestDummyHashCostsAsARealOne(t *testing.T) {
+	cost, err := bcrypt.Cost(dummyHash)
+	if err != nil || cost != passwordCost {
+		t.Fatalf("dummyHash: cost %d (%v), passwords' %d", cost, err, passwordCost)
+	}
+	if err := bcrypt.CompareHashAndPassword(dummyHash, []byte("paddock-no-such-user")); err != nil {
+		t.Fatalf("dummyHash is not a whole bcrypt hash: %v", err)
 	}
 }
 
