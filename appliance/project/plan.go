@@ -224,7 +224,7 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 		addr := "box." + b.Name
 		old, ok := boxes[b.Name]
 		if !ok {
-			plan.Changes = append(plan.Changes, api.Change{Address: addr, Action: api.ActionCreate, Attrs: boxAttrs(nil, b)})
+			plan.Changes = append(plan.Changes, api.Change{Address: addr, Action: api.ActionCreate, Attrs: append(boxAttrs(nil, b), onceAttrs(b)...)})
 			continue
 		}
 		if old.Project != spec.Project {
@@ -241,6 +241,9 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 		if c.Action == "" && old.Setup == "failed" {
 			c.Action = api.ActionReplace
 			c.Reasons = append(c.Reasons, "setup failed ("+firstLine(old.SetupError)+"): the box is made again")
+		}
+		if c.Action == api.ActionReplace {
+			c.Attrs = append(c.Attrs, onceAttrs(b)...)
 		}
 		if c.Action == "" {
 			obs, seen := st.Observed[b.Name]
@@ -464,6 +467,21 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 			at = mountText(m)
 		}
 		out = attr(out, "mount."+k, bt, at, true)
+	}
+	return out
+}
+
+// onceAttrs are what a box that is made (or made again) has done once
+// after it: its pushes ("push" and the local path, then where to) and
+// its setup steps, in their order, each in full. A Boxfile may come from
+// someone else's repository: what it runs is in the plan.
+func onceAttrs(b api.BoxSpec) []api.AttrChange {
+	var out []api.AttrChange
+	for _, p := range b.Push {
+		out = append(out, api.AttrChange{Name: "push " + Quote(p.Local), After: Quote(p.To)})
+	}
+	for i, cmd := range b.Setup {
+		out = append(out, api.AttrChange{Name: fmt.Sprintf("setup[%d]", i), After: Quote(cmd)})
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package project
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -158,5 +159,52 @@ func TestPlanSaysSetupWaitsBesideAStoppedContainer(t *testing.T) {
 	c := p.Changes[0]
 	if c.Action != api.ActionUpdate || len(c.Reasons) != 2 || c.Reasons[1] != "push and setup have not finished" {
 		t.Fatalf("change %+v, want an update that says the container is created and setup waits", c)
+	}
+}
+
+// What a box made by the apply will run once after it (its pushes and
+// setup steps, in full) is in the plan where the box is made or made
+// again, and nowhere else: the steps do not run again for a change in
+// place, nor for a box that stays.
+func TestPlanShowsPushAndSetupWhereTheyRun(t *testing.T) {
+	base := spec(3)
+	for i := range base.Boxes {
+		base.Boxes[i].Push = []api.PushSpec{{Local: "./src", To: "/config/project"}}
+		base.Boxes[i].Setup = []string{"cd /config/project && npm ci", "make"}
+	}
+	st := declared(base)
+	edited := base
+	edited.Boxes = append([]api.BoxSpec(nil), base.Boxes...)
+	edited.Boxes[0].TTL = "2h"     // in place
+	edited.Boxes[1].Image = "img2" // replace
+	n := base.Boxes[2]
+	n.Name = "new"
+	edited.Boxes = append(edited.Boxes, n) // created; box-002 stays as it is
+	p, err := Plan(edited, st, Options{DefaultImage: "img"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := `push "./src"="/config/project" setup[0]="cd /config/project && npm ci" setup[1]="make"`
+	want := map[string]bool{"box.box-001": true, "box.new": true}
+	seen := 0
+	for _, c := range p.Changes {
+		var got []string
+		for _, a := range c.Attrs {
+			if strings.HasPrefix(a.Name, "push ") || strings.HasPrefix(a.Name, "setup[") {
+				if a.Before != "" || a.Forces {
+					t.Errorf("%s: %s is a change from %q (forces %v)", c.Address, a.Name, a.Before, a.Forces)
+				}
+				got = append(got, a.Name+"="+a.After)
+			}
+		}
+		if g := strings.Join(got, " "); want[c.Address] != (g == once) || (!want[c.Address] && g != "") {
+			t.Errorf("%s (%s): push and setup %q", c.Address, c.Action, g)
+		}
+		if want[c.Address] {
+			seen++
+		}
+	}
+	if seen != len(want) {
+		t.Fatalf("changes %+v", p.Changes)
 	}
 }
