@@ -447,10 +447,19 @@ func TestDashboard(t *testing.T) {
 	if out, err := cliRun("preview", "dash", "8080"); err != nil || strings.SplitN(out, "\n", 2)[0] != want {
 		t.Fatalf("paddock preview dash 8080: %v\n%s", err, out)
 	}
-	for args, msg := range map[string]string{"dash 5173": "listens on the box's loopback only", "dash 9999": "nothing listens on port 9999 in box dash (ports open: ", "dash 0": "give a number from 1 to 65535"} {
+	for args, msg := range map[string]string{"dash 5173": "listens on the box's loopback only", "dash 9999 --wait 0": "nothing listens on port 9999 in box dash (ports open: ", "dash 0": "give a number from 1 to 65535"} {
 		if out, err := cliRun(append([]string{"preview"}, strings.Fields(args)...)...); err == nil || !strings.Contains(out, msg) {
 			t.Fatalf("paddock preview %s: %v\n%s", args, err, out)
 		}
+	}
+	// A server that starts a moment after its preview is asked for (a
+	// dev server still building) is waited for.
+	if _, err := d.Client().StartJob(ctx, "dash", api.ExecPost{Cmd: []string{"sh", "-c", "sleep 1 && exec python3 -m http.server 7070 --directory /config/www"}}); err != nil {
+		t.Fatal(err)
+	}
+	late := strings.Replace(want, "8080-dash", "7070-dash", 1)
+	if out, err := cliRun("preview", "dash", "7070", "--no-open"); err != nil || !strings.Contains(out, "Waiting up to 10s for something to listen on port 7070 in box dash") || !strings.Contains(out, "\n"+late+"\n") {
+		t.Fatalf("paddock preview dash 7070, its server a second late: %v\n%s", err, out)
 	}
 	req, _ := http.NewRequest("GET", "http://"+d.Listen+"/", nil)
 	req.Host = "8080-dash.localhost:" + port

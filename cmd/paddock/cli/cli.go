@@ -90,7 +90,7 @@ func init() {
 		{"contexts", "BOX [--json] | new BOX [NAME] [--lang L] | restart BOX NAME | rm BOX NAME", "the code interpreter's contexts (kernels, each with its own state): list, start one, start one again (its state gone), end one", cmdContexts},
 		{"screenshot", "[BOX] [-o FILE]", "save a PNG of the box's desktop (default: the current box)", cmdScreenshot},
 		{"desktop", "[BOX] [--no-open] [--json] | [BOX] [--screenshot] [-o FILE] [--scale S] [--json] -- ACTION ARGS... [-- ACTION ARGS...]", "open the box's desktop in the browser (prints a single-use URL); with actions after --, use its mouse and keyboard: click X Y, type TEXT, key ctrl+s, drag X1 Y1 X2 Y2, scroll X Y down 3, windows, launch APP|URL|FILE, wait_idle, zoom X0 Y0 X1 Y1, cursor_position, ... (Anthropic's computer-use actions)", cmdDesktop},
-		{"preview", "BOX [PORT] [--no-open] [--json]", "list what listens in a box, with preview URLs; with a port, print its preview URL and open it in a signed-in browser", cmdPreview},
+		{"preview", "BOX [PORT] [--wait D] [--no-open] [--json]", "list what listens in a box, with preview URLs; with a port, print its preview URL (waiting up to --wait, 10s, for a server still starting) and open it in a signed-in browser", cmdPreview},
 		{"dashboard", "[BOX] [--no-open]", "sign a browser in to the web dashboard (prints a single-use URL, good for two minutes)", cmdDashboard},
 		{"prompt", "[BOX] [--agent A] [--workdir D] [--detach] TASK... | --file F", "hand a coding agent a task; follow its output (one argument: the task, for the current box)", cmdPrompt},
 		{"agents", "[BOX] [--json]", "list the agents the server knows; with a box, which it has and whether each has credentials", cmdAgents},

@@ -130,6 +130,16 @@ func cmdDashboard(e *env, args []string) error {
 	return nil
 }
 
+// listens says whether ps has port.
+func listens(ps []api.Port, port int) bool {
+	for _, p := range ps {
+		if p.Port == port {
+			return true
+		}
+	}
+	return false
+}
+
 // cmdPreview lists what listens in a box, with each port's preview URL;
 // with a port, prints that one's URL and opens it in a browser signed in
 // as this CLI's user, where there is a browser.
@@ -137,6 +147,7 @@ func cmdPreview(e *env, args []string) error {
 	fs := flags("preview")
 	noOpen := fs.Bool("no-open", false, "only print the URL")
 	asJSON := fs.Bool("json", false, "print JSON")
+	wait := fs.Duration("wait", 10*time.Second, "with a port: wait this long for something to listen on it (a server still starting)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -158,6 +169,23 @@ func cmdPreview(e *env, args []string) error {
 	ps, err := c.BoxPorts(e.ctx, name)
 	if err != nil {
 		return err
+	}
+	// A server started a moment ago (in the background, or a dev server
+	// still building) is waited for: at most --wait, looking again every
+	// 200 ms.
+	if port != 0 && !listens(ps, port) && *wait > 0 {
+		fmt.Fprintf(e.stderr, "Waiting up to %s for something to listen on port %d in box %s...\n", *wait, port, name)
+		until := time.Now().Add(*wait)
+		for !listens(ps, port) && time.Now().Before(until) {
+			select {
+			case <-e.ctx.Done():
+				return e.ctx.Err()
+			case <-time.After(200 * time.Millisecond):
+			}
+			if ps, err = c.BoxPorts(e.ctx, name); err != nil {
+				return err
+			}
+		}
 	}
 	if port == 0 {
 		if *asJSON {
@@ -184,7 +212,7 @@ func cmdPreview(e *env, args []string) error {
 	}
 	switch {
 	case found == nil && len(open) == 0:
-		return fmt.Errorf("nothing listens on port %d in box %s (nothing listens there at all): start the server first", port, name)
+		return fmt.Errorf("nothing listens on port %d in box %s (nothing listens there at all): start the server first (on 0.0.0.0)", port, name)
 	case found == nil:
 		return fmt.Errorf("nothing listens on port %d in box %s (ports open: %s)", port, name, strings.Join(open, ", "))
 	case found.URL == "" && found.Note != "":
