@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -37,6 +38,11 @@ func cmdNew(e *env, args []string) error {
 	}
 	if _, err := api.ParseTTL(*ttl); err != nil {
 		return invalidf("%v", err)
+	}
+	// A bare number is seconds: one under a minute is more likely meant
+	// as minutes or hours than as a box that stops at once.
+	if n, err := strconv.Atoi(*ttl); err == nil && n > 0 && n < 60 {
+		fmt.Fprintf(e.stderr, "paddock new: --ttl %d is %d seconds: the box stops %ds after it starts (a number is seconds; %dm or %dh for minutes or hours)\n", n, n, n, n, n)
 	}
 	if _, err := api.ParseIdleStop(*idleStop); err != nil {
 		return invalidf("%v", err)
