@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
 )
 
 func cmdKey(e *env, args []string) error {
@@ -95,6 +96,9 @@ func cmdSSH(e *env, args []string) error {
 	// connection is checked by TLS), is the only one ssh trusts for it,
 	// from a known_hosts file of the CLI's own: no question on a first
 	// connection, and no other key accepted later.
+	if err := e.checkKeys(c); err != nil {
+		return err
+	}
 	host, port, pin, err := e.gateway(c)
 	if err != nil {
 		return err
@@ -116,6 +120,27 @@ func cmdSSH(e *env, args []string) error {
 		return exitError{ee.ExitCode()}
 	}
 	return err
+}
+
+// checkKeys says, when the user has no SSH key on the server, how to add
+// one: the gateway takes keys only, and ssh's own refusal ("Permission
+// denied (publickey)") does not say so. A listing that fails leaves it
+// to ssh.
+func (e *env) checkKeys(c *client.Client) error {
+	ks, err := c.Keys(e.ctx)
+	if err != nil || len(ks) > 0 {
+		return nil
+	}
+	hint := "make one (ssh-keygen -t ed25519), then add it: paddock key add ~/.ssh/id_ed25519.pub"
+	if home, err := os.UserHomeDir(); err == nil {
+		for _, f := range []string{"id_ed25519.pub", "id_ecdsa.pub", "id_rsa.pub"} {
+			if _, err := os.Stat(filepath.Join(home, ".ssh", f)); err == nil {
+				hint = "add yours: paddock key add ~/.ssh/" + f
+				break
+			}
+		}
+	}
+	return fmt.Errorf("you have no SSH key on this server, and its SSH gateway lets in keys only: %s", hint)
 }
 
 // pinHostKey writes the gateway's host key to the CLI's own known_hosts

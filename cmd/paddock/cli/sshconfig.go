@@ -108,6 +108,9 @@ func cmdSSHConfig(e *env, args []string) error {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "%s: %d box(es), as BOX%s (ssh web%s); run this again for boxes made later\n", path, len(names), sshHostSuffix, sshHostSuffix)
+	if err := e.checkKeys(c); err != nil {
+		fmt.Fprintf(e.stderr, "Note: %v\n", err)
+	}
 	return nil
 }
 
