@@ -447,8 +447,14 @@ func cmdFork(e *env, args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return usagef("give the box to fork")
+	// The new box's name may follow the box's, as cp's target does.
+	switch {
+	case fs.NArg() == 2 && *name != "" && *name != fs.Arg(1):
+		return usagef("the new box's name twice (%q and --name %q): give one", fs.Arg(1), *name)
+	case fs.NArg() == 2:
+		*name = fs.Arg(1)
+	case fs.NArg() != 1:
+		return usagef("give the box to fork, and the new box's name if you choose it")
 	}
 	if *name != "" {
 		if err := api.ValidName("box", *name); err != nil {

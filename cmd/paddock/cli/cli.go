@@ -81,7 +81,7 @@ func init() {
 		{"snapshots", "BOX [--json]", "list a box's snapshots", cmdSnapshots},
 		{"restore", "BOX [SNAPSHOT]", "bring back a snapshot (default: the newest)", cmdRestore},
 		{"move", "BOX [BOX...] --to NODE", "move boxes, with the drives they mount, to another server: stopped with a snapshot, shipped, made and started there (the owner's)", cmdMove},
-		{"fork", "BOX [--name N] [--snapshot S] [--node NODE]", "new box from a snapshot of BOX (default: one taken now), on NODE if given", cmdFork},
+		{"fork", "BOX [NEW | --name NEW] [--snapshot S] [--node NODE]", "new box (named NEW, or a generated name) from a snapshot of BOX (default: one taken now), on NODE if given", cmdFork},
 		{"rm", "BOX... [--force]", "remove boxes (drives are kept); a running one is asked about first", cmdRm},
 		{"exec", "[BOX] [-t] [--detach [--stdin]] [--desktop] [--workdir D] [--env K=V] [--timeout D] -- CMD...", "run a command in a box (default: the current box); --detach runs it as a job, whose input --stdin keeps open for 'jobs send'", cmdExec},
 		{"jobs", "BOX [--json] | kill [BOX] JOB [--signal TERM|INT|KILL|HUP|QUIT|USR1|USR2] | send [BOX] JOB [--text T] [--eof]", "list a box's detached jobs; signal a running job's process group (kill, TERM by default); send a job started with 'exec --detach --stdin' input (this command's, or --text), --eof ending it", cmdJobs},
