@@ -28,6 +28,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
@@ -209,7 +210,29 @@ func report(e *env, c command, err error) int {
 	return 1
 }
 
+// borrowed are the words of the tools people come from (docker, kubectl,
+// vagrant, their shells) for what Paddock names otherwise; suggest says
+// Paddock's name for them before it looks for a near spelling ("cp" is
+// one letter from "mcp", which is not what was meant).
+var borrowed = map[string][]string{
+	"cp": {"push", "pull"}, "copy": {"push", "pull"}, "scp": {"push", "pull"}, "upload": {"push"}, "download": {"pull"},
+	"shell": {"ssh", "exec"}, "sh": {"ssh", "exec"}, "bash": {"ssh", "exec"}, "attach": {"ssh", "exec"}, "console": {"ssh", "exec"}, "connect": {"ssh", "exec"},
+	"create": {"new"}, "launch": {"new"}, "up": {"new", "apply"},
+	"delete": {"rm"}, "remove": {"rm"}, "del": {"rm"},
+	"list": {"ls"}, "ps": {"ls"},
+	"halt": {"stop"}, "down": {"stop", "destroy"}, "kill": {"stop", "rm"}, "pause": {"stop"},
+	"status": {"show"}, "inspect": {"show"}, "describe": {"show"},
+	"clone": {"fork"}, "commit": {"snapshot"},
+}
+
 func suggest(name string) string {
+	if names, ok := borrowed[name]; ok {
+		q := make([]string, len(names))
+		for i, n := range names {
+			q[i] = strconv.Quote(n)
+		}
+		return fmt.Sprintf(" (Paddock's is %s: 'paddock help %s')", strings.Join(q, " or "), names[0])
+	}
 	best, bestD := "", 3
 	for _, c := range commands {
 		if d := distance(name, c.name); d < bestD {

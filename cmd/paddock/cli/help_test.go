@@ -148,3 +148,33 @@ func TestBadValuesAreSaidAlone(t *testing.T) {
 		t.Errorf("paddock show a b: exit %d, %q; want 2 and the usage line", code, stderr)
 	}
 }
+
+// Each word borrowed from another tool names real commands, and is not
+// itself one (it would never be looked up): checked against the command
+// table.
+func TestBorrowedWordsNameCommands(t *testing.T) {
+	isCommand := func(name string) bool {
+		for _, c := range commands {
+			if c.name == name {
+				return true
+			}
+		}
+		return false
+	}
+	for word, names := range borrowed {
+		if isCommand(word) {
+			t.Errorf("%q is a command of its own", word)
+		}
+		for _, n := range names {
+			if !isCommand(n) {
+				t.Errorf("%q points at %q, which is no command", word, n)
+			}
+		}
+	}
+	if got := suggest("cp"); got != ` (Paddock's is "push" or "pull": 'paddock help push')` {
+		t.Errorf("suggest(cp) = %q", got)
+	}
+	if got := suggest("neww"); got != ` (did you mean "new"?)` {
+		t.Errorf("suggest(neww) = %q", got)
+	}
+}
