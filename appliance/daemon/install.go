@@ -158,12 +158,31 @@ func startUnit(name string, changed bool, out io.Writer) error {
 	if err := run("enable", name); err != nil {
 		return err
 	}
+	// A unit that failed before (a refused start, then systemd's own
+	// restarts until its start limit) is started again as new: this run
+	// may have fixed the cause.
+	exec.Command("systemctl", "reset-failed", name).Run()
 	if changed && exec.Command("systemctl", "is-active", "--quiet", name).Run() == nil {
 		fmt.Fprintln(out, "service: restarting (the unit changed)")
-		return run("restart", name)
+		return withJournal(name, run("restart", name))
 	}
 	fmt.Fprintln(out, "service: starting", name)
-	return run("start", name)
+	return withJournal(name, run("start", name))
+}
+
+// withJournal adds to a unit's failed start the end of what it wrote
+// (paddockd says there why it did not start: a route over its box
+// network, a bad setting), which systemctl's own error only points to.
+func withJournal(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	b, _ := exec.Command("journalctl", "-u", name, "-n", "25", "--no-pager", "-o", "cat").Output()
+	if len(strings.TrimSpace(string(b))) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w\n%s did not start; the end of its log (journalctl -u %s):\n  %s", err, name, name,
+		strings.ReplaceAll(strings.TrimSpace(string(b)), "\n", "\n  "))
 }
 
 // installNode makes this server a node of another's control plane: the

@@ -158,6 +158,17 @@ func TestInstall(t *testing.T) {
 	refuse("--join without a port", env+"sh /opt/offline/install.sh --join 10.214.255.1 --token t --ca-sha256 "+strings.Repeat("a", 64), "give the control plane's IP:PORT")
 	s.must("cp /root/resolv.conf.keep /etc/resolv.conf")
 
+	// A route of the server's over part of the box network (the default
+	// subnet, 10.213.0.0/16), as a VPN's: the install goes as far as
+	// starting paddockd, which does not start, and it shows why from the
+	// journal. Once the route is gone, the same command again starts it.
+	s.must("ip link add pdkvpn0 type veth peer name pdkvpn1 && ip link set pdkvpn0 up && ip route add 10.213.7.0/24 dev pdkvpn0")
+	if out, err := s.sh(install); err == nil || !strings.Contains(out, "paddockd.service did not start; the end of its log") ||
+		!strings.Contains(out, "the box network 10.213.0.0/16 overlaps routes of this machine") || !strings.Contains(out, `goes by "10.213.7.0/24 dev pdkvpn0"`) {
+		t.Fatalf("install beside a route over the box network: %v\n%s", err, out)
+	}
+	s.must("ip link del pdkvpn0")
+
 	// The install.
 	out := s.must(install)
 	link := regexp.MustCompile(`https://paddock\.test/setup/(pdk_[0-9a-f]{64})`).FindStringSubmatch(out)
