@@ -59,6 +59,12 @@ func (g *startGuard) end(code int, stderr io.Writer, argv []string) int {
 	cmd := argv[0]
 	switch {
 	case strings.Contains(msg, "executable file not found"), strings.Contains(msg, "no such file or directory"):
+		// A shell line handed over as one word ("cd /x && make"): no
+		// program has that name, and the way to run it is a shell.
+		if strings.ContainsAny(cmd, " \t&|;<>$`") {
+			fmt.Fprintf(stderr, "command not found: %s (a shell line as one word: run it with a shell, as bash -lc %s)\n", cmd, shellWord(cmd))
+			return 127
+		}
 		fmt.Fprintf(stderr, "command not found: %s\n", cmd)
 		return 127
 	case strings.Contains(msg, "permission denied"):
@@ -67,4 +73,9 @@ func (g *startGuard) end(code int, stderr io.Writer, argv []string) int {
 	}
 	fmt.Fprintf(stderr, "%s: cannot run: %s", cmd, strings.TrimPrefix(msg, ociStartFailed))
 	return 126
+}
+
+// shellWord quotes s as one word of a POSIX shell.
+func shellWord(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

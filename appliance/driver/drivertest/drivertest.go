@@ -195,7 +195,8 @@ func Runtime(t *testing.T, d driver.Driver, image string) {
 		cmd  string
 		code int
 		says string
-	}{{"nosuchcmd", 127, "command not found: nosuchcmd\n"}, {"/no/such/cmd", 127, "command not found: /no/such/cmd\n"}, {"/etc/hostname", 126, "/etc/hostname: permission denied\n"}} {
+	}{{"nosuchcmd", 127, "command not found: nosuchcmd\n"}, {"/no/such/cmd", 127, "command not found: /no/such/cmd\n"}, {"/etc/hostname", 126, "/etc/hostname: permission denied\n"},
+		{"cd /tmp && echo 'it'", 127, `command not found: cd /tmp && echo 'it' (a shell line as one word: run it with a shell, as bash -lc 'cd /tmp && echo '\''it'\''')` + "\n"}} {
 		out.Reset()
 		errb.Reset()
 		code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{Cmd: []string{c.cmd, "arg"}, Stdout: &out, Stderr: &errb})
