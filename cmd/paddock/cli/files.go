@@ -30,7 +30,7 @@ func cmdPush(e *env, args []string) error {
 		return usagef("give a box and a local path")
 	}
 	if *to == "" {
-		return usagef("give --to PATH, a directory in the box")
+		return usagef("give --to PATH, a directory in the box (as --to /config/project; /config is the box user's home)")
 	}
 	if !path.IsAbs(*to) {
 		return invalidf("--to %q must be an absolute path in the box", *to)
