@@ -177,6 +177,8 @@ type RouteConflict struct {
 	Route Route
 }
 
+func (c RouteConflict) String() string { return fmt.Sprintf("%s goes by %q", c.Addr, c.Route) }
+
 // RouteConflicts lists, for each route of the machine that overlaps the
 // box network, other than the bridge's own, the box address the kernel
 // sends elsewhere than the bridge (at most one a route, and one for the
@@ -261,7 +263,7 @@ func (n Network) CheckRoutes(fix string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "the box network %s overlaps routes of this machine, which take some box addresses away from its bridge %s:", n.Subnet, n.Bridge)
 	for _, c := range cs {
-		fmt.Fprintf(&b, "\n  %s goes by %q", c.Addr, c.Route)
+		fmt.Fprintf(&b, "\n  %s", c)
 	}
 	fmt.Fprintf(&b, "\nboxes there would be unreachable. %s (`ip route show table all` and `ip rule` list them)", fix)
 	return errors.New(b.String())

@@ -8,6 +8,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -879,8 +880,13 @@ type Node struct {
 	Drained    bool   `json:"drained,omitempty"`
 	SwarmState string `json:"swarm_state,omitempty"`
 	Error      string `json:"error,omitempty"`
-	Boxes      int    `json:"boxes"`
-	Pool       int    `json:"pool"`
+	// Routes are the server's routes, come since paddockd started,
+	// that take addresses of its box network away from its bridge
+	// ("ADDR goes by ROUTE"): its boxes there cannot be reached until
+	// they are removed.
+	Routes []string `json:"routes,omitempty"`
+	Boxes  int      `json:"boxes"`
+	Pool   int      `json:"pool"`
 	// OwnPool is the server's own warm pool: pool boxes of each type
 	// kept on it ('paddock node pool'), beside warm_pool's.
 	OwnPool     map[string]int `json:"own_pool,omitempty"`
@@ -891,6 +897,22 @@ type Node struct {
 	DiskBytes   int64          `json:"disk_bytes,omitempty"`
 	DiskFree    int64          `json:"disk_free,omitempty"`
 	Joined      time.Time      `json:"joined,omitempty"`
+}
+
+// StateText is how a server's state reads in a list: up or down, drained,
+// why it is down, and the box addresses its routes take elsewhere.
+func (n Node) StateText() string {
+	s := n.State
+	if n.Drained {
+		s += ", drained"
+	}
+	if n.Error != "" {
+		s += ": " + n.Error
+	}
+	if len(n.Routes) > 0 {
+		s += "; box addresses routed elsewhere, unreachable: " + strings.Join(n.Routes, "; ")
+	}
+	return s
 }
 
 // NodePool replaces a server's own warm pool (PUT /v1/nodes/NAME/pool):

@@ -243,7 +243,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer, Audit: auditor,
 		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
 			Name: host, URL: cfg.ClusterListen, Swarm: drv,
-			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv) }}}
+			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv, boxNet) }}}
 	if svc.SSO, err = sso.New(cfg.SSO); err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, dir st
 		return err
 	}
 	agent := &node.Agent{Driver: drv, Firewall: fw, Name: id.Name, Log: log, Info: func(ctx context.Context) (node.Info, error) {
-		return localInfo(ctx, id.Name, drv)
+		return localInfo(ctx, id.Name, drv, boxNet)
 	}}
 	// Removed by the control plane (it holds nothing by then): out of the
 	// swarm, its rules gone, its join forgotten, so that this server can
@@ -216,12 +216,17 @@ func dnsUpstream(cfg config.Config) (string, error) {
 // localInfo is what this server has: the engine's CPUs and memory, the
 // memory free now (MemAvailable), the disk under the engine's data, and
 // the load.
-func localInfo(ctx context.Context, name string, drv *docker.Driver) (node.Info, error) {
+func localInfo(ctx context.Context, name string, drv *docker.Driver, boxNet policies.Network) (node.Info, error) {
 	e, err := drv.Engine(ctx)
 	if err != nil {
 		return node.Info{}, err
 	}
 	in := node.Info{Name: name, CPUs: e.CPUs, MemoryBytes: e.MemoryBytes, Engine: e.Version}
+	if cs, err := boxNet.RouteConflicts(); err == nil {
+		for _, c := range cs {
+			in.Routes = append(in.Routes, c.String())
+		}
+	}
 	if f, err := os.Open("/proc/meminfo"); err == nil {
 		sc := bufio.NewScanner(f)
 		for sc.Scan() {

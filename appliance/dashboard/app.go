@@ -218,18 +218,12 @@ func (p *Pages) nodeRows(ctx context.Context) []nodeRow {
 	}
 	out := make([]nodeRow, 0, len(ns))
 	for _, n := range ns {
-		r := nodeRow{Name: n.Name, State: n.State, Swarm: n.SwarmState, Addr: n.Addr, Boxes: n.Boxes, Pool: fmt.Sprint(n.Pool), Labels: api.LabelsText(n.Labels)}
+		r := nodeRow{Name: n.Name, State: n.StateText(), Swarm: n.SwarmState, Addr: n.Addr, Boxes: n.Boxes, Pool: fmt.Sprint(n.Pool), Labels: api.LabelsText(n.Labels)}
 		if own := api.PoolText(n.OwnPool); own != "" {
 			r.Pool += " (its own: " + own + ")"
 		}
 		if n.ControlPlane {
 			r.Addr = "control plane"
-		}
-		if n.Drained {
-			r.State += ", drained"
-		}
-		if n.Error != "" {
-			r.State += ": " + n.Error
 		}
 		if n.MemoryBytes > 0 {
 			r.Memory = fmt.Sprintf("%.1f of %.1f GiB", float64(n.MemoryFree)/(1<<30), float64(n.MemoryBytes)/(1<<30))

@@ -66,6 +66,12 @@ type Info struct {
 	DiskFree    int64   `json:"disk_free"`
 	Load1       float64 `json:"load1"`
 	Engine      string  `json:"engine"`
+	// Routes are this server's routes that take addresses of its box
+	// network away from its bridge, each as "ADDR goes by ROUTE": its
+	// boxes there cannot be reached (policies.RouteConflicts). A start
+	// is refused beside one; these are the ones that came after it (a
+	// VPN connecting).
+	Routes []string `json:"routes,omitempty"`
 }
 
 // Handler is the agent's routes. It trusts its caller: serve it only

@@ -273,6 +273,9 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			continue
 		}
 		c.seen[n.Name] = seen[i]
+		if rs := seen[i].info.Routes; len(rs) > 0 && (!ok || !slices.Equal(prev.info.Routes, rs)) {
+			s.Log.Error("routes of the server take box addresses away from its bridge: its boxes there cannot be reached", "node", n.Name, "routes", strings.Join(rs, "; "))
+		}
 		// A node that went down: the calls in flight to it end now, not
 		// when TCP gives up on a link that was cut.
 		if n.Name != "" && seen[i].err != nil && (!ok || prev.err == nil) {
@@ -514,6 +517,7 @@ func (s *Service) nodeList() ([]api.Node, error) {
 				} else {
 					i := seen.info
 					an.CPUs, an.MemoryBytes, an.MemoryFree, an.DiskBytes, an.DiskFree = i.CPUs, i.MemoryBytes, i.MemoryFree, i.DiskBytes, i.DiskFree
+					an.Routes = i.Routes
 				}
 			}
 		}

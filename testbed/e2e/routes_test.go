@@ -1,18 +1,17 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -84,14 +83,17 @@ func TestSubnetRouteConflict(t *testing.T) {
 	if a, err := netip.ParseAddr(box.IP); err != nil || !netip.MustParsePrefix(d.Subnet).Contains(a) {
 		t.Fatalf("box address %q, not in the new subnet %s", box.IP, d.Subnet)
 	}
-	reach := func() {
+	// reach has a box's program listen on port (one port a call: the
+	// last one's closed connection keeps it a while) and the host connect
+	// to it at the box's address.
+	reach := func(port int) {
 		t.Helper()
-		var out bytes.Buffer
-		if code, err := c.Exec(ctx, "rt", api.ExecPost{Cmd: []string{"sh", "-c", "nohup python3 -c 'import socket; s = socket.socket(); s.bind((\"\", 7071)); s.listen(); c, _ = s.accept(); c.send(b\"box\")' >/dev/null 2>&1 &"}}, client.ExecIO{Stdout: &out, Stderr: &out}); err != nil || code != 0 {
-			t.Fatalf("listen in the box: %d %v %s", code, err, out.String())
+		listen := fmt.Sprintf(`import socket; s = socket.socket(); s.bind(("", %d)); s.listen(); c, _ = s.accept(); c.send(b"box")`, port)
+		if _, err := c.StartJob(ctx, "rt", api.ExecPost{Cmd: []string{"python3", "-c", listen}}); err != nil {
+			t.Fatalf("listen in the box: %v", err)
 		}
 		for try := 0; ; try++ {
-			conn, err := net.DialTimeout("tcp", net.JoinHostPort(box.IP, "7071"), 2*time.Second)
+			conn, err := net.DialTimeout("tcp", net.JoinHostPort(box.IP, fmt.Sprint(port)), 2*time.Second)
 			if err == nil {
 				b := make([]byte, 3)
 				conn.SetReadDeadline(time.Now().Add(5 * time.Second))
@@ -107,7 +109,7 @@ func TestSubnetRouteConflict(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}
-	reach()
+	reach(7071)
 	if err := d.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -132,5 +134,34 @@ func TestSubnetRouteConflict(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = d.Client()
-	reach()
+	reach(7072)
+
+	// A route that comes after the start (a VPN connecting): the server
+	// says which box addresses it takes, in 'paddock nodes' (as the
+	// dashboard's server page does) and in its log; once it is gone, it
+	// says nothing.
+	nodes := func(want string) {
+		t.Helper()
+		var out []byte
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(250 * time.Millisecond) {
+			cmd := exec.Command(bins.Paddock, "nodes")
+			cmd.Env = append(os.Environ(), d.CLIEnv()...)
+			var err error
+			if out, err = cmd.CombinedOutput(); err != nil {
+				t.Fatalf("paddock nodes: %v\n%s", err, out)
+			}
+			if want == "" && !strings.Contains(string(out), "routed elsewhere") || want != "" && strings.Contains(string(out), want) {
+				return
+			}
+		}
+		t.Fatalf("paddock nodes, waiting for %q:\n%s", want, out)
+	}
+	ip("route", "add", upper(second), "dev", dev)
+	late := fmt.Sprintf("box addresses routed elsewhere, unreachable: %s goes by \"%s dev %s\"", netip.MustParsePrefix(upper(second)).Addr(), upper(second), dev)
+	nodes(late)
+	if b, _ := os.ReadFile(d.LogPath()); !strings.Contains(string(b), "routes of the server take box addresses away from its bridge") {
+		t.Errorf("paddockd's log does not say so")
+	}
+	ip("route", "del", upper(second), "dev", dev)
+	nodes("")
 }

@@ -167,13 +167,7 @@ func cmdNodes(e *env, args []string) error {
 			name += " *"
 			addr = "(control plane)"
 		}
-		state := n.State
-		if n.Drained {
-			state += ", drained"
-		}
-		if n.Error != "" {
-			state += ": " + n.Error
-		}
+		state := n.StateText()
 		pool := fmt.Sprint(n.Pool)
 		if own := api.PoolText(n.OwnPool); own != "" {
 			pool += " (own " + own + ")"

@@ -327,7 +327,7 @@ class MovedBox(_MovedBoxRequired, _MovedBoxOptional):
 
 
 _NodeRequired = TypedDict("_NodeRequired", {"boxes": "int", "drives": "int", "labels": "Optional[Dict[str, str]]", "name": "str", "pool": "int", "state": "str", "subnet": "str"})
-_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "drained": "bool", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int", "own_pool": "Optional[Dict[str, int]]", "swarm_id": "str", "swarm_state": "str"}, total=False)
+_NodeOptional = TypedDict("_NodeOptional", {"addr": "str", "control_plane": "bool", "cpus": "int", "disk_bytes": "int", "disk_free": "int", "drained": "bool", "error": "str", "joined": "str", "memory_bytes": "int", "memory_free": "int", "own_pool": "Optional[Dict[str, int]]", "routes": "Optional[List[str]]", "swarm_id": "str", "swarm_state": "str"}, total=False)
 
 
 class Node(_NodeRequired, _NodeOptional):

@@ -447,6 +447,7 @@ export interface Node {
   name: string;
   own_pool?: Record<string, number> | null;
   pool: number;
+  routes?: string[] | null;
   state: string;
   subnet: string;
   swarm_id?: string;
