@@ -128,7 +128,7 @@ func TestSubnetRouteConflict(t *testing.T) {
 	// With a box, the subnet cannot change: the box keeps its own.
 	d.Subnet = first
 	refused("a subnet changed while a box exists",
-		"the box network has the subnet "+second+", not "+first+" as configured", "there are 1")
+		"the box network has the subnet "+second+", not "+first+" as configured", "there are 1: rt)")
 	d.Subnet = second
 	if err := d.Start(); err != nil {
 		t.Fatal(err)

@@ -227,7 +227,14 @@ func (d *Driver) Prepare(ctx context.Context) error {
 			return err
 		}
 		if len(boxes) > 0 {
-			return fmt.Errorf("the box network has the subnet %s, not %s as configured: a subnet can change only while there are no boxes (there are %d); set it back", strings.Join(had, ", "), d.cfg.Subnet, len(boxes))
+			var names []string
+			for _, b := range boxes[:min(len(boxes), 5)] {
+				names = append(names, b.Name)
+			}
+			if len(boxes) > 5 {
+				names = append(names, "...")
+			}
+			return fmt.Errorf("the box network has the subnet %s, not %s as configured: a subnet can change only while there are no boxes (there are %d: %s); set it back", strings.Join(had, ", "), d.cfg.Subnet, len(boxes), strings.Join(names, ", "))
 		}
 		if _, err := d.c.NetworkRemove(ctx, nw.Network.ID, client.NetworkRemoveOptions{}); err != nil && !cerrdefs.IsNotFound(err) {
 			return fmt.Errorf("the box network of the subnet %s, to be made again with %s: %w", strings.Join(had, ", "), d.cfg.Subnet, err)
