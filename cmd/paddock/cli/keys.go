@@ -88,17 +88,18 @@ func cmdSSH(e *env, args []string) error {
 		return err
 	}
 	// A box that is not there (or not the user's) is said as the API says
-	// it, not as the gateway's refusal of the key.
+	// it, not as the gateway's refusal of the key; nor is a user without
+	// a key left to that refusal.
 	if _, err := c.Box(e.ctx, name); err != nil {
+		return err
+	}
+	if err := e.checkKeys(c); err != nil {
 		return err
 	}
 	// The gateway's host key, as the server says it over its API (whose
 	// connection is checked by TLS), is the only one ssh trusts for it,
 	// from a known_hosts file of the CLI's own: no question on a first
 	// connection, and no other key accepted later.
-	if err := e.checkKeys(c); err != nil {
-		return err
-	}
 	host, port, pin, err := e.gateway(c)
 	if err != nil {
 		return err
