@@ -71,8 +71,9 @@ func rtmsg(dstLen uint8, flags uint32) []byte {
 	return b
 }
 
-// parseRoute reads an RTM_NEWROUTE message's data.
-func parseRoute(b []byte) (Route, bool) {
+// parseRoute reads an RTM_NEWROUTE message's data; devs names the
+// devices by index.
+func parseRoute(b []byte, devs map[int]string) (Route, bool) {
 	if len(b) < 12 || b[0] != unix.AF_INET {
 		return Route{}, false
 	}
@@ -90,8 +91,8 @@ func parseRoute(b []byte) (Route, bool) {
 				addr = a.Unmap()
 			}
 		case unix.RTA_OIF:
-			if ifc, err := net.InterfaceByIndex(int(ad.Uint32())); err == nil {
-				r.Dev = ifc.Name
+			if name, ok := devs[int(ad.Uint32())]; ok {
+				r.Dev = name
 			} else {
 				r.Dev = fmt.Sprintf("#%d", ad.Uint32())
 			}
@@ -110,14 +111,32 @@ func parseRoute(b []byte) (Route, bool) {
 	return r, true
 }
 
-// Routes lists this machine's IPv4 routes, of every table.
-func Routes() ([]Route, error) {
+// routeConn asks the kernel about routes, over one netlink connection.
+type routeConn struct {
+	c    *netlink.Conn
+	devs map[int]string // device names by index, read once
+}
+
+func dialRoutes() (*routeConn, error) {
 	c, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
 	if err != nil {
 		return nil, fmt.Errorf("routes: %w", err)
 	}
-	defer c.Close()
-	msgs, err := c.Execute(netlink.Message{
+	ifs, err := net.Interfaces()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("routes: %w", err)
+	}
+	devs := make(map[int]string, len(ifs))
+	for _, ifc := range ifs {
+		devs[ifc.Index] = ifc.Name
+	}
+	return &routeConn{c: c, devs: devs}, nil
+}
+
+// routes lists this machine's IPv4 routes, of every table.
+func (rc *routeConn) routes() ([]Route, error) {
+	msgs, err := rc.c.Execute(netlink.Message{
 		Header: netlink.Header{Type: unix.RTM_GETROUTE, Flags: netlink.Request | netlink.Dump},
 		Data:   rtmsg(0, 0),
 	})
@@ -126,24 +145,19 @@ func Routes() ([]Route, error) {
 	}
 	var out []Route
 	for _, m := range msgs {
-		if r, ok := parseRoute(m.Data); ok && m.Header.Type == unix.RTM_NEWROUTE {
+		if r, ok := parseRoute(m.Data, rc.devs); ok && m.Header.Type == unix.RTM_NEWROUTE {
 			out = append(out, r)
 		}
 	}
 	return out, nil
 }
 
-// RouteTo is the route this machine takes to a, as the kernel looks it
+// routeTo is the route this machine takes to a, as the kernel looks it
 // up (its rules, in their order, and its tables): the entry that matched
 // (RTM_F_FIB_MATCH), in the table it was found in (RTM_F_LOOKUP_TABLE).
 // ok is false where the kernel has no route it would send a by (none, or
 // a blackhole, unreachable or prohibit route).
-func RouteTo(a netip.Addr) (r Route, ok bool, err error) {
-	c, err := netlink.Dial(unix.NETLINK_ROUTE, nil)
-	if err != nil {
-		return Route{}, false, fmt.Errorf("route to %s: %w", a, err)
-	}
-	defer c.Close()
+func (rc *routeConn) routeTo(a netip.Addr) (r Route, ok bool, err error) {
 	ae := netlink.NewAttributeEncoder()
 	a4 := a.As4()
 	ae.Bytes(unix.RTA_DST, a4[:])
@@ -151,7 +165,7 @@ func RouteTo(a netip.Addr) (r Route, ok bool, err error) {
 	if err != nil {
 		return Route{}, false, err
 	}
-	msgs, err := c.Execute(netlink.Message{
+	msgs, err := rc.c.Execute(netlink.Message{
 		Header: netlink.Header{Type: unix.RTM_GETROUTE, Flags: netlink.Request},
 		Data:   append(rtmsg(32, unix.RTM_F_FIB_MATCH|unix.RTM_F_LOOKUP_TABLE), attrs...),
 	})
@@ -163,7 +177,7 @@ func RouteTo(a netip.Addr) (r Route, ok bool, err error) {
 		return Route{}, false, fmt.Errorf("route to %s: %w", a, err)
 	}
 	for _, m := range msgs {
-		if r, ok := parseRoute(m.Data); ok && m.Header.Type == unix.RTM_NEWROUTE {
+		if r, ok := parseRoute(m.Data, rc.devs); ok && m.Header.Type == unix.RTM_NEWROUTE {
 			return r, true, nil
 		}
 	}
@@ -185,7 +199,12 @@ func (c RouteConflict) String() string { return fmt.Sprintf("%s goes by %q", c.A
 // network as a whole). The bridge must be up (its route is the one that
 // must win).
 func (n Network) RouteConflicts() ([]RouteConflict, error) {
-	routes, err := Routes()
+	rc, err := dialRoutes()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.c.Close()
+	routes, err := rc.routes()
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +234,7 @@ func (n Network) RouteConflicts() ([]RouteConflict, error) {
 	var out []RouteConflict
 	seen := map[Route]bool{}
 	for _, q := range asks {
-		r, ok, err := RouteTo(q.addr)
+		r, ok, err := rc.routeTo(q.addr)
 		if err != nil {
 			return nil, err
 		}
