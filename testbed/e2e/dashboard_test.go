@@ -453,12 +453,13 @@ func TestDashboard(t *testing.T) {
 		}
 	}
 	// A server that starts a moment after its preview is asked for (a
-	// dev server still building) is waited for.
+	// dev server still building) is waited for (here up to a minute, so
+	// that a busy machine's slow start is no failure).
 	if _, err := d.Client().StartJob(ctx, "dash", api.ExecPost{Cmd: []string{"sh", "-c", "sleep 1 && exec python3 -m http.server 7070 --directory /config/www"}}); err != nil {
 		t.Fatal(err)
 	}
 	late := strings.Replace(want, "8080-dash", "7070-dash", 1)
-	if out, err := cliRun("preview", "dash", "7070", "--no-open"); err != nil || !strings.Contains(out, "Waiting up to 10s for something to listen on port 7070 in box dash") || !strings.Contains(out, "\n"+late+"\n") {
+	if out, err := cliRun("preview", "dash", "7070", "--no-open", "--wait", "1m"); err != nil || !strings.Contains(out, "Waiting up to 1m0s for something to listen on port 7070 in box dash") || !strings.Contains(out, "\n"+late+"\n") {
 		t.Fatalf("paddock preview dash 7070, its server a second late: %v\n%s", err, out)
 	}
 	req, _ := http.NewRequest("GET", "http://"+d.Listen+"/", nil)

@@ -92,7 +92,7 @@ func TestSubnetRouteConflict(t *testing.T) {
 		if _, err := c.StartJob(ctx, "rt", api.ExecPost{Cmd: []string{"python3", "-c", listen}}); err != nil {
 			t.Fatalf("listen in the box: %v", err)
 		}
-		for try := 0; ; try++ {
+		for deadline := time.Now().Add(time.Minute); ; {
 			conn, err := net.DialTimeout("tcp", net.JoinHostPort(box.IP, fmt.Sprint(port)), 2*time.Second)
 			if err == nil {
 				b := make([]byte, 3)
@@ -103,7 +103,7 @@ func TestSubnetRouteConflict(t *testing.T) {
 					return
 				}
 			}
-			if try == 50 {
+			if time.Now().After(deadline) {
 				t.Fatalf("the host does not reach the box at %s: %v", box.IP, err)
 			}
 			time.Sleep(100 * time.Millisecond)
