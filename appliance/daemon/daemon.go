@@ -214,7 +214,10 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			return "", driver.ErrNotFound
 		}
 		return n, err
-	}}
+	}, InTransit: func(node, kind, name string) bool {
+		ok, err := st.InTransit(node, kind, name)
+		return ok || err != nil
+	}, Log: log}
 	rules := &cluster.Firewall{NodeOf: func(box string) (string, error) {
 		b, err := st.GetBox(box)
 		return b.Node, err

@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 )
@@ -314,6 +315,38 @@ func (s *Store) SetMoveSnaps(id int64, snaps []string) error {
 func (s *Store) DoneMove(id int64) error {
 	_, err := s.q.Exec(`DELETE FROM moves WHERE id=?`, id)
 	return err
+}
+
+// InTransit says whether a move under way ships object kind/name (a box
+// by its engine name, its /var/lib/docker, a snapshot or a drive) to or
+// from node: a copy there is the move's.
+func (s *Store) InTransit(node, kind, name string) (bool, error) {
+	mvs, err := s.Moves()
+	if err != nil || len(mvs) == 0 {
+		return false, err
+	}
+	for _, m := range mvs {
+		if m.Source != node && m.Target != node {
+			continue
+		}
+		var in []string
+		switch kind {
+		case "snapshot":
+			in = m.Snaps
+		case "drive":
+			in = m.Drives
+		case "box", "boxdata":
+			for _, b := range m.Boxes {
+				if bx, err := s.GetBox(b); err == nil {
+					in = append(in, bx.Key())
+				}
+			}
+		}
+		if slices.Contains(in, name) {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // Moves lists the moves under way, oldest first.

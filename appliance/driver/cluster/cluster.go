@@ -9,6 +9,13 @@
 // Objects do not move between nodes here: a box, its volumes and its
 // snapshots are on one node, and moving them is an explicit operation of
 // the control plane.
+//
+// A node is believed about what the control plane placed on it, and
+// nothing else: a node taken over may say anything in its lists, and what
+// it says of another node's box or snapshot (that it is there, made from
+// another spec, that a snapshot is taken) would otherwise make the
+// reconciler act on the real one where it is. Such entries are left out
+// of every list, and said once in the log with the node's name.
 package cluster
 
 import (
@@ -16,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 	"sync"
 	"time"
@@ -46,11 +54,20 @@ type Driver struct {
 	// heartbeats): a node it says is down is not called, and is down in
 	// every list, even if its agent would answer.
 	Down func(node string) error
+	// InTransit, when set, says whether a move under way ships the
+	// object to or from node: its copy there is the move's, not a node's
+	// lie, and stays out of the lists without a word in the log.
+	InTransit func(node, kind, name string) bool
+	// Log hears of the entries of a node's lists that are left out.
+	Log *slog.Logger
 
 	mu sync.RWMutex
 	// seen is the node each object was on at the last list, by kind and
 	// name.
 	seen map[[2]string]string
+	// told is what was logged of nodes' lists, once each: node, kind,
+	// name.
+	told map[[3]string]bool
 }
 
 // SetNode adds (or replaces) a node's driver.
@@ -141,6 +158,45 @@ func (c *Driver) down(n string) error {
 	return c.Down(n)
 }
 
+// believed says whether node n may tell of object kind/name: the control
+// plane placed it there, or nothing declares it (the reconciler sweeps
+// it from where it was seen). With one node there is nothing to check.
+func (c *Driver) believed(n, kind, name string) (bool, error) {
+	if c.Len() == 1 {
+		return true, nil
+	}
+	at, err := c.Where(kind, name)
+	switch {
+	case errors.Is(err, driver.ErrNotFound):
+		return true, nil
+	case err != nil:
+		return false, err
+	case at == n:
+		return true, nil
+	}
+	if c.InTransit != nil && c.InTransit(n, kind, name) {
+		return false, nil
+	}
+	c.mu.Lock()
+	if c.told == nil {
+		c.told = map[[3]string]bool{}
+	}
+	first := !c.told[[3]string{n, kind, name}]
+	c.told[[3]string{n, kind, name}] = true
+	c.mu.Unlock()
+	if first && c.Log != nil {
+		c.Log.Warn("a node's list names an object placed on another server: not believed", "node", n, "kind", kind, "name", name, "placed_on", displayNode(at))
+	}
+	return false, nil
+}
+
+func displayNode(n string) string {
+	if n == "" {
+		return "(control plane)"
+	}
+	return n
+}
+
 func (c *Driver) names() []string {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
@@ -227,11 +283,17 @@ func (c *Driver) Boxes(ctx context.Context) ([]driver.BoxState, error) {
 		if err != nil {
 			return err
 		}
+		var mine []driver.BoxState
 		for _, b := range bs {
-			c.saw(KindBox, b.Name, n)
+			if ok, err := c.believed(n, KindBox, b.Name); err != nil {
+				return err
+			} else if ok {
+				c.saw(KindBox, b.Name, n)
+				mine = append(mine, b)
+			}
 		}
 		mu.Lock()
-		all = append(all, bs...)
+		all = append(all, mine...)
 		mu.Unlock()
 		return nil
 	})
@@ -280,11 +342,17 @@ func (c *Driver) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) 
 		if err != nil {
 			return err
 		}
+		var mine []driver.SnapshotState
 		for _, sn := range ss {
-			c.saw(KindSnapshot, sn.ID, n)
+			if ok, err := c.believed(n, KindSnapshot, sn.ID); err != nil {
+				return err
+			} else if ok {
+				c.saw(KindSnapshot, sn.ID, n)
+				mine = append(mine, sn)
+			}
 		}
 		mu.Lock()
-		all = append(all, ss...)
+		all = append(all, mine...)
 		mu.Unlock()
 		return nil
 	})
@@ -315,11 +383,17 @@ func (c *Driver) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
 		if err != nil {
 			return err
 		}
+		var mine []driver.VolumeRef
 		for _, v := range vs {
-			c.saw(v.Kind, v.Name, n)
+			if ok, err := c.believed(n, v.Kind, v.Name); err != nil {
+				return err
+			} else if ok {
+				c.saw(v.Kind, v.Name, n)
+				mine = append(mine, v)
+			}
 		}
 		mu.Lock()
-		all = append(all, vs...)
+		all = append(all, mine...)
 		mu.Unlock()
 		return nil
 	})

@@ -3,6 +3,8 @@ package cluster_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,5 +87,98 @@ func TestANodeDownIsNoEmptyNode(t *testing.T) {
 	c.Where = func(string, string) (string, error) { return "n9", nil }
 	if err := c.StartBox(context.Background(), "x"); !errors.Is(err, cluster.ErrNoSuchNode) || !strings.Contains(err.Error(), "n9") {
 		t.Fatalf("a box on a node the cluster has not: %v", err)
+	}
+}
+
+// liar is a node that adds another node's objects to its lists.
+type liar struct {
+	*fake.Driver
+	boxes []driver.BoxState
+	snaps []driver.SnapshotState
+	vols  []driver.VolumeRef
+}
+
+func (l liar) Boxes(ctx context.Context) ([]driver.BoxState, error) {
+	bs, err := l.Driver.Boxes(ctx)
+	return append(bs, l.boxes...), err
+}
+
+func (l liar) Snapshots(ctx context.Context) ([]driver.SnapshotState, error) {
+	ss, err := l.Driver.Snapshots(ctx)
+	return append(ss, l.snaps...), err
+}
+
+func (l liar) Volumes(ctx context.Context) ([]driver.VolumeRef, error) {
+	vs, err := l.Driver.Volumes(ctx)
+	return append(vs, l.vols...), err
+}
+
+// A node is believed about what was placed on it and nothing else: its
+// claims of another node's box (with another spec), of a snapshot placed
+// elsewhere and of another node's drive are left out of the lists, and
+// the log says so once for each, naming the node. What nothing declares
+// is the reporting node's own (the sweeper removes it there); what a move
+// under way ships is left out without a word.
+func TestANodeIsBelievedAboutItsOwnOnly(t *testing.T) {
+	ctx := context.Background()
+	n1 := fake.New("base:1")
+	spec := drivertest.Spec("n1-victim", "base:1")
+	spec.Mounts = nil
+	if err := n1.CreateBox(ctx, spec); err != nil {
+		t.Fatal(err)
+	}
+	n2 := liar{Driver: fake.New("base:1"),
+		boxes: []driver.BoxState{{Name: "n1-victim", ID: "forged", SpecHash: "bogus"}, {Name: "stray", ID: "s1"}, {Name: "n1-moving", ID: "m1"}},
+		snaps: []driver.SnapshotState{{ID: "n1-pending", Box: "n1-victim"}},
+		vols:  []driver.VolumeRef{{Kind: driver.KindDrive, Name: "n1-data"}},
+	}
+	where := func(kind, name string) (string, error) {
+		if name == "stray" {
+			return "", driver.ErrNotFound
+		}
+		return byPrefix(kind, name)
+	}
+	var logs strings.Builder
+	c := &cluster.Driver{Nodes: map[string]driver.Driver{"n1": n1, "n2": n2}, Where: where,
+		InTransit: func(node, kind, name string) bool { return node == "n2" && name == "n1-moving" },
+		Log:       slog.New(slog.NewTextHandler(&logs, nil))}
+	for range 3 {
+		bs, err := c.Boxes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, b := range bs {
+			got = append(got, b.Name+"="+b.SpecHash)
+		}
+		if want := []string{"n1-victim=" + spec.Hash(), "stray="}; !slices.Equal(got, want) {
+			t.Fatalf("the cluster's boxes: %v, want %v", got, want)
+		}
+		if ss, err := c.Snapshots(ctx); err != nil || len(ss) != 0 {
+			t.Fatalf("the cluster's snapshots: %+v %v", ss, err)
+		}
+		if vs, err := c.Volumes(ctx); err != nil || slices.ContainsFunc(vs, func(v driver.VolumeRef) bool { return v.Name == "n1-data" }) {
+			t.Fatalf("the cluster's volumes: %+v %v", vs, err)
+		}
+	}
+	log := logs.String()
+	for _, what := range []string{"kind=box name=n1-victim", "kind=snapshot name=n1-pending", "kind=drive name=n1-data"} {
+		if n := strings.Count(log, "node=n2 "+what+" placed_on=n1"); n != 1 {
+			t.Errorf("the log says %d times that n2 lied of %s:\n%s", n, what, log)
+		}
+	}
+	if strings.Contains(log, "n1-moving") || strings.Contains(log, "stray") {
+		t.Errorf("the log calls a move's copy or an undeclared box a lie:\n%s", log)
+	}
+	// The undeclared box is removed where it was seen: on n2.
+	n2.Driver.CreateBox(ctx, driver.BoxSpec{Name: "stray", Image: "base:1"})
+	if err := c.RemoveBox(ctx, "stray"); err != nil {
+		t.Fatal(err)
+	}
+	if bs, _ := n2.Driver.Boxes(ctx); len(bs) != 0 {
+		t.Fatalf("the stray box on n2: %+v", bs)
+	}
+	if bs, _ := n1.Boxes(ctx); len(bs) != 1 || bs[0].SpecHash != spec.Hash() {
+		t.Fatalf("the victim on n1: %+v", bs)
 	}
 }
