@@ -1,6 +1,7 @@
 // Command testlog turns `go test -json` on stdin into what plain `go test`
 // prints (each package's closing line, and the output of tests that fail),
-// and the e2e attacks' tally, then lists the tests that were skipped and
+// and the attacks' tally (isAttack: every package's attacks, by the tests'
+// own results), then lists the tests that were skipped and
 // the slowest tests (so that a CI run that grows says where). With
 // -no-skips it fails when any was skipped: CI uses it so that a missing
 // tool cannot turn into a green run. It exits non-zero when a test or
@@ -51,6 +52,7 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 	}
 	var times []took
 	failed := false
+	attacks := map[string]bool{} // held, by package and test
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -63,14 +65,14 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 			times = append(times, took{e.Package[strings.LastIndex(e.Package, "/")+1:] + "." + e.Test, e.Elapsed})
 		}
 		key := e.Package + " " + e.Test
+		if (e.Action == "pass" || e.Action == "fail") && isAttack(e.Test) {
+			attacks[key] = e.Action == "pass"
+		}
 		switch {
 		case e.Action == "output" && e.Test == "":
 			fmt.Fprint(out, e.Output)
 		case e.Action == "output":
 			buf[key] = append(buf[key], e.Output)
-			if strings.HasPrefix(e.Output, "attacks: ") {
-				fmt.Fprint(out, e.Output) // the e2e attacks' tally belongs in the log
-			}
 		case e.Action == "fail" && e.Test != "":
 			failed = true
 			fmt.Fprint(out, strings.Join(buf[key], ""))
@@ -102,6 +104,24 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 			delete(buf, key)
 		}
 	}
+	if len(attacks) > 0 {
+		held, pkgs := 0, map[string]bool{}
+		var lost []string
+		for k, ok := range attacks {
+			pkg, test, _ := strings.Cut(k, " ")
+			pkgs[pkg] = true
+			if ok {
+				held++
+			} else {
+				lost = append(lost, pkg[strings.LastIndex(pkg, "/")+1:]+"."+test)
+			}
+		}
+		sort.Strings(lost)
+		fmt.Fprintf(out, "\nattacks: %d tried, %d held (in %d packages)\n", len(attacks), held, len(pkgs))
+		for _, l := range lost {
+			fmt.Fprintf(out, "  did not hold: %s\n", l)
+		}
+	}
 	sort.Slice(times, func(i, j int) bool { return times[i].secs > times[j].secs })
 	if len(times) > slowest {
 		times = times[:slowest]
@@ -127,6 +147,18 @@ func run(in io.Reader, out io.Writer, noSkips bool) int {
 		return 1
 	}
 	return 0
+}
+
+// isAttack says whether a test is an attack of the suite: a script of
+// e2e's TestAttacks (TestAttacks/NAME), or a test or subtest whose own
+// name begins with TestAttack or Attack (TestAttackLoadTags,
+// TestCluster/AttackNodeLies). Each counts once in the tally.
+func isAttack(test string) bool {
+	if rest, ok := strings.CutPrefix(test, "TestAttacks/"); ok {
+		return !strings.Contains(rest, "/")
+	}
+	last := test[strings.LastIndex(test, "/")+1:]
+	return last != "TestAttacks" && (strings.HasPrefix(last, "TestAttack") || strings.HasPrefix(last, "Attack"))
 }
 
 // lastLine is the last line a test printed that says why it skipped.

@@ -58,3 +58,30 @@ func TestRun(t *testing.T) {
 		}
 	}
 }
+
+// The attacks' tally counts every package's attacks by their results:
+// the scripts of e2e's TestAttacks, and the tests and subtests named
+// TestAttack… or Attack…; one that failed is named.
+func TestAttackTally(t *testing.T) {
+	const in = `{"Action":"pass","Package":"x/e2e","Test":"TestAttacks/arp","Elapsed":1}
+{"Action":"pass","Package":"x/e2e","Test":"TestAttacks/spoof","Elapsed":1}
+{"Action":"pass","Package":"x/e2e","Test":"TestAttacks","Elapsed":2}
+{"Action":"pass","Package":"x/e2e","Test":"TestCluster/AttackNodeLies","Elapsed":1}
+{"Action":"pass","Package":"x/e2e","Test":"TestCluster","Elapsed":3}
+{"Action":"pass","Package":"x/docker","Test":"TestAttackLoadTags","Elapsed":1}
+{"Action":"output","Package":"x/images","Test":"TestAttackBomb","Output":"    bomb_test.go:3: it inflated\n"}
+{"Action":"fail","Package":"x/images","Test":"TestAttackBomb","Elapsed":1}
+{"Action":"pass","Package":"x/images","Test":"TestAttackBomb/part","Elapsed":1}
+{"Action":"pass","Package":"x/images","Test":"TestOther","Elapsed":1}
+{"Action":"fail","Package":"x/images","Elapsed":1}
+`
+	var out strings.Builder
+	if code := run(strings.NewReader(in), &out, false); code != 1 {
+		t.Errorf("exit code %d", code)
+	}
+	for _, w := range []string{"attacks: 5 tried, 4 held (in 3 packages)\n", "  did not hold: images.TestAttackBomb\n"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("the log lacks %q:\n%s", w, out.String())
+		}
+	}
+}
