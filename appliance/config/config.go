@@ -141,6 +141,10 @@ type Config struct {
 	// ArchiveMaxMiB bounds what one push or drive restore may hold
 	// (sparse files are refused whatever their size).
 	ArchiveMaxMiB int64 `koanf:"archive_max_mib"`
+	// MoveMaxGiB bounds what a server takes in of a box's snapshots in a
+	// move (their images' archive, and what its layers unpack to): the
+	// archive comes from another server, which may have been taken over.
+	MoveMaxGiB float64 `koanf:"move_max_gib"`
 	// CLIDir holds the paddock CLI for users' computers, served at /cli/
 	// (paddock-OS-ARCH and SHA256SUMS; the installer puts them there).
 	CLIDir string `koanf:"cli_dir"`
@@ -329,6 +333,7 @@ func Defaults() map[string]any {
 		"limits.types":                []string{},
 		"limits.drive_gib":            100,
 		"archive_max_mib":             16384,
+		"move_max_gib":                64.0,
 		"audit_days":                  90,
 		"audit_file":                  "",
 		"cli_dir":                     "/usr/local/lib/paddock/cli",
@@ -526,6 +531,9 @@ func (c Config) Validate() error {
 	}
 	if c.JobLogMaxMiB < 0 || c.ArchiveMaxMiB < 0 || c.JobLogsPerUserMiB < 0 {
 		return errors.New("config: job_log_max_mib, job_logs_per_user_mib and archive_max_mib must be 0 (no bound) or more")
+	}
+	if c.MoveMaxGiB <= 0 {
+		return errors.New("config: move_max_gib must be more than 0")
 	}
 	if c.UnsafeDockerInRuncBoxes && !c.Local {
 		return errors.New("config: unsafe_docker_in_runc_boxes gives boxes the host: it is for tests in local mode only (use the sysbox-runc runtime for Docker in boxes)")

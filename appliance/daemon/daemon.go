@@ -95,6 +95,7 @@ func engine(ctx context.Context, cfg config.Config, boxNet policies.Network) (*d
 		Host: cfg.DockerHost, Instance: boxNet.Table, Runtime: cfg.Runtime, User: cfg.BoxUser,
 		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
 		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, DockerWithBox: cfg.DockerStart == config.DockerWithBox, KeepWarm: cfg.WarmExec,
+		LoadMax: int64(cfg.MoveMaxGiB * (1 << 30)),
 	})
 }
 

@@ -6,10 +6,13 @@
 //
 // A build runs in a builder box (package service); the server's engine
 // only ever loads the finished image, never runs a step of it. The
-// archive the builder hands out is a hostile input: Sanitize lets through
-// one image, its layers and its config, with no names (a builder could
-// otherwise name its image after one of the server's and replace it), and
-// says its ID; the server names it itself.
+// archive the builder hands out is a hostile input, and so is the archive
+// of a box's snapshots that another server sends in a move: Sanitize and
+// SanitizeAll let through images whose IDs are their contents' digests,
+// their plain layers and configs, bounded unpacked, with no names (an
+// archive could otherwise name its image after one of the server's and
+// replace it, or claim an image by an ID it does not hold); the server
+// names them itself.
 package images
 
 import (
@@ -298,20 +301,75 @@ func InputsDigest(contextDigest, dockerfile string, baseIDs []string) string {
 // ErrTooBig is an image archive over its bound.
 var ErrTooBig = errors.New("the image is over its size bound")
 
+// Image is one image of an archive that Sanitize let through.
+type Image struct {
+	// ID is the digest of its config: what the archive's name for the
+	// config says, and what its content is.
+	ID string
+	// Tags are the names the archive gave it. They are not passed on:
+	// the engine that loads the archive names nothing from it.
+	Tags []string
+}
+
 // Sanitize copies an image archive (docker save's, of one image) from r to
-// w, as the server's engine loads it: without any name (manifest.json's
-// RepoTags emptied; the old "repositories" file and the OCI index, which
-// can name images too, left out), and bounded to max bytes of entries.
-// It returns the image's ID, read from the manifest's config. Any archive
-// that is not one image (no manifest, several, a config or layer path that
-// is not a plain relative name, or one that the archive does not hold) is
-// refused; what was written of it then is no image the engine keeps.
+// w, as the server's engine loads it, and returns the image's ID
+// (SanitizeAll).
 func Sanitize(w io.Writer, r io.Reader, max int64) (string, error) {
+	ims, err := sanitize(w, r, max, true)
+	if err != nil {
+		return "", err
+	}
+	return ims[0].ID, nil
+}
+
+// SanitizeAll copies an archive of images (docker save's) from r to w, as
+// an engine loads it, and says what images it holds. An archive is a
+// hostile input (a builder box's, or a server's that may have been taken
+// over), and docker load believes what it says; what passes:
+//
+//   - no names: manifest.json's RepoTags emptied (they are returned), the
+//     old "repositories" file and the OCI index, which can name images
+//     too, left out; so loading it tags nothing, not one of the server's
+//     images above all;
+//   - each image's ID checked against its content: the config's digest is
+//     the name the archive gives it, and each layer's digest is the one
+//     the config names (its diff ID), so an archive cannot claim an
+//     image it does not hold;
+//   - layers that are plain tar streams, as docker save writes them: a
+//     compressed one, which the engine would inflate, is refused;
+//   - bounded to max bytes of entries, and to max bytes of what the layers
+//     unpack to (their files' sizes, sparse ones at their full size),
+//     stopping as soon as either is past it (ErrTooBig);
+//   - entries of the archive only, links only to entries in it.
+//
+// Anything else is refused. manifest.json goes last, once every file it
+// names has been seen and checked: what was written of a refused archive
+// is no image the engine keeps.
+func SanitizeAll(w io.Writer, r io.Reader, max int64) ([]Image, error) {
+	return sanitize(w, r, max, false)
+}
+
+// metaMax bounds what is kept in memory of an archive's files that are
+// not layers (configs and docker save's per-layer json), for the checks.
+const metaMax = 16 << 20
+
+// archived is what sanitize saw of one entry.
+type archived struct {
+	link  string // a link's target, as a name in the archive
+	sum   string // the content's sha256, hex
+	layer bool   // the content is a whole plain tar stream
+	body  []byte // the content, when it is small and no tar
+}
+
+func escapes(name string) bool {
+	return path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../")
+}
+
+func sanitize(w io.Writer, r io.Reader, max int64, one bool) ([]Image, error) {
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
-	var total int64
-	have := map[string]bool{}
-	var id string
+	var total, unpacked, kept int64
+	ents := map[string]*archived{}
 	var manifest []byte
 	for {
 		h, err := tr.Next()
@@ -319,81 +377,228 @@ func Sanitize(w io.Writer, r io.Reader, max int64) (string, error) {
 			break
 		}
 		if err != nil {
-			return "", fmt.Errorf("reading the image archive: %w", err)
+			return nil, fmt.Errorf("reading the image archive: %w", err)
 		}
 		name := path.Clean(h.Name)
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return "", fmt.Errorf("the image archive has an entry out of it: %q", h.Name)
+		if escapes(name) {
+			return nil, fmt.Errorf("the image archive has an entry out of it: %q", h.Name)
 		}
 		switch h.Typeflag {
 		case tar.TypeReg, tar.TypeDir:
 		case tar.TypeSymlink:
-			// docker save links a layer shared by two images; one image has none we need.
-			return "", fmt.Errorf("the image archive has a link: %q", h.Name)
+			// docker save links a layer that two of its images share.
+			target := path.Clean(path.Join(path.Dir(name), h.Linkname))
+			if path.IsAbs(h.Linkname) || escapes(target) {
+				return nil, fmt.Errorf("the image archive has a link out of it: %q -> %q", h.Name, h.Linkname)
+			}
+			ents[name] = &archived{link: target}
+			if err := tw.WriteHeader(h); err != nil {
+				return nil, err
+			}
+			continue
 		default:
-			return "", fmt.Errorf("the image archive has an entry of type %q: %q", h.Typeflag, h.Name)
+			return nil, fmt.Errorf("the image archive has an entry of type %q: %q", h.Typeflag, h.Name)
 		}
 		total += h.Size
 		if total > max {
-			return "", ErrTooBig
+			return nil, ErrTooBig
 		}
 		switch name {
 		case "repositories", "index.json":
 			if _, err := io.Copy(io.Discard, tr); err != nil {
-				return "", fmt.Errorf("reading the image archive: %w", err)
+				return nil, fmt.Errorf("reading the image archive: %w", err)
 			}
 			continue
 		case "manifest.json":
 			if manifest, err = io.ReadAll(io.LimitReader(tr, 1<<20)); err != nil {
-				return "", fmt.Errorf("reading the image archive: %w", err)
+				return nil, fmt.Errorf("reading the image archive: %w", err)
 			}
 			continue // written last, once every file it names has been seen
 		}
-		have[name] = h.Typeflag == tar.TypeReg
 		if err := tw.WriteHeader(h); err != nil {
-			return "", err
+			return nil, err
 		}
-		if _, err := io.Copy(tw, tr); err != nil {
-			return "", fmt.Errorf("reading the image archive: %w", err)
+		if h.Typeflag == tar.TypeDir {
+			continue
 		}
+		var body bytes.Buffer
+		e := &archived{}
+		keep := &limitedBuffer{b: &body, n: 1 << 20}
+		e.sum, e.layer, err = copyEntry(io.MultiWriter(tw, keep), tr, &unpacked, max)
+		if err != nil {
+			return nil, err
+		}
+		if !e.layer && !keep.over {
+			if kept += int64(body.Len()); kept > metaMax {
+				return nil, fmt.Errorf("the image archive has over %d MiB of files that are not layers", metaMax>>20)
+			}
+			e.body = body.Bytes()
+		}
+		ents[name] = e
 	}
 	if manifest == nil {
-		return "", errors.New("the image archive has no manifest.json")
+		return nil, errors.New("the image archive has no manifest.json")
 	}
 	var m []map[string]any
 	if err := json.Unmarshal(manifest, &m); err != nil {
-		return "", fmt.Errorf("the image archive's manifest.json: %w", err)
+		return nil, fmt.Errorf("the image archive's manifest.json: %w", err)
 	}
-	if len(m) != 1 {
-		return "", fmt.Errorf("the image archive holds %d images, not one", len(m))
+	if len(m) == 0 || (one && len(m) != 1) {
+		return nil, fmt.Errorf("the image archive holds %d images, not one", len(m))
 	}
-	cfg, _ := m[0]["Config"].(string)
-	if !have[path.Clean(cfg)] {
-		return "", fmt.Errorf("the image archive's config %q is not in it", cfg)
+	// resolve follows links to the entry a name stands for.
+	resolve := func(name string) *archived {
+		name = path.Clean(name)
+		for range 8 {
+			e := ents[name]
+			if e == nil || e.link == "" {
+				return e
+			}
+			name = e.link
+		}
+		return nil
 	}
-	layers, _ := m[0]["Layers"].([]any)
-	for _, l := range layers {
-		s, _ := l.(string)
-		if !have[path.Clean(s)] {
-			return "", fmt.Errorf("the image archive's layer %q is not in it", s)
+	out := make([]Image, 0, len(m))
+	for _, im := range m {
+		cfgName, _ := im["Config"].(string)
+		cfg := resolve(cfgName)
+		if cfg == nil {
+			return nil, fmt.Errorf("the image archive's config %q is not in it", cfgName)
+		}
+		hexID := strings.TrimSuffix(path.Base(cfgName), ".json")
+		if len(hexID) != 64 || strings.Trim(hexID, "0123456789abcdef") != "" {
+			return nil, fmt.Errorf("the image archive's config %q is not named by its digest", cfgName)
+		}
+		if cfg.sum != hexID {
+			return nil, fmt.Errorf("the image archive's config %q is not what its name says (its digest is sha256:%s)", cfgName, cfg.sum)
+		}
+		var c struct {
+			RootFS struct {
+				DiffIDs []string `json:"diff_ids"`
+			} `json:"rootfs"`
+		}
+		if cfg.body == nil || json.Unmarshal(cfg.body, &c) != nil {
+			return nil, fmt.Errorf("the image archive's config %q is not an image's config", cfgName)
+		}
+		layers, _ := im["Layers"].([]any)
+		if len(layers) != len(c.RootFS.DiffIDs) {
+			return nil, fmt.Errorf("the image archive's image %s has %d layers, and its config names %d", short(hexID), len(layers), len(c.RootFS.DiffIDs))
+		}
+		for i, l := range layers {
+			s, _ := l.(string)
+			e := resolve(s)
+			switch {
+			case e == nil:
+				return nil, fmt.Errorf("the image archive's layer %q is not in it", s)
+			case !e.layer:
+				return nil, fmt.Errorf("the image archive's layer %q is not a plain tar stream (docker save writes them so; a compressed layer is not taken)", s)
+			case "sha256:"+e.sum != c.RootFS.DiffIDs[i]:
+				return nil, fmt.Errorf("the image archive's layer %q is not the one its config names (%s)", s, c.RootFS.DiffIDs[i])
+			}
+		}
+		img := Image{ID: "sha256:" + hexID}
+		tags, _ := im["RepoTags"].([]any)
+		for _, t := range tags {
+			if s, ok := t.(string); ok {
+				img.Tags = append(img.Tags, s)
+			}
+		}
+		out = append(out, img)
+		im["RepoTags"] = nil
+		delete(im, "LayerSources") // foreign layers: fetched from elsewhere
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(b))}); err != nil {
+		return nil, err
+	}
+	if _, err := tw.Write(b); err != nil {
+		return nil, err
+	}
+	return out, tw.Close()
+}
+
+func short(hexID string) string {
+	if len(hexID) > 12 {
+		return hexID[:12]
+	}
+	return hexID
+}
+
+// limitedBuffer keeps what is written to it up to n bytes, and says
+// whether more came (over).
+type limitedBuffer struct {
+	b    *bytes.Buffer
+	n    int
+	over bool
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if !l.over {
+		if l.b.Len()+len(p) > l.n {
+			l.over = true
+			l.b.Reset()
+		} else {
+			l.b.Write(p)
 		}
 	}
-	hexID := strings.TrimSuffix(path.Base(cfg), ".json")
-	if len(hexID) != 64 || strings.Trim(hexID, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("the image archive's config %q is not named by its digest", cfg)
+	return len(p), nil
+}
+
+// copyEntry copies an entry's content from r to w, and says its sha256 and
+// whether it is a whole plain tar stream (a layer). What a layer's files
+// would take once unpacked is added to *unpacked as it is read; past max,
+// the copy stops with ErrTooBig.
+func copyEntry(w io.Writer, r io.Reader, unpacked *int64, max int64) (string, bool, error) {
+	sum := sha256.New()
+	pr, pw := io.Pipe()
+	type result struct {
+		layer bool
+		err   error
 	}
-	id = "sha256:" + hexID
-	m[0]["RepoTags"] = nil
-	delete(m[0], "LayerSources") // foreign layers: fetched from elsewhere
-	out, err := json.Marshal(m)
+	done := make(chan result, 1)
+	go func() {
+		layer, err := countTar(pr, unpacked, max)
+		if err != nil {
+			pr.CloseWithError(err) // the copy stops here
+		} else {
+			io.Copy(io.Discard, pr) // not a tar, or what follows its end
+		}
+		done <- result{layer, err}
+	}()
+	_, err := io.Copy(io.MultiWriter(w, sum, pw), r)
+	pw.CloseWithError(err)
+	res := <-done
+	if res.err != nil {
+		return "", false, res.err
+	}
 	if err != nil {
-		return "", err
+		return "", false, fmt.Errorf("reading the image archive: %w", err)
 	}
-	if err := tw.WriteHeader(&tar.Header{Name: "manifest.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(out))}); err != nil {
-		return "", err
+	return hex.EncodeToString(sum.Sum(nil)), res.layer, nil
+}
+
+// countTar reads r as a tar stream and adds what its entries would take
+// once unpacked (their headers' sizes: a sparse file's full size) to *n,
+// stopping with ErrTooBig once that is past max. It says whether r was a
+// whole tar stream.
+func countTar(r io.Reader, n *int64, max int64) (bool, error) {
+	tr := tar.NewReader(r)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return true, nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		if *n += h.Size + 512; *n > max {
+			return false, ErrTooBig
+		}
+		if _, err := io.Copy(io.Discard, tr); err != nil {
+			return false, nil
+		}
 	}
-	if _, err := tw.Write(out); err != nil {
-		return "", err
-	}
-	return id, tw.Close()
 }

@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/images"
 )
 
 // Labels set on every object.
@@ -76,6 +77,9 @@ type Config struct {
 	// KeepWarm keeps a warm exec (warm.go) in each box that has run a
 	// command without a terminal, for its next one.
 	KeepWarm bool
+	// LoadMax bounds what LoadSnapshots takes in: the archive, and what
+	// its layers unpack to (0: 64 GiB).
+	LoadMax int64
 	// The box network: its bridge interface, subnet and gateway. The
 	// gateway is also the boxes' only DNS server.
 	Bridge  string
@@ -1168,14 +1172,68 @@ func (d *Driver) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser
 // LoadSnapshots loads snapshots' images from a SaveSnapshots stream, and
 // checks that each is there under its snapshot's name after: a stream
 // that broke off loads nothing.
+//
+// The stream comes from another server, which may have been taken over:
+// it goes through images.SanitizeAll, so it names nothing (docker load
+// would tag whatever it says, the box image included), each image's ID is
+// its content's, and it is bounded unpacked. The snapshots are then named
+// here, each image by the snapshot name the archive gave it, and only
+// names of the snapshots asked for.
 func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error {
-	if err := d.load(ctx, r, "snapshots"); err != nil {
-		return err
+	max := d.cfg.LoadMax
+	if max <= 0 {
+		max = 64 << 30
+	}
+	want := map[string]string{} // a snapshot's name → its id
+	for _, id := range ids {
+		want[d.snapshotRef(id)] = id
+	}
+	pr, pw := io.Pipe()
+	var ims []images.Image
+	checked := make(chan error, 1)
+	go func() {
+		var err error
+		ims, err = images.SanitizeAll(pw, r, max)
+		if errors.Is(err, images.ErrTooBig) {
+			err = fmt.Errorf("the snapshots' archive is over move_max_gib (%d GiB, unpacked)", max>>30)
+		}
+		pw.CloseWithError(err)
+		checked <- err
+	}()
+	lerr := d.load(ctx, pr, "snapshots")
+	pr.CloseWithError(errors.New("load ended"))
+	if err := <-checked; err != nil {
+		return fmt.Errorf("the snapshots' archive: %w", err)
+	}
+	if lerr != nil {
+		return lerr
+	}
+	got := map[string]string{} // a snapshot's id → its image
+	for _, im := range ims {
+		for _, t := range im.Tags {
+			if id, ok := want[familiar(t)]; ok {
+				if prev, dup := got[id]; dup && prev != im.ID {
+					return fmt.Errorf("the snapshots' archive gives snapshot %s two images", id)
+				}
+				got[id] = im.ID
+			}
+		}
 	}
 	for _, id := range ids {
-		if _, err := d.c.ImageInspect(ctx, d.snapshotRef(id)); err != nil {
-			return fmt.Errorf("snapshot %s is not there after its load: %w", id, wrap(err))
+		img, ok := got[id]
+		if !ok {
+			return fmt.Errorf("snapshot %s is not in the snapshots' archive", id)
+		}
+		if err := d.TagImage(ctx, img, d.snapshotRef(id)); err != nil {
+			return fmt.Errorf("naming snapshot %s after its load: %w", id, err)
 		}
 	}
 	return nil
+}
+
+// familiar is an image name as docker save writes it in RepoTags, without
+// the default registry's prefixes it may carry.
+func familiar(ref string) string {
+	ref = strings.TrimPrefix(ref, "docker.io/")
+	return strings.TrimPrefix(ref, "library/")
 }
