@@ -65,7 +65,9 @@ func TestAttackMoveArchiveRetagsAnImage(t *testing.T) {
 	}
 	before := imageID(t, victim)
 	archive, forged := smallImage(t, "pwned", victim, inst+"-snapshot:s1", inst+"-other:latest")
-	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", victim, inst+"-snapshot:s1", inst+"-other:latest", forged).Run() })
+	t.Cleanup(func() {
+		exec.Command("docker", "rmi", "-f", victim, inst+"-snapshot:s1", inst+"-other:latest", forged).Run()
+	})
 	if err := d.LoadSnapshots(ctx, []string{"s1"}, bytes.NewReader(archive)); err != nil {
 		t.Fatal(err)
 	}
