@@ -165,19 +165,36 @@ func (l Limit) String() string {
 }
 
 // StandIn is the stand-in of a box (by its own id) for a secret (its
-// owner, name and the time it was set).
+// owner, name and the time it was set) of the box's owner's: theirs, or
+// one shared with them.
 func StandIn(key []byte, boxUID string, owner int64, secret string, set time.Time) string {
 	m := hmac.New(sha256.New, key)
 	fmt.Fprintf(m, "paddock stand-in\x00%s\x00%d\x00%s\x00%d", boxUID, owner, secret, set.UnixNano())
 	return "pdk-" + secret + "-" + hex.EncodeToString(m.Sum(nil)[:20])
 }
 
-var standIn = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`pdk-([A-Za-z_][A-Za-z0-9_]{0,127})-[0-9a-f]{40}`) })
+// UserStandIn is the stand-in of a box for a secret of user's (theirs,
+// or one shared with them) who is not the box's owner: a prompt they
+// asked for in a box shared with them runs with it. The stand-in names
+// them (pdk-NAME-uID-…), so the broker finds their secret, and spends it
+// under their name.
+func UserStandIn(key []byte, boxUID string, user, owner int64, secret string, set time.Time) string {
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "paddock stand-in of a user\x00%s\x00%d\x00%d\x00%s\x00%d", boxUID, user, owner, secret, set.UnixNano())
+	return fmt.Sprintf("pdk-%s-u%d-%s", secret, user, hex.EncodeToString(m.Sum(nil)[:20]))
+}
+
+var standIn = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`pdk-([A-Za-z_][A-Za-z0-9_]{0,127})-(?:u([1-9][0-9]{0,18})-)?[0-9a-f]{40}`)
+})
 
 // Grant is what a box may do with one secret. With a Refusal, Box is
 // still set when the address is a box's.
 type Grant struct {
-	Box     string
+	Box string
+	// User names whose secret it is when it is not the box's owner's
+	// (UserStandIn).
+	User    string
 	StandIn string
 	Value   []byte
 	Header  Header
@@ -204,6 +221,9 @@ func refuse(status int, format string, args ...any) *Refusal {
 // why). Box and Secret are empty when the request named no secret.
 type Done struct {
 	Box, Secret, Host string
+	// User is Grant.User: whose secret was spent, when not the box
+	// owner's.
+	User string
 	Addr              string
 	Status            int
 	Up, Down          int64 // request and response body bytes
@@ -214,8 +234,10 @@ type Done struct {
 
 // Broker serves the boxes' requests.
 type Broker struct {
-	// Grant says what the box at addr may do with secret, or why not.
-	Grant func(ctx context.Context, addr netip.Addr, secret string) (Grant, error)
+	// Grant says what the box at addr may do with secret, or why not:
+	// the box's owner's secret of that name (user 0), or user's, as the
+	// stand-in says (UserStandIn).
+	Grant func(ctx context.Context, addr netip.Addr, secret string, user int64) (Grant, error)
 	// Done hears of each request once it is answered (on a goroutine of
 	// its own).
 	Done func(Done)
@@ -349,16 +371,22 @@ func (b *Broker) allow(key string, l Limit) (ok, first bool, retry time.Duration
 }
 
 // findStandIn finds a stand-in in the request's headers: its secret's
-// name, its text, the header.
-func findStandIn(h http.Header) (name, token, in string) {
+// name, the user it names (0: the box's owner), its text, the header.
+func findStandIn(h http.Header) (name string, user int64, token, in string) {
 	for k, vs := range h {
 		for _, v := range vs {
 			if m := standIn().FindStringSubmatch(v); m != nil {
-				return m[1], m[0], k
+				if m[2] != "" {
+					var err error
+					if user, err = strconv.ParseInt(m[2], 10, 64); err != nil {
+						continue
+					}
+				}
+				return m[1], user, m[0], k
 			}
 		}
 	}
-	return "", "", ""
+	return "", 0, "", ""
 }
 
 // ServeHTTP answers one request of a box.
@@ -396,14 +424,14 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(refuse(http.StatusBadRequest, "ask for http://BROKER/HOST/PATH: %v", err))
 		return
 	}
-	name, token, in := findStandIn(r.Header)
+	name, user, token, in := findStandIn(r.Header)
 	if name == "" {
 		fail(refuse(http.StatusUnauthorized, "no stand-in in the request: send the secret's variable (pdk-NAME-...) where the API expects its key"))
 		return
 	}
 	d.Secret = name
-	g, err := b.Grant(r.Context(), ap.Addr().Unmap(), name)
-	d.Box = g.Box // a refusal names the box when there is one
+	g, err := b.Grant(r.Context(), ap.Addr().Unmap(), name, user)
+	d.Box, d.User = g.Box, g.User // a refusal names the box when there is one
 	var rf *Refusal
 	if errors.As(err, &rf) {
 		fail(rf)
@@ -425,7 +453,7 @@ func (b *Broker) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fail(refuse(http.StatusBadRequest, "secret %s goes in the header %q as %q", name, g.Header.Name, g.Header.Prefix+"$"+name))
 		return
 	}
-	if ok, first, retry := b.allow(g.Box+"\x00"+name, g.Limit); !ok {
+	if ok, first, retry := b.allow(g.Box+"\x00"+name+"\x00"+strconv.FormatInt(user, 10), g.Limit); !ok {
 		d.FirstLimited = first
 		cw.Header().Set("Retry-After", strconv.Itoa(int(retry/time.Second)+1))
 		fail(refuse(http.StatusTooManyRequests, "box %s is past its limit of %s on secret %s", g.Box, g.Limit, name))

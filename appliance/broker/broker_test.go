@@ -95,9 +95,17 @@ func TestBroker(t *testing.T) {
 	var refuseAll atomic.Bool
 	pool := api.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs
 	b := &Broker{
-		Grant: func(ctx context.Context, addr netip.Addr, secret string) (Grant, error) {
+		Grant: func(ctx context.Context, addr netip.Addr, secret string, user int64) (Grant, error) {
 			if addr != box || secret != "API_KEY" {
 				return Grant{}, &Refusal{Status: 403, Reason: "no such secret " + secret}
+			}
+			if user == 7 {
+				// A user's secret whom the box is shared with.
+				g := grant
+				g.User, g.StandIn, g.Value = "seven", UserStandIn(key, "uid-a", 7, 7, "API_KEY", set), []byte("sk-seven")
+				return g, nil
+			} else if user != 0 {
+				return Grant{Box: "a"}, &Refusal{Status: 403, Reason: "no such user"}
 			}
 			return grant, nil
 		},
@@ -158,12 +166,25 @@ func TestBroker(t *testing.T) {
 		t.Fatalf("counted: %+v", d)
 	}
 
+	// A user's stand-in spends their secret, and says so.
+	code, _ = send("/"+host+"/v1", "X-Api-Key", UserStandIn(key, "uid-a", 7, 7, "API_KEY", set))
+	if code != 201 || got[1].Get("X-Api-Key") != "sk-seven" {
+		t.Fatalf("a user's stand-in: %d, the API got %v", code, got[1])
+	}
+	if d := next(); d.User != "seven" || d.Secret != "API_KEY" || d.Refused != "" {
+		t.Fatalf("counted: %+v", d)
+	}
+	got = got[:1]
+
 	for _, c := range []struct {
 		path, header, value string
 		code                int
 		reason              string
 	}{
 		{"/" + host + "/", "X-Api-Key", "plain-key", 401, "no stand-in"},
+		{"/" + host + "/", "X-Api-Key", UserStandIn(key, "uid-a", 8, 7, "API_KEY", set), 403, "no such user"},
+		{"/" + host + "/", "X-Api-Key", strings.Replace(UserStandIn(key, "uid-a", 7, 7, "API_KEY", set), "-u7-", "-u9-", 1), 403, "no such user"},
+		{"/" + host + "/", "X-Api-Key", mine[:len(mine)-40] + UserStandIn(key, "uid-a", 7, 7, "API_KEY", set)[len(mine)-40+3:], 403, "is not box a's"},
 		{"/" + host + "/", "X-Api-Key", StandIn(key, "uid-b", 1, "API_KEY", set), 403, "is not box a's"},
 		{"/" + host + "/", "X-Api-Key", StandIn(key, "uid-a", 1, "API_KEY", set.Add(time.Second)), 403, "is not box a's"},
 		{"/" + host + "/", "X-Api-Key", StandIn(key, "uid-a", 1, "OTHER", set), 403, "no such secret OTHER"},
@@ -235,7 +256,7 @@ func TestBrokerStreams(t *testing.T) {
 	key := []byte("k")
 	mine := StandIn(key, "uid", 1, "K", time.Unix(1, 0))
 	b := &Broker{
-		Grant: func(context.Context, netip.Addr, string) (Grant, error) {
+		Grant: func(context.Context, netip.Addr, string, int64) (Grant, error) {
 			return Grant{Box: "a", StandIn: mine, Value: []byte("v"), Header: Header{Name: "Authorization", Prefix: "Bearer "}, Hosts: []string{host}}, nil
 		},
 		RootCAs: api.Client().Transport.(*http.Transport).TLSClientConfig.RootCAs,

@@ -1081,7 +1081,7 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 	rec := audit.From(r.Context())
 	rec.Note("agent", p.Agent)
 	rec.Note("task", p.Task)
-	j, err := s.Svc.Prompt(r.PathValue("name"), p)
+	j, err := s.Svc.Prompt(r.Context(), r.PathValue("name"), p)
 	if err != nil {
 		return err
 	}

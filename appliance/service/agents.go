@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -86,11 +85,18 @@ func (s *Service) Agents() []api.Agent {
 // command with the task as its last argument (no shell in between), its
 // secrets in its environment only. A missing secret is an error before
 // anything starts.
-func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
+//
+// The secrets are those of the user who asks (theirs, or shared with
+// them), whoever owns the box: a member of a box shared with them runs
+// an agent on their own keys, never on the owner's (which they could
+// read from the agent's environment). A brokered one goes in as a
+// stand-in that names them, so the broker spends it under their name.
+func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (api.Job, error) {
 	b, err := s.RunningBox(name)
 	if err != nil {
 		return api.Job{}, err
 	}
+	asker := askerOf(ctx, b)
 	agentName := p.Agent
 	if agentName == "" {
 		agentName = b.Agent
@@ -119,7 +125,7 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 		if _, done := env[sec]; done {
 			continue
 		}
-		row, err := s.Store.SecretFor(b.Owner, sec) // the box owner's, whoever asks
+		row, err := s.Store.SecretFor(asker, sec)
 		if errors.Is(err, store.ErrNotFound) {
 			if slices.Contains(agent.Required, sec) {
 				missing = append(missing, sec)
@@ -136,7 +142,7 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 				return api.Job{}, invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
 					sec, name, s.noBroker(b))
 			}
-			env[sec] = broker.StandIn(s.BrokerKey, b.UID, row.Owner, sec, row.Updated)
+			env[sec] = s.standIn(b, asker, row)
 			continue
 		}
 		v, err := s.Sealer.Open(sec, row.Sealed)
@@ -151,16 +157,16 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 	}
 	// What 'paddock agents BOX' says of it decides: installed, and with
 	// credentials when it runs on a secret or its own login.
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	st, err := s.agentStates(ctx, b, []string{agentName})
+	st, err := s.agentStates(actx, b, asker, []string{agentName})
 	if err != nil {
 		return api.Job{}, err
 	}
 	if st[0].Hint != "" {
 		return api.Job{}, invalid("agent", "%s", st[0].Hint)
 	}
-	urls, err := s.agentBaseURLs(b, agent.BaseURLs)
+	urls, err := s.agentBaseURLs(b, asker, agent.BaseURLs)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -169,6 +175,15 @@ func (s *Service) Prompt(name string, p api.PromptPost) (api.Job, error) {
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
 	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
+}
+
+// askerOf is the user of ctx, whose secrets a prompt in box b runs with:
+// the box's owner when no user asks (paddockd itself).
+func askerOf(ctx context.Context, b store.Box) int64 {
+	if id := ownerID(ctx); id != 0 {
+		return id
+	}
+	return b.Owner
 }
 
 // agentHint says why a prompt to an agent in a box would not run, and what
@@ -192,9 +207,10 @@ func agentHint(box, name string, a config.Agent, ba api.BoxAgent) string {
 }
 
 // BoxAgents tells, for each agent of the table, whether the box has it
-// installed and where its credentials would come from: a secret of the
-// box's owner, or the agent's own login in the box (for subscriptions).
-// No value is read: the box is asked whether the files exist.
+// installed and where its credentials would come from for a prompt of
+// the user of ctx: a secret of theirs, or the agent's own login in the
+// box (for subscriptions). No value is read: the box is asked whether the
+// files exist.
 func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, error) {
 	b, err := s.RunningBox(name)
 	if err != nil {
@@ -205,11 +221,12 @@ func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, e
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return s.agentStates(ctx, b, names)
+	return s.agentStates(ctx, b, askerOf(ctx, b), names)
 }
 
-// agentStates asks a running box about the named agents, in one exec.
-func (s *Service) agentStates(ctx context.Context, b store.Box, names []string) ([]api.BoxAgent, error) {
+// agentStates asks a running box about the named agents, in one exec, for
+// a prompt with user via's secrets.
+func (s *Service) agentStates(ctx context.Context, b store.Box, via int64, names []string) ([]api.BoxAgent, error) {
 	name := b.Name
 	// One exec asks the box for every agent: a line "NAME installed|absent
 	// login|none" each. Names and paths go in as arguments, not as code.
@@ -242,7 +259,7 @@ echo "$n $i $l"; done`
 		a := s.Cfg.Agents[n]
 		ba := api.BoxAgent{Name: n, Installed: seen[n][0] == "installed"}
 		for _, sec := range append(append([]string{}, a.Required...), a.Secrets...) {
-			row, err := s.Store.SecretFor(b.Owner, sec)
+			row, err := s.Store.SecretFor(via, sec)
 			switch {
 			case err == nil && ba.Credentials == "" && len(row.Broker.Hosts) > 0 && s.brokerOn(b):
 				ba.Credentials = "brokered secret " + sec

@@ -158,10 +158,13 @@ func (s *Service) brokerBase(row store.SecretRow) string {
 }
 
 // BrokerGrant says what the box at addr may do with the secret called
-// name, for the broker: a refusal when the address is no box of this
-// server, the box is not running (stopped, or being stopped), or its
-// owner has no such brokered secret.
-func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string) (broker.Grant, error) {
+// name, for the broker: the box owner's (user 0), or, for a stand-in that
+// names another user (a prompt they asked for in a box shared with them),
+// that user's while they may still work in the box. A refusal when the
+// address is no box of this server, the box is not running (stopped, or
+// being stopped), the user has no such access, or there is no such
+// brokered secret.
+func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string, user int64) (broker.Grant, error) {
 	b, err := s.Store.BoxAt(addr.String())
 	if errors.Is(err, store.ErrNotFound) {
 		return broker.Grant{}, &broker.Refusal{Status: http.StatusForbidden, Reason: fmt.Sprintf("%s is no box of this server", addr)}
@@ -171,9 +174,25 @@ func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string)
 	if b.Desired != "running" || b.Observed != "running" {
 		return broker.Grant{Box: b.Name}, &broker.Refusal{Status: http.StatusForbidden, Reason: fmt.Sprintf("box %s is not running", b.Name)}
 	}
-	row, err := s.Store.SecretFor(b.Owner, name)
+	via, whose := b.Owner, ""
+	if user != 0 && user != b.Owner {
+		u, err := s.Store.GetUser(user)
+		if err == nil {
+			var a string
+			if a, err = s.BoxAccess(u, b); err == nil && AccessRank(a) < AccessRank(AccessMember) {
+				err = store.ErrNotFound
+			}
+		}
+		if errors.Is(err, store.ErrNotFound) {
+			return broker.Grant{Box: b.Name}, &broker.Refusal{Status: http.StatusForbidden, Reason: fmt.Sprintf("this stand-in for %s names a user who may not work in box %s", name, b.Name)}
+		} else if err != nil {
+			return broker.Grant{}, err
+		}
+		via, whose = user, u.Name
+	}
+	row, err := s.Store.SecretFor(via, name)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && len(row.Broker.Hosts) == 0) {
-		return broker.Grant{Box: b.Name}, &broker.Refusal{Status: http.StatusForbidden, Reason: fmt.Sprintf("box %s has no brokered secret %s", b.Name, name)}
+		return broker.Grant{Box: b.Name, User: whose}, &broker.Refusal{Status: http.StatusForbidden, Reason: fmt.Sprintf("box %s has no brokered secret %s", b.Name, name)}
 	} else if err != nil {
 		return broker.Grant{}, err
 	}
@@ -190,15 +209,29 @@ func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string)
 		return broker.Grant{}, err
 	}
 	return broker.Grant{
-		Box: b.Name, StandIn: broker.StandIn(s.BrokerKey, b.UID, row.Owner, row.Name, row.Updated),
+		Box: b.Name, User: whose, StandIn: s.standIn(b, via, row),
 		Value: v, Header: h, Hosts: row.Broker.Hosts, Limit: l,
 	}, nil
+}
+
+// standIn is box b's stand-in for row, a brokered secret of user via's
+// (their own, or one shared with them): the box's owner's, or another
+// user's who asked for a prompt in it (broker.UserStandIn).
+func (s *Service) standIn(b store.Box, via int64, row store.SecretRow) string {
+	if via == b.Owner {
+		return broker.StandIn(s.BrokerKey, b.UID, row.Owner, row.Name, row.Updated)
+	}
+	return broker.UserStandIn(s.BrokerKey, b.UID, via, row.Owner, row.Name, row.Updated)
 }
 
 // BrokerDone counts a request the broker answered against its box and
 // secret, and writes a refusal to the audit log (a box's rate only the
 // first time in its window).
 func (s *Service) BrokerDone(d broker.Done) {
+	if d.User != "" {
+		// Another user's secret, spent in the box: counted as theirs.
+		d.Secret += "@" + d.User
+	}
 	if d.Box != "" && d.Secret != "" {
 		if err := s.Store.AddBrokerUse(d.Box, d.Secret, d.Status, d.Refused != "", d.Up, d.Down, s.now()); err != nil {
 			s.Log.Error("counting a brokered request", "box", d.Box, "secret", d.Secret, "err", err)
@@ -208,7 +241,7 @@ func (s *Service) BrokerDone(d broker.Done) {
 		return
 	}
 	detail, _ := json.Marshal(map[string]any{"host": d.Host, "status": d.Status})
-	e := audit.Entry{Action: "broker.refused", Via: "broker", Addr: d.Addr, Box: d.Box, Detail: detail, Result: d.Refused}
+	e := audit.Entry{Action: "broker.refused", Via: "broker", Addr: d.Addr, Box: d.Box, User: d.User, Detail: detail, Result: d.Refused}
 	if d.Secret != "" {
 		e.Object = "secrets/" + d.Secret
 	}
@@ -242,8 +275,8 @@ func (s *Service) BrokerUses(box string) ([]api.BrokerUse, error) {
 }
 
 // agentBaseURLs are the variables an agent reads its API's address from,
-// for those of its secrets that are brokered for box b.
-func (s *Service) agentBaseURLs(b store.Box, urls map[string]string) (map[string]string, error) {
+// for those of its secrets (user via's) that are brokered for box b.
+func (s *Service) agentBaseURLs(b store.Box, via int64, urls map[string]string) (map[string]string, error) {
 	if !s.brokerOn(b) || len(urls) == 0 {
 		return nil, nil
 	}
@@ -251,7 +284,7 @@ func (s *Service) agentBaseURLs(b store.Box, urls map[string]string) (map[string
 	for v, templ := range urls {
 		ok := true
 		val := os.Expand(templ, func(sec string) string {
-			row, err := s.Store.SecretFor(b.Owner, sec)
+			row, err := s.Store.SecretFor(via, sec)
 			if err != nil || len(row.Broker.Hosts) == 0 {
 				ok = false
 				return ""

@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -70,7 +71,7 @@ func TestBrokerGrants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.BrokerGrant(ctx, netip.MustParseAddr(b.IP), secret)
+		return s.BrokerGrant(ctx, netip.MustParseAddr(b.IP), secret, 0)
 	}
 	refused := func(err error, reason string) bool {
 		var r *broker.Refusal
@@ -86,11 +87,11 @@ func TestBrokerGrants(t *testing.T) {
 		!slices.Equal(g.Hosts, brk.Hosts) || g.Header.Name != "X-Api-Key" || g.Limit.N != 10 {
 		t.Fatalf("box a's grant: %+v %v", g, err)
 	}
-	urls, err := s.agentBaseURLs(mustBox(t, s, "a"), s.Cfg.Agents["claude"].BaseURLs)
+	urls, err := s.agentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["claude"].BaseURLs)
 	if err != nil || urls["ANTHROPIC_BASE_URL"] != s.BrokerURL+"/api.anthropic.com" {
 		t.Fatalf("claude's base URL: %v %v", urls, err)
 	}
-	if urls, _ := s.agentBaseURLs(mustBox(t, s, "a"), s.Cfg.Agents["codex"].BaseURLs); len(urls) != 0 {
+	if urls, _ := s.agentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["codex"].BaseURLs); len(urls) != 0 {
 		t.Fatalf("codex's base URL without a brokered OPENAI_API_KEY: %v", urls)
 	}
 
@@ -141,9 +142,47 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := grant("m", "ANTHROPIC_API_KEY"); !refused(err, "no brokered secret") {
 		t.Fatalf("unbrokered: %v", err)
 	}
-	if _, err := s.BrokerGrant(ctx, netip.MustParseAddr("10.9.0.200"), "ANTHROPIC_API_KEY"); !refused(err, "is no box of this server") {
+	if _, err := s.BrokerGrant(ctx, netip.MustParseAddr("10.9.0.200"), "ANTHROPIC_API_KEY", 0); !refused(err, "is no box of this server") {
 		t.Fatalf("no box: %v", err)
 	}
+	// A stand-in that names a user (a prompt of theirs in a box shared
+	// with them) gets their brokered secret while they may work in the
+	// box, and nothing once they may not.
+	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartBox(asBoss, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSecret(asMia, "ANTHROPIC_API_KEY", []byte("sk-mia"), false, brk); err != nil {
+		t.Fatal(err)
+	}
+	userGrant := func() (broker.Grant, error) {
+		return s.BrokerGrant(ctx, netip.MustParseAddr(mustBox(t, s, "a").IP), "ANTHROPIC_API_KEY", mia.ID)
+	}
+	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
+		t.Fatalf("a user the box is not shared with: %v", err)
+	}
+	if _, err := s.ShareBox(asBoss, "a", "mia", AccessViewer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
+		t.Fatalf("a viewer of the box: %v", err)
+	}
+	if _, err := s.ShareBox(asBoss, "a", "mia", AccessMember); err != nil {
+		t.Fatal(err)
+	}
+	g, err = userGrant()
+	if err != nil || string(g.Value) != "sk-mia" || g.User != "mia" || g.StandIn == env("a")["ANTHROPIC_API_KEY"] || !strings.HasPrefix(g.StandIn, fmt.Sprintf("pdk-ANTHROPIC_API_KEY-u%d-", mia.ID)) {
+		t.Fatalf("a member's grant: %+v %v", g, err)
+	}
+	if err := s.UnshareBox(asBoss, "a", "mia"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
+		t.Fatalf("once unshared: %v", err)
+	}
+
 	// Where there is no broker, a prompt goes without the brokered
 	// secret rather than with its value.
 	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
@@ -159,7 +198,7 @@ func TestBrokerGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.BrokerURL = ""
-	if _, err := s.Prompt("c", api.PromptPost{Agent: "claude", Task: "x"}); err == nil || !strings.Contains(err.Error(), "secret ANTHROPIC_API_KEY is brokered, so its value never enters a box, and box c has no broker: the broker is off") {
+	if _, err := s.Prompt(ctx, "c", api.PromptPost{Agent: "claude", Task: "x"}); err == nil || !strings.Contains(err.Error(), "secret ANTHROPIC_API_KEY is brokered, so its value never enters a box, and box c has no broker: the broker is off") {
 		t.Fatalf("a prompt with no broker: %v", err)
 	}
 	if e := env("c"); e["ANTHROPIC_API_KEY"] != "" || e["PADDOCK_BROKER"] != "" {

@@ -284,4 +284,78 @@ func TestBroker(t *testing.T) {
 			t.Fatalf("the audit log has no %q:\n%s", want, all)
 		}
 	}
+
+	t.Run("AttackPromptInASharedBox", func(t *testing.T) { attackPromptInASharedBox(t, ctx, c, mia, sh) })
 }
+
+// A member of a box shared with them, prompting an agent in it, gets the
+// agent run on their own keys, never on the owner's (which they would
+// read from the agent's environment): with none of their own the prompt
+// is refused; with their own brokered key, the API gets theirs, and the
+// box's counts book it to them; the owner's prompt still runs on the
+// owner's.
+func attackPromptInASharedBox(t *testing.T, ctx context.Context, c, mia *client.Client, sh func(*client.Client, string, string) (string, int)) {
+	ownerKey, miaKey := "sk-owner-"+rand.Text(), "sk-mia-"+rand.Text()
+	brk := &api.SecretBroker{Hosts: []string{"api.model.test"}, Header: "x-api-key"}
+	if err := c.SetSecret(ctx, "MODEL_KEY", []byte(ownerKey), false, brk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateBox(ctx, api.BoxPost{Name: "team", Policy: "deny-all"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Share(ctx, "team", "mia", "member"); err != nil {
+		t.Fatal(err)
+	}
+	prompt := func(who *client.Client, task string) (string, error) {
+		t.Helper()
+		job, err := who.Prompt(ctx, "team", api.PromptPost{Agent: "api", Task: task})
+		if err != nil {
+			return "", err
+		}
+		var j api.Job
+		waitFor(t, 60*time.Second, "the prompt's end", func() bool {
+			j, err = who.Job(ctx, "team", job.ID)
+			return err == nil && j.State != "running"
+		})
+		var log bytes.Buffer
+		if err := who.JobLog(ctx, "team", job.ID, false, &log); err != nil {
+			t.Fatal(err)
+		}
+		if j.ExitCode == nil || *j.ExitCode != 0 || !strings.Contains(log.String(), "pong from api.model.test: "+task) {
+			t.Fatalf("the prompt %q: %+v %s", task, j, log.String())
+		}
+		return log.String(), nil
+	}
+	if _, err := prompt(mia, "with the owner's key?"); err == nil || !strings.Contains(err.Error(), "needs the secret(s) MODEL_KEY") {
+		t.Fatalf("a member's prompt in the owner's box, the member having no key: %v", err)
+	}
+	if err := mia.SetSecret(ctx, "MODEL_KEY", []byte(miaKey), false, brk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := prompt(mia, "with mine"); err != nil {
+		t.Fatal(err)
+	}
+	if seen := seenKeys(t); seen[len(seen)-1] != digest(miaKey) {
+		t.Fatal("the member's prompt did not reach the API with the member's key")
+	}
+	if _, err := prompt(c, "with the owner's"); err != nil {
+		t.Fatal(err)
+	}
+	if seen := seenKeys(t); seen[len(seen)-1] != digest(ownerKey) {
+		t.Fatal("the owner's prompt did not reach the API with the owner's key")
+	}
+	// The owner's stand-in is the box's; the member's never is.
+	if out, _ := sh(c, "team", `printf %s "$MODEL_KEY"`); !strings.HasPrefix(out, "pdk-MODEL_KEY-") || strings.Contains(out, "-u") {
+		t.Fatalf("the box's own stand-in: %q", out)
+	}
+	var uses []api.BrokerUse
+	waitFor(t, 30*time.Second, "the member's spend on the box's counts", func() bool {
+		b, err := c.Box(ctx, "team")
+		uses = b.Broker
+		return err == nil && slices.ContainsFunc(uses, func(u api.BrokerUse) bool { return u.Secret == "MODEL_KEY@mia" && u.Requests == 1 })
+	})
+	if !slices.ContainsFunc(uses, func(u api.BrokerUse) bool { return u.Secret == "MODEL_KEY" && u.Requests == 1 }) {
+		t.Fatalf("the box's counts: %+v", uses)
+	}
+}
+
