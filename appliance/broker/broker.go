@@ -223,11 +223,11 @@ type Done struct {
 	Box, Secret, Host string
 	// User is Grant.User: whose secret was spent, when not the box
 	// owner's.
-	User string
-	Addr              string
-	Status            int
-	Up, Down          int64 // request and response body bytes
-	Refused           string
+	User     string
+	Addr     string
+	Status   int
+	Up, Down int64 // request and response body bytes
+	Refused  string
 	// Limited: refused for the box's rate, the first time in its window.
 	FirstLimited bool
 }

@@ -358,4 +358,3 @@ func attackPromptInASharedBox(t *testing.T, ctx context.Context, c, mia *client.
 		t.Fatalf("the box's counts: %+v", uses)
 	}
 }
-
