@@ -52,6 +52,9 @@ type Cluster struct {
 	caller tls.Certificate
 	// seen is what each node said at its last look (Watch), by name.
 	seen map[string]nodeSeen
+	// overclaimed is the nodes whose agents said they have more than the
+	// swarm says (logged once each).
+	overclaimed map[string]bool
 }
 
 type nodeSeen struct {
@@ -62,6 +65,10 @@ type nodeSeen struct {
 	// swarmErr is set when that word is that the node is not there.
 	swarmID, swarmState string
 	swarmErr            error
+	// swarmCPUs and swarmMemory are what the swarm says the server has
+	// (0: it does not say).
+	swarmCPUs   int
+	swarmMemory int64
 	// agentErr is the agent's not answering.
 	agentErr error
 }
@@ -240,6 +247,7 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			}
 			sn, err := inSwarm(n, swarmNodes, swarmErr)
 			seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
+			seen[i].swarmCPUs, seen[i].swarmMemory = sn.CPUs, sn.MemoryBytes
 			if err == nil && !maps.Equal(sn.Labels, n.Labels) {
 				// A server that joined the swarm again is a new swarm
 				// node: it gets its labels back.
@@ -273,6 +281,14 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			continue
 		}
 		c.seen[n.Name] = seen[i]
+		if cpus, mem, over := seen[i].capacity(); over && !c.overclaimed[n.Name] {
+			if c.overclaimed == nil {
+				c.overclaimed = map[string]bool{}
+			}
+			c.overclaimed[n.Name] = true
+			s.Log.Warn("a node's agent says it has more than the swarm says: placing by the swarm's word", "node", n.Name,
+				"agent_cpus", seen[i].info.CPUs, "agent_memory", seen[i].info.MemoryBytes, "cpus", cpus, "memory", mem)
+		}
 		if rs := seen[i].info.Routes; len(rs) > 0 && (!ok || !slices.Equal(prev.info.Routes, rs)) {
 			s.Log.Error("routes of the server take box addresses away from its bridge: its boxes there cannot be reached", "node", n.Name, "routes", strings.Join(rs, "; "))
 		}
@@ -287,6 +303,22 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 			s.Log.Warn("node down", "node", n.Name, "err", seen[i].err)
 		}
 	}
+}
+
+// capacity is what placement weighs of a server: what its agent says it
+// has, but never more than the swarm says (its engine's own word to the
+// manager); over says the agent said more. A node taken over may answer
+// anything, and one that claimed all the memory there is would get every
+// new box and the warm pool.
+func (ns nodeSeen) capacity() (cpus int, memory int64, over bool) {
+	cpus, memory = ns.info.CPUs, ns.info.MemoryBytes
+	if ns.swarmCPUs > 0 && cpus > ns.swarmCPUs {
+		cpus, over = ns.swarmCPUs, true
+	}
+	if ns.swarmMemory > 0 && memory > ns.swarmMemory {
+		memory, over = ns.swarmMemory, true
+	}
+	return cpus, memory, over
 }
 
 // inSwarm is the swarm's node of a server (the one that joined with the
@@ -516,7 +548,8 @@ func (s *Service) nodeList() ([]api.Node, error) {
 					an.State, an.Error = "down", seen.err.Error()
 				} else {
 					i := seen.info
-					an.CPUs, an.MemoryBytes, an.MemoryFree, an.DiskBytes, an.DiskFree = i.CPUs, i.MemoryBytes, i.MemoryFree, i.DiskBytes, i.DiskFree
+					an.CPUs, an.MemoryBytes, _ = seen.capacity()
+					an.MemoryFree, an.DiskBytes, an.DiskFree = min(i.MemoryFree, an.MemoryBytes), i.DiskBytes, i.DiskFree
 					an.Routes = i.Routes
 				}
 			}
@@ -819,8 +852,9 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 		case seen.err != nil:
 			c.knownDown = true
 		default:
-			c.mem = seen.info.MemoryBytes - promisedMem[n]
-			c.cpu = float64(seen.info.CPUs) - promisedCPU[n]
+			cpus, mem, _ := seen.capacity()
+			c.mem = mem - promisedMem[n]
+			c.cpu = float64(cpus) - promisedCPU[n]
 		}
 		if !c.knownDown {
 			cs = append(cs, c)

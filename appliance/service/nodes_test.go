@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -29,11 +30,16 @@ import (
 type fakeNode struct {
 	*fake.Driver
 	down bool
+	// claims, when set, is what it says it has instead.
+	claims *node.Info
 }
 
 func (f *fakeNode) Info(context.Context) (node.Info, error) {
 	if f.down {
 		return node.Info{}, errors.New("no answer")
+	}
+	if f.claims != nil {
+		return *f.claims, nil
 	}
 	return node.Info{CPUs: 4, MemoryBytes: 8 << 30}, nil
 }
@@ -279,6 +285,50 @@ func (f *fakeSwarm) SwarmLabel(ctx context.Context, id string, labels map[string
 func (f *fakeSwarm) SwarmRemove(ctx context.Context, id string) error {
 	f.removed = append(f.removed, id)
 	return nil
+}
+
+// A node that says it has far more than it has (1 EiB of memory, 10,000
+// CPUs) is weighed at what the swarm says its engine has: new boxes
+// spread as over nodes of that size, 'paddock nodes' shows the swarm's
+// figures, and the log says so once, naming the node.
+func TestAttackNodeOverclaimsItsMemory(t *testing.T) {
+	s, nodes := clustered(t)
+	var logs strings.Builder
+	s.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	ctx := context.Background()
+	nodes["n2"].claims = &node.Info{CPUs: 10000, MemoryBytes: 1 << 60, MemoryFree: 1 << 60}
+	sw := &fakeSwarm{token: "SWMTKN", labelled: map[string]map[string]string{}, nodes: []docker.SwarmNode{
+		{ID: "m", Addr: "127.0.1.254", State: "ready", Manager: true, CPUs: 4, MemoryBytes: 8 << 30},
+		{ID: "s2", Addr: "127.0.1.1", State: "ready", CPUs: 4, MemoryBytes: 8 << 30},
+		{ID: "s3", Addr: "127.0.1.2", State: "ready", CPUs: 4, MemoryBytes: 8 << 30},
+	}}
+	s.Cluster.Swarm, s.Cluster.URL = sw, "127.0.1.254:7000"
+	s.Cluster.Driver.Down = s.Cluster.nodeDown
+	s.LookAtNodes(ctx)
+	per := map[string]int{}
+	for i := range 9 {
+		name := fmt.Sprintf("b%d", i)
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		per[nodeOf(t, s, name)]++
+	}
+	if per[""] != 3 || per["n2"] != 3 || per["n3"] != 3 {
+		t.Fatalf("nine boxes, one node claiming 1 EiB: %v", per)
+	}
+	ns, err := s.Nodes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range ns {
+		if n.Name == "n2" && (n.MemoryBytes != 8<<30 || n.CPUs != 4 || n.MemoryFree > 8<<30) {
+			t.Fatalf("paddock nodes shows n2 as %+v", n)
+		}
+	}
+	s.LookAtNodes(ctx)
+	if n := strings.Count(logs.String(), "says it has more than the swarm says"); n != 1 || !strings.Contains(logs.String(), "node=n2") {
+		t.Fatalf("the log says it %d times:\n%s", n, logs.String())
+	}
 }
 
 // Swarm is the cluster layer: a join token comes with a new swarm worker

@@ -219,7 +219,11 @@ func (s *Store) NodeTombstones(name string) (n int, err error) {
 // "boxdata", a box's own volume) by its engine name, "snapshot" by id,
 // "drive" by name. ErrNotFound when the state has no such object: it is
 // not one Paddock declared (or no longer is).
-func (s *Store) Where(kind, name string) (string, error) { return where(s.db, kind, name) }
+//
+// It reads what is committed, on a connection of its own: the cluster's
+// driver asks it of every object a node lists, and lists are taken within
+// declared-state transactions too (which hold the store's connection).
+func (s *Store) Where(kind, name string) (string, error) { return where(s.rd, kind, name) }
 
 // Where is Store.Where in the transaction.
 func (t *Tx) Where(kind, name string) (string, error) { return where(t.tx, kind, name) }
@@ -319,27 +323,36 @@ func (s *Store) DoneMove(id int64) error {
 
 // InTransit says whether a move under way ships object kind/name (a box
 // by its engine name, its /var/lib/docker, a snapshot or a drive) to or
-// from node: a copy there is the move's.
+// from node: a copy there is the move's. It reads what is committed, as
+// Where does.
 func (s *Store) InTransit(node, kind, name string) (bool, error) {
-	mvs, err := s.Moves()
+	mvs, err := listAll(s.rd, `SELECT boxes, drives, snaps FROM moves WHERE source=?1 OR target=?1`, func(r scanner) ([3]string, error) {
+		var m [3]string
+		return m, r.Scan(&m[0], &m[1], &m[2])
+	}, node)
 	if err != nil || len(mvs) == 0 {
 		return false, err
 	}
 	for _, m := range mvs {
-		if m.Source != node && m.Target != node {
-			continue
+		var boxes, drives, snaps []string
+		for i, v := range []*[]string{&boxes, &drives, &snaps} {
+			if err := json.Unmarshal([]byte(m[i]), v); err != nil {
+				return false, err
+			}
 		}
 		var in []string
 		switch kind {
 		case "snapshot":
-			in = m.Snaps
+			in = snaps
 		case "drive":
-			in = m.Drives
+			in = drives
 		case "box", "boxdata":
-			for _, b := range m.Boxes {
-				if bx, err := s.GetBox(b); err == nil {
-					in = append(in, bx.Key())
+			for _, b := range boxes {
+				var engine string
+				if err := s.rd.QueryRow(`SELECT engine FROM boxes WHERE name=?`, b).Scan(&engine); err == nil && engine != "" {
+					b = engine
 				}
+				in = append(in, b)
 			}
 		}
 		if slices.Contains(in, name) {

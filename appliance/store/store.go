@@ -38,6 +38,9 @@ type Store struct {
 	db *sql.DB
 	// q runs the queries made outside transactions (stmtCache).
 	q *stmtCache
+	// rd reads what is committed on connections of its own, beside the
+	// one connection the writes and views hold (Placement).
+	rd *sql.DB
 	// boxReads counts GetBox's reads (BoxReads).
 	boxReads atomic.Int64
 }
@@ -524,12 +527,19 @@ func Open(dir string) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s: %w", dir, err)
 	}
+	// WAL lets these read while a transaction is open on db.
+	if s.rd, err = sql.Open("sqlite", dsn+"&_pragma=query_only(1)"); err != nil {
+		db.Close()
+		return nil, err
+	}
+	s.rd.SetMaxOpenConns(4)
 	return s, nil
 }
 
 // Close closes the database.
 func (s *Store) Close() error {
 	s.q.close()
+	s.rd.Close()
 	return s.db.Close()
 }
 

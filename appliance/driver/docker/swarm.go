@@ -36,6 +36,9 @@ type SwarmNode struct {
 	Manager bool
 	// Labels are its Paddock labels (without SwarmLabelPrefix).
 	Labels map[string]string
+	// CPUs and MemoryBytes are what its engine told the swarm it has.
+	CPUs        int
+	MemoryBytes int64
 }
 
 // Connect connects to the engine at host (the environment's when empty)
@@ -167,7 +170,8 @@ func (d *Driver) SwarmNodes(ctx context.Context) ([]SwarmNode, error) {
 	out := make([]SwarmNode, 0, len(r.Items))
 	for _, n := range r.Items {
 		sn := SwarmNode{ID: n.ID, Hostname: n.Description.Hostname, Addr: n.Status.Addr, State: string(n.Status.State),
-			Message: n.Status.Message, Manager: n.ManagerStatus != nil, Labels: map[string]string{}}
+			Message: n.Status.Message, Manager: n.ManagerStatus != nil, Labels: map[string]string{},
+			CPUs: int(n.Description.Resources.NanoCPUs / 1e9), MemoryBytes: n.Description.Resources.MemoryBytes}
 		if n.ManagerStatus != nil && (sn.Addr == "" || sn.Addr == "0.0.0.0") {
 			sn.Addr, _, _ = net.SplitHostPort(n.ManagerStatus.Addr)
 		}
