@@ -187,22 +187,28 @@ func (s *Service) probe(ctx context.Context, box, script string) string {
 	return strings.TrimSpace(out.String())
 }
 
-// checkJobLimit refuses one more running job in a member's boxes when the
-// member has as many running as their quota allows, naming it.
-func (s *Service) checkJobLimit(box string) error {
-	b, err := s.Store.GetBox(box)
+// addJob records a started job, refusing it when its box's owner is a
+// member with as many running as their quota allows (naming it): the
+// count and the record are one step, so that jobs started at once
+// cannot pass the quota together.
+func (s *Service) addJob(j store.Job) error {
+	b, err := s.Store.GetBox(j.Box)
 	if err != nil {
 		return err
 	}
 	q, err := s.quotaOf(s.Store, b.Owner)
-	if err != nil || !q.member || q.Jobs <= 0 {
-		return err
-	}
-	n, err := s.runningJobs(b.Owner)
 	if err != nil {
 		return err
 	}
-	return q.over("jobs", n, q.Jobs, "jobs running")
+	max := 0
+	if q.member {
+		max = q.Jobs
+	}
+	n, err := s.Store.AddJobUnder(j, b.Owner, max)
+	if errors.Is(err, store.ErrOverLimit) {
+		return q.over("jobs", n, q.Jobs, "jobs running")
+	}
+	return err
 }
 
 // runningJobs counts the jobs running in the boxes of user id.
@@ -269,9 +275,6 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 	if err != nil {
 		return api.Job{}, err
 	}
-	if err := s.checkJobLimit(name); err != nil {
-		return api.Job{}, err
-	}
 	if p.Desktop {
 		if err := s.DesktopBox(name); err != nil {
 			return api.Job{}, err
@@ -292,8 +295,9 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 	if err != nil {
 		return api.Job{}, err
 	}
-	if err := s.Store.AddJob(j); err != nil {
+	if err := s.addJob(j); err != nil {
 		f.Close()
+		os.Remove(s.jobLog(j.ID))
 		return api.Job{}, err
 	}
 	rj := newRunningJob(p.Stdin)

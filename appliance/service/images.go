@@ -345,8 +345,13 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	}
 	im := store.Image{Owner: owner, Name: b.Name, Tag: b.Tag, ID: id, Size: size, Dockerfile: path.Clean(b.Dockerfile),
 		ContextDigest: digest, Inputs: inputs, Bases: names, Project: b.Project, Built: s.now(), BuildTime: time.Since(t0)}
-	if err := s.Store.PutImage(im); err != nil {
+	// Counted again as it is recorded, in one step: builds asked for at
+	// once all passed the count above.
+	if n, err := s.Store.PutImageUnder(im, s.Cfg.Builds.PerUser); err != nil {
 		keeper.RemoveImage(stay, eref)
+		if errors.Is(err, store.ErrOverLimit) {
+			err = tooManyImages(n)
+		}
 		return api.Image{}, err
 	}
 	if oldErr == nil && old.ID != id {
@@ -669,9 +674,13 @@ func (s *Service) checkImageCount(owner int64, name, tag string) error {
 		}
 	}
 	if n >= s.Cfg.Builds.PerUser {
-		return conflict("you have %d images, the most builds.per_user allows: remove one first ('paddock image rm')", n)
+		return tooManyImages(n)
 	}
 	return nil
+}
+
+func tooManyImages(n int) error {
+	return conflict("you have %d images, the most builds.per_user allows: remove one first ('paddock image rm')", n)
 }
 
 // Images lists the images the caller may use: their own, those shared

@@ -66,16 +66,38 @@ func scanImage(r scanner) (Image, error) {
 // PutImage records an image under its owner, name and tag (replacing the
 // one there was).
 func (s *Store) PutImage(im Image) error {
+	_, err := s.PutImageUnder(im, 0)
+	return err
+}
+
+// PutImageUnder is PutImage in one step with counting owner's other
+// images: a new name:tag when they have max or more (max > 0) records
+// nothing, and says how many with ErrOverLimit. A name:tag they have
+// already is replaced whatever the count.
+func (s *Store) PutImageUnder(im Image, max int) (int, error) {
 	if im.Bases == nil {
 		im.Bases = []string{}
 	}
-	_, err := s.q.Exec(`INSERT INTO images (`+imageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
+	var n int
+	err := s.write(func(tx *sql.Tx) error {
+		if max > 0 {
+			var have int
+			if err := tx.QueryRow(`SELECT count(*), coalesce(sum(name = ? AND tag = ?), 0) FROM images WHERE owner = ?`, im.Name, im.Tag, im.Owner).Scan(&n, &have); err != nil {
+				return err
+			}
+			if have == 0 && n >= max {
+				return ErrOverLimit
+			}
+		}
+		_, err := tx.Exec(`INSERT INTO images (`+imageCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)
 		ON CONFLICT(owner, name, tag) DO UPDATE SET image_id=excluded.image_id, size=excluded.size, dockerfile=excluded.dockerfile,
 		context_digest=excluded.context_digest, inputs=excluded.inputs, bases=excluded.bases, project=excluded.project,
 		built=excluded.built, build_ms=excluded.build_ms`,
-		im.Owner, im.Name, im.Tag, im.ID, im.Size, im.Dockerfile, im.ContextDigest, im.Inputs, mustJSON(im.Bases), im.Project,
-		unix(im.Built), im.BuildTime.Milliseconds())
-	return err
+			im.Owner, im.Name, im.Tag, im.ID, im.Size, im.Dockerfile, im.ContextDigest, im.Inputs, mustJSON(im.Bases), im.Project,
+			unix(im.Built), im.BuildTime.Milliseconds())
+		return err
+	})
+	return n, err
 }
 
 // GetImage reads one of owner's images.

@@ -215,6 +215,29 @@ func (s *Store) AddJob(j Job) error {
 	return err
 }
 
+// AddJobUnder records a started job in a box of owner's, in one step
+// with counting the jobs running in owner's boxes: with max of them or
+// more (max > 0) it records nothing, and says how many with
+// ErrOverLimit.
+func (s *Store) AddJobUnder(j Job, owner int64, max int) (int, error) {
+	var n int
+	err := s.write(func(tx *sql.Tx) error {
+		if max > 0 {
+			if err := tx.QueryRow(`SELECT count(*) FROM jobs JOIN boxes ON boxes.name = jobs.box
+				WHERE jobs.state = 'running' AND boxes.owner = ?`, owner).Scan(&n); err != nil {
+				return err
+			}
+			if n >= max {
+				return ErrOverLimit
+			}
+		}
+		_, err := tx.Exec(`INSERT INTO jobs (id, box, cmd, state, started) VALUES (?,?,?,?,?)`,
+			j.ID, j.Box, mustJSON(j.Cmd), j.State, unix(j.Started))
+		return err
+	})
+	return n, err
+}
+
 // EndJob records how a job ended.
 func (s *Store) EndJob(id, state string, code *int, at time.Time) error {
 	_, err := s.q.Exec(`UPDATE jobs SET state=?, exit_code=?, ended=? WHERE id=?`, state, code, unix(at), id)

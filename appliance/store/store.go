@@ -31,7 +31,24 @@ var (
 	// ErrRemoving: a box of that name was removed and its engine objects
 	// are not all gone yet; the name is free once they are.
 	ErrRemoving = errors.New("is still being removed")
+	// ErrOverLimit: a record that would take its owner past a count
+	// they may have (AddJobUnder, PutImageUnder); nothing was written.
+	ErrOverLimit = errors.New("over its limit")
 )
+
+// write runs fn as one write transaction (not declared state: the serial
+// stays), so that what it counts and what it records are one step.
+func (s *Store) write(fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return tx.Commit()
+}
 
 // Store is the state database.
 type Store struct {

@@ -2,6 +2,8 @@ package store
 
 import (
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 )
@@ -271,5 +273,63 @@ func TestSeenMovesOnEveryWriteToAWatchedTable(t *testing.T) {
 	}
 	if seen() != before {
 		t.Error("a write to a table the stream does not show moved Seen")
+	}
+}
+
+// Jobs and images started at once by one user are counted and recorded
+// in one step: twenty at once with room for three leave three, and the
+// others are told how many there were; another user's are not counted,
+// and a name:tag the user has already is replaced whatever the count.
+func TestAttackCountsRacedPastLimits(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Declare(func(tx *Tx) error {
+		if err := tx.CreateBox(Box{Name: "mine", Owner: 1, Type: "small", Created: time.Now()}); err != nil {
+			return err
+		}
+		return tx.CreateBox(Box{Name: "theirs", Owner: 2, Type: "small", Created: time.Now()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AddJobUnder(Job{ID: "other", Box: "theirs", State: "running", Started: time.Now()}, 2, 0); err != nil {
+		t.Fatal(err)
+	}
+	race := func(f func(i int) (int, error)) (ok, over int) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for i := range 20 {
+			wg.Go(func() {
+				n, err := f(i)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err == nil:
+					ok++
+				case errors.Is(err, ErrOverLimit) && n == 3:
+					over++
+				default:
+					t.Errorf("%d: %d %v", i, n, err)
+				}
+			})
+		}
+		wg.Wait()
+		return ok, over
+	}
+	if ok, over := race(func(i int) (int, error) {
+		return s.AddJobUnder(Job{ID: fmt.Sprint("j", i), Box: "mine", State: "running", Started: time.Now()}, 1, 3)
+	}); ok != 3 || over != 17 {
+		t.Errorf("jobs: %d recorded, %d refused", ok, over)
+	}
+	if ok, over := race(func(i int) (int, error) {
+		return s.PutImageUnder(Image{Owner: 1, Name: fmt.Sprint("im", i), Tag: "latest", ID: "sha256:x"}, 3)
+	}); ok != 3 || over != 17 {
+		t.Errorf("images: %d recorded, %d refused", ok, over)
+	}
+	ims, _ := s.ListImages()
+	if _, err := s.PutImageUnder(Image{Owner: 1, Name: ims[0].Name, Tag: "latest", ID: "sha256:y"}, 3); err != nil {
+		t.Errorf("a rebuild at the bound: %v", err)
 	}
 }
