@@ -420,7 +420,14 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	if c == nil {
 		return api.NodeJoined{}, errJoin
 	}
+	// The token first: nothing (the swarm above all, which opens its
+	// ports once made) is done for a request without a good one.
 	if !strings.HasPrefix(req.Token, "pdkjoin_") {
+		return api.NodeJoined{}, errJoin
+	}
+	if ok, err := s.Store.JoinTokenValid(auth.Hash(req.Token)); err != nil {
+		return api.NodeJoined{}, err
+	} else if !ok {
 		return api.NodeJoined{}, errJoin
 	}
 	name := strings.ToLower(req.Name)

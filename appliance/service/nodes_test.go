@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
@@ -259,6 +260,7 @@ func waitTomb(t *testing.T, s *Service) {
 
 // fakeSwarm is the swarm as a manager's engine tells it.
 type fakeSwarm struct {
+	managed  int
 	nodes    []docker.SwarmNode
 	token    string
 	rotated  int
@@ -267,6 +269,7 @@ type fakeSwarm struct {
 }
 
 func (f *fakeSwarm) SwarmManage(ctx context.Context, ip string) (string, string, error) {
+	f.managed++
 	return "swarm1", ip + ":2377", nil
 }
 func (f *fakeSwarm) SwarmWorkerToken(ctx context.Context, rotate bool) (string, error) {
@@ -328,6 +331,42 @@ func TestAttackNodeOverclaimsItsMemory(t *testing.T) {
 	s.LookAtNodes(ctx)
 	if n := strings.Count(logs.String(), "says it has more than the swarm says"); n != 1 || !strings.Contains(logs.String(), "node=n2") {
 		t.Fatalf("the log says it %d times:\n%s", n, logs.String())
+	}
+}
+
+// A join with a token that is not a good one (made up, spent or expired)
+// is refused before anything is done: the engine is not made a swarm's
+// manager (which opens its ports), no subnet or certificate is given.
+func TestAttackJoinWithoutAGoodToken(t *testing.T) {
+	s, _ := clustered(t)
+	ctx := context.Background()
+	sw := &fakeSwarm{token: "SWMTKN", labelled: map[string]map[string]string{}}
+	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
+	join := func(tok, name string) error {
+		_, err := s.JoinNode(ctx, api.NodeJoinRequest{Token: tok, Name: name, Addr: "127.0.1.9:7443", PublicKey: testPublicKey(t)})
+		return err
+	}
+	if err := join("pdkjoin_made-up", "n9"); err != errJoin || sw.managed != 0 {
+		t.Fatalf("a made-up token: %v, the swarm managed %d times", err, sw.managed)
+	}
+	if err := s.Store.AddJoinToken(auth.Hash("pdkjoin_old"), time.Now().Add(-time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := join("pdkjoin_old", "n9"); err != errJoin || sw.managed != 0 {
+		t.Fatalf("an expired token: %v, the swarm managed %d times", err, sw.managed)
+	}
+	j, err := s.NodeJoinToken(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	managed := sw.managed
+	if err := join(j.Token, "n9"); err != nil {
+		t.Fatal(err)
+	}
+	// Spent, tried again with a fresh name (and so a fresh subnet): the
+	// refusal is the token's, not a name's or subnet's conflict.
+	if err := join(j.Token, "n10"); err != errJoin || sw.managed != managed+1 {
+		t.Fatalf("a spent token: %v, the swarm managed %d times (%d before)", err, sw.managed, managed)
 	}
 }
 

@@ -63,6 +63,15 @@ func (s *Store) AddJoinToken(hash string, expires time.Time) error {
 	return err
 }
 
+// JoinTokenValid says whether a join token (by its hash) is known,
+// unspent and unexpired, without spending it: what a join checks before
+// it does anything else.
+func (s *Store) JoinTokenValid(hash string) (bool, error) {
+	var n int
+	err := s.q.QueryRow(`SELECT count(*) FROM node_joins WHERE hash=? AND expires >= ?`, hash, unix(time.Now())).Scan(&n)
+	return n > 0, err
+}
+
 // JoinNode spends a join token and adds the node it lets in, at once:
 // ErrNotFound when the token is unknown, spent or expired (the three are
 // not told apart), ErrConflict when the name or subnet is taken. A token
