@@ -15,12 +15,25 @@ import (
 // defaults) and the boxes shared with it ('paddock share web @eng').
 // The owner or an admin puts users in groups by hand; a sign-in provider
 // puts its users in the groups its ID token lists (replaced at each
-// sign-in and recheck). Group names are like user names.
+// sign-in and recheck). Group names are like user names; a provider's
+// are PROVIDER/NAME (@corp/eng), a name space of their own: a provider's
+// group named like one of the owner's gets none of its shares or quota,
+// and the owner gives its own to the provider's by that full name.
 
-// groupName checks a group's name (without its '@').
+// groupName checks a group's name (without its '@'): NAME, or a
+// provider's PROVIDER/NAME.
 func groupName(g string) error {
+	if p, n, ok := strings.Cut(g, "/"); ok {
+		if err := api.ValidName("sign-in provider", p); err != nil {
+			return err
+		}
+		return api.ValidName("group", n)
+	}
 	return api.ValidName("group", g)
 }
+
+// providerGroup is a provider's group's name as Paddock keeps it.
+func providerGroup(provider, group string) string { return provider + "/" + group }
 
 // Groups lists every group with members or a quota (the owner's and
 // admins').
@@ -66,11 +79,15 @@ func quotaPut(q store.Quota) api.QuotaPut {
 	return api.QuotaPut{Boxes: q.Boxes, Running: q.Running, Drives: q.Drives, DriveGiB: q.DriveGiB, Jobs: q.Jobs, Types: q.Types}
 }
 
-// AddToGroup puts a user in a group by hand.
+// AddToGroup puts a user in a group by hand (not in a provider's: its
+// members are those the provider lists).
 func (s *Service) AddToGroup(ctx context.Context, group, user string) error {
 	u, err := s.groupChange(ctx, group, user)
 	if err != nil {
 		return err
+	}
+	if p, _, ok := strings.Cut(group, "/"); ok {
+		return invalid("group", "@%s is the sign-in provider %s's group: its members are those %s lists at their sign-in", group, p, p)
 	}
 	return s.Store.AddToGroup(u.ID, group, store.GroupByOwner)
 }
@@ -132,11 +149,11 @@ func (s *Service) SetGroupQuota(ctx context.Context, group string, p api.QuotaPu
 }
 
 // syncSSOGroups puts a provider's user in the groups it listed (valid
-// names only), and out of those it no longer lists.
+// names only, as PROVIDER/NAME), and out of those it no longer lists.
 func (s *Service) syncSSOGroups(user int64, provider string, groups []string) error {
 	var ok []string
 	for _, g := range groups {
-		if g = strings.ToLower(g); groupName(g) == nil {
+		if g = providerGroup(provider, strings.ToLower(g)); groupName(g) == nil {
 			ok = append(ok, g)
 		}
 	}

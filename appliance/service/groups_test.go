@@ -93,16 +93,55 @@ func TestGroupQuotasAndShares(t *testing.T) {
 		t.Fatalf("after unsharing: %q", a)
 	}
 
-	// A provider's groups: replaced at each sign-in, names made valid.
+	// A provider's groups: replaced at each sign-in, names made valid,
+	// in the provider's name space.
 	if err := s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "not a name!"}); err != nil {
 		t.Fatal(err)
 	}
 	s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "Data"})
-	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "data,eng,ops,platform" {
+	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "corp/data,corp/platform,eng,ops" {
 		t.Fatalf("mia's groups: %v", gs)
 	}
 	s.syncSSOGroups(mia.ID, "corp", nil)
 	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "eng,ops" {
 		t.Fatalf("mia's groups after the provider listed none: %v", gs)
+	}
+	if err := s.AddToGroup(asBoss, "corp/data", "mia"); err == nil || !strings.Contains(err.Error(), "sign-in provider corp's group") {
+		t.Fatalf("a hand change of a provider's group: %v", err)
+	}
+}
+
+// A provider's group named like one of the owner's ("admins", with a
+// box shared with it and a generous quota) gets neither: its members are
+// @corp/admins, and the owner shares with that by its full name.
+func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
+	s, _ := newService(t)
+	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
+	eve, _ := s.Store.CreateUser(store.User{Name: "eve", Role: store.RoleMember, Created: time.Now()})
+	asBoss, asEve := WithUser(context.Background(), boss), WithUser(context.Background(), eve)
+	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "vault"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ShareBox(asBoss, "vault", "@admins", "member"); err != nil {
+		t.Fatal(err)
+	}
+	ten := 10
+	if _, err := s.SetGroupQuota(asBoss, "admins", api.QuotaPut{Jobs: &ten}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.syncSSOGroups(eve.ID, "corp", []string{"admins"}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.AccessOf(asEve, "vault"); a != AccessNone {
+		t.Fatalf("a provider's admins got the owner's admins' box: %q", a)
+	}
+	if q, _ := s.Quota(asEve, ""); q.Groups["jobs"] != "" {
+		t.Fatalf("a provider's admins got the owner's admins' quota: %+v", q)
+	}
+	if _, err := s.ShareBox(asBoss, "vault", "@corp/admins", "viewer"); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := s.AccessOf(asEve, "vault"); a != AccessViewer {
+		t.Fatalf("shared with @corp/admins: %q", a)
 	}
 }
