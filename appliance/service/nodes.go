@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
@@ -423,12 +425,12 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	// The token first: nothing (the swarm above all, which opens its
 	// ports once made) is done for a request without a good one.
 	if !strings.HasPrefix(req.Token, "pdkjoin_") {
-		return api.NodeJoined{}, errJoin
+		return api.NodeJoined{}, s.joinRefused(req, errJoin)
 	}
 	if ok, err := s.Store.JoinTokenValid(auth.Hash(req.Token)); err != nil {
 		return api.NodeJoined{}, err
 	} else if !ok {
-		return api.NodeJoined{}, errJoin
+		return api.NodeJoined{}, s.joinRefused(req, errJoin)
 	}
 	name := strings.ToLower(req.Name)
 	if !nodeName.MatchString(name) || name == node.ControlPlane || name == c.Name {
@@ -466,7 +468,7 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	n := store.Node{Name: name, Addr: req.Addr, Subnet: subnet.String(), Joined: s.now(), Cert: string(certPEM)}
 	switch err := s.Store.JoinNode(auth.Hash(req.Token), n); {
 	case errors.Is(err, store.ErrNotFound):
-		return api.NodeJoined{}, errJoin
+		return api.NodeJoined{}, s.joinRefused(req, errJoin)
 	case errors.Is(err, store.ErrConflict):
 		return api.NodeJoined{}, conflict("a node named %q has joined already (the token is spent: make a new one)", name)
 	case err != nil:
@@ -476,7 +478,16 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 		return api.NodeJoined{}, err
 	}
 	s.Log.Info("node joined", "node", name, "addr", req.Addr, "subnet", subnet)
+	detail, _ := json.Marshal(map[string]any{"addr": req.Addr, "subnet": subnet.String()})
+	s.Record(audit.Entry{User: "paddockd", Via: "cluster", Action: "node.join", Object: "nodes/" + name, Result: "ok", Detail: detail})
 	return api.NodeJoined{Name: name, Cert: string(certPEM), CA: string(ca.PEM), Subnet: subnet.String(), Instance: s.Cfg.Instance, Caller: node.ControlPlane, Swarm: sw}, nil
+}
+
+// joinRefused writes a refused join to the audit log, and returns err.
+func (s *Service) joinRefused(req api.NodeJoinRequest, err error) error {
+	detail, _ := json.Marshal(map[string]any{"addr": req.Addr, "name": req.Name})
+	s.Record(audit.Entry{User: "paddockd", Via: "cluster", Action: "node.join", Object: "nodes/" + req.Name, Result: err.Error(), Detail: detail})
+	return err
 }
 
 // freeNodeSubnet is the lowest /24 of node_subnets no node has.

@@ -342,6 +342,7 @@ func TestAttackJoinWithoutAGoodToken(t *testing.T) {
 	ctx := context.Background()
 	sw := &fakeSwarm{token: "SWMTKN", labelled: map[string]map[string]string{}}
 	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
+	s.Audit = &Auditor{Key: make([]byte, 32)}
 	join := func(tok, name string) error {
 		_, err := s.JoinNode(ctx, api.NodeJoinRequest{Token: tok, Name: name, Addr: "127.0.1.9:7443", PublicKey: testPublicKey(t)})
 		return err
@@ -368,6 +369,24 @@ func TestAttackJoinWithoutAGoodToken(t *testing.T) {
 	if err := join(j.Token, "n10"); err != errJoin || sw.managed != managed+1 {
 		t.Fatalf("a spent token: %v, the swarm managed %d times (%d before)", err, sw.managed, managed)
 	}
+	// Each join, and each refusal, is in the audit log.
+	es, err := s.Store.Audit(store.AuditFilter{Action: "node.join"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, e := range es {
+		seen = append(seen, e.Object+": "+e.Result)
+	}
+	if want := []string{"nodes/n9: " + errJoin.Error(), "nodes/n9: " + errJoin.Error(), "nodes/n9: ok", "nodes/n10: " + errJoin.Error()}; !slices.Equal(seen, want) && !slices.Equal(seen, reversed(want)) {
+		t.Fatalf("the audit log's joins: %q", seen)
+	}
+}
+
+func reversed(s []string) []string {
+	out := slices.Clone(s)
+	slices.Reverse(out)
+	return out
 }
 
 // Swarm is the cluster layer: a join token comes with a new swarm worker

@@ -43,9 +43,11 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 		if err := s.Store.UpdateSSO(l, role); err != nil {
 			return u, api.Session{}, err
 		}
+		was := u.Role
 		if u, err = s.Store.GetUser(u.ID); err != nil {
 			return u, api.Session{}, err
 		}
+		s.ssoRoleChanged(u, was, id.Provider, "sign-in")
 		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
 			return u, api.Session{}, err
 		}
@@ -69,6 +71,8 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 			return u, api.Session{}, err
 		}
 		s.Log.Info("user created", "user", u.Name, "role", u.Role, "by", "sso:"+id.Provider, "email", id.Email)
+		detail, _ := json.Marshal(map[string]any{"role": u.Role, "email": id.Email, "groups": id.Groups})
+		s.Record(audit.Entry{User: "paddockd", Via: "sso:" + id.Provider, Action: "user.create", Object: u.Name, Result: "ok", Detail: detail})
 		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
 			return u, api.Session{}, err
 		}
@@ -77,6 +81,17 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 	}
 	sess, err := s.NewSession(u)
 	return u, sess, err
+}
+
+// ssoRoleChanged writes to the log and the audit log a role that a
+// sign-in provider's groups changed (at a sign-in or a recheck).
+func (s *Service) ssoRoleChanged(u store.User, was, provider, at string) {
+	if u.Role == was {
+		return
+	}
+	s.Log.Info("sso role changed", "user", u.Name, "from", was, "to", u.Role, "at", at)
+	detail, _ := json.Marshal(map[string]any{"from": was, "to": u.Role, "at": at})
+	s.Record(audit.Entry{User: "paddockd", Via: "sso:" + provider, Action: "user.role", Object: u.Name, Result: "ok", Detail: detail})
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -141,13 +156,13 @@ func (s *Service) RecheckSSO(ctx context.Context) error {
 				s.revokeSSO(u, err.Error())
 				continue
 			}
-			if role != u.Role && u.Role != store.RoleOwner {
-				s.Log.Info("sso role changed", "user", u.Name, "from", u.Role, "to", role)
-			}
 			errs = append(errs, s.syncSSOGroups(u.ID, l.Provider, id.Groups))
 		}
 		l.Refresh, l.Checked = sso.Seal(s.SSOKey, id.Refresh), now
 		errs = append(errs, s.Store.UpdateSSO(l, role))
+		if now, err := s.Store.GetUser(u.ID); err == nil {
+			s.ssoRoleChanged(now, u.Role, l.Provider, "recheck")
+		}
 	}
 	return errors.Join(errs...)
 }

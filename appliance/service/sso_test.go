@@ -64,6 +64,7 @@ func TestSSOUsers(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.SSO, s.SSOKey = set, make([]byte, 32)
+	s.Audit = &Auditor{Key: make([]byte, 32)}
 	ctx := context.Background()
 	prov, _ := set.Provider("corp")
 	// A password user already has the name ana.
@@ -100,6 +101,20 @@ func TestSSOUsers(t *testing.T) {
 	}
 	if u, _ := s.Store.GetUser(u.ID); u.Role != "admin" {
 		t.Fatalf("after the group change: %s", u.Role)
+	}
+	// Both, the user the provider made and the role it gave, are in the
+	// audit log.
+	es, err := s.Store.Audit(store.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, e := range es {
+		seen = append(seen, e.Action+" "+e.Object+" "+e.Via+" "+string(e.Detail))
+	}
+	if all := strings.Join(seen, "\n"); !strings.Contains(all, `user.create ana-2 sso:corp {"email":"ana@corp.test","groups":null,"role":"member"}`) ||
+		!strings.Contains(all, `user.role ana-2 sso:corp {"at":"recheck","from":"member","to":"admin"}`) {
+		t.Fatalf("the audit log:\n%s", all)
 	}
 	if _, _, err := s.Store.LookupToken(apiHash, now); err != nil {
 		t.Fatalf("a standing user's token after a recheck: %v", err)
