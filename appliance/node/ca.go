@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -201,12 +202,34 @@ func (ca *CA) ServerConfig(cert tls.Certificate) *tls.Config {
 }
 
 // ClientConfig is a caller's TLS towards the agent of node: it shows cert
-// and accepts only that node's certificate from the authority.
-func (ca *CA) ClientConfig(cert tls.Certificate, node string) *tls.Config {
-	return &tls.Config{
+// and accepts only that node's certificate from the authority, and, with
+// pin (a certificate, DER), only that one: the one issued to the node at
+// its join. A node removed and another joined under its name get other
+// certificates, so the removed one's (kept by whoever held that server)
+// is refused, though the authority signed it for the same name.
+func (ca *CA) ClientConfig(cert tls.Certificate, node string, pin []byte) *tls.Config {
+	cfg := &tls.Config{
 		MinVersion:   tls.VersionTLS13,
 		Certificates: []tls.Certificate{cert},
 		RootCAs:      ca.pool(),
 		ServerName:   node,
 	}
+	if pin != nil {
+		cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+			if len(cs.PeerCertificates) == 0 || !bytes.Equal(cs.PeerCertificates[0].Raw, pin) {
+				return fmt.Errorf("node %s answered with a certificate other than the one it was given at its join (an earlier server of that name's?)", node)
+			}
+			return nil
+		}
+	}
+	return cfg
+}
+
+// PinOf is the certificate (DER) of certPEM, as ClientConfig pins it.
+func PinOf(certPEM string) ([]byte, error) {
+	b, _ := pem.Decode([]byte(certPEM))
+	if b == nil || b.Type != "CERTIFICATE" {
+		return nil, errors.New("not a PEM certificate")
+	}
+	return b.Bytes, nil
 }

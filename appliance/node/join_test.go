@@ -94,7 +94,7 @@ func TestJoin(t *testing.T) {
 	defer cancel()
 	go (&node.Agent{Driver: fake.New("base:1"), Name: kept.Name}).Serve(actx, l, kept.CA.ServerConfig(kept.Cert))
 	cp, _ := ca.Issue(node.ControlPlane)
-	info, err := node.NewRemote("n2", l.Addr().String(), ca.ClientConfig(cp, "n2")).Info(ctx)
+	info, err := node.NewRemote("n2", l.Addr().String(), ca.ClientConfig(cp, "n2", nil)).Info(ctx)
 	if err != nil || info.Name != "n2" {
 		t.Fatalf("the joined agent: %+v %v", info, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -35,7 +36,7 @@ func caller(t *testing.T, ca *node.CA, name, addr string) *node.Remote {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return node.NewRemote(name, addr, ca.ClientConfig(cert, name))
+	return node.NewRemote(name, addr, ca.ClientConfig(cert, name, nil))
 }
 
 // Through an agent, a driver keeps the driver contract: the fake's here,
@@ -63,14 +64,14 @@ func TestOnlyTheClusterTalks(t *testing.T) {
 	// A certificate of another authority.
 	other, _ := node.NewCA()
 	stranger, _ := other.Issue(node.ControlPlane)
-	cfg := ca.ClientConfig(stranger, "n1")
+	cfg := ca.ClientConfig(stranger, "n1", nil)
 	if _, err := node.NewRemote("n1", addr, cfg).Boxes(ctx); err == nil {
 		t.Fatal("a caller with another authority's certificate was answered")
 	}
 	// The right authority, but another node's certificate as the caller:
 	// one node does not reach another.
 	n2, _ := ca.Issue("n2")
-	if _, err := node.NewRemote("n1", addr, ca.ClientConfig(n2, "n1")).Boxes(ctx); err == nil {
+	if _, err := node.NewRemote("n1", addr, ca.ClientConfig(n2, "n1", nil)).Boxes(ctx); err == nil {
 		t.Fatal("a node's certificate was answered as a caller")
 	}
 	// The right authority, another node's name: the caller refuses it.
@@ -103,5 +104,51 @@ func TestCutArchiveIsAnError(t *testing.T) {
 	b, err := io.ReadAll(rc)
 	if err == nil || !strings.Contains(err.Error(), "cut short") {
 		t.Fatalf("%d bytes, %v: want an error that says the stream was cut", len(b), err)
+	}
+}
+
+// A node removed keeps its certificate (whoever held that server does);
+// a later node of the same name gets another at its join. The control
+// plane pins each node to the certificate of its join: the old one,
+// though the authority signed it for the same name, is refused.
+func TestAttackRemovedNodesCertificate(t *testing.T) {
+	ca, err := node.NewCA()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := ca.Issue("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	current, err := ca.Issue("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := ca.Issue(node.ControlPlane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, err := node.PinOf(string(node.CertPEM(current)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	agentWith := func(cert tls.Certificate) string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- (&node.Agent{Driver: fake.New("base:1")}).Serve(sctx, l, ca.ServerConfig(cert)) }()
+		t.Cleanup(func() { cancel(); <-done })
+		return l.Addr().String()
+	}
+	if _, err := node.NewRemote("n2", agentWith(current), ca.ClientConfig(cp, "n2", pin)).Boxes(ctx); err != nil {
+		t.Fatalf("the node with its own certificate (positive control): %v", err)
+	}
+	_, err = node.NewRemote("n2", agentWith(old), ca.ClientConfig(cp, "n2", pin)).Boxes(ctx)
+	if err == nil || !strings.Contains(err.Error(), "a certificate other than the one it was given at its join") {
+		t.Fatalf("a removed node's certificate for the same name: %v", err)
 	}
 }

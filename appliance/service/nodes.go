@@ -151,7 +151,13 @@ func (c *Cluster) Attach(n store.Node) error {
 	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
 		addr = ap.Addr().Unmap()
 	}
-	r := node.NewRemote(n.Name, n.Addr, ca.ClientConfig(caller, n.Name))
+	// Its agent must answer with the certificate it was given at its
+	// join, not only one the authority signed for its name.
+	pin, err := node.PinOf(n.Cert)
+	if err != nil {
+		return fmt.Errorf("node %s: its certificate: %w", n.Name, err)
+	}
+	r := node.NewRemote(n.Name, n.Addr, ca.ClientConfig(caller, n.Name, pin))
 	c.Driver.SetNode(n.Name, r)
 	c.Firewall.SetNode(n.Name, subnet, addr, r)
 	return nil

@@ -84,5 +84,5 @@ func Node(t testing.TB, ca *node.CA, name string, d driver.Driver) *node.Remote 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return node.NewRemote(name, l.Addr().String(), ca.ClientConfig(cp, name))
+	return node.NewRemote(name, l.Addr().String(), ca.ClientConfig(cp, name, nil))
 }
