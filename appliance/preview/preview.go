@@ -98,7 +98,7 @@ type Handler struct {
 
 type grant struct {
 	user    int64
-	host    string // the preview host, without port
+	host    string // the preview host, with the port browsers reach it at
 	expires time.Time
 }
 
@@ -125,11 +125,21 @@ func (h *Handler) Match(host string) (port int, box string, ok bool) {
 	return p, m[2], true
 }
 
-func hostOnly(h string) string {
-	if hh, _, err := net.SplitHostPort(h); err == nil {
-		return strings.ToLower(hh)
+// hostOf is a Host (or URL host) as the grants hold it: lower-cased, with
+// its port. A ticket or session for one port of a preview name is none
+// for another port of it (another program on this machine may listen
+// there, and would be sent the ticket).
+func hostOf(h string) string { return strings.ToLower(h) }
+
+// ourHost says whether host (with its port, as a browser sends it) is
+// one this server serves previews at: the preview port, or none where
+// previews are on the scheme's default port.
+func (h *Handler) ourHost(host string) bool {
+	_, port, err := net.SplitHostPort(host)
+	if err != nil {
+		return h.Port == ""
 	}
-	return strings.ToLower(h)
+	return port == h.Port
 }
 
 func random() string {
@@ -230,7 +240,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	to, err := url.Parse(r.URL.Query().Get("to"))
-	if err != nil || to.Scheme != h.Scheme {
+	if err != nil || to.Scheme != h.Scheme || !h.ourHost(to.Host) {
 		http.Error(w, "not a preview URL of this server", http.StatusBadRequest)
 		return
 	}
@@ -252,7 +262,7 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 			delete(h.tickets, k)
 		}
 	}
-	h.tickets[t] = grant{user: u.ID, host: hostOnly(to.Host), expires: now.Add(TicketTTL)}
+	h.tickets[t] = grant{user: u.ID, host: hostOf(to.Host), expires: now.Add(TicketTTL)}
 	h.mu.Unlock()
 	path := to.EscapedPath()
 	if path == "" {
@@ -278,7 +288,7 @@ func (h *Handler) caller(r *http.Request) (store.User, bool) {
 	h.mu.Lock()
 	g, ok := h.sessions[c.Value]
 	h.mu.Unlock()
-	if !ok || time.Now().After(g.expires) || g.host != hostOnly(r.Host) {
+	if !ok || time.Now().After(g.expires) || g.host != hostOf(r.Host) {
 		return store.User{}, false
 	}
 	u, err := h.Store.GetUser(g.user)
@@ -428,7 +438,7 @@ func (h *Handler) redeem(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	g, ok := h.tickets[t]
 	delete(h.tickets, t)
-	if ok && time.Now().Before(g.expires) && g.host == hostOnly(r.Host) {
+	if ok && time.Now().Before(g.expires) && g.host == hostOf(r.Host) {
 		s := random()
 		for k, old := range h.sessions {
 			if time.Now().After(old.expires) {

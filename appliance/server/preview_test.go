@@ -185,7 +185,7 @@ func TestPreview(t *testing.T) {
 		t.Fatalf("another member's token on the preview: %d", resp.StatusCode)
 	}
 
-	// A ticket is single-use and for one host.
+	// A ticket is single-use and for one host (and port).
 	nb := browserAs("mia")
 	nb.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	resp, _ = nb.Get("http://pd.test:" + srvPort + "/preview?to=" + url.QueryEscape(previewURL))
@@ -202,6 +202,23 @@ func TestPreview(t *testing.T) {
 	if resp, _ := hc.Get(loc.String()); resp.StatusCode != 403 {
 		t.Fatalf("a used ticket: %d", resp.StatusCode)
 	}
+	// A ticket is for its host's port too: a preview URL on another port
+	// of the name (where another program of this machine may listen, to
+	// be sent the ticket) gets none, and a ticket taken there is refused.
+	t.Run("AttackTicketOnAnotherPort", func(t *testing.T) {
+		otherPort := boxPort + "-web.pd.test:1"
+		if resp, _ := nb.Get("http://pd.test:" + srvPort + "/preview?to=" + url.QueryEscape("http://"+otherPort+"/")); resp.StatusCode != 400 {
+			t.Fatalf("/preview to another port of the preview name: %d", resp.StatusCode)
+		}
+		resp, _ := nb.Get("http://pd.test:" + srvPort + "/preview?to=" + url.QueryEscape(previewURL))
+		resp.Body.Close()
+		loc, _ := url.Parse(resp.Header.Get("Location"))
+		stolen := *loc
+		stolen.Host = otherPort
+		if resp, _ := hc.Get(stolen.String()); resp.StatusCode != 403 {
+			t.Fatalf("a ticket redeemed on another port of its name: %d", resp.StatusCode)
+		}
+	})
 
 	// The ask endpoint approves the host name, and preview names of ports on
 	// which a running box answers: not a port where nothing listens, not a
