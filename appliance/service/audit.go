@@ -79,7 +79,7 @@ func (s *Service) OwnerName(b store.Box) string {
 // a member, their own actions and those about their boxes.
 func (s *Service) AuditLog(ctx context.Context, f store.AuditFilter) ([]audit.Entry, error) {
 	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
-		f.Member = u.Name
+		f.Member, f.MemberSince = u.Name, u.Created
 	}
 	es, err := s.Store.Audit(f)
 	if es == nil {

@@ -69,8 +69,11 @@ type AuditFilter struct {
 	After             int64 // entries after this sequence number
 	Limit             int   // the newest Limit (0: all)
 	// Member limits the entries to those a member sees: their own
-	// actions and those about their boxes.
-	Member string
+	// actions and those about their boxes. The log names users by name,
+	// and a removed user's name may be taken again: only entries from
+	// MemberSince on (the user's creation) are theirs.
+	Member      string
+	MemberSince time.Time
 }
 
 // Audit lists entries in order.
@@ -94,7 +97,7 @@ func (s *Store) Audit(f AuditFilter) ([]audit.Entry, error) {
 		add(`seq > ?`, f.After)
 	}
 	if f.Member != "" {
-		add(`(user = ? OR box_owner = ?)`, f.Member, f.Member)
+		add(`(user = ? OR box_owner = ?) AND at >= ?`, f.Member, f.Member, unix(f.MemberSince))
 	}
 	q := `SELECT ` + auditCols + ` FROM audit`
 	if len(where) > 0 {
