@@ -2,7 +2,8 @@
 // (which have snapshots and drive backups of their own): a gzipped tar of
 // the database (a consistent copy taken while the server runs), the key
 // that seals secrets, the SSH gateway's host key, local mode's token, the
-// front door's certificates and account, and the configuration file.
+// front door's certificates and account, the cluster's authority, and the
+// configuration file.
 // Restore puts them back on a stopped server's (empty) state directory.
 //
 // A backup holds the keys to the server (the key that seals every secret,
@@ -35,8 +36,11 @@ import (
 // Files are the state directory's files and folders a backup keeps,
 // beside the database.
 // broker.key keeps the boxes' stand-ins for brokered secrets what they
-// were; sso.key opens the sign-in providers' refresh tokens.
-var Files = []string{"secret.key", "audit.key", "broker.key", "sso.key", "ssh_host_ed25519_key", "local.token", "caddy"}
+// were; sso.key opens the sign-in providers' refresh tokens; cluster/ is
+// the cluster's authority (its key signs the nodes' certificates), so
+// that a restored control plane still reaches its nodes, and they it,
+// without each joining again.
+var Files = []string{"secret.key", "audit.key", "broker.key", "sso.key", "ssh_host_ed25519_key", "local.token", "caddy", "cluster"}
 
 // Key is what a backup is encrypted to (Recipients) or opened with
 // (Identities).

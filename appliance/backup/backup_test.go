@@ -4,12 +4,16 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -119,5 +123,68 @@ func TestBackupAndRestore(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(empty, "paddock.db")); err == nil {
 		t.Fatal("a refused archive wrote the database")
+	}
+}
+
+// A control plane restored from a backup still reaches a node that
+// joined before it (the node kept running, with its certificate and the
+// authority it trusts): the authority is in the backup, so the restored
+// server's caller certificate is one the node takes, and the node's
+// certificate, pinned at its join, chains to the restored authority.
+func TestRestoreKeepsTheClusterAuthority(t *testing.T) {
+	src := t.TempDir()
+	st, err := store.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ca, err := node.LoadCA(filepath.Join(src, "cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeCert, err := ca.Issue("n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node, attached: its agent trusts the authority as it was.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	trust, err := node.Trusting(ca.PEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&node.Agent{Driver: fake.New("base:1")}).Serve(ctx, l, trust.ServerConfig(nodeCert)) }()
+	defer func() { cancel(); <-done }()
+
+	key, err := Passphrase("correct horse battery staple")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := Write(&buf, key, st, src, ""); err != nil {
+		t.Fatal(err)
+	}
+	dst := t.TempDir()
+	if err := Restore(&buf, key, dst, filepath.Join(t.TempDir(), "paddock.toml"), false); err != nil {
+		t.Fatal(err)
+	}
+	restored, err := node.LoadCA(filepath.Join(dst, "cluster"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if restored.Fingerprint() != ca.Fingerprint() {
+		t.Fatalf("the restored server made a new authority (%s, was %s)", restored.Fingerprint(), ca.Fingerprint())
+	}
+	caller, err := restored.Issue(node.ControlPlane)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin, _ := node.PinOf(string(node.CertPEM(nodeCert)))
+	if _, err := node.NewRemote("n2", l.Addr().String(), restored.ClientConfig(caller, "n2", pin)).Boxes(context.Background()); err != nil {
+		t.Fatalf("the restored control plane calling the node that stayed attached: %v", err)
 	}
 }
