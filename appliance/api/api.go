@@ -8,6 +8,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -932,7 +933,32 @@ type AuditCheck struct {
 	Entries int64       `json:"entries"`          // entries that chain, from First on
 	First   int64       `json:"first"`            // the first entry kept (those before were pruned)
 	Last    int64       `json:"last"`             // the last entry that chains
-	Broken  *AuditBreak `json:"broken,omitempty"` // where it breaks
+	Broken  *AuditBreak `json:"broken,omitempty"` // where it breaks, or what a witness says is missing
+	// Head is the log's last entry: what a client keeps, as a witness
+	// outside the server, and sends with its next check (seen).
+	Head *AuditMark `json:"head,omitempty"`
+	// Witnesses are what the log was held against: "client" (seen), and
+	// "export" (the last entry of audit_file).
+	Witnesses []string `json:"witnesses,omitempty"`
+}
+
+// AuditMark names one entry of the audit log: its number and hash.
+type AuditMark struct {
+	Seq  int64  `json:"seq"`
+	Hash string `json:"hash"`
+}
+
+// String is the mark as the verify route's seen parameter takes it.
+func (m AuditMark) String() string { return fmt.Sprintf("%d:%s", m.Seq, m.Hash) }
+
+// ParseAuditMark reads SEQ:HASH.
+func ParseAuditMark(s string) (AuditMark, error) {
+	seq, hash, ok := strings.Cut(s, ":")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if !ok || err != nil || n < 1 || len(hash) != 64 || strings.Trim(hash, "0123456789abcdef") != "" {
+		return AuditMark{}, &Error{Code: CodeInvalid, Field: "seen", Message: "seen is SEQ:HASH, an entry's number and hash as the last check's head gave them"}
+	}
+	return AuditMark{Seq: n, Hash: hash}, nil
 }
 
 // AuditEntry is one entry of the audit log (see package audit).

@@ -14,9 +14,10 @@
 // hash. An entry edited in the database, one taken out of the middle, or
 // a run of them taken off the front without the server's own pruning, no
 // longer chains, and Verify names the first place it breaks. Someone who
-// can read the key file can forge a whole new chain: a copy shipped off
-// the machine (the JSON-lines export, Exporter) is the witness against
-// that, and against entries cut off the end.
+// can read the key file can forge a whole new chain, and entries cut off
+// the end leave no gap: the log's end is held against witnesses outside
+// the server (the head each client kept from its last check, and the
+// JSON-lines export; see the service's VerifyAudit).
 //
 // Old entries go after the retention period (Prune in package store): the
 // last one pruned is kept as the anchor, sealed with the same key, that

@@ -1006,9 +1006,13 @@ func (c *Client) Audit(ctx context.Context, q AuditQuery) ([]api.AuditEntry, err
 }
 
 // VerifyAudit checks the audit log's chain (the owner or an admin).
-func (c *Client) VerifyAudit(ctx context.Context) (api.AuditCheck, error) {
+func (c *Client) VerifyAudit(ctx context.Context, seen *api.AuditMark) (api.AuditCheck, error) {
 	var r api.AuditCheck
-	return r, c.do(ctx, "GET", "/audit/verify", nil, &r)
+	q := ""
+	if seen != nil {
+		q = "?seen=" + url.QueryEscape(seen.String())
+	}
+	return r, c.do(ctx, "GET", "/audit/verify"+q, nil, &r)
 }
 
 // Quota is a user's quota and use (a member may read their own).

@@ -247,9 +247,18 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
 	return writeJSON(w, http.StatusOK, es)
 }
 
-// GET /v1/audit/verify: the chain checked (the owner's).
+// GET /v1/audit/verify: the chain checked (the owner's), against the
+// head the client saw at its last check (seen=SEQ:HASH) too.
 func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.Svc.VerifyAudit(r.Context())
+	var seen *api.AuditMark
+	if v := r.URL.Query().Get("seen"); v != "" {
+		m, err := api.ParseAuditMark(v)
+		if err != nil {
+			return err
+		}
+		seen = &m
+	}
+	c, err := s.Svc.VerifyAudit(r.Context(), seen)
 	if err != nil {
 		return err
 	}

@@ -57,10 +57,14 @@ verify?.addEventListener("click", async () => {
   out.hidden = false;
   out.className = "";
   try {
-    const c = await api("GET", "/audit/verify");
-    out.textContent = c.ok ? `The chain holds: ${c.entries} entries, ${c.first} to ${c.last}.`
+    // The head this browser saw at its last check is a witness outside
+    // the server: a log cut off at its end, or wiped, no longer holds it.
+    const seen = localStorage.getItem("paddock-audit-head");
+    const c = await api("GET", "/audit/verify" + (seen ? "?seen=" + encodeURIComponent(seen) : ""));
+    out.textContent = c.ok ? `The chain holds: ${c.entries} entries, ${c.first} to ${c.last}.` + (seen ? " It still holds the entry this browser saw at its last check." : "")
       : `Broken at entry ${c.broken.seq}: ${c.broken.reason}.`;
     out.className = c.ok ? "ok" : "error";
+    if (c.ok && c.head) localStorage.setItem("paddock-audit-head", `${c.head.seq}:${c.head.hash}`);
   } catch (e) {
     out.textContent = e.message;
     out.className = "error";

@@ -1,7 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -113,9 +117,26 @@ func auditVerify(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	r, err := c.VerifyAudit(e.ctx)
+	witnesses, seen, key, err := e.auditWitness()
 	if err != nil {
 		return err
+	}
+	r, err := c.VerifyAudit(e.ctx, seen)
+	if err != nil {
+		return err
+	}
+	// The head is kept as the witness of the next check; a broken log
+	// keeps the witness that showed it.
+	if r.OK && r.Head != nil {
+		witnesses[key] = *r.Head
+		b, _ := json.MarshalIndent(witnesses, "", "  ")
+		p, err := e.auditWitnessPath()
+		if err != nil {
+			return err
+		}
+		if err := writeSetting(p, append(b, '\n'), true); err != nil {
+			return err
+		}
 	}
 	if *asJSON {
 		if err := printJSON(e.stdout, r); err != nil {
@@ -123,6 +144,9 @@ func auditVerify(e *env, args []string) error {
 		}
 	} else if r.OK {
 		fmt.Fprintf(e.stdout, "the audit log chains: %d entries, %d to %d\n", r.Entries, r.First, r.Last)
+		if seen != nil {
+			fmt.Fprintf(e.stdout, "and holds entry %d as this computer saw it at its last check\n", seen.Seq)
+		}
 	} else {
 		fmt.Fprintf(e.stdout, "the audit log is broken at entry %d: %s\n(%d entries chain before it, from %d)\n", r.Broken.Seq, r.Broken.Reason, r.Entries, r.First)
 	}
@@ -130,4 +154,44 @@ func auditVerify(e *env, args []string) error {
 		return exitError{1}
 	}
 	return nil
+}
+
+// auditWitnessPath is the file of the audit logs' heads this CLI saw at
+// its checks, beside config.json.
+func (e *env) auditWitnessPath() (string, error) {
+	p, err := e.configPath()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(p), "audit-witness.json"), nil
+}
+
+// auditWitness is what 'audit verify' keeps of each server's audit log
+// (its head at the last check, by the server's address), this server's
+// entry of it (nil: none yet) and that address: a witness outside the
+// server, which a log cut off at its end, or wiped, no longer holds.
+func (e *env) auditWitness() (map[string]api.AuditMark, *api.AuditMark, string, error) {
+	all := map[string]api.AuditMark{}
+	s, err := e.load()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	key := e.server(s)
+	p, err := e.auditWitnessPath()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return all, nil, key, nil
+	} else if err != nil {
+		return nil, nil, "", err
+	}
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, nil, "", fmt.Errorf("%s: %w", p, err)
+	}
+	if m, ok := all[key]; ok {
+		return all, &m, key, nil
+	}
+	return all, nil, key, nil
 }

@@ -493,10 +493,7 @@ func (e *env) client() (*client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	server, token := s.Server, s.Token
-	if v := e.getenv("PADDOCK_HOST"); v != "" {
-		server = v
-	}
+	server, token := e.server(s), s.Token
 	if v := e.getenv("PADDOCK_TOKEN"); v != "" {
 		token = v
 	}
@@ -507,6 +504,14 @@ func (e *env) client() (*client.Client, error) {
 		return nil, errors.New("no token: run 'paddock login' or set PADDOCK_TOKEN")
 	}
 	return client.NewWithCA(server, token, []byte(s.CACert))
+}
+
+// server is the address of the server the CLI talks to.
+func (e *env) server(s settings) string {
+	if v := e.getenv("PADDOCK_HOST"); v != "" {
+		return v
+	}
+	return s.Server
 }
 
 // boxName resolves "current" to the current box.

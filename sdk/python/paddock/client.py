@@ -16,7 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
-from typing import Any, Iterator, List, Tuple
+from typing import Any, Iterator, List, Optional, Tuple
 
 from . import models
 
@@ -619,9 +619,12 @@ class Client:
                                ("after", after), ("limit", limit)) if v not in (None, "")}
         return self._json("GET", "/audit?" + urllib.parse.urlencode(q))
 
-    def verify_audit(self) -> models.AuditCheck:
-        """Check the audit log's chain: where it breaks, if it does (the owner or an admin)."""
-        return self._json("GET", "/audit/verify")
+    def verify_audit(self, seen: Optional[models.AuditMark] = None) -> models.AuditCheck:
+        """Check the audit log's chain, and its end against seen (the head a
+        check answered before, which the caller kept): where it breaks, or
+        what is missing (the owner or an admin)."""
+        q = "?seen=" + urllib.parse.quote(f"{seen['seq']}:{seen['hash']}", safe="") if seen else ""
+        return self._json("GET", "/audit/verify" + q)
 
 
     def images(self) -> List[models.Image]:

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "AuditMark", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -43,7 +43,7 @@ AuditBreak = TypedDict("AuditBreak", {"reason": "str", "seq": "int"})
 
 
 _AuditCheckRequired = TypedDict("_AuditCheckRequired", {"entries": "int", "first": "int", "last": "int", "ok": "bool"})
-_AuditCheckOptional = TypedDict("_AuditCheckOptional", {"broken": "AuditBreak"}, total=False)
+_AuditCheckOptional = TypedDict("_AuditCheckOptional", {"broken": "AuditBreak", "head": "AuditMark", "witnesses": "Optional[List[str]]"}, total=False)
 
 
 class AuditCheck(_AuditCheckRequired, _AuditCheckOptional):
@@ -56,6 +56,9 @@ _AuditEntryOptional = TypedDict("_AuditEntryOptional", {"addr": "str", "agent": 
 
 class AuditEntry(_AuditEntryRequired, _AuditEntryOptional):
     pass
+
+
+AuditMark = TypedDict("AuditMark", {"hash": "str", "seq": "int"})
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})

@@ -41,7 +41,7 @@ export class PaddockError extends Error {
 }
 
 import type {
-  ApplyResult, AuditCheck, AuditEntry, Box, BuildEvent, Image, ImageShares, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
+  ApplyResult, AuditCheck, AuditEntry, AuditMark, Box, BuildEvent, Image, ImageShares, BoxMetrics, Grant, QuotaPut, UserQuota, BoxAgent, Agent, BoxPost, Dir, Drained, Drive, CodeContext, DesktopAction, DesktopActionsResult, InviteCreated, Job, JobInput, Key, Node, NodeJoin, Plan, Policy,
   PolicyReport, PolicySpec, Port, Project, ProjectSpec, RunResult, Sample, WatchEvent, Screenshot, Secret, SecretBroker, Snapshot, TokenCreated, TokenInfo, User, Whoami,
 } from "./models.js";
 export type * from "./models.js";
@@ -554,8 +554,10 @@ export class Client {
     for (const [k, v] of Object.entries(filter)) if (v !== undefined && v !== "") p.set(k, String(v));
     return this.json("GET", "/audit?" + p.toString());
   }
-  /** Check the audit log's chain: where it breaks, if it does (the owner or an admin). */
-  verifyAudit(): Promise<AuditCheck> { return this.json("GET", "/audit/verify"); }
+  /** Check the audit log's chain, and its end against seen (the head a check answered before, which the caller kept): where it breaks, or what is missing (the owner or an admin). */
+  verifyAudit(seen?: AuditMark): Promise<AuditCheck> {
+    return this.json("GET", "/audit/verify" + (seen ? "?seen=" + encodeURIComponent(`${seen.seq}:${seen.hash}`) : ""));
+  }
   /** The images you may make boxes from: your own, those shared with you (an admin: everyone's). */
   images(): Promise<Image[]> { return this.json("GET", "/images"); }
   /** One image, by NAME[:TAG], OWNER/NAME[:TAG], its id or an id prefix. */

@@ -39,8 +39,10 @@ export interface AuditCheck {
   broken?: AuditBreak;
   entries: number;
   first: number;
+  head?: AuditMark;
   last: number;
   ok: boolean;
+  witnesses?: string[] | null;
 }
 
 export interface AuditEntry {
@@ -58,6 +60,11 @@ export interface AuditEntry {
   seq: number;
   user?: string;
   via?: string;
+}
+
+export interface AuditMark {
+  hash: string;
+  seq: number;
 }
 
 export interface Box {
