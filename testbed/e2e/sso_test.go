@@ -139,12 +139,22 @@ roles = { admins = "admin" }
 	p.SetNext(idp.ForeignKey)
 	signIn("u-ana")
 	pageError("an ID token signed with another key", "does not verify")
+	t.Run("AttackIDTokenOfAnotherSignIn", func(t *testing.T) {
+		defer func(parent *testing.T) { b.t = parent }(b.t)
+		b.t = t // the browser's failures are this subtest's
+		p.SetNext(idp.WrongNonce)
+		signIn("u-ana")
+		got := poll[string](b, "the refusal's page", `document.querySelector("#error")?.textContent || ""`, 10*time.Second)
+		if !strings.Contains(got, "its nonce differs") {
+			t.Fatalf("an ID token of another sign-in (its nonce): %q", got)
+		}
+	})
 	if us, _ := owner.Users(ctx); len(us) != 2 {
 		t.Fatalf("users after the refusals: %+v (the owner and ana only)", us)
 	}
 	es, _ = owner.Audit(ctx, clientAudit("login.sso"))
-	if len(es) != 6 {
-		t.Fatalf("sign-ins recorded: %d, want 6 (one in, five refused)", len(es))
+	if len(es) != 7 {
+		t.Fatalf("sign-ins recorded: %d, want 7 (one in, six refused)", len(es))
 	}
 
 	// A replayed code: the same code with a new sign-in's state (a

@@ -46,6 +46,9 @@ const (
 	Expired
 	// ForeignKey is signed with a key that is not in the JWKS.
 	ForeignKey
+	// WrongNonce carries a nonce other than the one the sign-in sent
+	// (an ID token of another sign-in, replayed into this one).
+	WrongNonce
 )
 
 // Provider is a running provider.
@@ -283,6 +286,8 @@ func (p *Provider) idToken(who Person, nonce string, next Next) (string, error) 
 		now, exp = now.Add(-time.Hour), now.Add(-30*time.Minute)
 	case ForeignKey:
 		key = p.foreign
+	case WrongNonce:
+		nonce = "another-sign-ins-nonce"
 	}
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", "k1"))
 	if err != nil {
