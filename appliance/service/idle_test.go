@@ -154,3 +154,60 @@ func TestIdleStopAndWake(t *testing.T) {
 		t.Fatalf("use of a sleeping box then stopped by hand: woke %v, %v", woke, err)
 	}
 }
+
+// A running job is a use of its box until it ends, however long and
+// whatever CPU it uses (none here): its box is not stopped for idleness
+// meanwhile, and is once the job has ended and the idle stop has passed.
+func TestAJobKeepsItsBoxAwake(t *testing.T) {
+	s, drv := newService(t)
+	var mu sync.Mutex
+	now := time.Now()
+	s.Now = func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	later := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
+	ctx := context.Background()
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "worker", IdleStop: "30m"}); err != nil {
+		t.Fatal(err)
+	}
+	release, ended := make(chan struct{}), make(chan struct{})
+	drv.ExecFunc = func(box string, spec driver.ExecSpec) (int, error) {
+		defer close(ended)
+		<-release
+		return 0, nil
+	}
+	if err := s.CheckIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartJob("worker", api.ExecPost{Cmd: []string{"sleep", "infinity"}}); err != nil {
+		t.Fatal(err)
+	}
+	desired := func() string {
+		b, err := s.GetBox("worker")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b.Desired
+	}
+	for range 4 {
+		later(time.Hour)
+		if err := s.CheckIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if d := desired(); d != "running" {
+			t.Fatalf("stopped for idleness while its job ran: %s", d)
+		}
+	}
+	close(release)
+	<-ended
+	// The job's end is its last use: the box sleeps an idle stop later.
+	deadline := time.Now().Add(10 * time.Second)
+	for desired() == "running" && time.Now().Before(deadline) {
+		later(31 * time.Minute)
+		if err := s.CheckIdle(ctx); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if d := desired(); d != "stopped" {
+		t.Fatalf("after its job ended and the idle stop passed: %s", d)
+	}
+}
