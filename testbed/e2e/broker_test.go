@@ -48,6 +48,30 @@ func seenKeys(t *testing.T) []string {
 	return out
 }
 
+// seenKeysAt asks the fake model API at ip (as host) what it was sent:
+// that it answers there.
+func seenKeysAt(t *testing.T, ip, host string) []string {
+	t.Helper()
+	pem, err := os.ReadFile(harness.InetCA())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(pem)
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: host}}}
+	resp, err := hc.Get("https://" + ip + "/_seen")
+	if err != nil {
+		t.Fatalf("the fake model API at %s (%s): %v", ip, host, err)
+	}
+	defer resp.Body.Close()
+	var out []string
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func digest(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
@@ -203,6 +227,29 @@ func TestBroker(t *testing.T) {
 	}
 	if out, _ := sh(c, "bk", `curl -sS -w ' %{http_code}' "$PADDOCK_BROKER/local-api.test/" -H "Authorization: Bearer $LOCAL_KEY"`); !strings.HasSuffix(out, " 502") || !strings.Contains(out, "never sends a secret") {
 		t.Fatalf("a host at 127.0.0.1: %s", out)
+	}
+
+	// Nor a host that resolves to a private or the metadata address, where
+	// the fake model API answers (the test reaches it there: something
+	// listens, so a refusal is the broker's own).
+	for host, ip := range map[string]string{"private-api.test": harness.InetPrivateAPI, "metadata-api.test": "169.254.169.254"} {
+		t.Run("Attack"+strings.ToUpper(host[:1])+host[1:strings.Index(host, "-")]+"Host", func(t *testing.T) {
+			if n := len(seenKeysAt(t, ip, host)); n < 0 {
+				t.Fatal("no answer")
+			}
+			name := strings.ToUpper(strings.Split(host, "-")[0]) + "_KEY"
+			if err := c.SetSecret(ctx, name, []byte("sk-"+name), false, &api.SecretBroker{Hosts: []string{host}, Header: "x-api-key"}); err != nil {
+				t.Fatal(err)
+			}
+			before := len(seenKeys(t))
+			out, _ := sh(c, "bk", `curl -sS -w ' %{http_code}' -X POST "$PADDOCK_BROKER/`+host+`/v1/messages" -H "x-api-key: $`+name+`" -d x`)
+			if !strings.HasSuffix(out, " 502") || !strings.Contains(out, "never sends a secret") {
+				t.Fatalf("a host at %s: %s", ip, out)
+			}
+			if seen := seenKeys(t); len(seen) != before || slices.Contains(seen, digest("sk-"+name)) {
+				t.Fatalf("the API at %s was sent a key", ip)
+			}
+		})
 	}
 
 	// A member's box does not get the owner's secret until it is shared.

@@ -28,8 +28,15 @@ const (
 // InetRoutes are routed from the host into the namespace: the test
 // ranges, and the cloud metadata and host-agent addresses, which the
 // namespace also answers on, so that a test of their rules reaches no
-// other machine.
-var InetRoutes = []string{"198.18.0.0/16", "169.254.169.254/32", "100.100.100.200/32", "168.63.129.16/32", "192.0.0.192/32"}
+// other machine; and one private address (InetPrivateAPI), where the
+// fake model API answers too: what the credential broker must never
+// send a secret to, though something listens there.
+var InetRoutes = []string{"198.18.0.0/16", "169.254.169.254/32", "100.100.100.200/32", "168.63.129.16/32", "192.0.0.192/32", InetPrivateAPI + "/32"}
+
+// InetPrivateAPI is a private address of the test internet's (far from the
+// tests' box networks, 10.213-10.223): the fake model API answers there as
+// private-api.test.
+const InetPrivateAPI = "10.254.254.254"
 
 func run(args ...string) error {
 	out, err := exec.Command(args[0], args[1:]...).CombinedOutput()

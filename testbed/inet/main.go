@@ -10,9 +10,13 @@
 //   - DNS on 198.18.0.53:53 (UDP and TCP) for a few test names:
 //     allowed.test, *.wild.test, other.test, rebind.test (a private
 //     address), metadata.test (169.254.169.254), api.model.test and
-//     other-api.test (the fake model API), local-api.test (127.0.0.1);
+//     other-api.test (the fake model API), local-api.test (127.0.0.1),
+//     private-api.test and metadata-api.test (the fake model API again, on
+//     10.254.254.254 and 169.254.169.254);
 //   - a fake model API over HTTPS on 198.18.5.5 and 198.18.5.6 (port
-//     443), with a certificate for api.model.test and other-api.test from
+//     443), and on 10.254.254.254 and 169.254.169.254, with a certificate
+//     for api.model.test, other-api.test, private-api.test and
+//     metadata-api.test from
 //     an authority made at start, written to the file -ca names (the
 //     credential broker's tests trust it; nothing else does). POST
 //     /v1/messages answers a message and notes a SHA-256 of the key it
@@ -42,6 +46,10 @@ var names = map[string]string{
 	"api.model.test.": "198.18.5.5",
 	"other-api.test.": "198.18.5.6",
 	"local-api.test.": "127.0.0.1",
+	// The fake model API on a private address and on the metadata one:
+	// something listens there, as the broker must never find out.
+	"private-api.test.":  "10.254.254.254",
+	"metadata-api.test.": "169.254.169.254",
 }
 
 func answer(w dns.ResponseWriter, r *dns.Msg) {

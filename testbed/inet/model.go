@@ -70,7 +70,7 @@ func serveModelAPI(caPath string) error {
 	}
 	leafTmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "api.model.test"},
-		DNSNames:  []string{"api.model.test", "other-api.test"},
+		DNSNames:  []string{"api.model.test", "other-api.test", "private-api.test", "metadata-api.test"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(30 * 24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -105,7 +105,7 @@ func serveModelAPI(caPath string) error {
 		noteKey(r)
 		sendBytes(w, r)
 	})
-	for _, ip := range []string{"198.18.5.5", "198.18.5.6"} {
+	for _, ip := range []string{"198.18.5.5", "198.18.5.6", "10.254.254.254", "169.254.169.254"} {
 		// The namespace's lo has 198.18.0.0/16: every address of it is
 		// this namespace's own.
 		l, err := net.Listen("tcp", ip+":443")
