@@ -30,7 +30,10 @@ func TestQuotas(t *testing.T) {
 	if _, err := s.SetQuota(asBoss, "boss", api.QuotaPut{Boxes: &one}); err == nil {
 		t.Fatal("the owner was given a quota")
 	}
-	q, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Boxes: &one, Running: &one, Types: &small})
+	// The box quota under a running quota above it: the refusal is the
+	// box quota's own.
+	three := 3
+	q, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Boxes: &one, Running: &three, Types: &small})
 	if err != nil || q.Limits.Boxes != 1 || q.Limits.Drives != 3 || strings.Join(q.Own, ",") != "boxes,running,types" {
 		t.Fatalf("mia's quota: %+v %v", q, err)
 	}
@@ -43,8 +46,9 @@ func TestQuotas(t *testing.T) {
 	_, err = s.CreateBox(asMia, api.BoxPost{Name: "m2", Type: "medium"})
 	wantRefusal(t, err, "mia may make boxes of type small, not medium", "paddock user quota mia --types small,medium,large")
 
-	// Back to the server's 3 boxes: the running quota is next.
-	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Default: []string{"boxes"}}); err != nil {
+	// Back to the server's 3 boxes, and 1 running: the running quota is
+	// next.
+	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Running: &one, Default: []string{"boxes"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.CreateBox(asMia, api.BoxPost{Name: "m2"})
