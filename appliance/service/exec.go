@@ -27,15 +27,25 @@ func (s *Service) RunningBox(name string) (store.Box, error) {
 	if err != nil {
 		return b, err
 	}
-	return b, running(b)
+	return b, s.running(b)
 }
 
-// running refuses box b when it does not run.
-func running(b store.Box) error {
-	if b.Desired != "running" || b.Observed != "running" {
-		return conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
+// running refuses box b when it does not run, saying what to do: start
+// it, or, on a server that is down, where starting cannot help, wait.
+func (s *Service) running(b store.Box) error {
+	if b.Desired == "running" && b.Observed == "running" {
+		return nil
 	}
-	return nil
+	if b.Observed == "node down" {
+		since := ""
+		if s.Cluster != nil {
+			if seen, ok := s.Cluster.lastSeen(b.Node); ok && !seen.downSince.IsZero() {
+				since = " since " + seen.downSince.UTC().Format(time.RFC3339) + " (" + s.now().Sub(seen.downSince).Round(time.Second).String() + " ago)"
+			}
+		}
+		return conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.nodeDisplay(b.Node), since)
+	}
+	return conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
 }
 
 // execEnv merges the box's declared environment with the request's.
@@ -82,7 +92,7 @@ func (s *Service) CheckExec(name string, p api.ExecPost) (driver.ExecSpec, error
 
 // CheckExecIn is CheckExec of box b, as the caller has just read it.
 func (s *Service) CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, error) {
-	if err := running(b); err != nil {
+	if err := s.running(b); err != nil {
 		return driver.ExecSpec{}, err
 	}
 	if len(p.Cmd) == 0 {

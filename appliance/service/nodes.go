@@ -73,6 +73,8 @@ type nodeSeen struct {
 	swarmMemory int64
 	// agentErr is the agent's not answering.
 	agentErr error
+	// downSince is when a look first found it down (zero while up).
+	downSince time.Time
 }
 
 // Swarm is the engine calls the control plane makes of the swarm it
@@ -287,6 +289,12 @@ func (s *Service) LookAtNodes(ctx context.Context) {
 		prev, ok := c.seen[n.Name]
 		if ok && prev.at.After(began) {
 			continue
+		}
+		if seen[i].err != nil {
+			seen[i].downSince = began
+			if ok && prev.err != nil && !prev.downSince.IsZero() {
+				seen[i].downSince = prev.downSince
+			}
 		}
 		c.seen[n.Name] = seen[i]
 		if cpus, mem, over := seen[i].capacity(); over && !c.overclaimed[n.Name] {

@@ -467,6 +467,13 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	if b, _ := s.Store.GetBox("on3"); b.Observed != "node down" {
 		t.Fatalf("a box on a server the swarm says is down: observed %q", b.Observed)
 	}
+	// Using it says the server is down, since when, and that starting
+	// it cannot help.
+	s.LookAtNodes(ctx)
+	if _, err := s.RunningBox("on3"); err == nil || !strings.Contains(err.Error(), `box "on3" is on server n3, which is down since `) ||
+		!strings.Contains(err.Error(), "starting cannot help") || strings.Contains(err.Error(), "paddock start") {
+		t.Fatalf("a command in a box on a server that is down: %v", err)
+	}
 	if bs, _ := nodes["n3"].Boxes(ctx); len(bs) != 1 || !bs[0].Running {
 		t.Fatalf("the box's container on the server the swarm lost: %+v", bs)
 	}

@@ -602,6 +602,10 @@ func TestCluster(t *testing.T) {
 	waitFor(t, 60*time.Second, "box "+b3+" to say node down", func() bool { return status(b3) == "node down" })
 	t.Logf("box %s said node down %s after n3's agent stopped", b3, time.Since(agentGone).Round(100*time.Millisecond))
 	waitFor(t, 30*time.Second, "n3 to be down in paddock nodes", func() bool { return nodes()["n3"].State == "down" })
+	// Its box says the server is down and since when, not to start it.
+	if out, err := cli("exec", b3, "--", "true"); err == nil || !strings.Contains(out, "is on server n3, which is down since") || strings.Contains(out, "paddock start") {
+		t.Fatalf("exec in a box on a server that is down: %v\n%s", err, out)
+	}
 	if got := must("exec", on(local), "--", "echo", "alive"); got != "alive\n" {
 		t.Fatalf("a box of the control plane's node while n3 is down: %q", got)
 	}
