@@ -290,6 +290,29 @@ func (f *fakeSwarm) SwarmRemove(ctx context.Context, id string) error {
 	return nil
 }
 
+// A new box goes to the server with the most memory not yet promised to
+// its boxes, and among equals to the one with the most CPUs so promised.
+func TestPlacementByMemoryThenCPUs(t *testing.T) {
+	s, nodes := clustered(t)
+	ctx := context.Background()
+	nodes["n2"].claims = &node.Info{CPUs: 8, MemoryBytes: 8 << 30}
+	nodes["n3"].claims = &node.Info{CPUs: 2, MemoryBytes: 8 << 30}
+	s.LookAtNodes(ctx)
+	var got []string
+	for _, name := range []string{"first", "second", "third"} {
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, nodeOf(t, s, name))
+	}
+	// Equal memory: n2's 8 CPUs. Then n2 has 2 GiB promised: of the
+	// two with 8 GiB, the control plane's 4 CPUs over n3's 2. Then n3,
+	// the one left with all its memory.
+	if want := []string{"n2", "", "n3"}; !slices.Equal(got, want) {
+		t.Fatalf("three boxes went to %q, want %q", got, want)
+	}
+}
+
 // A node that says it has far more than it has (1 EiB of memory, 10,000
 // CPUs) is weighed at what the swarm says its engine has: new boxes
 // spread as over nodes of that size, 'paddock nodes' shows the swarm's
