@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -23,37 +24,20 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 	"github.com/paddock-dev/paddock/units"
 )
 
-// One Paddock over three servers: this machine's paddockd and engine (the
-// control plane, node one) and two servers that join it, each a network
-// namespace with its own Docker engine (harness.Servers). The servers join
+// One Paddock over three servers: this machine's paddockd on an engine of
+// the test's own (the control plane, node one; never the machine's engine)
+// and two servers that join it, each a network namespace with its own
+// Docker engine (harness.Servers). The servers join
 // the real way: 'paddock node add' prints a command, and that command,
 // run on the server, makes it a node. Then boxes spread over the nodes,
 // and each verb works on whichever node holds the box, behind that node's
 // egress rules.
-func dockerOut(args ...string) (string, error) {
-	out, err := exec.Command("docker", args...).CombinedOutput()
-	return string(out), err
-}
-
 func TestCluster(t *testing.T) {
-	// The control plane makes a swarm of this machine's engine. One that
-	// is there already was left by a run that was killed: CI leaves it;
-	// elsewhere it may be someone's, and the test says so and stops.
-	if state, err := dockerOut("info", "--format", "{{.Swarm.LocalNodeState}}"); err != nil {
-		t.Fatalf("docker info: %v %s", err, state)
-	} else if state = strings.TrimSpace(state); state != "inactive" {
-		if os.Getenv("CI") == "" {
-			t.Fatalf("this machine's engine is in a swarm already (%s), which this test did not make: leave it ('docker swarm leave --force') and run the test again", state)
-		}
-		t.Logf("this machine's engine was in a swarm (%s) that an earlier run left: leaving it", state)
-		if out, err := dockerOut("swarm", "leave", "--force"); err != nil {
-			t.Fatalf("docker swarm leave: %v %s", err, out)
-		}
-	}
 	mini, desk := imageTag(t, "mini"), imageTag(t, "desk")
 	dir, err := os.MkdirTemp("", "pdk-cl-")
 	if err != nil {
@@ -63,6 +47,8 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The control plane's engine, the swarm's manager.
+	dockerOut := servers.Engine.Docker
 	// Registered first, so it runs last: after the daemon's cleanup.
 	t.Cleanup(servers.Stop)
 	t.Cleanup(func() {
@@ -90,10 +76,17 @@ func TestCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
-		d.Image, d.Images = mini, []string{desk}
+		d.Image, d.Images, d.Engine = mini, []string{desk}, servers.Engine.Host
 		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 			"PADDOCK_HTTPS_LISTEN="+httpsAddr, "PADDOCK_HTTP_LISTEN="+httpAddr)
 	})
+	// Its boxes' bridge forwards through the machine's firewall, as the
+	// machine's engine's own do.
+	if n, err := policies.NetworkFor(d.Instance, d.Subnet); err != nil {
+		t.Fatal(err)
+	} else if err := servers.Engine.Forward(n.Bridge); err != nil {
+		t.Fatal(err)
+	}
 
 	// A listener on this machine's hub address: what a box on a node may
 	// or may not reach past its node.
@@ -398,7 +391,7 @@ func TestCluster(t *testing.T) {
 	if out, err := cli("move", mv, "--to", "n3"); err == nil || !strings.Contains(out, "on n3 already") {
 		t.Fatalf("moving a box to where it is: %v\n%s", err, out)
 	}
-	testDriveMoves(t, d, cli, must, d1.Node, map[string]func(...string) (string, error){"n2": n2.Docker, "n3": n3.Docker})
+	testDriveMoves(t, d, cli, must, d1.Node, map[string]func(...string) (string, error){"n2": n2.Docker, "n3": n3.Docker, "": dockerOut})
 
 	// The dashboard says which server each box and drive is on, and
 	// filters boxes by server.
@@ -476,7 +469,7 @@ func TestCluster(t *testing.T) {
 	reach(b3, netURL, false)
 	must("policy", "set", b3, "allow-all")
 	reach(b3, netURL, true)
-	testNodeAttacks(t, must, n3, d.Instance)
+	testNodeAttacks(t, must, n3, n2, d.Instance)
 
 	// A preview of a box on another server: this server has no route to
 	// n3's box network, so the preview goes through an exec in the box;
@@ -949,14 +942,15 @@ func TestCluster(t *testing.T) {
 // control plane killed in the middle of the move leaves each box and the
 // drive whole on one server, once, with its data (the move finished or
 // undone at the next start); then the move goes through. engines are
-// the nodes' engines by name (any other name is the control plane's).
+// the nodes' engines by name ("": the control plane's, which any other
+// name is).
 func testDriveMoves(t *testing.T, d *harness.Daemon, cli func(...string) (string, error), must func(...string) string, from string, engines map[string]func(...string) (string, error)) {
 	t.Helper()
 	engine := func(node string) func(...string) (string, error) {
 		if e, ok := engines[node]; ok {
 			return e
 		}
-		return dockerOut
+		return engines[""]
 	}
 	to := "n3"
 	if from == "n3" {
@@ -1049,10 +1043,10 @@ func testDriveMoves(t *testing.T, d *harness.Daemon, cli func(...string) (string
 // metadata one is TestCluster's reach check): a deny-all box's root
 // forges an allow-all box's address (raw IP, and whole frames with its
 // MAC) to get out under the other's policy; and this machine, given a
-// route to sv's box network, opens a connection to a box's service. The
-// forging tool is spoof.txtar's own. Positive controls: the allow-all
+// route to sv's box network, opens a connection to a box's service, and so
+// does another node's host (other). The forging tool is spoof.txtar's own. Positive controls: the allow-all
 // box's own forged packets arrive; sv itself reaches the service.
-func testNodeAttacks(t *testing.T, must func(...string) string, sv *harness.Server, instance string) {
+func testNodeAttacks(t *testing.T, must func(...string) string, sv, other *harness.Server, instance string) {
 	t.Helper()
 	ar, err := txtar.ParseFile("testdata/attacks/spoof.txtar")
 	if err != nil {
@@ -1166,5 +1160,41 @@ table inet spynode {
 		t.Fatalf("the connection from another server to a box on %s was not dropped as inbound:\n%v", sv.Name, inbound)
 	}
 	t.Logf("inbound to a box on %s from another server: refused, %s packets dropped as inbound", sv.Name, inbound[1])
+
+	// Another node's host (not its boxes), given a route to sv's box
+	// network through sv, reaches no box there either: a node taken over
+	// reaches no further than its own boxes.
+	t.Run("AttackAnotherNodesHostRoutesIn", func(t *testing.T) {
+		in := func(args ...string) (string, error) {
+			out, err := exec.Command("ip", append([]string{"netns", "exec", other.NS}, args...)...).CombinedOutput()
+			return string(out), err
+		}
+		if out, err := in("ip", "route", "add", subnet, "via", sv.Addr.String()); err != nil {
+			t.Fatalf("a route on %s: %v %s", other.Name, err, out)
+		}
+		defer in("ip", "route", "del", subnet, "via", sv.Addr.String())
+		before := inboundDrops(t, sv)
+		if out, err := in("curl", "-sS", "-m", "3", url); err == nil {
+			t.Fatalf("%s's host reached a service of a box on %s: %s", other.Name, sv.Name, out)
+		}
+		if after := inboundDrops(t, sv); after <= before {
+			t.Fatalf("the connection from %s's host to a box on %s was not dropped as inbound (%d, was %d)", other.Name, sv.Name, after, before)
+		}
+	})
 	must("rm", "--force", "open3", "shut3")
+}
+
+// inboundDrops is what sv's rules counted as inbound to its boxes.
+func inboundDrops(t *testing.T, sv *harness.Server) int {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "exec", sv.NS, "nft", "list", "ruleset").CombinedOutput()
+	if err != nil {
+		t.Fatalf("nft on %s: %v %s", sv.Name, err, out)
+	}
+	m := regexp.MustCompile(`counter packets ([0-9]+) bytes [0-9]+ drop comment "box=\* kind=inbound"`).FindStringSubmatch(string(out))
+	if m == nil {
+		t.Fatalf("no inbound counter on %s", sv.Name)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }

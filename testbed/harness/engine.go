@@ -152,6 +152,12 @@ func (e *OwnEngine) Forward(br string) error {
 	return nil
 }
 
+// Docker runs the docker CLI against the engine.
+func (e *OwnEngine) Docker(args ...string) (string, error) {
+	out, err := exec.Command("docker", append([]string{"-H", e.Host}, args...)...).CombinedOutput()
+	return string(out), err
+}
+
 // Stop stops the engine, removes its files and the rules Forward added.
 func (e *OwnEngine) Stop() error {
 	err := e.stop()

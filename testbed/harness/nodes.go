@@ -3,7 +3,6 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -31,6 +30,12 @@ type Servers struct {
 	Host netip.Addr
 	List []*Server
 	Hub  netip.Prefix
+	// Engine is the control plane's own engine (in this machine's network
+	// namespace, with the same images): the swarm's manager. The
+	// machine's engine is never made a manager, nor left out of a swarm
+	// it is in: a suite run on a machine whose engine is in a swarm leaves
+	// it there.
+	Engine *OwnEngine
 
 	id   string
 	dir  string
@@ -105,14 +110,6 @@ func StartBoundedServers(dir string, names []string, memory int64, images ...str
 }
 
 func startServers(dir string, names []string, memory int64, images []string) (*Servers, error) {
-	// A swarm a killed run left on this machine's engine is advertised
-	// at an address this machine no longer has: no one else's, and of no
-	// use (a control plane would refuse to manage it).
-	if state, addr := hostSwarm(); state != "inactive" && state != "" && !hasAddr(addr) {
-		if err := run("docker", "swarm", "leave", "--force"); err != nil {
-			return nil, fmt.Errorf("leaving the swarm a killed run left (advertised at %s): %w", addr, err)
-		}
-	}
 	pfx, err := netip.ParsePrefix(FreeSubnet())
 	if err != nil {
 		return nil, err
@@ -137,6 +134,10 @@ func startServers(dir string, names []string, memory int64, images []string) (*S
 	}
 	s.undo = append(s.undo, func() { exec.Command("ip", "link", "del", hostIf).Run() }, func() { exec.Command("ip", "netns", "del", hub).Run() })
 	if err := runAll(steps); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if s.Engine, err = StartOwnEngine(filepath.Join(dir, "cp"), images...); err != nil {
 		s.Stop()
 		return nil, err
 	}
@@ -376,11 +377,6 @@ func (sv *Server) Docker(args ...string) (string, error) {
 // Stop ends every agent and engine (their containers with them), removes
 // the namespaces, the link into the hub, and the servers' files.
 func (s *Servers) Stop() {
-	// The control plane made this machine's engine the manager of a swarm
-	// advertised on the hub: it goes with the hub.
-	if state, addr := hostSwarm(); state == "active" && addr == s.Host.String() {
-		run("docker", "swarm", "leave", "--force")
-	}
 	for _, sv := range s.List {
 		sv.StopAgent()
 		if sv.engine != nil {
@@ -399,44 +395,18 @@ func (s *Servers) Stop() {
 		}
 		exec.Command("umount", "-R", sv.dir+"/data").Run()
 	}
+	if s.Engine != nil {
+		// The swarm it manages (advertised on the hub) goes with it.
+		if ids, err := s.Engine.Docker("ps", "-aq"); err == nil && strings.TrimSpace(ids) != "" {
+			s.Engine.Docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+		}
+		s.Engine.Docker("swarm", "leave", "--force")
+		s.Engine.Stop()
+		s.Engine = nil
+	}
 	for i := len(s.undo) - 1; i >= 0; i-- {
 		s.undo[i]()
 	}
 	s.undo = nil
 	os.RemoveAll(s.dir)
-}
-
-// hostSwarm is this machine's engine's swarm state and the address it is
-// advertised at.
-func hostSwarm() (state, addr string) {
-	out, err := exec.Command("docker", "info", "--format", "{{.Swarm.LocalNodeState}} {{.Swarm.NodeAddr}}").Output()
-	if err != nil {
-		return "", ""
-	}
-	f := strings.Fields(string(out))
-	if len(f) == 1 {
-		return f[0], ""
-	}
-	if len(f) < 2 {
-		return "", ""
-	}
-	return f[0], f[1]
-}
-
-// hasAddr says whether one of this machine's interfaces has ip.
-func hasAddr(ip string) bool {
-	a, err := netip.ParseAddr(ip)
-	if err != nil {
-		return false
-	}
-	ifs, _ := net.Interfaces()
-	for _, ifc := range ifs {
-		addrs, _ := ifc.Addrs()
-		for _, x := range addrs {
-			if p, err := netip.ParsePrefix(x.String()); err == nil && p.Addr() == a {
-				return true
-			}
-		}
-	}
-	return false
 }
