@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -192,9 +193,15 @@ func startCluster(bins harness.Bins, work, sub string, names []string, memory in
 	l.Close()
 	c.d, err = harness.NewDaemon(bins, c.mini, filepath.Join(work, sub))
 	check(err)
+	// On the servers' control plane engine (the swarm's manager), never
+	// the machine's.
+	c.d.Engine = c.servers.Engine.Host
 	c.d.Env = append([]string{"PADDOCK_LOG_LEVEL=warn", "PADDOCK_CLUSTER_LISTEN=" + clusterAddr}, env...)
 	check(c.d.Start())
 	onError(c.d.Cleanup)
+	n, err := policies.NetworkFor(c.d.Instance, c.d.Subnet)
+	check(err)
+	check(c.servers.Engine.Forward(n.Bridge))
 	c.r = &runner{env: append(c.d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, sub+"-cli")), bins: bins}
 	return c
 }
