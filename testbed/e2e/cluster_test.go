@@ -43,7 +43,7 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	servers, err := harness.StartServers(dir, []string{"n2", "n3"}, mini, desk)
+	servers, err := harness.StartServers(dir, []string{"n2", "n3", "n4"}, mini, desk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +119,20 @@ func TestCluster(t *testing.T) {
 	// The boxes' resolver on a node forwards to nothing that answers:
 	// nothing leaves the machine.
 	agentEnv := []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}
-	n2, n3 := servers.List[0], servers.List[1]
+	n2, n3, n4 := servers.List[0], servers.List[1], servers.List[2]
+	joined := []*harness.Server{n2, n3} // n4 joins at the end
+
+	// Swarm mode refuses an engine with live-restore: the first 'node
+	// add' says so, and makes no token.
+	if err := servers.Engine.RestartWith("--live-restore"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli("node", "add"); err == nil || !strings.Contains(out, "the engine runs with live-restore, which Swarm mode refuses") {
+		t.Fatalf("node add on a control plane whose engine runs with live-restore: %v\n%s", err, out)
+	}
+	if err := servers.Engine.RestartWith(); err != nil {
+		t.Fatal(err)
+	}
 	j := join()
 	if err := n2.StartAgent(bins.Paddockd, agentEnv, agentArgs(j, n2)...); err != nil {
 		t.Fatal(err)
@@ -211,6 +224,32 @@ func TestCluster(t *testing.T) {
 	if m := nodes(); m["n2"].SwarmState != "ready" || m["n3"].SwarmID == "" {
 		t.Fatalf("paddock nodes says of the swarm: %+v", m)
 	}
+	// What placement weighs of each server is what the swarm says its
+	// engine has (never more than its agent says), and 'paddock nodes'
+	// shows it: CPUs, memory free of all, disk free of all.
+	table := must("nodes")
+	for name, n := range nodes() {
+		want := strings.Fields(func() string {
+			if n.ControlPlane {
+				return "" // its own engine's word: not a swarm node's report it weighs
+			}
+			out, err := dockerOut("node", "inspect", "--format", "{{.Description.Resources.NanoCPUs}} {{.Description.Resources.MemoryBytes}}", n.SwarmID)
+			if err != nil {
+				t.Fatalf("docker node inspect %s: %v %s", name, err, out)
+			}
+			return out
+		}())
+		if len(want) == 2 && (fmt.Sprint(n.CPUs*1e9) != want[0] || fmt.Sprint(n.MemoryBytes) != want[1]) {
+			t.Fatalf("%s: %d CPUs and %d bytes of memory in paddock nodes; the swarm says %v", name, n.CPUs, n.MemoryBytes, want)
+		}
+		if n.CPUs <= 0 || n.MemoryBytes <= 0 || n.DiskBytes <= 0 || n.DiskFree <= 0 {
+			t.Fatalf("%s without what it has: %+v", name, n)
+		}
+		row := regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(name) + `( \*)? .* ` + fmt.Sprint(n.CPUs) + ` +[0-9.]+ GiB of ` + fmt.Sprintf("%.1f", float64(n.MemoryBytes)/(1<<30)) + ` GiB +[0-9.]+ GiB of ` + fmt.Sprintf("%.1f", float64(n.DiskBytes)/(1<<30)) + ` GiB`)
+		if !row.MatchString(table) {
+			t.Fatalf("paddock nodes' row of %s (%d CPUs, %d bytes, %d bytes of disk):\n%s", name, n.CPUs, n.MemoryBytes, n.DiskBytes, table)
+		}
+	}
 
 	// Thirty boxes on three nodes of the same size: ten on each.
 	boxNode := map[string]string{}
@@ -232,7 +271,7 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("thirty boxes over three equal nodes: %v", per)
 	}
 	// Each runs, once, on its own node's engine.
-	for _, sv := range servers.List {
+	for _, sv := range joined {
 		out, err := sv.Docker("ps", "--format", "{{.Names}}")
 		if err != nil {
 			t.Fatal(err)
@@ -246,7 +285,7 @@ func TestCluster(t *testing.T) {
 	on := func(node string) string { return per[node][0] }
 
 	// Each node's box runs on that node's engine, and only there.
-	for _, sv := range servers.List {
+	for _, sv := range joined {
 		box := on(sv.Name)
 		out, err := sv.Docker("ps", "--format", "{{.Names}}")
 		if err != nil || !strings.Contains(out, "-"+box+"\n") {
@@ -567,6 +606,18 @@ func TestCluster(t *testing.T) {
 		out, err := cli("exec", b2, "--", "cat", "/config/kept")
 		return err == nil && out == "kept-on-n2\n"
 	})
+	// Killed hard (SIGKILL: none of its own ending runs), the same.
+	n2.KillAgent()
+	if err := n2.StartAgent(bins.Paddockd, agentEnv); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "n2's agent, killed hard, to serve its box again", func() bool {
+		out, err := cli("exec", b2, "--", "cat", "/config/kept")
+		return err == nil && out == "kept-on-n2\n"
+	})
+	if out, _ := n2.Docker("ps", "-a", "--format", "{{.Names}}"); strings.Count(out, "-"+b2+"\n") != 1 {
+		t.Fatalf("box %s's containers on n2 after its agent was killed: %q", b2, out)
+	}
 
 	// A node whose agent is gone: its boxes say "node down" and are left
 	// as they are (they run on, and are made nowhere else), the other
@@ -665,6 +716,17 @@ func TestCluster(t *testing.T) {
 	// Labelled while it is out: the label is the server's, and goes with
 	// it into the swarm again.
 	must("node", "label", "n3", "zone=b")
+	// The swarm's worker token a server was sent lets no one in after the
+	// next 'node add'.
+	old, err := dockerOut("swarm", "join-token", "-q", "worker")
+	if err != nil {
+		t.Fatal(err, old)
+	}
+	must("node", "add")
+	if out, err := n3.Docker("swarm", "join", "--token", strings.TrimSpace(old), "--advertise-addr", n3.Addr.String(),
+		"--listen-addr", n3.Addr.String()+":2377", servers.Host.String()+":2377"); err == nil {
+		t.Fatalf("n3 joined the swarm with the worker token of before the last node add:\n%s", out)
+	}
 	tok, err := dockerOut("swarm", "join-token", "-q", "worker")
 	if err != nil {
 		t.Fatal(err, tok)
@@ -720,6 +782,32 @@ func TestCluster(t *testing.T) {
 	waitFor(t, 60*time.Second, "n3 to be up once healed", func() bool { return nodes()["n3"].State == "up" })
 	if n := containers(b3); n != 1 {
 		t.Fatalf("box %s has %d containers once n3 is healed", b3, n)
+	}
+
+	// Cut off from the control plane alone (it still reaches n2): the
+	// same as cut off from all, and back when the partition is lifted.
+	if err := n3.Partition(servers.Host); err != nil {
+		t.Fatal(err)
+	}
+	parted := time.Now()
+	waitFor(t, 90*time.Second, "box "+b3+" to say node down once n3 is cut off from the control plane", func() bool { return status(b3) == "node down" })
+	t.Logf("n3 cut off from the control plane alone: box %s node down %s later (%s)", b3, time.Since(parted).Round(100*time.Millisecond), nodes()["n3"].Error)
+	if out, err := n3.In("timeout", "5", "bash", "-c", "</dev/tcp/"+n2.Addr.String()+"/7443").CombinedOutput(); err != nil {
+		t.Fatalf("n3, cut off from the control plane alone, does not reach n2: %v %s", err, out)
+	}
+	if got := must("exec", on("n2"), "--", "echo", "alive"); got != "alive\n" {
+		t.Fatalf("a box of n2 while n3 is cut off from the control plane: %q", got)
+	}
+	waitFor(t, 90*time.Second, "the swarm to say n3 is down once it is cut off from the control plane", func() bool { return nodes()["n3"].SwarmState == "down" })
+	if err := n3.Unpartition(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 90*time.Second, "box "+b3+" to run again once n3's partition is lifted", func() bool {
+		out, err := cli("exec", b3, "--", "cat", "/config/kept")
+		return status(b3) == "running" && err == nil && out == "kept-on-n3\n"
+	})
+	if n := containers(b3); n != 1 {
+		t.Fatalf("box %s has %d containers once n3's partition is lifted", b3, n)
 	}
 
 	// A box asked for on a server; labels (kept in the swarm); a server
@@ -785,6 +873,17 @@ func TestCluster(t *testing.T) {
 	if out, err := cli("new", "--name", "nowhere", "--node-label", "gpu=yes"); err == nil || !strings.Contains(out, "no server has the labels gpu=yes") {
 		t.Fatalf("a box asking for labels no server has: %v\n%s", err, out)
 	}
+	// A Boxfile's placement {} does the same.
+	bf := filepath.Join(t.TempDir(), "placed")
+	os.MkdirAll(bf, 0o755)
+	os.WriteFile(filepath.Join(bf, "Boxfile.hcl"), []byte("box \"fastbf\" {\n  placement {\n    labels = { ssd = \"yes\" }\n  }\n}\n"), 0o644)
+	must("apply", "--auto-approve", "-f", bf)
+	var fastbf api.Box
+	json.Unmarshal([]byte(must("show", "fastbf", "--json")), &fastbf)
+	if fastbf.Node != "n2" {
+		t.Fatalf("a Boxfile's box with placement { labels = { ssd = \"yes\" } } is on %q", fastbf.Node)
+	}
+	must("rm", "--force", "fastbf")
 	if out, err := cli("node", "rm", "n3"); err == nil || !strings.Contains(out, "still holds") {
 		t.Fatalf("node rm of a server with boxes: %v\n%s", err, out)
 	}
@@ -935,6 +1034,33 @@ func TestCluster(t *testing.T) {
 	if got := must("exec", "back", "--", "echo", "back"); got != "back\n" {
 		t.Fatalf("a box on n3 after it joined again: %q", got)
 	}
+
+	// A server whose engine is in another swarm is refused before its
+	// token is spent: out of that swarm, the same token lets it in.
+	if out, err := n4.Docker("swarm", "init", "--advertise-addr", n4.Addr.String(), "--listen-addr", n4.Addr.String()+":2377"); err != nil {
+		t.Fatalf("a swarm of n4's own: %v\n%s", err, out)
+	}
+	j4 := join()
+	if err := n4.StartAgent(bins.Paddockd, agentEnv, agentArgs(j4, n4)...); err != nil {
+		t.Fatal(err)
+	}
+	if code, ok := n4.AgentExit(60 * time.Second); !ok || code == 0 {
+		t.Fatalf("n4's join from an engine in another swarm: ended %v, status %d", ok, code)
+	}
+	if b, _ := os.ReadFile(n4.AgentLog()); !strings.Contains(string(b), "in a swarm already") {
+		t.Fatalf("n4's join from an engine in another swarm:\n%s", b)
+	}
+	if out, err := n4.Docker("swarm", "leave", "--force"); err != nil {
+		t.Fatalf("n4 leaving its own swarm: %v\n%s", err, out)
+	}
+	if err := n4.StartAgent(bins.Paddockd, agentEnv, agentArgs(j4, n4)...); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "n4 to join with the same token", func() bool { return nodes()["n4"].State == "up" })
+	must("node", "rm", "n4")
+	if code, ended := n4.AgentExit(30 * time.Second); !ended || code != units.ExitRemoved {
+		t.Fatalf("n4's agent after node rm: ended %v, status %d", ended, code)
+	}
 }
 
 // testDriveMoves moves boxes d1 and d2, which share drive "data", from
@@ -1036,6 +1162,59 @@ func testDriveMoves(t *testing.T, d *harness.Daemon, cli func(...string) (string
 	if got := whole("after the move"); got != to {
 		t.Fatalf("after the move, d1 and d2 are on %s, not %s", got, to)
 	}
+
+	// The control plane killed once a move has switched (the state has
+	// the boxes on the other server, the move's record is not gone yet):
+	// the next start finishes it (the copies left on the old server go,
+	// the boxes start). The kill waits for the switch in the state: the
+	// window is the old copies' removal and the boxes' start, seconds;
+	// a move that ended before the test saw it is tried again.
+	db, err := d.StateDB()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	stored := from // as the state names the server: the control plane's is ""
+	if _, ok := engines[from]; !ok || from == "" {
+		stored = ""
+	}
+	logBefore, _ := os.ReadFile(d.LogPath())
+	for attempt := 1; ; attempt++ {
+		moved := make(chan string, 1)
+		go func() { out, _ := cli("move", "d1", "d2", "--to", from); moved <- out }()
+		switched := false
+		waitFor(t, 5*time.Minute, "the move back to "+from+" to switch", func() bool {
+			var node string
+			var moves int
+			if db.QueryRow(`SELECT node, (SELECT count(*) FROM moves) FROM boxes WHERE name='d1'`).Scan(&node, &moves) != nil || node != stored {
+				return false
+			}
+			switched = moves > 0
+			return true
+		})
+		if switched {
+			if err := d.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("the move when paddockd was killed after its switch: %s", strings.TrimSpace(<-moved))
+			if err := d.Start(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		t.Logf("the move back ended before the test saw its switch: %s", strings.TrimSpace(<-moved))
+		if attempt == 3 {
+			t.Fatal("three moves ended before the test saw one switched")
+		}
+		must("move", "d1", "d2", "--to", to)
+	}
+	if got := whole("after paddockd was killed after a move's switch"); got != from {
+		t.Fatalf("a move killed after its switch is on %s, not %s: it was not finished", got, from)
+	}
+	waitFor(t, 60*time.Second, "the log to say the switched move was finished", func() bool {
+		b, _ := os.ReadFile(d.LogPath())
+		return strings.Contains(strings.TrimPrefix(string(b), string(logBefore)), "finished=true")
+	})
 }
 
 // testNodeAttacks runs the attack suite's spoof and inbound attacks

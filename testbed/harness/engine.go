@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -21,6 +22,7 @@ type OwnEngine struct {
 	Host string // unix://…, for DOCKER_HOST and paddockd's docker_host
 	dir  string
 	argv []string
+	base []string // argv as made, before RestartWith
 	cmd  *exec.Cmd
 	done chan struct{}
 	undo []func()
@@ -118,6 +120,16 @@ func (e *OwnEngine) stop() error {
 	}
 	e.cmd = nil
 	return nil
+}
+
+// RestartWith restarts the engine (Restart) with extra flags for its
+// dockerd (none: as it was made).
+func (e *OwnEngine) RestartWith(extra ...string) error {
+	if e.base == nil {
+		e.base = e.argv
+	}
+	e.argv = append(slices.Clone(e.base), extra...)
+	return e.Restart()
 }
 
 // Restart stops the engine and starts it again, as an upgrade or a crash

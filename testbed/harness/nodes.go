@@ -303,6 +303,42 @@ func (sv *Server) StartAgent(bin string, env []string, args ...string) error {
 	return nil
 }
 
+// KillAgent kills the agent at once (SIGKILL, as the kernel's OOM killer
+// or a crash would): nothing of its own ending runs.
+func (sv *Server) KillAgent() {
+	if sv.agent == nil {
+		return
+	}
+	syscall.Kill(-sv.agent.Process.Pid, syscall.SIGKILL)
+	<-sv.agentD
+	sv.agent = nil
+}
+
+// Partition drops what the server and addr send each other (in the
+// server's namespace, both ways), and nothing else: the server is cut off
+// from that one peer alone. Unpartition lifts it.
+func (sv *Server) Partition(addr netip.Addr) error {
+	rules := fmt.Sprintf(`table inet pdkpart {
+	chain in { type filter hook input priority -300; policy accept; ip saddr %[1]s drop; }
+	chain out { type filter hook output priority -300; policy accept; ip daddr %[1]s drop; }
+}
+`, addr)
+	cmd := sv.In("nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(rules)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft: %v: %s", err, out)
+	}
+	return nil
+}
+
+// Unpartition lifts Partition.
+func (sv *Server) Unpartition() error {
+	if out, err := sv.In("nft", "delete", "table", "inet", "pdkpart").CombinedOutput(); err != nil {
+		return fmt.Errorf("nft: %v: %s", err, out)
+	}
+	return nil
+}
+
 // Cut takes the server's link down (its engine and agent run on, and
 // reach nothing); Heal brings it back.
 func (sv *Server) Cut() error { return run("ip", "-n", sv.NS, "link", "set", "eth0", "down") }
