@@ -24,6 +24,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
 	"github.com/paddock-dev/paddock/units"
@@ -121,6 +122,33 @@ func TestCluster(t *testing.T) {
 	agentEnv := []string{"PADDOCK_DNS_UPSTREAM=" + net.JoinHostPort(servers.Host.String(), "53")}
 	n2, n3, n4 := servers.List[0], servers.List[1], servers.List[2]
 	joined := []*harness.Server{n2, n3} // n4 joins at the end
+
+	// A join with a made-up token (the authority's fingerprint is public
+	// to the network: any server that reaches the listener has it) is
+	// refused before anything is done: the control plane's engine is not
+	// made a swarm manager, which would open its swarm ports.
+	t.Run("AttackJoinWithAMadeUpToken", func(t *testing.T) {
+		caPEM, err := os.ReadFile(filepath.Join(d.StateDir, "cluster", "ca.pem"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ca, err := node.Trusting(caPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n4.StartAgent(bins.Paddockd, agentEnv, "--join", clusterAddr, "--token", "pdkjoin_madeup", "--ca-sha256", ca.Fingerprint(), "--name", "n4"); err != nil {
+			t.Fatal(err)
+		}
+		if code, ok := n4.AgentExit(60 * time.Second); !ok || code == 0 {
+			t.Fatalf("a join with a made-up token: ended %v, status %d", ok, code)
+		}
+		if b, _ := os.ReadFile(n4.AgentLog()); !strings.Contains(string(b), "not valid") {
+			t.Fatalf("a join with a made-up token:\n%s", b)
+		}
+		if out, _ := dockerOut("info", "--format", "{{.Swarm.LocalNodeState}}"); strings.TrimSpace(out) != "inactive" {
+			t.Fatalf("the control plane's engine after a join with a made-up token: %q", out)
+		}
+	})
 
 	// Swarm mode refuses an engine with live-restore: the first 'node
 	// add' says so, and makes no token.
