@@ -1,0 +1,18 @@
+package api
+
+import (
+	"time"
+)
+
+// Snapshot is a filesystem snapshot of a box.
+type Snapshot struct {
+	ID      string    `json:"id"`
+	Box     string    `json:"box"`
+	Reason  string    `json:"reason"`
+	State   string    `json:"state"` // pending, ready, failed, deleting
+	Error   string    `json:"error,omitempty"`
+	Created time.Time `json:"created"`
+	// Size is the bytes the snapshot adds to what its box was made from
+	// (absent: not known).
+	Size int64 `json:"size,omitempty"`
+}
