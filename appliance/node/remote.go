@@ -1,7 +1,6 @@
 package node
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/jsonhttp"
 	"github.com/paddock-dev/paddock/policies"
 )
 
@@ -98,22 +98,11 @@ func volPath(v driver.VolumeRef) string {
 
 // do sends a call and decodes its JSON answer into out (when not nil).
 func (r *Remote) do(ctx context.Context, method, p string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
-	}
 	ctx, stop := r.bound(ctx)
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, method, r.url(p), body)
+	req, err := jsonhttp.NewRequest(ctx, method, r.url(p), in)
 	if err != nil {
 		return err
-	}
-	if in != nil {
-		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
@@ -131,11 +120,7 @@ func (r *Remote) answer(resp *http.Response, out any) error {
 		}
 		return fromWire(w)
 	}
-	if out == nil {
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-		return nil
-	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if err := jsonhttp.Decode(resp.Body, out); err != nil {
 		return fmt.Errorf("node %s: the answer: %w", r.Name, err)
 	}
 	return nil
