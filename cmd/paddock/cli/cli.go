@@ -48,6 +48,8 @@ type env struct {
 	// helpOnly runs a command only to learn its flags (see showHelp): it
 	// may not reach a server or write the configuration.
 	helpOnly bool
+	// flagsOnly: and it was given --help, which its flags' parse stops at.
+	flagsOnly bool
 }
 
 type command struct {
@@ -168,6 +170,9 @@ func run(e *env, args []string) int {
 	for _, c := range commands {
 		if c.name == args[0] {
 			if wantsHelp(args[1:]) {
+				if len(args) > 1 && subUsage(c, args[1]) != "" {
+					return showSubHelp(e, c, args[1])
+				}
 				return showHelp(e, c)
 			}
 			err := c.run(e, args[1:])
@@ -319,25 +324,65 @@ func showHelp(e *env, c command) int {
 // configuration (helpOnly).
 func commandHelpFlags(e *env, c command) helpFlags {
 	probe := *e
-	probe.stdout, probe.stderr, probe.helpOnly = io.Discard, io.Discard, true
+	probe.stdout, probe.stderr, probe.helpOnly, probe.flagsOnly = io.Discard, io.Discard, true, true
 	var hf helpFlags
 	errors.As(c.run(&probe, []string{"--help"}), &hf)
 	return hf
 }
 
+// showSubHelp prints the help of one of a group's subcommands (secret
+// set, jobs kill): its usage line, its group's description, and its own
+// flags.
+func showSubHelp(e *env, c command, sub string) int {
+	probe := *e
+	probe.stdout, probe.stderr, probe.helpOnly, probe.flagsOnly = io.Discard, io.Discard, true, true
+	var hf helpFlags
+	errors.As(c.run(&probe, []string{sub, "--help"}), &hf)
+	fmt.Fprintf(e.stdout, "usage: paddock %s %s\n\n%s\n", c.name, subUsage(c, sub), c.short)
+	if hf.usages != "" {
+		fmt.Fprintf(e.stdout, "\nflags:\n%s", hf.usages)
+	}
+	for _, x := range examples[c.name] {
+		if strings.HasPrefix(x, "paddock "+c.name+" "+sub) {
+			fmt.Fprintf(e.stdout, "\nexample:\n  %s\n", x)
+			break
+		}
+	}
+	return 0
+}
+
+// subUsage is the usage of a group's subcommand sub ("" when c has none
+// of that name).
+func subUsage(c command, sub string) string {
+	for _, alt := range alternatives(c.args) {
+		alt = strings.TrimSpace(alt)
+		if f := strings.Fields(alt); len(f) > 0 && f[0] == sub {
+			return alt
+		}
+	}
+	return ""
+}
+
 func cmdHelp(e *env, args []string) error {
-	if len(args) == 1 {
+	if len(args) >= 1 {
 		for _, c := range commands {
 			if c.name == args[0] {
-				showHelp(e, c)
+				if len(args) == 2 && subUsage(c, args[1]) != "" {
+					showSubHelp(e, c, args[1])
+				} else {
+					showHelp(e, c)
+				}
 				return nil
 			}
 		}
 		return usagef("no command %q%s", args[0], suggest(args[0]))
 	}
-	fmt.Fprintln(e.stdout, "paddock: computers for coding agents\n\nCommands:")
-	for _, c := range commands {
-		fmt.Fprintf(e.stdout, "  %-10s %s\n", c.name, c.short)
+	fmt.Fprintln(e.stdout, "paddock: computers for coding agents\n\nUsage: paddock COMMAND [ARGS...]  ('paddock COMMAND --help' for its own)")
+	for _, g := range helpGroups {
+		fmt.Fprintf(e.stdout, "\n%s:\n", g.title)
+		for _, l := range g.cmds {
+			fmt.Fprintf(e.stdout, "  %-11s %s\n", l.name, l.summary)
+		}
 	}
 	fmt.Fprintln(e.stdout, "\n'current' stands for the current box wherever a BOX is asked for.")
 	return nil
@@ -486,6 +531,12 @@ func writeFileAtomic(p string, b []byte, mode os.FileMode, flush bool) error {
 
 // client returns an API client from the environment and stored settings.
 func (e *env) client() (*client.Client, error) {
+	if e.helpOnly && e.flagsOnly {
+		// A command run with --help for its flags reads them after it
+		// made its client: one that reaches nothing (a closed loopback
+		// port), should anything be asked of it first.
+		return client.New("http://127.0.0.1:1", "")
+	}
 	if e.helpOnly {
 		return nil, errHelpOnly
 	}

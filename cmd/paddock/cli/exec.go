@@ -132,7 +132,7 @@ func cmdJobs(e *env, args []string) error {
 				rest++
 			}
 		}
-		if rest > 0 {
+		if rest > 0 || wantsHelp(args[1:]) {
 			if args[0] == "kill" {
 				return cmdJobsKill(e, args[1:])
 			}

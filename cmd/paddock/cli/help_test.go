@@ -178,3 +178,70 @@ func TestBorrowedWordsNameCommands(t *testing.T) {
 		t.Errorf("suggest(neww) = %q", got)
 	}
 }
+
+// 'paddock help' lists every command of the table once, in a group, on
+// one short line; a group's subcommand has help of its own, with its own
+// flags (paddock secret set --help: --header, --limit, --shared; jobs kill
+// --help: --signal), from the command table's usage lines.
+func TestHelpIsGroupedAndSubcommandsHaveTheirOwn(t *testing.T) {
+	e := func(out *strings.Builder) *env {
+		return &env{stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }, ctx: context.Background()}
+	}
+	var top strings.Builder
+	if code := run(e(&top), []string{"help"}); code != 0 {
+		t.Fatalf("paddock help: exit %d", code)
+	}
+	listed := map[string]int{}
+	for _, g := range helpGroups {
+		if !strings.Contains(top.String(), "\n"+g.title+":\n") {
+			t.Errorf("paddock help has no group %q", g.title)
+		}
+		for _, l := range g.cmds {
+			listed[l.name]++
+			if len(l.summary) > 60 || strings.Contains(l.summary, "\n") {
+				t.Errorf("%s's line is over 60 characters: %q", l.name, l.summary)
+			}
+		}
+	}
+	for _, c := range commands {
+		if listed[c.name] != 1 {
+			t.Errorf("%s is listed %d times in paddock help", c.name, listed[c.name])
+		}
+		delete(listed, c.name)
+	}
+	for n := range listed {
+		t.Errorf("paddock help lists %s, which the command table does not have", n)
+	}
+	for _, c := range commands {
+		for _, alt := range alternatives(c.args) {
+			f := strings.Fields(alt)
+			if len(f) == 0 || strings.ToLower(f[0]) != f[0] || strings.HasPrefix(f[0], "-") || strings.HasPrefix(f[0], "[") || c.name == "help" || c.name == "completion" {
+				continue
+			}
+			var out strings.Builder
+			if code := run(e(&out), []string{c.name, f[0], "--help"}); code != 0 || !strings.HasPrefix(out.String(), "usage: paddock "+c.name+" "+f[0]) {
+				t.Errorf("paddock %s %s --help: exit %d:\n%s", c.name, f[0], code, out.String())
+			}
+		}
+	}
+	for cmd, want := range map[string][]string{
+		"secret set":   {"--header", "--limit", "--shared", "--broker"},
+		"jobs kill":    {"--signal"},
+		"jobs send":    {"--text", "--eof"},
+		"image build":  {"--policy", "-f,", "-t,"},
+		"user invite":  {"--role"},
+		"key add":      {"--name"},
+		"node add":     {"--json"},
+		"drive ls":     {"--json"},
+		"policy new":   {"--allow-domain", "--allow-cidr"},
+		"contexts new": {"--lang"},
+	} {
+		var out strings.Builder
+		run(e(&out), append(strings.Fields(cmd), "--help"))
+		for _, w := range want {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("paddock %s --help lacks %s:\n%s", cmd, w, out.String())
+			}
+		}
+	}
+}
