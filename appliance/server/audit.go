@@ -244,7 +244,7 @@ func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, es)
+	return route.WriteJSON(w, http.StatusOK, es)
 }
 
 // GET /v1/audit/verify: the chain checked (the owner's), against the
@@ -262,5 +262,5 @@ func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, c)
+	return route.WriteJSON(w, http.StatusOK, c)
 }

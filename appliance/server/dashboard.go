@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 )
 
@@ -25,7 +26,7 @@ import (
 // caller (paddock dashboard).
 func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 	var p api.SignInPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	next := "/"
@@ -54,7 +55,7 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 	if base == "" {
 		base = "http://" + r.Host
 	}
-	return writeJSON(w, http.StatusCreated, api.SignInLink{URL: base + "/signin/" + tok, Expires: exp})
+	return route.WriteJSON(w, http.StatusCreated, api.SignInLink{URL: base + "/signin/" + tok, Expires: exp})
 }
 
 // events streams the caller's boxes, drives, jobs and snapshots as
@@ -215,7 +216,7 @@ func (s *Server) listDir(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, d)
+	return route.WriteJSON(w, http.StatusOK, d)
 }
 
 // download sends one regular file of a box as itself, for a browser's
@@ -248,7 +249,7 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
 	var p api.TTLPut
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	b, err := s.Svc.SetTTL(r.Context(), r.PathValue("name"), p.TTL)
@@ -260,7 +261,7 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 	var p api.PolicySpec
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	if p.Name == "" {
@@ -273,7 +274,7 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return route.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
@@ -281,7 +282,7 @@ func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ps)
+	return route.WriteJSON(w, http.StatusOK, ps)
 }
 
 // takeScreenshot takes a screenshot and keeps it in the box's gallery.
@@ -290,7 +291,7 @@ func (s *Server) takeScreenshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, sh)
+	return route.WriteJSON(w, http.StatusCreated, sh)
 }
 
 func (s *Server) listScreenshots(w http.ResponseWriter, r *http.Request) error {
@@ -298,7 +299,7 @@ func (s *Server) listScreenshots(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, shots)
+	return route.WriteJSON(w, http.StatusOK, shots)
 }
 
 func (s *Server) getScreenshot(w http.ResponseWriter, r *http.Request) error {

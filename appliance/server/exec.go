@@ -10,6 +10,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/stream"
 )
@@ -17,7 +18,7 @@ import (
 // exec runs an attached command over an upgraded connection.
 func (s *Server) exec(w http.ResponseWriter, r *http.Request) error {
 	var p api.ExecPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	if !strings.EqualFold(r.Header.Get("Upgrade"), api.UpgradeExec) {
@@ -137,7 +138,7 @@ func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan<- [2]ui
 
 func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
 	var p api.ExecPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Note("argv", p.Cmd)
@@ -145,7 +146,7 @@ func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, j)
+	return route.WriteJSON(w, http.StatusCreated, j)
 }
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
@@ -153,7 +154,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, js)
+	return route.WriteJSON(w, http.StatusOK, js)
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
@@ -161,12 +162,12 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, j)
+	return route.WriteJSON(w, http.StatusOK, j)
 }
 
 func (s *Server) signalJob(w http.ResponseWriter, r *http.Request) error {
 	var p api.SignalPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Note("signal", p.Signal)
@@ -174,7 +175,7 @@ func (s *Server) signalJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, j)
+	return route.WriteJSON(w, http.StatusOK, j)
 }
 
 func (s *Server) jobInput(w http.ResponseWriter, r *http.Request) error {
@@ -187,7 +188,7 @@ func (s *Server) jobInput(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, in)
+	return route.WriteJSON(w, http.StatusOK, in)
 }
 
 func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {

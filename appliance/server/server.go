@@ -16,7 +16,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -507,49 +506,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if code >= 500 {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 	}
-	writeJSON(w, code, body)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	return json.NewEncoder(w).Encode(v)
-}
-
-// MaxJSON bounds a JSON request body.
-const MaxJSON = 1 << 20
-
-// decode reads a JSON body strictly: unknown fields and wrong types are a
-// 400 naming the field.
-func decode(r *http.Request, v any) error {
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxJSON+1))
-	if err != nil {
-		return &api.Error{Code: api.CodeInvalid, Message: "reading the request body: " + err.Error()}
-	}
-	if len(body) > MaxJSON {
-		return &api.Error{Code: api.CodeInvalid, Message: fmt.Sprintf("the JSON body is over %d KiB", MaxJSON>>10)}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	err = dec.Decode(v)
-	if err == nil || err == io.EOF {
-		return nil
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return &api.Error{Code: api.CodeInvalid, Field: te.Field, Message: fmt.Sprintf("field %q: expected %s", te.Field, te.Type)}
-	}
-	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		f = strings.Trim(f, `"`)
-		return &api.Error{Code: api.CodeInvalid, Field: f, Message: fmt.Sprintf("unknown field %q", f)}
-	}
-	return &api.Error{Code: api.CodeInvalid, Message: "bad JSON body: " + err.Error()}
+	route.WriteJSON(w, code, body)
 }
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	t, _ := r.Context().Value(tokenKey{}).(store.Token)
 	u, _ := service.UserFrom(r.Context())
-	return writeJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version})
+	return route.WriteJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version})
 }
 
 // logout revokes the token the request was made with.
@@ -567,12 +530,12 @@ func (s *Server) users(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, us)
+	return route.WriteJSON(w, http.StatusOK, us)
 }
 
 func (s *Server) invite(w http.ResponseWriter, r *http.Request) error {
 	var p api.InvitePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	inv, err := s.Svc.Invite(r.Context(), p)
@@ -582,7 +545,7 @@ func (s *Server) invite(w http.ResponseWriter, r *http.Request) error {
 	if s.URL != "" {
 		inv.URL = s.URL + "/invite/" + inv.Token
 	}
-	return writeJSON(w, http.StatusCreated, inv)
+	return route.WriteJSON(w, http.StatusCreated, inv)
 }
 
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
@@ -599,7 +562,7 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeTooMany, Message: "too many login attempts; wait a little"}
 	}
 	var p api.DevicePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	dc, err := s.Svc.DeviceStart(p.Name, dashboard.ClientAddr(r))
@@ -615,12 +578,12 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	// the code the command line shows, so that a link sent by someone else
 	// cannot approve that someone's login.
 	dc.VerificationURIComplete = dc.VerificationURI
-	return writeJSON(w, http.StatusOK, dc)
+	return route.WriteJSON(w, http.StatusOK, dc)
 }
 
 func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	var p api.DeviceTokenPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	tok, err := s.Svc.DevicePoll(p.DeviceCode)
@@ -631,7 +594,7 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, api.DeviceToken{Token: tok})
+	return route.WriteJSON(w, http.StatusOK, api.DeviceToken{Token: tok})
 }
 
 func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
@@ -649,7 +612,7 @@ func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
 			out = append(out, b)
 		}
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return route.WriteJSON(w, http.StatusOK, out)
 }
 
 // labelQuery reads label=KEY=VALUE parameters (a box must have all).
@@ -667,7 +630,7 @@ func labelQuery(vs []string) (map[string]string, error) {
 
 func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
 	var p api.BoxPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	rec := audit.From(r.Context())
@@ -678,7 +641,7 @@ func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, b)
+	return route.WriteJSON(w, http.StatusCreated, b)
 }
 
 func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
@@ -702,7 +665,7 @@ func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) erro
 	if a, _ := r.Context().Value(accessKey{}).(string); a != service.AccessAll {
 		b.Access = a
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return route.WriteJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
@@ -739,7 +702,7 @@ func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, sn)
+	return route.WriteJSON(w, http.StatusOK, sn)
 }
 
 func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
@@ -747,12 +710,12 @@ func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, sn)
+	return route.WriteJSON(w, http.StatusCreated, sn)
 }
 
 func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 	var p api.RestorePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	b, err := s.Svc.Restore(r.Context(), r.PathValue("name"), p.Snapshot)
@@ -764,38 +727,38 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) move(w http.ResponseWriter, r *http.Request) error {
 	var p api.MovePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	bs, err := s.Svc.MoveBoxes(r.Context(), append([]string{r.PathValue("name")}, p.With...), nil, p.Node)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, bs[0])
+	return route.WriteJSON(w, http.StatusOK, bs[0])
 }
 
 func (s *Server) moveDrive(w http.ResponseWriter, r *http.Request) error {
 	var p api.MovePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	d, err := s.Svc.MoveDrive(r.Context(), r.PathValue("name"), p.With, p.Node)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, d)
+	return route.WriteJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	var p api.ForkPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	b, err := s.Svc.Fork(r.Context(), r.PathValue("name"), p)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, b)
+	return route.WriteJSON(w, http.StatusCreated, b)
 }
 
 func (s *Server) listDrives(w http.ResponseWriter, r *http.Request) error {
@@ -803,12 +766,12 @@ func (s *Server) listDrives(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ds)
+	return route.WriteJSON(w, http.StatusOK, ds)
 }
 
 func (s *Server) createDrive(w http.ResponseWriter, r *http.Request) error {
 	var p api.DrivePost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Object("drives", p.Name)
@@ -816,7 +779,7 @@ func (s *Server) createDrive(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, d)
+	return route.WriteJSON(w, http.StatusCreated, d)
 }
 
 func (s *Server) removeDrive(w http.ResponseWriter, r *http.Request) error {
@@ -839,24 +802,24 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 	for a, e := range res.Errors {
 		out.Errors[a] = e.Error()
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return route.WriteJSON(w, http.StatusOK, out)
 }
 
 func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
 	var req api.PlanRequest
-	if err := decode(r, &req); err != nil {
+	if err := route.Decode(r, &req); err != nil {
 		return err
 	}
 	p, err := s.Svc.PlanProject(r.Context(), req)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, p)
+	return route.WriteJSON(w, http.StatusOK, p)
 }
 
 func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	var req api.ApplyRequest
-	if err := decode(r, &req); err != nil {
+	if err := route.Decode(r, &req); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Note("project", req.Spec.Project)
@@ -864,12 +827,12 @@ func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return route.WriteJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) setupDone(w http.ResponseWriter, r *http.Request) error {
 	var p api.SetupPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	if err := s.Svc.SetupDone(r.PathValue("name"), p); err != nil {
@@ -881,14 +844,14 @@ func (s *Server) setupDone(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
 	var p api.PolicyPut
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	b, err := s.Svc.SetPolicy(r.Context(), r.PathValue("name"), p.Policy)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, b)
+	return route.WriteJSON(w, http.StatusOK, b)
 }
 
 func (s *Server) policyReport(w http.ResponseWriter, r *http.Request) error {
@@ -896,7 +859,7 @@ func (s *Server) policyReport(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, rep)
+	return route.WriteJSON(w, http.StatusOK, rep)
 }
 
 func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
@@ -904,12 +867,12 @@ func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ps)
+	return route.WriteJSON(w, http.StatusOK, ps)
 }
 
 func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
 	var p api.PolicyPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Object("policies", p.Name)
@@ -917,7 +880,7 @@ func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, out)
+	return route.WriteJSON(w, http.StatusCreated, out)
 }
 
 func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
@@ -930,7 +893,7 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) desktopActions(w http.ResponseWriter, r *http.Request) error {
 	var p api.DesktopActionsPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	names := make([]string, len(p.Actions))
@@ -942,7 +905,7 @@ func (s *Server) desktopActions(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return route.WriteJSON(w, http.StatusOK, res)
 }
 
 // watchDir streams a file watch's events as server-sent events.
@@ -1011,7 +974,7 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) runCode(w http.ResponseWriter, r *http.Request) error {
 	var p api.RunPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	rec := audit.From(r.Context())
@@ -1022,7 +985,7 @@ func (s *Server) runCode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, res)
+	return route.WriteJSON(w, http.StatusOK, res)
 }
 
 func (s *Server) contexts(w http.ResponseWriter, r *http.Request) error {
@@ -1030,12 +993,12 @@ func (s *Server) contexts(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, cs)
+	return route.WriteJSON(w, http.StatusOK, cs)
 }
 
 func (s *Server) createContext(w http.ResponseWriter, r *http.Request) error {
 	var p api.ContextPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	c, err := s.Svc.CreateContext(r.Context(), r.PathValue("name"), p)
@@ -1043,7 +1006,7 @@ func (s *Server) createContext(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	audit.From(r.Context()).Note("context", c.Name)
-	return writeJSON(w, http.StatusCreated, c)
+	return route.WriteJSON(w, http.StatusCreated, c)
 }
 
 func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) error {
@@ -1051,7 +1014,7 @@ func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, c)
+	return route.WriteJSON(w, http.StatusOK, c)
 }
 
 func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) error {
@@ -1075,7 +1038,7 @@ func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 	var p api.PromptPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	rec := audit.From(r.Context())
@@ -1085,11 +1048,11 @@ func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, j)
+	return route.WriteJSON(w, http.StatusCreated, j)
 }
 
 func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
-	return writeJSON(w, http.StatusOK, s.Svc.Agents())
+	return route.WriteJSON(w, http.StatusOK, s.Svc.Agents())
 }
 
 func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
@@ -1097,7 +1060,7 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, as)
+	return route.WriteJSON(w, http.StatusOK, as)
 }
 
 // groups lists the groups (the owner's and admins').
@@ -1106,7 +1069,7 @@ func (s *Server) groups(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, gs)
+	return route.WriteJSON(w, http.StatusOK, gs)
 }
 
 func (s *Server) addToGroup(w http.ResponseWriter, r *http.Request) error {
@@ -1129,14 +1092,14 @@ func (s *Server) removeFromGroup(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) setGroupQuota(w http.ResponseWriter, r *http.Request) error {
 	var p api.QuotaPut
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	g, err := s.Svc.SetGroupQuota(r.Context(), r.PathValue("group"), p)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, g)
+	return route.WriteJSON(w, http.StatusOK, g)
 }
 
 // boxGrants lists who a box is shared with.
@@ -1145,13 +1108,13 @@ func (s *Server) boxGrants(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, gs)
+	return route.WriteJSON(w, http.StatusOK, gs)
 }
 
 // shareBox shares a box with a user.
 func (s *Server) shareBox(w http.ResponseWriter, r *http.Request) error {
 	var p api.GrantPut
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	rec := audit.From(r.Context())
@@ -1161,7 +1124,7 @@ func (s *Server) shareBox(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, g)
+	return route.WriteJSON(w, http.StatusOK, g)
 }
 
 // unshareBox stops sharing a box with a user.
@@ -1189,7 +1152,7 @@ func (s *Server) boxMetrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, m)
+	return route.WriteJSON(w, http.StatusOK, m)
 }
 
 // latestMetrics is the newest sample of each running box the caller sees.
@@ -1198,7 +1161,7 @@ func (s *Server) latestMetrics(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ms)
+	return route.WriteJSON(w, http.StatusOK, ms)
 }
 
 // boxPorts lists what listens in a box, with each port's preview URL when
@@ -1214,7 +1177,7 @@ func (s *Server) boxPorts(w http.ResponseWriter, r *http.Request) error {
 			ps[i].URL = s.Preview.URL(name, ps[i].Port)
 		}
 	}
-	return writeJSON(w, http.StatusOK, ps)
+	return route.WriteJSON(w, http.StatusOK, ps)
 }
 
 func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
@@ -1222,7 +1185,7 @@ func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, out)
+	return route.WriteJSON(w, http.StatusOK, out)
 }
 
 // setSecret takes the value as the raw body; ?shared=true shares an
@@ -1247,7 +1210,7 @@ func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
 // setSecretBroker changes how a secret is brokered, keeping its value.
 func (s *Server) setSecretBroker(w http.ResponseWriter, r *http.Request) error {
 	var p api.SecretBroker
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	if err := s.Svc.SetSecretBroker(r.Context(), r.PathValue("name"), &p); err != nil {
@@ -1270,12 +1233,12 @@ func (s *Server) keys(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ks)
+	return route.WriteJSON(w, http.StatusOK, ks)
 }
 
 func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
 	var p api.KeyPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Object("keys", p.Name)
@@ -1283,7 +1246,7 @@ func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, k)
+	return route.WriteJSON(w, http.StatusCreated, k)
 }
 
 func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
@@ -1299,7 +1262,7 @@ func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, t)
+	return route.WriteJSON(w, http.StatusCreated, t)
 }
 
 func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {
@@ -1307,12 +1270,12 @@ func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ts)
+	return route.WriteJSON(w, http.StatusOK, ts)
 }
 
 func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	var p api.TokenPost
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	audit.From(r.Context()).Object("tokens", p.Name)
@@ -1320,7 +1283,7 @@ func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, t)
+	return route.WriteJSON(w, http.StatusCreated, t)
 }
 
 func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
@@ -1343,7 +1306,7 @@ func (s *Server) nodes(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ns)
+	return route.WriteJSON(w, http.StatusOK, ns)
 }
 
 func (s *Server) nodeJoinToken(w http.ResponseWriter, r *http.Request) error {
@@ -1351,31 +1314,31 @@ func (s *Server) nodeJoinToken(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusCreated, j)
+	return route.WriteJSON(w, http.StatusCreated, j)
 }
 
 func (s *Server) labelNode(w http.ResponseWriter, r *http.Request) error {
 	var p api.NodeLabels
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	n, err := s.Svc.LabelNode(r.Context(), r.PathValue("name"), p.Labels)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, n)
+	return route.WriteJSON(w, http.StatusOK, n)
 }
 
 func (s *Server) setNodePool(w http.ResponseWriter, r *http.Request) error {
 	var p api.NodePool
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	n, err := s.Svc.SetNodePool(r.Context(), r.PathValue("name"), p.Pool)
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, n)
+	return route.WriteJSON(w, http.StatusOK, n)
 }
 
 func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) error {
@@ -1383,7 +1346,7 @@ func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, d)
+	return route.WriteJSON(w, http.StatusOK, d)
 }
 
 func (s *Server) undrainNode(w http.ResponseWriter, r *http.Request) error {
@@ -1409,13 +1372,13 @@ func (s *Server) quota(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, q)
+	return route.WriteJSON(w, http.StatusOK, q)
 }
 
 // PUT /v1/users/{user}/quota: change a member's quota (the owner's).
 func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 	var p api.QuotaPut
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	b, _ := json.Marshal(p)
@@ -1424,7 +1387,7 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, q)
+	return route.WriteJSON(w, http.StatusOK, q)
 }
 
 func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
@@ -1432,7 +1395,7 @@ func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, ims)
+	return route.WriteJSON(w, http.StatusOK, ims)
 }
 
 func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
@@ -1440,7 +1403,7 @@ func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	return writeJSON(w, http.StatusOK, im)
+	return route.WriteJSON(w, http.StatusOK, im)
 }
 
 func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) error {
@@ -1455,7 +1418,7 @@ func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) error {
 
 func (s *Server) shareImage(w http.ResponseWriter, r *http.Request) error {
 	var p api.ImageShares
-	if err := decode(r, &p); err != nil {
+	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
 	im, err := s.Svc.ShareImage(r.Context(), r.PathValue("name"), p)
@@ -1463,7 +1426,7 @@ func (s *Server) shareImage(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	audit.From(r.Context()).Note("shared_with", im.SharedWith)
-	return writeJSON(w, http.StatusOK, im)
+	return route.WriteJSON(w, http.StatusOK, im)
 }
 
 // buildImage builds an image from the tar body, streaming the build as
