@@ -22,6 +22,10 @@
 // user's back: a run in a dead one is refused until it is restarted. A
 // box stopped or restored loses its kernels (they are processes); their
 // records say dead.
+//
+// This folder is the interpreter's capability whole: its verbs
+// (Interpreter, over the core's Core), its API routes (Routes), and its
+// README (the guide and the internals).
 package kernel
 
 import (

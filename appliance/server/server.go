@@ -33,6 +33,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/kernel"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -62,6 +63,8 @@ type Server struct {
 	Preview *preview.Handler
 	// CLI serves the client binaries and their installers (nil: none).
 	CLI *clients.Handler
+	// Capabilities register their own API routes (nil: Capabilities(Svc)).
+	Capabilities []route.Capability
 
 	// Heavy bounds, per user, the routes that make or copy much (nil:
 	// HeavyBurst, then one per HeavyEvery).
@@ -81,7 +84,19 @@ func (s *Server) Routes() []route.Route {
 	return s.table.Routes
 }
 
-type handler func(w http.ResponseWriter, r *http.Request) error
+type handler = route.Handler
+
+// apiFunc is the server's registration of an API route, as capabilities
+// see it (route.API).
+type apiFunc func(pattern string, h handler)
+
+func (f apiFunc) Handle(pattern string, h route.Handler) { f(pattern, h) }
+
+// Capabilities are the parts of paddockd that register their own API
+// routes, over the core svc (each a folder of its own).
+func Capabilities(svc *service.Service) []route.Capability {
+	return []route.Capability{kernel.New(svc)}
+}
 
 // Handler returns the API's routes behind token authentication.
 func (s *Server) Handler() http.Handler {
@@ -138,12 +153,7 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
 	add("POST "+p+"/boxes/{name}/desktop/actions", s.desktopActions)
-	add("POST "+p+"/boxes/{name}/run", s.runCode)
 	add("GET "+p+"/boxes/{name}/watch", s.watchDir)
-	add("GET "+p+"/boxes/{name}/contexts", s.contexts)
-	add("POST "+p+"/boxes/{name}/contexts", s.createContext)
-	add("POST "+p+"/boxes/{name}/contexts/{ctx}/restart", s.restartContext)
-	add("DELETE "+p+"/boxes/{name}/contexts/{ctx}", s.removeContext)
 	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
 	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
 	add("GET "+p+"/boxes/{name}/screenshots/{id}", s.getScreenshot)
@@ -218,6 +228,12 @@ func (s *Server) Handler() http.Handler {
 	}
 	add("GET "+p+"/audit", s.auditLog)
 	add("GET "+p+"/audit/verify", s.verifyAudit)
+	if s.Capabilities == nil {
+		s.Capabilities = Capabilities(s.Svc)
+	}
+	for _, c := range s.Capabilities {
+		c.Routes(apiFunc(add))
+	}
 	mux.Add("/", route.Token, s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
 	}))
@@ -970,59 +986,6 @@ func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) error {
 			return nil
 		}
 	}
-}
-
-func (s *Server) runCode(w http.ResponseWriter, r *http.Request) error {
-	var p api.RunPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	rec := audit.From(r.Context())
-	rec.Note("lang", p.Lang)
-	rec.Note("context", p.Context)
-	rec.Note("code", p.Code)
-	res, err := s.Svc.RunCode(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) contexts(w http.ResponseWriter, r *http.Request) error {
-	cs, err := s.Svc.Contexts(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, cs)
-}
-
-func (s *Server) createContext(w http.ResponseWriter, r *http.Request) error {
-	var p api.ContextPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	c, err := s.Svc.CreateContext(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("context", c.Name)
-	return route.WriteJSON(w, http.StatusCreated, c)
-}
-
-func (s *Server) restartContext(w http.ResponseWriter, r *http.Request) error {
-	c, err := s.Svc.RestartContext(r.Context(), r.PathValue("name"), r.PathValue("ctx"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, c)
-}
-
-func (s *Server) removeContext(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveContext(r.Context(), r.PathValue("name"), r.PathValue("ctx")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {

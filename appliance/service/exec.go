@@ -130,6 +130,12 @@ func (s *Service) ExecIn(ctx context.Context, b store.Box, spec driver.ExecSpec,
 	return s.execAs(ctx, b.Key(), spec, streams)
 }
 
+// RunIn runs a command in box b, as the caller has just read it, with the
+// streams spec names (the capabilities' way to run something in a box).
+func (s *Service) RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (int, error) {
+	return s.Driver.Exec(ctx, b.Key(), spec)
+}
+
 func (s *Service) execAs(ctx context.Context, engine string, spec driver.ExecSpec, streams ExecIO) (int, error) {
 	spec.Stdin, spec.Stdout, spec.Stderr, spec.Resize = streams.Stdin, streams.Stdout, streams.Stderr, streams.Resize
 	return s.Driver.Exec(ctx, engine, spec)

@@ -6,9 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/paddock-dev/paddock/appliance/server"
+	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -107,6 +110,36 @@ func TestTopLevelLayout(t *testing.T) {
 	for _, e := range entries {
 		if !allowed[e.Name()] {
 			t.Errorf("%s does not belong at the top level", e.Name())
+		}
+	}
+}
+
+// A capability (a folder of its own that registers its API routes, as
+// server.Capabilities lists them) stands on the core below it, never on
+// another capability, the core's god object (package service) or a view
+// (server, dashboard, preview, mcpserver, sshgate, desktop, client):
+// what it needs of the core it names in an interface of its own.
+func TestCapabilitiesStandOnTheCoreOnly(t *testing.T) {
+	caps := server.Capabilities(&service.Service{})
+	if len(caps) == 0 {
+		t.Fatal("no capabilities listed")
+	}
+	mine := map[string]bool{}
+	for _, c := range caps {
+		mine[reflect.TypeOf(c).Elem().PkgPath()] = true
+	}
+	const app = "github.com/paddock-dev/paddock/appliance/"
+	views := []string{"service", "server", "dashboard", "preview", "mcpserver", "sshgate", "desktop", "client", "daemon"}
+	for pkg := range mine {
+		for _, imp := range goList(t, "-f", "{{join .Imports \"\\n\"}}", pkg) {
+			if imp != pkg && mine[imp] {
+				t.Errorf("capability %s imports capability %s", pkg, imp)
+			}
+			for _, v := range views {
+				if imp == app+v {
+					t.Errorf("capability %s imports %s", pkg, imp)
+				}
+			}
 		}
 	}
 }

@@ -1,0 +1,148 @@
+package kernel
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
+)
+
+// Core is what the interpreter's verbs need of paddockd's core (package
+// service's Service has it): a box in use while an operation runs (a
+// sleeping one wakes), the box as it runs, and a command in it.
+type Core interface {
+	Use(ctx context.Context, box string) (done func(), woke bool, err error)
+	RunningBox(name string) (store.Box, error)
+	RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (int, error)
+}
+
+// Interpreter is the code interpreter's verbs, each one operation of
+// Script, run in the box as its user, and the API routes over them.
+type Interpreter struct {
+	Core Core
+}
+
+// New is the interpreter over core.
+func New(core Core) *Interpreter { return &Interpreter{Core: core} }
+
+// do runs one operation in a box's interpreter.
+func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Duration) (Outcome, error) {
+	used, _, err := k.Core.Use(ctx, name)
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer used()
+	b, err := k.Core.RunningBox(name)
+	if err != nil {
+		return Outcome{}, err
+	}
+	in, err := json.Marshal(op)
+	if err != nil {
+		return Outcome{}, err
+	}
+	out := &bounded{max: MaxOutput}
+	errb := &bounded{max: 64 << 10}
+	code, err := k.Core.RunIn(ctx, b, driver.ExecSpec{
+		Cmd: []string{"python3", "-c", Script}, Stdin: bytes.NewReader(in), Stdout: out, Stderr: errb, Timeout: bound,
+	})
+	if err != nil {
+		return Outcome{}, err
+	}
+	if out.over {
+		return Outcome{}, fmt.Errorf("the code's output in box %q is more than %d MiB", name, MaxOutput>>20)
+	}
+	return Answer(name, op, out.Bytes(), code, errb.String(), bound)
+}
+
+// RunCode runs code in a context of a box's interpreter.
+func (k *Interpreter) RunCode(ctx context.Context, name string, p api.RunPost) (api.RunResult, error) {
+	op, bound, err := RunOp(p)
+	if err != nil {
+		return api.RunResult{}, err
+	}
+	o, err := k.do(ctx, name, op, bound)
+	if err != nil {
+		return api.RunResult{}, err
+	}
+	if o.Run == nil {
+		return api.RunResult{}, fmt.Errorf("the code interpreter of box %q gave no result", name)
+	}
+	return *o.Run, nil
+}
+
+// Contexts lists the contexts of a box's interpreter.
+func (k *Interpreter) Contexts(ctx context.Context, name string) ([]api.CodeContext, error) {
+	o, err := k.do(ctx, name, Op{Op: "list"}, time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if o.Contexts == nil {
+		o.Contexts = []api.CodeContext{}
+	}
+	return o.Contexts, nil
+}
+
+// CreateContext starts a new context (a kernel) in a box.
+func (k *Interpreter) CreateContext(ctx context.Context, name string, p api.ContextPost) (api.CodeContext, error) {
+	lang, err := Lang(p.Lang)
+	if err != nil {
+		return api.CodeContext{}, err
+	}
+	if err := CheckName(p.Name); err != nil {
+		return api.CodeContext{}, err
+	}
+	if p.Name == "" {
+		b := make([]byte, 3)
+		rand.Read(b)
+		p.Name = lang + "-" + hex.EncodeToString(b)
+	}
+	o, err := k.do(ctx, name, Op{Op: "start", Name: p.Name, Lang: lang, Max: MaxContexts}, 2*time.Minute)
+	if err != nil {
+		return api.CodeContext{}, err
+	}
+	return *o.Context, nil
+}
+
+// RestartContext starts a context's kernel again: its state is gone.
+func (k *Interpreter) RestartContext(ctx context.Context, name, cname string) (api.CodeContext, error) {
+	if err := CheckName(cname); err != nil {
+		return api.CodeContext{}, err
+	}
+	o, err := k.do(ctx, name, Op{Op: "restart", Name: cname}, 2*time.Minute)
+	if err != nil {
+		return api.CodeContext{}, err
+	}
+	return *o.Context, nil
+}
+
+// RemoveContext ends a context's kernel and forgets it.
+func (k *Interpreter) RemoveContext(ctx context.Context, name, cname string) error {
+	if err := CheckName(cname); err != nil {
+		return err
+	}
+	_, err := k.do(ctx, name, Op{Op: "remove", Name: cname}, time.Minute)
+	return err
+}
+
+// bounded keeps what is written to it up to max bytes, and says whether
+// more came.
+type bounded struct {
+	bytes.Buffer
+	max  int
+	over bool
+}
+
+func (l *bounded) Write(p []byte) (int, error) {
+	if l.Len()+len(p) > l.max {
+		l.over = true
+		return len(p), nil
+	}
+	return l.Buffer.Write(p)
+}
