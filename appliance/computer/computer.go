@@ -18,6 +18,10 @@
 // nothing, or another letter. So the characters a text needs are bound
 // first (xmodmap, on free key codes, two left for xdotool's own use) and
 // stay bound while it is typed.
+//
+// This folder is computer use's capability whole: its verb (Computer,
+// over the core's Core), its API route (Routes), and its README (the
+// guide and the internals).
 package computer
 
 import (

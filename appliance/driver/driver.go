@@ -23,6 +23,9 @@ import (
 	"time"
 )
 
+// Display is the X display of a box's desktop (BoxSpec.Desktop).
+const Display = ":1"
+
 // ErrNotFound is returned when a box, volume or snapshot does not exist.
 var ErrNotFound = errors.New("not found in the engine")
 

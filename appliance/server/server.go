@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -95,7 +96,7 @@ func (f apiFunc) Handle(pattern string, h route.Handler) { f(pattern, h) }
 // Capabilities are the parts of paddockd that register their own API
 // routes, over the core svc (each a folder of its own).
 func Capabilities(svc *service.Service) []route.Capability {
-	return []route.Capability{kernel.New(svc)}
+	return []route.Capability{kernel.New(svc), computer.New(svc)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -152,7 +153,6 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
-	add("POST "+p+"/boxes/{name}/desktop/actions", s.desktopActions)
 	add("GET "+p+"/boxes/{name}/watch", s.watchDir)
 	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
 	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
@@ -905,23 +905,6 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func (s *Server) desktopActions(w http.ResponseWriter, r *http.Request) error {
-	var p api.DesktopActionsPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	names := make([]string, len(p.Actions))
-	for i, a := range p.Actions {
-		names[i] = a.Action
-	}
-	audit.From(r.Context()).Note("actions", names)
-	res, err := s.Svc.DesktopActions(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, res)
 }
 
 // watchDir streams a file watch's events as server-sent events.

@@ -12,7 +12,7 @@ import (
 )
 
 // Display is where a box's desktop is.
-const Display = ":1"
+const Display = driver.Display
 
 // VNCPort is the desktop's VNC server's port, on the box's loopback
 // (display :1).

@@ -75,7 +75,6 @@ type Service struct {
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
-	desktop   desktopLocks  // one request of desktop actions per box at a time
 	watchDirs watchCounts   // each box's file watches (watchdir.go)
 	builds    builds        // the users whose image build runs (images.go)
 
