@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/capped"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -85,8 +86,8 @@ func (c *Computer) DesktopActions(ctx context.Context, name string, p api.Deskto
 	if err != nil {
 		return api.DesktopActionsResult{}, err
 	}
-	out := &bounded{max: maxAnswer}
-	errb := &bounded{max: 64 << 10}
+	out := &capped.Buffer{Max: maxAnswer}
+	errb := &capped.Buffer{Max: 64 << 10}
 	code, err := c.Core.RunIn(ctx, b, driver.ExecSpec{
 		Cmd: []string{"python3", "-c", Script}, Env: []string{"DISPLAY=" + driver.Display},
 		Stdin: bytes.NewReader(in), Stdout: out, Stderr: errb, Timeout: bound,
@@ -94,8 +95,8 @@ func (c *Computer) DesktopActions(ctx context.Context, name string, p api.Deskto
 	if err != nil {
 		return api.DesktopActionsResult{}, err
 	}
-	if out.over {
-		return api.DesktopActionsResult{}, fmt.Errorf("the desktop actions of box %q answered more than %d MiB", name, out.max>>20)
+	if out.Over {
+		return api.DesktopActionsResult{}, fmt.Errorf("the desktop actions of box %q answered more than %d MiB", name, out.Max>>20)
 	}
 	return Answer(name, p, out.Bytes(), code, errb.String(), bound)
 }
@@ -120,20 +121,4 @@ func (c *Computer) desktopActions(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	return route.WriteJSON(w, http.StatusOK, res)
-}
-
-// bounded keeps what is written to it up to max bytes, and says whether
-// more came.
-type bounded struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (l *bounded) Write(p []byte) (int, error) {
-	if l.Len()+len(p) > l.max {
-		l.over = true
-		return len(p), nil
-	}
-	return l.Buffer.Write(p)
 }

@@ -28,6 +28,8 @@ import (
 	"path"
 	"sort"
 	"strings"
+
+	"github.com/paddock-dev/paddock/appliance/capped"
 )
 
 // DefaultTag is the tag of an image built without one.
@@ -421,18 +423,17 @@ func sanitize(w io.Writer, r io.Reader, max int64, one bool) ([]Image, error) {
 		if h.Typeflag == tar.TypeDir {
 			continue
 		}
-		var body bytes.Buffer
 		e := &archived{}
-		keep := &limitedBuffer{b: &body, n: 1 << 20}
+		keep := &capped.Buffer{Max: 1 << 20}
 		e.sum, e.layer, err = copyEntry(io.MultiWriter(tw, keep), tr, &unpacked, max)
 		if err != nil {
 			return nil, err
 		}
-		if !e.layer && !keep.over {
-			if kept += int64(body.Len()); kept > metaMax {
+		if !e.layer && !keep.Over {
+			if kept += int64(keep.Len()); kept > metaMax {
 				return nil, fmt.Errorf("the image archive has over %d MiB of files that are not layers", metaMax>>20)
 			}
-			e.body = body.Bytes()
+			e.body = keep.Bytes()
 		}
 		ents[name] = e
 	}
@@ -525,26 +526,6 @@ func short(hexID string) string {
 		return hexID[:12]
 	}
 	return hexID
-}
-
-// limitedBuffer keeps what is written to it up to n bytes, and says
-// whether more came (over).
-type limitedBuffer struct {
-	b    *bytes.Buffer
-	n    int
-	over bool
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if !l.over {
-		if l.b.Len()+len(p) > l.n {
-			l.over = true
-			l.b.Reset()
-		} else {
-			l.b.Write(p)
-		}
-	}
-	return len(p), nil
 }
 
 // copyEntry copies an entry's content from r to w, and says its sha256 and

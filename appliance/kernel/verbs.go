@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/capped"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -47,15 +48,15 @@ func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Dur
 	if err != nil {
 		return Outcome{}, err
 	}
-	out := &bounded{max: MaxOutput}
-	errb := &bounded{max: 64 << 10}
+	out := &capped.Buffer{Max: MaxOutput}
+	errb := &capped.Buffer{Max: 64 << 10}
 	code, err := k.Core.RunIn(ctx, b, driver.ExecSpec{
 		Cmd: []string{"python3", "-c", Script}, Stdin: bytes.NewReader(in), Stdout: out, Stderr: errb, Timeout: bound,
 	})
 	if err != nil {
 		return Outcome{}, err
 	}
-	if out.over {
+	if out.Over {
 		return Outcome{}, fmt.Errorf("the code's output in box %q is more than %d MiB", name, MaxOutput>>20)
 	}
 	return Answer(name, op, out.Bytes(), code, errb.String(), bound)
@@ -129,20 +130,4 @@ func (k *Interpreter) RemoveContext(ctx context.Context, name, cname string) err
 	}
 	_, err := k.do(ctx, name, Op{Op: "remove", Name: cname}, time.Minute)
 	return err
-}
-
-// bounded keeps what is written to it up to max bytes, and says whether
-// more came.
-type bounded struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (l *bounded) Write(p []byte) (int, error) {
-	if l.Len()+len(p) > l.max {
-		l.over = true
-		return len(p), nil
-	}
-	return l.Buffer.Write(p)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/capped"
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
@@ -22,21 +23,6 @@ const VNCPort = "5901"
 const maxScreenshot = 64 << 20
 
 var pngMagic = []byte("\x89PNG\r\n\x1a\n")
-
-// limitedBuffer keeps at most max bytes and remembers that it overflowed.
-type limitedBuffer struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if l.Len()+len(p) > l.max {
-		l.over = true
-		return len(p), nil
-	}
-	return l.Buffer.Write(p)
-}
 
 // DesktopBox checks that a box is running and has a desktop.
 func (s *Service) DesktopBox(name string) error {
@@ -76,9 +62,9 @@ func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 	env := []string{"DISPLAY=" + Display}
 	key := s.engineName(name)
 	deadline := time.Now().Add(15 * time.Second)
-	var out *limitedBuffer
+	var out *capped.Buffer
 	for {
-		out = &limitedBuffer{max: maxScreenshot}
+		out = &capped.Buffer{Max: maxScreenshot}
 		var errb bytes.Buffer
 		code, err := s.Driver.Exec(ctx, key, driver.ExecSpec{
 			Cmd: []string{"import", "-window", "root", "png:-"}, Env: env, Stdout: out, Stderr: &errb,
@@ -103,7 +89,7 @@ func (s *Service) Screenshot(ctx context.Context, name string) ([]byte, error) {
 		}
 	}
 	switch {
-	case out.over:
+	case out.Over:
 		return nil, fmt.Errorf("screenshot of box %q is larger than %d MiB", name, maxScreenshot>>20)
 	case !bytes.HasPrefix(out.Bytes(), pngMagic):
 		return nil, fmt.Errorf("screenshot of box %q is not a PNG", name)

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/capped"
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
@@ -139,7 +140,7 @@ func (s *Service) WatchDir(ctx context.Context, name, p string, recursive bool) 
 		}
 	}}
 	rec := recursiveArg(recursive)
-	errb := &limitedBuffer{max: 16 << 10}
+	errb := &capped.Buffer{Max: 16 << 10}
 	go func() {
 		defer close(w.done)
 		defer close(c)

@@ -594,18 +594,13 @@ func (s *Store) Serial() (int64, error) {
 
 // declare runs fn in a transaction that also bumps the serial.
 func (s *Store) declare(fn func(tx *sql.Tx) error) error {
-	tx, err := s.db.BeginTx(context.Background(), nil)
-	if err != nil {
+	return s.write(func(tx *sql.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE meta SET v = v + 1 WHERE k='serial'`)
 		return err
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if _, err := tx.Exec(`UPDATE meta SET v = v + 1 WHERE k='serial'`); err != nil {
-		return err
-	}
-	return tx.Commit()
+	})
 }
 
 // Tx is a declared-state transaction: several changes that land together

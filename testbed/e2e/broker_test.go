@@ -28,24 +28,7 @@ import (
 // the tests and the broker trust).
 func seenKeys(t *testing.T) []string {
 	t.Helper()
-	pem, err := os.ReadFile(harness.InetCA())
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(pem)
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "api.model.test"}}}
-	resp, err := hc.Get("https://" + harness.InetModelAPI + "/_seen")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out []string
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return seenKeysAt(t, harness.InetModelAPI, "api.model.test")
 }
 
 // seenKeysAt asks the fake model API at ip (as host) what it was sent:
