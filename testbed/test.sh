@@ -20,12 +20,17 @@ shellcheck -s sh install/install.sh install/image/provision.sh install/image/pad
 shellcheck testbed/*.sh .ci/run
 echo "ok shell scripts"
 
-step "gofmt and go vet"
+step "gofmt, go vet and go mod tidy"
 unformatted=$(gofmt -l .)
 if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+# A clone's first 'go mod tidy' must change nothing (else binaries built
+# after it say -dirty).
+if ! go mod tidy -diff; then
+  echo "go.mod or go.sum is not tidy: run 'go mod tidy'"; exit 1
+fi
 
 step "cross-build the CLI"
 # Each build must be a binary of its system and processor, as file(1) reads
