@@ -5,6 +5,8 @@
 // CLI can import it on every platform.
 package api
 
+import "fmt"
+
 // Version is the API path prefix.
 const Version = "v1"
 
@@ -18,6 +20,11 @@ type Error struct {
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Invalid is the error of a request whose field is not right, saying why.
+func Invalid(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
 
 // Error codes.
 const (

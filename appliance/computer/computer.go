@@ -90,22 +90,22 @@ func sortedActions() string {
 // changes nothing on the desktop. Errors name the action by its place.
 func Check(p api.DesktopActionsPost) error {
 	if len(p.Actions) == 0 && !p.Screenshot {
-		return invalid("actions", "no actions given (and no screenshot asked for)")
+		return api.Invalid("actions", "no actions given (and no screenshot asked for)")
 	}
 	if len(p.Actions) > MaxActions {
-		return invalid("actions", "%d actions in one request: at most %d", len(p.Actions), MaxActions)
+		return api.Invalid("actions", "%d actions in one request: at most %d", len(p.Actions), MaxActions)
 	}
 	if p.Scale < 0 || p.Scale > 1 {
-		return invalid("scale", "scale %g: give a number above 0, up to 1 (a screenshot shrunk to that part of the screen's size)", p.Scale)
+		return api.Invalid("scale", "scale %g: give a number above 0, up to 1 (a screenshot shrunk to that part of the screen's size)", p.Scale)
 	}
 	for i, a := range p.Actions {
 		field := fmt.Sprintf("actions[%d]", i)
 		bad := func(format string, args ...any) error {
-			return invalid(field, "action %d (%s): %s", i, a.Action, fmt.Sprintf(format, args...))
+			return api.Invalid(field, "action %d (%s): %s", i, a.Action, fmt.Sprintf(format, args...))
 		}
 		need, ok := actionNames[a.Action]
 		if !ok {
-			return invalid(field, "action %d: unknown action %q: give one of %s", i, a.Action, sortedActions())
+			return api.Invalid(field, "action %d: unknown action %q: give one of %s", i, a.Action, sortedActions())
 		}
 		if err := checkPoint(a.Coordinate); err != nil {
 			return bad("coordinate %v: %v", a.Coordinate, err)
@@ -190,10 +190,6 @@ func checkPoint(c []int) error {
 	return nil
 }
 
-func invalid(field, format string, args ...any) error {
-	return &api.Error{Code: api.CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 // Bound is how long a request's program may run: what its actions may
 // wait, and a minute for the rest.
 func Bound(p api.DesktopActionsPost) time.Duration {
@@ -238,7 +234,7 @@ func Answer(box string, p api.DesktopActionsPost, out []byte, code int, stderr s
 		}
 		switch o.Kind {
 		case "invalid":
-			return api.DesktopActionsResult{}, invalid(fmt.Sprintf("actions[%d]", o.Index), "%s", msg)
+			return api.DesktopActionsResult{}, api.Invalid(fmt.Sprintf("actions[%d]", o.Index), "%s", msg)
 		case "nodesktop":
 			return api.DesktopActionsResult{}, &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf("the desktop of box %q is not up: %s", box, o.Error)}
 		}

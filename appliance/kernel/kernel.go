@@ -57,7 +57,7 @@ func Lang(l string) (string, error) {
 	if v, ok := langs[strings.ToLower(l)]; ok {
 		return v, nil
 	}
-	return "", invalid("lang", "language %q: give python, node or bash (a Jupyter kernel for it must be in the box's image)", l)
+	return "", api.Invalid("lang", "language %q: give python, node or bash (a Jupyter kernel for it must be in the box's image)", l)
 }
 
 func CheckName(n string) error {
@@ -65,7 +65,7 @@ func CheckName(n string) error {
 		return nil
 	}
 	if len(n) > 32 || !isLabelish(n) {
-		return invalid("context", "context name %q: use 1-32 lowercase letters, digits and '-', starting with a letter or digit", n)
+		return api.Invalid("context", "context name %q: use 1-32 lowercase letters, digits and '-', starting with a letter or digit", n)
 	}
 	return nil
 }
@@ -100,10 +100,6 @@ type Outcome struct {
 	Kind     string            `json:"kind,omitempty"` // notfound, conflict, invalid
 }
 
-func invalid(field, format string, args ...any) error {
-	return &api.Error{Code: api.CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
-}
-
 func conflict(format string, args ...any) error {
 	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
 }
@@ -120,15 +116,15 @@ func RunOp(p api.RunPost) (Op, time.Duration, error) {
 		return Op{}, 0, err
 	}
 	if len(p.Code) > MaxCode {
-		return Op{}, 0, invalid("code", "code of %d bytes: at most %d", len(p.Code), MaxCode)
+		return Op{}, 0, api.Invalid("code", "code of %d bytes: at most %d", len(p.Code), MaxCode)
 	}
 	timeout := DefaultTimeout
 	if p.Timeout != "" {
 		if timeout, err = api.ParseTTL(p.Timeout); err != nil {
-			return Op{}, 0, invalid("timeout", "timeout %q must be seconds or a duration such as 90s", p.Timeout)
+			return Op{}, 0, api.Invalid("timeout", "timeout %q must be seconds or a duration such as 90s", p.Timeout)
 		}
 		if timeout <= 0 || timeout > MaxTimeout {
-			return Op{}, 0, invalid("timeout", "timeout %q: give up to %s", p.Timeout, MaxTimeout)
+			return Op{}, 0, api.Invalid("timeout", "timeout %q: give up to %s", p.Timeout, MaxTimeout)
 		}
 	}
 	op := Op{Op: "run", Name: p.Context, Lang: lang, Code: p.Code, Timeout: timeout.Seconds(), Max: MaxContexts}
@@ -157,7 +153,7 @@ func Answer(box string, op Op, out []byte, code int, stderr string, bound time.D
 	case "notfound":
 		return o, &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no context named %q", op.Name)}
 	case "invalid":
-		return o, invalid("lang", "%s", o.Error)
+		return o, api.Invalid("lang", "%s", o.Error)
 	case "conflict":
 		return o, conflict("%s", o.Error)
 	default:

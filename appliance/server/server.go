@@ -40,6 +40,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/appliance/version"
+	"github.com/paddock-dev/paddock/appliance/watch"
 	"github.com/paddock-dev/paddock/install/clients"
 )
 
@@ -96,7 +97,7 @@ func (f apiFunc) Handle(pattern string, h route.Handler) { f(pattern, h) }
 // Capabilities are the parts of paddockd that register their own API
 // routes, over the core svc (each a folder of its own).
 func Capabilities(svc *service.Service) []route.Capability {
-	return []route.Capability{kernel.New(svc), computer.New(svc)}
+	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -153,7 +154,6 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
-	add("GET "+p+"/boxes/{name}/watch", s.watchDir)
 	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
 	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
 	add("GET "+p+"/boxes/{name}/screenshots/{id}", s.getScreenshot)
@@ -905,70 +905,6 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// watchDir streams a file watch's events as server-sent events.
-func (s *Server) watchDir(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	rec := q.Get("recursive")
-	if rec != "" && rec != "0" && rec != "1" {
-		return &api.Error{Code: api.CodeInvalid, Field: "recursive", Message: fmt.Sprintf("recursive=%q: give 1 (the folders under the path too) or 0", rec)}
-	}
-	audit.From(r.Context()).Note("path", q.Get("path"))
-	wt, err := s.Svc.WatchDir(r.Context(), r.PathValue("name"), q.Get("path"), rec == "1")
-	if err != nil {
-		return err
-	}
-	defer wt.Close()
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	send := func(e api.WatchEvent) bool {
-		_, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Type, mustJSON(e))
-		return err == nil
-	}
-	// What did not fit in the queue is said once the queue has room.
-	dropped := func() bool {
-		if n := wt.Dropped(); n > 0 {
-			return send(api.WatchEvent{Type: "dropped", Count: n, Time: time.Now().UTC(),
-				Message: fmt.Sprintf("%d events did not fit in the server's queue: this client read too slowly", n)})
-		}
-		return true
-	}
-	keep := time.NewTicker(15 * time.Second)
-	defer keep.Stop()
-	for {
-		select {
-		case e, ok := <-wt.C:
-			if !ok {
-				dropped()
-				if err := wt.Err(); err != nil {
-					send(api.WatchEvent{Type: "error", Message: err.Error(), Time: time.Now().UTC()})
-				}
-				rc.Flush()
-				return nil
-			}
-			if !send(e) {
-				return nil
-			}
-			if len(wt.C) == 0 {
-				if !dropped() || rc.Flush() != nil {
-					return nil
-				}
-			}
-		case <-keep.C:
-			if !dropped() {
-				return nil
-			}
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-r.Context().Done():
-			return nil
-		}
-	}
 }
 
 func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {

@@ -26,10 +26,10 @@ var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // the value, and the value goes only to those hosts, through the broker.
 func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shared bool, brk *api.SecretBroker) error {
 	if !secretName.MatchString(name) {
-		return invalid("name", "bad secret name %q: use an environment variable name (letters, digits, _)", name)
+		return api.Invalid("name", "bad secret name %q: use an environment variable name (letters, digits, _)", name)
 	}
 	if len(value) == 0 || len(value) > 64<<10 {
-		return invalid("value", "a secret must have 1 byte to 64 KiB")
+		return api.Invalid("value", "a secret must have 1 byte to 64 KiB")
 	}
 	if shared {
 		if err := requireOwner(ctx, "share secrets"); err != nil {
@@ -111,13 +111,13 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return api.Job{}, invalid("agent", "no agent named %q: use one of %s", agentName, strings.Join(names, ", "))
+		return api.Job{}, api.Invalid("agent", "no agent named %q: use one of %s", agentName, strings.Join(names, ", "))
 	}
 	if agent.NoTask != "" {
-		return api.Job{}, invalid("agent", "agent %q takes no tasks: %s", agentName, agent.NoTask)
+		return api.Job{}, api.Invalid("agent", "agent %q takes no tasks: %s", agentName, agent.NoTask)
 	}
 	if strings.TrimSpace(p.Task) == "" {
-		return api.Job{}, invalid("task", "the task is empty")
+		return api.Job{}, api.Invalid("task", "the task is empty")
 	}
 	env := map[string]string{}
 	var missing []string
@@ -139,7 +139,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 			// stand-in (CheckExec), never the value; where there is no
 			// broker, the agent goes without.
 			if !s.brokerOn(b) {
-				return api.Job{}, invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
+				return api.Job{}, api.Invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
 					sec, name, s.noBroker(b))
 			}
 			env[sec] = s.standIn(b, asker, row)
@@ -152,7 +152,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		env[sec] = string(v)
 	}
 	if len(missing) > 0 {
-		return api.Job{}, invalid("secrets", "agent %q needs the secret(s) %s: set them with 'paddock secret set NAME' (the value on stdin)",
+		return api.Job{}, api.Invalid("secrets", "agent %q needs the secret(s) %s: set them with 'paddock secret set NAME' (the value on stdin)",
 			agentName, strings.Join(missing, ", "))
 	}
 	// What 'paddock agents BOX' says of it decides: installed, and with
@@ -164,7 +164,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		return api.Job{}, err
 	}
 	if st[0].Hint != "" {
-		return api.Job{}, invalid("agent", "%s", st[0].Hint)
+		return api.Job{}, api.Invalid("agent", "%s", st[0].Hint)
 	}
 	urls, err := s.agentBaseURLs(b, asker, agent.BaseURLs)
 	if err != nil {

@@ -152,7 +152,7 @@ func (s *Service) checked(body io.Reader, under string, use func(io.Reader) erro
 		}
 		return err
 	case refusedArchive(ferr):
-		return invalid("archive", "%v; nothing was written", ferr)
+		return api.Invalid("archive", "%v; nothing was written", ferr)
 	case ferr != nil:
 		return ferr
 	}

@@ -24,12 +24,12 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	t0 := time.Now()
 	img, own, err := s.boxImage(ctx, b.Image)
 	if err != nil {
-		return api.Box{}, invalid("image", "%v", err)
+		return api.Box{}, api.Invalid("image", "%v", err)
 	}
 	if own {
 		// Users' images are on this server's engine only.
 		if p.Node != "" && p.Node != s.localNodeName() {
-			return api.Box{}, invalid("node", "a box made from a user's image (%s) goes on %s, where the image is", img, s.localNodeName())
+			return api.Box{}, api.Invalid("node", "a box made from a user's image (%s) goes on %s, where the image is", img, s.localNodeName())
 		}
 		p.Node, b.Image = s.localNodeName(), img
 	}
@@ -40,7 +40,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		for _, m := range b.Mounts {
 			d, err := tx.GetDrive(m.Drive)
 			if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State != "ready" || !visible(ctx, d.Owner))) {
-				return invalid("mounts", "no drive named %q: make it first with 'paddock drive new %s'", m.Drive, m.Drive)
+				return api.Invalid("mounts", "no drive named %q: make it first with 'paddock drive new %s'", m.Drive, m.Drive)
 			}
 			if err != nil {
 				return err
@@ -196,7 +196,7 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 			return store.Box{}, err
 		}
 		if seen[m.Path] {
-			return store.Box{}, invalid("mounts", "two drives are mounted at %s", m.Path)
+			return store.Box{}, api.Invalid("mounts", "two drives are mounted at %s", m.Path)
 		}
 		seen[m.Path] = true
 		mounts = append(mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})

@@ -43,7 +43,7 @@ func (s *Service) noBroker(b store.Box) string {
 func checkBroker(p *api.SecretBroker) (store.Broker, error) {
 	if p == nil || len(p.Hosts) == 0 {
 		if p != nil && (p.Header != "" || p.Limit != "") {
-			return store.Broker{}, invalid("broker", "a header or limit without hosts: give the host(s) the secret may be sent to")
+			return store.Broker{}, api.Invalid("broker", "a header or limit without hosts: give the host(s) the secret may be sent to")
 		}
 		return store.Broker{}, nil
 	}
@@ -56,7 +56,7 @@ func checkBroker(p *api.SecretBroker) (store.Broker, error) {
 		}
 	}
 	if err := broker.CheckHosts(hosts); err != nil {
-		return store.Broker{}, invalid("broker", "%v", err)
+		return store.Broker{}, api.Invalid("broker", "%v", err)
 	}
 	spec := p.Header
 	if spec == "" {
@@ -64,11 +64,11 @@ func checkBroker(p *api.SecretBroker) (store.Broker, error) {
 	}
 	h, err := broker.ParseHeader(spec)
 	if err != nil {
-		return store.Broker{}, invalid("header", "%v", err)
+		return store.Broker{}, api.Invalid("header", "%v", err)
 	}
 	l, err := broker.ParseLimit(p.Limit)
 	if err != nil {
-		return store.Broker{}, invalid("limit", "%v", err)
+		return store.Broker{}, api.Invalid("limit", "%v", err)
 	}
 	return store.Broker{Hosts: hosts, Header: h.String(), Limit: l.String()}, nil
 }

@@ -96,7 +96,7 @@ func (s *Service) CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, err
 		return driver.ExecSpec{}, err
 	}
 	if len(p.Cmd) == 0 {
-		return driver.ExecSpec{}, invalid("cmd", "no command given")
+		return driver.ExecSpec{}, api.Invalid("cmd", "no command given")
 	}
 	env, err := execEnv(b.Env, p.Env)
 	if err != nil {
@@ -106,13 +106,13 @@ func (s *Service) CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, err
 		return driver.ExecSpec{}, err
 	}
 	if p.WorkDir != "" && !path.IsAbs(p.WorkDir) {
-		return driver.ExecSpec{}, invalid("workdir", "workdir %q must be an absolute path", p.WorkDir)
+		return driver.ExecSpec{}, api.Invalid("workdir", "workdir %q must be an absolute path", p.WorkDir)
 	}
 	var timeout time.Duration
 	if p.Timeout != "" {
 		d, err := api.ParseTTL(p.Timeout)
 		if err != nil || d <= 0 {
-			return driver.ExecSpec{}, invalid("timeout", "timeout %q must be seconds or a duration such as 90s", p.Timeout)
+			return driver.ExecSpec{}, api.Invalid("timeout", "timeout %q must be seconds or a duration such as 90s", p.Timeout)
 		}
 		timeout = d
 	}
@@ -462,7 +462,7 @@ func (s *Service) Push(ctx context.Context, name, dir string, body io.Reader) er
 	}
 	key := b.Key()
 	if !path.IsAbs(dir) {
-		return invalid("path", "target %q must be an absolute path in the box", dir)
+		return api.Invalid("path", "target %q must be an absolute path in the box", dir)
 	}
 	dir = path.Clean(dir)
 	if uf, ok := s.Driver.(driver.UserFiles); ok {
@@ -524,7 +524,7 @@ func (s *Service) pushAsUser(ctx context.Context, uf driver.UserFiles, name, key
 	parent, notFolder, writable, err := uf.PushFolder(ctx, key, uid, dir)
 	switch {
 	case notFolder != "":
-		return true, invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, name, notFolder)
+		return true, api.Invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, name, notFolder)
 	case errors.Is(err, errors.ErrUnsupported):
 		return false, nil // a driver without it
 	case err != nil:
@@ -557,7 +557,7 @@ func (s *Service) pushAsUser(ctx context.Context, uf driver.UserFiles, name, key
 	}
 	switch {
 	case refusedArchive(err):
-		return true, invalid("archive", "%v; nothing was written", err)
+		return true, api.Invalid("archive", "%v; nothing was written", err)
 	case err != nil:
 		return true, fmt.Errorf("pushing into %s: %w", dir, err)
 	}
@@ -616,7 +616,7 @@ func (s *Service) pushParent(ctx context.Context, box, key, dir string) (string,
 			return "", err
 		}
 		if !isDir {
-			return "", invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, box, p)
+			return "", api.Invalid("path", "cannot push into %s in box %q: %s is not a folder", dir, box, p)
 		}
 		return p, nil
 	}
@@ -646,7 +646,7 @@ func (s *Service) Pull(ctx context.Context, name, p string) (rc io.ReadCloser, e
 		return nil, err
 	}
 	if !path.IsAbs(p) {
-		return nil, invalid("path", "path %q must be absolute", p)
+		return nil, api.Invalid("path", "path %q must be absolute", p)
 	}
 	if uf, ok := s.Driver.(driver.UserFiles); ok {
 		if rc, done, err := s.pullAsUser(ctx, uf, name, b.Key(), path.Clean(p)); done {

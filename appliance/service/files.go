@@ -25,7 +25,7 @@ func (s *Service) ListDir(ctx context.Context, name, dir string) (api.Dir, error
 		return api.Dir{}, err
 	}
 	if !path.IsAbs(dir) {
-		return api.Dir{}, invalid("path", "path %q must be absolute", dir)
+		return api.Dir{}, api.Invalid("path", "path %q must be absolute", dir)
 	}
 	dir = path.Clean(dir)
 	// One record per entry: "type/size/mtime/name" NUL "link target" NUL
@@ -46,7 +46,7 @@ func (s *Service) ListDir(ctx context.Context, name, dir string) (api.Dir, error
 		if strings.Contains(msg, "No such file") || strings.Contains(msg, "Not a directory") {
 			return api.Dir{}, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no directory %s in box %q", dir, name)}
 		}
-		return api.Dir{}, invalid("path", "cannot list %s in box %q: %s", dir, name, msg)
+		return api.Dir{}, api.Invalid("path", "cannot list %s in box %q: %s", dir, name, msg)
 	}
 	res := api.Dir{Path: dir, Entries: []api.DirEntry{}}
 	parts := strings.Split(out.String(), "\x00")

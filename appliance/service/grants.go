@@ -109,7 +109,7 @@ func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.G
 		access = AccessViewer
 	}
 	if access != AccessViewer && access != AccessMember {
-		return api.Grant{}, invalid("access", "access %q: give viewer or member", access)
+		return api.Grant{}, api.Invalid("access", "access %q: give viewer or member", access)
 	}
 	b, err := s.shareable(ctx, box)
 	if err != nil {
@@ -132,7 +132,7 @@ func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.G
 		return api.Grant{}, err
 	}
 	if u.ID == b.Owner {
-		return api.Grant{}, invalid("user", "%s owns box %s", user, box)
+		return api.Grant{}, api.Invalid("user", "%s owns box %s", user, box)
 	}
 	if err := s.Store.SetGrant(store.Grant{Box: box, UserID: u.ID, Access: access}); err != nil {
 		return api.Grant{}, err

@@ -87,7 +87,7 @@ func (s *Service) AddToGroup(ctx context.Context, group, user string) error {
 		return err
 	}
 	if p, _, ok := strings.Cut(group, "/"); ok {
-		return invalid("group", "@%s is the sign-in provider %s's group: its members are those %s lists at their sign-in", group, p, p)
+		return api.Invalid("group", "@%s is the sign-in provider %s's group: its members are those %s lists at their sign-in", group, p, p)
 	}
 	return s.Store.AddToGroup(u.ID, group, store.GroupByOwner)
 }

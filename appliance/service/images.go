@@ -125,7 +125,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		return api.Image{}, err
 	}
 	if err := images.ValidTag(b.Tag); err != nil {
-		return api.Image{}, invalid("tag", "%v", err)
+		return api.Image{}, api.Invalid("tag", "%v", err)
 	}
 	if b.Project != "" {
 		if err := api.ValidName("project", b.Project); err != nil {
@@ -133,7 +133,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		}
 	}
 	if df := path.Clean(b.Dockerfile); path.IsAbs(df) || df == ".." || strings.HasPrefix(df, "../") {
-		return api.Image{}, invalid("dockerfile", "the Dockerfile %q must be a path in the build context", b.Dockerfile)
+		return api.Image{}, api.Invalid("dockerfile", "the Dockerfile %q must be a path in the build context", b.Dockerfile)
 	}
 	keeper, err := s.buildsOn()
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	ref := images.Ref(uname, b.Name, b.Tag)
 	eref := s.engineRef(ref)
 	if s.allowedImage(eref) {
-		return api.Image{}, invalid("name", "%s is the name of one of the server's images: choose another name", ref)
+		return api.Image{}, api.Invalid("name", "%s is the name of one of the server's images: choose another name", ref)
 	}
 	if err := s.checkImageCount(owner, b.Name, b.Tag); err != nil {
 		return api.Image{}, err
@@ -161,19 +161,19 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		h.Uid, h.Gid, h.Uname, h.Gname = 0, 0, "", ""
 	})
 	if err != nil {
-		return api.Image{}, invalid("context", "the build context: %v", err)
+		return api.Image{}, api.Invalid("context", "the build context: %v", err)
 	}
 	defer spool.Close()
 	digest, df, err := images.ContextDigest(spool.File, b.Dockerfile)
 	if err != nil {
-		return api.Image{}, invalid("context", "%v", err)
+		return api.Image{}, api.Invalid("context", "%v", err)
 	}
 	if df == nil {
-		return api.Image{}, invalid("dockerfile", "the build context has no file %s (the Dockerfile)", b.Dockerfile)
+		return api.Image{}, api.Invalid("dockerfile", "the build context has no file %s (the Dockerfile)", b.Dockerfile)
 	}
 	bases, err := images.Bases(df)
 	if err != nil {
-		return api.Image{}, invalid("dockerfile", "%s", strings.Replace(err.Error(), "Dockerfile", b.Dockerfile, 1))
+		return api.Image{}, api.Invalid("dockerfile", "%s", strings.Replace(err.Error(), "Dockerfile", b.Dockerfile, 1))
 	}
 	type base struct{ as, ref, id string }
 	var need []base
@@ -181,7 +181,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	for _, bs := range bases {
 		hostRef, err := s.buildBase(ctx, u, bs.Ref)
 		if err != nil {
-			return api.Image{}, invalid("dockerfile", "%s:%d: %v", b.Dockerfile, bs.Line, err)
+			return api.Image{}, api.Invalid("dockerfile", "%s:%d: %v", b.Dockerfile, bs.Line, err)
 		}
 		id, err := s.imageID(ctx, hostRef)
 		if err != nil {
@@ -312,7 +312,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 		return api.Image{}, timedOut(err)
 	}
 	if code != 0 {
-		return api.Image{}, timedOut(invalid("dockerfile", "the build failed (docker build exit %d): its output is above", code))
+		return api.Image{}, timedOut(api.Invalid("dockerfile", "the build failed (docker build exit %d): its output is above", code))
 	}
 	var idb, sizeb bytes.Buffer
 	if err := run(nil, &idb, "docker", "image", "inspect", "-f", "{{.Id}}", out); err != nil {
@@ -325,7 +325,7 @@ func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, 
 	size, _ := strconv.ParseInt(strings.TrimSpace(sizeb.String()), 10, 64)
 	max := int64(s.Cfg.Builds.ImageGiB * (1 << 30))
 	if size > max {
-		return api.Image{}, invalid("dockerfile", "the image is %s, over builds.image_gib (%g GiB)", humanBytes(size), s.Cfg.Builds.ImageGiB)
+		return api.Image{}, api.Invalid("dockerfile", "the image is %s, over builds.image_gib (%g GiB)", humanBytes(size), s.Cfg.Builds.ImageGiB)
 	}
 	if err := s.Store.SetBuildImage(build.ID, id); err != nil {
 		return api.Image{}, err
@@ -383,7 +383,7 @@ func (s *Service) takeImage(ctx context.Context, keeper driver.ImageKeeper, key,
 		var err error
 		got, err = images.Sanitize(loadW, saveR, max)
 		if errors.Is(err, images.ErrTooBig) {
-			err = invalid("dockerfile", "the image's archive is over builds.image_gib (%g GiB)", s.Cfg.Builds.ImageGiB)
+			err = api.Invalid("dockerfile", "the image's archive is over builds.image_gib (%g GiB)", s.Cfg.Builds.ImageGiB)
 		}
 		loadW.CloseWithError(err)
 		saveR.CloseWithError(err)
@@ -819,13 +819,13 @@ func (s *Service) ShareImage(ctx context.Context, ref string, sh api.ImageShares
 	for _, n := range sh.Users {
 		gu, err := s.Store.UserByName(n)
 		if err != nil {
-			return api.Image{}, invalid("users", "no user named %q", n)
+			return api.Image{}, api.Invalid("users", "no user named %q", n)
 		}
 		want[store.ImageShare{Owner: im.Owner, Name: im.Name, Kind: "user", Who: strconv.FormatInt(gu.ID, 10)}] = true
 	}
 	for _, g := range sh.Groups {
 		if g == "" {
-			return api.Image{}, invalid("groups", "a group's name is empty")
+			return api.Image{}, api.Invalid("groups", "a group's name is empty")
 		}
 		want[store.ImageShare{Owner: im.Owner, Name: im.Name, Kind: "group", Who: g}] = true
 	}

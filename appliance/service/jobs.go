@@ -80,7 +80,7 @@ func ParseSignal(name string) (syscall.Signal, error) {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	return 0, invalid("signal", "signal %q: give one of %s", name, strings.Join(names, ", "))
+	return 0, api.Invalid("signal", "signal %q: give one of %s", name, strings.Join(names, ", "))
 }
 
 // runningJobOf is job id of box name while it runs; a job that has ended

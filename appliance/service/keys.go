@@ -16,7 +16,7 @@ import (
 func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 	pub, comment, _, _, err := ssh.ParseAuthorizedKey([]byte(p.Key))
 	if err != nil {
-		return api.Key{}, invalid("key", "not a public key in authorized_keys form: %v", err)
+		return api.Key{}, api.Invalid("key", "not a public key in authorized_keys form: %v", err)
 	}
 	name := p.Name
 	if name == "" {

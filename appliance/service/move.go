@@ -56,7 +56,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 		return nil, err
 	}
 	if len(names)+len(drives) == 0 {
-		return nil, invalid("boxes", "name a box or a drive to move")
+		return nil, api.Invalid("boxes", "name a box or a drive to move")
 	}
 	ns, err := s.Store.ListNodes()
 	if err != nil {
@@ -97,7 +97,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 			return nil, conflict("box %q is on %s already", n, s.nodeDisplay(target))
 		}
 		if !hasLabels(ns, target, b.NodeLabels) {
-			return nil, invalid("node", "server %s does not have the labels box %q asks for (%s)", to, n, api.LabelsText(b.NodeLabels))
+			return nil, api.Invalid("node", "server %s does not have the labels box %q asks for (%s)", to, n, api.LabelsText(b.NodeLabels))
 		}
 		if b.Observed != "running" && b.Observed != "stopped" {
 			return nil, conflict("box %q is %s: a box moves once it has run (start it, or wait)", n, b.Observed)
@@ -472,7 +472,7 @@ func (s *Service) forkOnto(ctx context.Context, src store.Box, p api.ForkPost) (
 		return api.Box{}, err
 	}
 	if s.Cluster == nil || len(ns) == 0 {
-		return api.Box{}, invalid("node", "this Paddock has one server: a fork is made on it (leave out the server)")
+		return api.Box{}, api.Invalid("node", "this Paddock has one server: a fork is made on it (leave out the server)")
 	}
 	target, err := s.wanted(p.Node, ns)
 	if err != nil {
@@ -485,7 +485,7 @@ func (s *Service) forkOnto(ctx context.Context, src store.Box, p api.ForkPost) (
 		}
 	}
 	if len(src.Mounts) > 0 && target != at {
-		return api.Box{}, invalid("node", "box %q mounts drives (%s, …) on %s: its fork mounts them too, and is made there, not on %s", src.Name, src.Mounts[0].Drive, s.nodeDisplay(at), p.Node)
+		return api.Box{}, api.Invalid("node", "box %q mounts drives (%s, …) on %s: its fork mounts them too, and is made there, not on %s", src.Name, src.Mounts[0].Drive, s.nodeDisplay(at), p.Node)
 	}
 	q := p
 	q.Node = ""

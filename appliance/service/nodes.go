@@ -448,19 +448,19 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	}
 	name := strings.ToLower(req.Name)
 	if !nodeName.MatchString(name) || name == node.ControlPlane || name == c.Name {
-		return api.NodeJoined{}, invalid("name", "node name %q: give a host name (lower-case letters, digits and '-') other than %q and %q", req.Name, c.Name, node.ControlPlane)
+		return api.NodeJoined{}, api.Invalid("name", "node name %q: give a host name (lower-case letters, digits and '-') other than %q and %q", req.Name, c.Name, node.ControlPlane)
 	}
 	host, port, err := net.SplitHostPort(req.Addr)
 	if err != nil || port == "" || net.ParseIP(host) == nil {
-		return api.NodeJoined{}, invalid("addr", "agent address %q: give IP:PORT", req.Addr)
+		return api.NodeJoined{}, api.Invalid("addr", "agent address %q: give IP:PORT", req.Addr)
 	}
 	blk, _ := pem.Decode([]byte(req.PublicKey))
 	if blk == nil {
-		return api.NodeJoined{}, invalid("public_key", "not a PEM public key")
+		return api.NodeJoined{}, api.Invalid("public_key", "not a PEM public key")
 	}
 	pub, err := x509.ParsePKIXPublicKey(blk.Bytes)
 	if err != nil {
-		return api.NodeJoined{}, invalid("public_key", "%v", err)
+		return api.NodeJoined{}, api.Invalid("public_key", "%v", err)
 	}
 	ca, _, err := c.authority()
 	if err != nil {
@@ -652,7 +652,7 @@ func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
 		return err
 	}
 	if len(b.NodeLabels) > 0 && (len(ns) == 0 || s.Cluster == nil) {
-		return invalid("node_labels", "no server has the labels %s: this Paddock has one server, and labels are for servers that joined ('paddock node add')", api.LabelsText(b.NodeLabels))
+		return api.Invalid("node_labels", "no server has the labels %s: this Paddock has one server, and labels are for servers that joined ('paddock node add')", api.LabelsText(b.NodeLabels))
 	}
 	if !s.Net.Subnet.IsValid() {
 		return nil
@@ -663,7 +663,7 @@ func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
 			return err
 		}
 		if !hasLabels(ns, n, b.NodeLabels) {
-			return invalid("node", "server %s does not have the labels the box asks for (%s)", want, api.LabelsText(b.NodeLabels))
+			return api.Invalid("node", "server %s does not have the labels the box asks for (%s)", want, api.LabelsText(b.NodeLabels))
 		}
 		// Where its data is, if anywhere, must be the same server.
 		if (len(b.Mounts) > 0 || b.From != "") && len(ns) > 0 && s.Cluster != nil {
@@ -693,7 +693,7 @@ func (s *Service) wanted(want string, ns []store.Node) (string, error) {
 		n = ""
 	} else if !slices.ContainsFunc(ns, func(x store.Node) bool { return x.Name == want }) {
 		all := append([]string{s.localNodeName()}, names(ns)...)
-		return "", invalid("node", "no server named %q: the servers are %s", want, strings.Join(all, ", "))
+		return "", api.Invalid("node", "no server named %q: the servers are %s", want, strings.Join(all, ", "))
 	}
 	if s.Cluster != nil && n != "" {
 		if seen, ok := s.Cluster.lastSeen(n); !ok || seen.err != nil {
@@ -842,7 +842,7 @@ func (s *Service) driveNode(tx *store.Tx) (string, error) {
 func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]string) (string, error) {
 	allowed := labelled(ns, labels)
 	if len(allowed) == 0 {
-		return "", invalid("node_labels", "no server has the labels %s: give one them with 'paddock node label NODE %s'", api.LabelsText(labels), strings.ReplaceAll(api.LabelsText(labels), ",", " "))
+		return "", api.Invalid("node_labels", "no server has the labels %s: give one them with 'paddock node label NODE %s'", api.LabelsText(labels), strings.ReplaceAll(api.LabelsText(labels), ",", " "))
 	}
 	if open := undrained(ns, allowed); len(open) > 0 {
 		allowed = open
@@ -929,7 +929,7 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 		}
 	}
 	if name == s.localNodeName() {
-		return api.Node{}, invalid("name", "the control plane's own server has no labels yet: label the servers that joined")
+		return api.Node{}, api.Invalid("name", "the control plane's own server has no labels yet: label the servers that joined")
 	}
 	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
 		return api.Node{}, notFound("node", name)
@@ -968,10 +968,10 @@ func (s *Service) SetNodePool(ctx context.Context, name string, pool map[string]
 	}
 	for _, t := range slices.Sorted(maps.Keys(pool)) {
 		if _, ok := s.Cfg.Types[t]; !ok {
-			return api.Node{}, invalid("pool", "no box type %q: the types are %s", t, strings.Join(slices.Sorted(maps.Keys(s.Cfg.Types)), ", "))
+			return api.Node{}, api.Invalid("pool", "no box type %q: the types are %s", t, strings.Join(slices.Sorted(maps.Keys(s.Cfg.Types)), ", "))
 		}
 		if n := pool[t]; n < 0 || n > config.MaxWarmPool {
-			return api.Node{}, invalid("pool", "%s=%d: give a count from 0 to %d", t, n, config.MaxWarmPool)
+			return api.Node{}, api.Invalid("pool", "%s=%d: give a count from 0 to %d", t, n, config.MaxWarmPool)
 		}
 	}
 	node := name
@@ -1024,7 +1024,7 @@ func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, erro
 		return api.Drained{}, err
 	}
 	if name == s.localNodeName() {
-		return api.Drained{}, invalid("name", "%s is the control plane's own server: it is not drained", name)
+		return api.Drained{}, api.Invalid("name", "%s is the control plane's own server: it is not drained", name)
 	}
 	if err := s.Store.SetNodeDrained(name, true); errors.Is(err, store.ErrNotFound) {
 		return api.Drained{}, notFound("node", name)
@@ -1104,7 +1104,7 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		return err
 	}
 	if name == s.localNodeName() {
-		return invalid("name", "%s is the control plane's own server", name)
+		return api.Invalid("name", "%s is the control plane's own server", name)
 	}
 	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
 		return notFound("node", name)

@@ -44,7 +44,7 @@ func (s *Service) checkPolicy(ctx context.Context, tx *store.Tx, name string) er
 func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, error) {
 	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		if policy == "" {
-			return invalid("policy", "no policy given")
+			return api.Invalid("policy", "no policy given")
 		}
 		if err := s.checkPolicy(ctx, tx, policy); err != nil {
 			return err

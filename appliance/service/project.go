@@ -142,18 +142,18 @@ func validProject(spec api.ProjectSpec) error {
 	for _, sec := range spec.Secrets {
 		addr := "secret." + sec.Name
 		if !secretName.MatchString(sec.Name) {
-			return invalid(addr, "%s: bad secret name: use an environment variable name (letters, digits, _)", addr)
+			return api.Invalid(addr, "%s: bad secret name: use an environment variable name (letters, digits, _)", addr)
 		}
 		if seen[sec.Name] {
-			return invalid(addr, "%s is declared twice", addr)
+			return api.Invalid(addr, "%s is declared twice", addr)
 		}
 		seen[sec.Name] = true
 		brk := sec.Broker
 		if len(brk.Hosts) == 0 {
-			return invalid(addr, "%s: give the host(s) its value may be sent to (broker)", addr)
+			return api.Invalid(addr, "%s: give the host(s) its value may be sent to (broker)", addr)
 		}
 		if _, err := checkBroker(&brk); err != nil {
-			return invalid(addr, "%s: %v", addr, err)
+			return api.Invalid(addr, "%s: %v", addr, err)
 		}
 	}
 	return nil
@@ -165,7 +165,7 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 		return api.Plan{}, err
 	}
 	if req.Spec.Project == "" {
-		return api.Plan{}, invalid("project", "a Boxfile project needs a name")
+		return api.Plan{}, api.Invalid("project", "a Boxfile project needs a name")
 	}
 	st, err := s.projectState(ctx, s.Store)
 	if err != nil {
@@ -202,7 +202,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		return res, err
 	}
 	if req.Spec.Project == "" {
-		return res, invalid("project", "a Boxfile project needs a name")
+		return res, api.Invalid("project", "a Boxfile project needs a name")
 	}
 	spec := project.Normalize(req.Spec, s.Cfg.Image, s.Cfg.DesktopDefault)
 	refs := s.projectImages(ctx, &spec)

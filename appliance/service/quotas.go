@@ -262,7 +262,7 @@ func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error
 	me, ok := UserFrom(ctx)
 	if name == "" {
 		if !ok {
-			return store.User{}, invalid("user", "name the user")
+			return store.User{}, api.Invalid("user", "name the user")
 		}
 		return me, nil
 	}
@@ -307,14 +307,14 @@ func applyQuotaPut(set store.Quota, p api.QuotaPut) (store.Quota, error) {
 	}{{"boxes", p.Boxes, &set.Boxes}, {"running", p.Running, &set.Running}, {"drives", p.Drives, &set.Drives}, {"jobs", p.Jobs, &set.Jobs}} {
 		if f.v != nil {
 			if *f.v < 0 {
-				return set, invalid(f.name, "%s must be 0 (no bound) or more", f.name)
+				return set, api.Invalid(f.name, "%s must be 0 (no bound) or more", f.name)
 			}
 			*f.to = f.v
 		}
 	}
 	if p.DriveGiB != nil {
 		if *p.DriveGiB < 0 {
-			return set, invalid("drive_gib", "drive_gib must be 0 (no bound) or more")
+			return set, api.Invalid("drive_gib", "drive_gib must be 0 (no bound) or more")
 		}
 		set.DriveGiB = p.DriveGiB
 	}
@@ -341,7 +341,7 @@ func applyQuotaPut(set store.Quota, p api.QuotaPut) (store.Quota, error) {
 		case "types":
 			set.Types = nil
 		default:
-			return set, invalid("default", "no quota field %q: the fields are %s", f, strings.Join(api.QuotaFields, ", "))
+			return set, api.Invalid("default", "no quota field %q: the fields are %s", f, strings.Join(api.QuotaFields, ", "))
 		}
 	}
 	return set, nil

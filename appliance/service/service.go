@@ -75,7 +75,6 @@ type Service struct {
 
 	shotOnce  sync.Once
 	shotSlots chan struct{} // screenshots under way
-	watchDirs watchCounts   // each box's file watches (watchdir.go)
 	builds    builds        // the users whose image build runs (images.go)
 
 	jobsMu  sync.Mutex
@@ -124,10 +123,6 @@ func isNotFound(err error) bool {
 
 func conflict(format string, args ...any) error {
 	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
-}
-
-func invalid(field, format string, args ...any) error {
-	return &api.Error{Code: api.CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
 // engineName is the name of box's engine objects: its own, or the warm

@@ -108,7 +108,7 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 		p.Role = store.RoleMember
 	}
 	if p.Role != store.RoleMember && p.Role != store.RoleAdmin && p.Role != store.RoleOwner && p.Role != store.RoleViewer {
-		return api.InviteCreated{}, invalid("role", "role must be %q, %q, %q or %q, not %q", store.RoleMember, store.RoleViewer, store.RoleAdmin, store.RoleOwner, p.Role)
+		return api.InviteCreated{}, api.Invalid("role", "role must be %q, %q, %q or %q, not %q", store.RoleMember, store.RoleViewer, store.RoleAdmin, store.RoleOwner, p.Role)
 	}
 	if p.Role == store.RoleOwner {
 		if err := requireOwner(ctx, "invite an owner"); err != nil {
@@ -184,7 +184,7 @@ func (s *Service) Redeem(token, name, password string) (store.User, api.Session,
 		return store.User{}, api.Session{}, err
 	}
 	if err := auth.CheckNewPassword(password); err != nil {
-		return store.User{}, api.Session{}, invalid("password", "%v", err)
+		return store.User{}, api.Session{}, api.Invalid("password", "%v", err)
 	}
 	if l, err := s.Store.GetLink(auth.Hash(token), s.now()); err == nil {
 		if err := s.membersAllowed(l.Role); err != nil {

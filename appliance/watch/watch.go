@@ -1,25 +1,7 @@
-package service
-
-import (
-	"bytes"
-	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"path"
-	"strings"
-	"sync"
-	"sync/atomic"
-
-	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/capped"
-	"github.com/paddock-dev/paddock/appliance/driver"
-)
-
-// File watches: a box's folder, or a file, watched with inotify inside
-// the box.
+// Package watch is file watch: a box's folder, or a file, watched with
+// inotify inside the box, its changes as they come.
 //
-// A program (watchScript, python3 -c, as the box's user: it reads only
+// A program (Script, python3 -c, as the box's user: it reads only
 // what that user may read) asks the kernel for inotify watches on the
 // path and, with recursive, every folder under it (and each one made
 // later), and prints an event per line as the kernel reports them:
@@ -33,167 +15,17 @@ import (
 // 16384 events by default), the program says so: events were lost.
 //
 // paddockd reads the lines as they come into a queue of its own of
-// watchQueue events; a client that reads slower than the box writes does
+// Queue events; a client that reads slower than the box writes does
 // not slow the box or paddockd: what does not fit is counted, and the
 // stream says how many were dropped before its next event. A box may
-// have MaxFileWatches at once.
+// have MaxPerBox watches at once.
+//
+// This folder is file watch's capability whole: its verb (Watcher.Watch,
+// over the core's Core), its API route (Routes: the events as
+// server-sent events), and its README (the guide and the internals).
+package watch
 
-// Bounds of file watches.
-const (
-	MaxFileWatches  = 8
-	watchQueue      = 4096
-	maxWatchFolders = 20000
-	maxWatchLine    = 64 << 10
-)
-
-// watchCounts holds each box's watches.
-type watchCounts struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-// DirWatch is a watch on a box's path.
-type DirWatch struct {
-	// C carries the events; it closes when the watch ends.
-	C       <-chan api.WatchEvent
-	dropped atomic.Int64
-	stop    func()
-	done    chan struct{}
-	err     error
-}
-
-// Dropped is how many events did not fit in the queue since it was last
-// asked.
-func (w *DirWatch) Dropped() int64 { return w.dropped.Swap(0) }
-
-// Close ends the watch and waits for its program to end.
-func (w *DirWatch) Close() {
-	w.stop()
-	<-w.done
-}
-
-// Err is why the watch ended (after C closed): nil when it was closed.
-func (w *DirWatch) Err() error { return w.err }
-
-// WatchDir starts a watch on p in a box. It returns once the watches are
-// set (the first event on C is then "ready"), or with why they could not
-// be: the box's user cannot read p, p is not there.
-func (s *Service) WatchDir(ctx context.Context, name, p string, recursive bool) (*DirWatch, error) {
-	if !path.IsAbs(p) {
-		return nil, invalid("path", "path %q must be absolute", p)
-	}
-	p = path.Clean(p)
-	used, _, err := s.Use(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := s.RunningBox(name); err != nil {
-		used()
-		return nil, err
-	}
-	key := s.engineName(name)
-	s.watchDirs.mu.Lock()
-	if s.watchDirs.n == nil {
-		s.watchDirs.n = map[string]int{}
-	}
-	if s.watchDirs.n[key] >= MaxFileWatches {
-		s.watchDirs.mu.Unlock()
-		used()
-		return nil, &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("box %s has %d file watches, the most it may: end one first", name, MaxFileWatches)}
-	}
-	s.watchDirs.n[key]++
-	s.watchDirs.mu.Unlock()
-	release := func() {
-		s.watchDirs.mu.Lock()
-		s.watchDirs.n[key]--
-		s.watchDirs.mu.Unlock()
-		used()
-	}
-
-	wctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	c := make(chan api.WatchEvent, watchQueue)
-	w := &DirWatch{C: c, done: make(chan struct{})}
-	// The program's input stays open while the watch runs: its end (or
-	// its cut, which kills it) ends the program.
-	inR, inW := io.Pipe()
-	var once sync.Once
-	w.stop = func() { once.Do(func() { inW.Close(); cancel() }) }
-	// The program's first line (ready, or why not) goes to first.
-	first := make(chan api.WatchEvent, 1)
-	started := false
-	lines := &lineSplitter{max: maxWatchLine, line: func(b []byte) {
-		var e api.WatchEvent
-		if json.Unmarshal(b, &e) != nil {
-			return
-		}
-		if !started {
-			started = true
-			first <- e
-			if e.Type != "ready" {
-				return
-			}
-		}
-		select {
-		case c <- e:
-		default:
-			w.dropped.Add(1)
-		}
-	}}
-	rec := recursiveArg(recursive)
-	errb := &capped.Buffer{Max: 16 << 10}
-	go func() {
-		defer close(w.done)
-		defer close(c)
-		defer release()
-		defer cancel()
-		code, err := s.Driver.Exec(wctx, key, driver.ExecSpec{
-			Cmd: []string{"python3", "-c", watchScript, p, rec, fmt.Sprint(maxWatchFolders)}, Stdin: inR, Stdout: lines, Stderr: errb,
-		})
-		lines.flush()
-		switch {
-		case wctx.Err() != nil:
-		case err != nil:
-			w.err = err
-		case code != 0:
-			w.err = fmt.Errorf("the file watch in box %s ended (exit %d): %s", name, code, strings.TrimSpace(errb.String()))
-		default:
-			w.err = fmt.Errorf("the file watch in box %s ended", name)
-		}
-		select {
-		case first <- api.WatchEvent{Type: "error", Message: fmt.Sprint(w.err)}:
-		default:
-		}
-	}()
-	select {
-	case e := <-first:
-		switch {
-		case e.Type == "ready":
-			return w, nil
-		case e.Errno == "EACCES" || e.Errno == "EPERM":
-			w.Close()
-			return nil, &api.Error{Code: api.CodeForbidden, Field: "path", Message: fmt.Sprintf("box %s's user may not read %s: %s", name, e.Path, e.Message)}
-		case e.Errno == "ENOENT":
-			w.Close()
-			return nil, &api.Error{Code: api.CodeNotFound, Field: "path", Message: fmt.Sprintf("no %s in box %s", p, name)}
-		case e.Errno != "":
-			w.Close()
-			return nil, invalid("path", "watching %s in box %s: %s", e.Path, name, e.Message)
-		default:
-			w.Close()
-			return nil, fmt.Errorf("the file watch in box %s did not start: %s", name, e.Message)
-		}
-	case <-ctx.Done():
-		w.Close()
-		return nil, ctx.Err()
-	}
-}
-
-func recursiveArg(r bool) string {
-	if r {
-		return "1"
-	}
-	return "0"
-}
+import "bytes"
 
 // lineSplitter hands each line written to it to line, without its end;
 // a line longer than max is dropped.
@@ -233,10 +65,10 @@ func (l *lineSplitter) flush() {
 	l.buf = l.buf[:0]
 }
 
-// watchScript watches argv[1] (argv[2] "1": and the folders under it)
+// Script watches argv[1] (argv[2] "1": and the folders under it)
 // with inotify and prints its events, a JSON object a line. It ends at
 // the end of its input.
-const watchScript = `# paddock: file watch
+const Script = `# paddock: file watch
 import ctypes, errno, json, os, select, stat, struct, sys, time
 root, recursive, maxw = sys.argv[1], sys.argv[2] == '1', int(sys.argv[3])
 libc = ctypes.CDLL(None, use_errno=True)
