@@ -19,8 +19,8 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/route"
-	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/appliance/version"
 )
@@ -126,7 +126,7 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	audit.From(r.Context()).Who(u.Name, "sign-in link")
-	p.Log.Info("dashboard sign-in", "user", u.Name, "addr", ClientAddr(r))
+	p.Log.Info("dashboard sign-in", "user", u.Name, "addr", caller.Addr(r))
 	p.setSession(w, sess)
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
@@ -140,7 +140,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 			http.Redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		}
-		ctx := service.WithUser(r.Context(), u)
+		ctx := caller.With(r.Context(), u)
 		v := appView{Title: titles[page], User: u.Name, Role: u.Role, CSRF: t.CSRF, Page: page, Script: page + ".js"}
 		status := http.StatusOK
 		switch page {
@@ -182,9 +182,9 @@ func (p *Pages) app(route string) http.HandlerFunc {
 			b, err := p.Store.GetBox(name)
 			a := ""
 			if err == nil {
-				a, err = service.AccessFor(p.Store, u, b)
+				a, err = caller.AccessFor(p.Store, u, b)
 			}
-			if err != nil || a == service.AccessNone {
+			if err != nil || a == caller.AccessNone {
 				// Another user's box is as absent as a box that never was.
 				page, status = "notfound", http.StatusNotFound
 				v.Message = fmt.Sprintf("No box named %q.", name)

@@ -29,6 +29,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/sso"
@@ -90,7 +91,7 @@ func New(svc *service.Service, st *store.Store, log *slog.Logger, hostname strin
 
 // ssoLimited is limited for the single sign-ons a client begins.
 func (p *Pages) ssoLimited(w http.ResponseWriter, r *http.Request) bool {
-	if ok, wait := p.ssoAddr.Allow(ClientAddr(r)); !ok {
+	if ok, wait := p.ssoAddr.Allow(caller.Addr(r)); !ok {
 		secs := int(wait/time.Second) + 1
 		w.Header().Set("Retry-After", fmt.Sprint(secs))
 		p.render(w, http.StatusTooManyRequests, "error", view{Title: "Slow down", Error: fmt.Sprintf("Too many sign-ins begun. Try again in %d seconds.", secs)})
@@ -202,23 +203,8 @@ func SameOrigin(r *http.Request) bool {
 	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 }
 
-// ClientAddr is the address a request came from: the peer's, or behind
-// the front door (which reaches paddockd on its unix socket) the one it
-// put in X-Forwarded-For.
-func ClientAddr(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err == nil && host != "" {
-		return host
-	}
-	if f := r.Header.Get("X-Forwarded-For"); f != "" {
-		parts := strings.Split(f, ",")
-		return strings.TrimSpace(parts[len(parts)-1])
-	}
-	return "unix"
-}
-
 func (p *Pages) limited(w http.ResponseWriter, r *http.Request, name string) bool {
-	ok, wait := p.perAddr.Allow(ClientAddr(r))
+	ok, wait := p.perAddr.Allow(caller.Addr(r))
 	if ok && name != "" {
 		ok, wait = p.perName.Allow(strings.ToLower(name))
 	}
@@ -366,7 +352,7 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 	u, sess, err := p.Svc.Login(name, r.PostFormValue("password"))
 	if err != nil {
 		rec.Result("wrong user name or password")
-		p.Log.Warn("failed login", "user", name, "addr", ClientAddr(r))
+		p.Log.Warn("failed login", "user", name, "addr", caller.Addr(r))
 		msg := "Wrong user name or password."
 		if errors.Is(err, service.ErrPasswordOff) {
 			msg = "Password sign-in is off on this server: sign in with its sign-in provider above (only the owner's password works)."
@@ -375,7 +361,7 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusUnauthorized, "login", p.loginView(next, msg))
 		return
 	}
-	p.Log.Info("login", "user", u.Name, "addr", ClientAddr(r))
+	p.Log.Info("login", "user", u.Name, "addr", caller.Addr(r))
 	rec.Who(u.Name, "password")
 	p.setSession(w, sess)
 	http.Redirect(w, r, next, http.StatusSeeOther)
@@ -432,7 +418,7 @@ func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	approve := action == "approve"
-	if err := p.Svc.DeviceApprove(service.WithUser(r.Context(), u), code, approve); err != nil {
+	if err := p.Svc.DeviceApprove(caller.With(r.Context(), u), code, approve); err != nil {
 		p.render(w, http.StatusNotFound, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: code, Error: err.Error()})
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/sso"
 )
 
@@ -68,7 +69,7 @@ func (p *Pages) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	ident, next, err := p.Svc.SSO.Finish(r.Context(), id, q.Get("state"), cookie, q.Get("code"))
 	if err != nil {
 		rec.Result(err.Error())
-		p.Log.Warn("failed sso sign-in", "provider", id, "addr", ClientAddr(r), "err", err)
+		p.Log.Warn("failed sso sign-in", "provider", id, "addr", caller.Addr(r), "err", err)
 		status := http.StatusBadRequest
 		if !errors.Is(err, sso.ErrState) {
 			status = http.StatusForbidden
@@ -80,7 +81,7 @@ func (p *Pages) ssoCallback(w http.ResponseWriter, r *http.Request) {
 	role, err := prov.Admit(ident)
 	if err != nil {
 		rec.Result(err.Error())
-		p.Log.Warn("sso sign-in refused", "provider", id, "email", ident.Email, "addr", ClientAddr(r))
+		p.Log.Warn("sso sign-in refused", "provider", id, "email", ident.Email, "addr", caller.Addr(r))
 		p.render(w, http.StatusForbidden, "error", view{Title: "Not let in", Error: err.Error()})
 		return
 	}
@@ -90,7 +91,7 @@ func (p *Pages) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusForbidden, "error", view{Title: "Not signed in", Error: err.Error()})
 		return
 	}
-	p.Log.Info("login", "user", u.Name, "via", "sso:"+id, "addr", ClientAddr(r))
+	p.Log.Info("login", "user", u.Name, "via", "sso:"+id, "addr", caller.Addr(r))
 	rec.Who(u.Name, "sso:"+id)
 	p.setSession(w, sess)
 	http.Redirect(w, r, next, http.StatusSeeOther)

@@ -28,6 +28,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 )
@@ -66,7 +67,7 @@ func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, erro
 	if err != nil {
 		return api.DesktopTicket{}, err
 	}
-	viewOnly := service.AccessRank(access) < service.AccessRank(service.AccessMember)
+	viewOnly := caller.AccessRank(access) < caller.AccessRank(caller.AccessMember)
 	// Opening a desktop is a use: a sleeping box wakes.
 	used, _, err := p.Svc.Use(ctx, box)
 	if err != nil {
@@ -90,7 +91,7 @@ func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, erro
 			delete(p.tickets, k)
 		}
 	}
-	u, _ := service.UserFrom(ctx)
+	u, _ := caller.From(ctx)
 	p.tickets[t] = ticket{box: box, user: u.Name, expires: exp, viewOnly: viewOnly}
 	path := "/desktop/" + box + "/#ticket=" + t
 	if viewOnly {

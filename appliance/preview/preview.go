@@ -21,7 +21,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"github.com/paddock-dev/paddock/appliance/audit"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -32,10 +31,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
+
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/route"
-	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
 )
@@ -222,8 +223,8 @@ func (h *Handler) visible(u store.User, box string) (store.Box, bool) {
 	if err != nil {
 		return b, false
 	}
-	a, err := service.AccessFor(h.Store, u, b)
-	return b, err == nil && service.AccessRank(a) >= service.AccessRank(service.AccessMember)
+	a, err := caller.AccessFor(h.Store, u, b)
+	return b, err == nil && caller.AccessRank(a) >= caller.AccessRank(caller.AccessMember)
 }
 
 // start is /preview?to=URL on the server's host: with a browser session,
@@ -277,8 +278,10 @@ func (h *Handler) start(w http.ResponseWriter, r *http.Request) {
 
 // caller finds who a request to a preview host acts as.
 func (h *Handler) caller(r *http.Request) (store.User, bool) {
-	if tok, err := auth.FromHeader(r.Header.Get("Authorization")); err == nil {
-		_, u, err := h.Store.LookupToken(auth.Hash(tok), time.Now())
+	// An app's own Authorization (Basic, say) is the app's: only a
+	// bearer token is Paddock's.
+	if _, err := auth.FromHeader(r.Header.Get("Authorization")); err == nil {
+		_, u, err := caller.Bearer(h.Store, r, time.Now())
 		return u, err == nil
 	}
 	c, err := r.Cookie(h.cookie())

@@ -11,7 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
-	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -117,7 +117,7 @@ func (s *Server) recorded(mux *route.Table, next http.Handler) http.Handler {
 			return
 		}
 		rec := audit.NewRecord(action, s.Svc.Record)
-		rec.Where(dashboard.ClientAddr(r), r.UserAgent())
+		rec.Where(caller.Addr(r), r.UserAgent())
 		ctx := audit.With(r.Context(), rec)
 		if rb := about(rec, pattern, r.URL.Path, s.Svc); rb != nil {
 			ctx = context.WithValue(ctx, routeBoxKey{}, rb)

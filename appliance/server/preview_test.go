@@ -15,6 +15,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
@@ -77,7 +78,7 @@ func TestPreview(t *testing.T) {
 	mem, _ := st.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Password: pw, Created: time.Now()})
 	other, _ := st.CreateUser(store.User{Name: "ole", Role: store.RoleMember, Password: pw, Created: time.Now()})
 	_ = owner
-	if _, err := svc.CreateBox(service.WithUser(context.Background(), mem), api.BoxPost{Name: "web"}); err != nil {
+	if _, err := svc.CreateBox(caller.With(context.Background(), mem), api.BoxPost{Name: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	st.Declare(func(tx *store.Tx) error {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/preview"
@@ -312,11 +313,11 @@ func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
 	need := func(pattern string) string {
 		switch {
 		case ViewerRoutes[pattern]:
-			return service.AccessViewer
+			return caller.AccessViewer
 		case OwnerRoutes[pattern]:
-			return service.AccessAll
+			return caller.AccessAll
 		}
-		return service.AccessMember
+		return caller.AccessMember
 	}
 	values := map[string]string{"boxes": "bossbox", "jobs": job.ID, "grants": "sam", "screenshots": "1700000000000000000", "contexts": "python"}
 	tried := 0
@@ -327,18 +328,18 @@ func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
 		tried++
 		for _, who := range []struct {
 			tok, access string
-		}{{vic, service.AccessViewer}, {val, service.AccessViewer}, {mel, service.AccessMember}, {stranger, service.AccessNone}} {
+		}{{vic, caller.AccessViewer}, {val, caller.AccessViewer}, {mel, caller.AccessMember}, {stranger, caller.AccessNone}} {
 			req := request(t, ts.URL, r, func(seg, name string) string { return values[seg] })
 			req.Header.Set("Authorization", "Bearer "+who.tok)
 			code, body, _ := do(t, req)
 			refused := code == http.StatusForbidden && (strings.Contains(body, "is shared with you as a") || strings.Contains(body, "is a viewer"))
 			absent := code == http.StatusNotFound && strings.Contains(body, `no box named \"bossbox\"`)
 			switch {
-			case who.access == service.AccessNone:
+			case who.access == caller.AccessNone:
 				if !absent {
 					t.Errorf("%s: a stranger got %d %.200s, want the box not found", r.Pattern, code, body)
 				}
-			case service.AccessRank(who.access) >= service.AccessRank(need(r.Pattern)):
+			case caller.AccessRank(who.access) >= caller.AccessRank(need(r.Pattern)):
 				if refused || absent {
 					t.Errorf("%s: a %s of the box is refused: %d %.200s", r.Pattern, who.access, code, body)
 				}

@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
@@ -299,16 +300,8 @@ type tokenKey struct{}
 // caller finds who a request acts as: a bearer token, or a session cookie
 // with (for anything but a read) its CSRF value and this server's origin.
 func (s *Server) caller(r *http.Request) (store.Token, store.User, error) {
-	if h := r.Header.Get("Authorization"); h != "" || s.Pages == nil {
-		tok, err := auth.FromHeader(h)
-		if err != nil {
-			return store.Token{}, store.User{}, err
-		}
-		t, u, err := s.Store.LookupToken(auth.Hash(tok), time.Now())
-		if errors.Is(err, store.ErrNotFound) {
-			err = errors.New("invalid token: log in again with 'paddock login'")
-		}
-		return t, u, err
+	if r.Header.Get("Authorization") != "" || s.Pages == nil {
+		return caller.Bearer(s.Store, r, time.Now())
 	}
 	t, u, ok := s.Pages.Session(r)
 	if !ok {
@@ -336,7 +329,7 @@ func (s *Server) authed(h handler) http.Handler {
 			return
 		}
 		audit.From(r.Context()).Who(u.Name, via(t))
-		ctx := service.WithUser(r.Context(), u)
+		ctx := caller.With(r.Context(), u)
 		ctx = context.WithValue(ctx, tokenKey{}, t)
 		if err := h(w, r.WithContext(ctx)); err != nil {
 			s.writeError(w, r, err)
@@ -380,12 +373,12 @@ var OwnerRoutes = map[string]bool{
 // refuses, saying why, what the box's access for them does not allow
 // (ViewerRoutes, OwnerRoutes; a member of the box may call the rest).
 func (s *Server) boxRoute(pattern string, h handler) handler {
-	need := service.AccessMember
+	need := caller.AccessMember
 	switch {
 	case ViewerRoutes[pattern]:
-		need = service.AccessViewer
+		need = caller.AccessViewer
 	case OwnerRoutes[pattern]:
-		need = service.AccessAll
+		need = caller.AccessAll
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
 		name := r.PathValue("name")
@@ -393,18 +386,18 @@ func (s *Server) boxRoute(pattern string, h handler) handler {
 		if err != nil {
 			return err
 		}
-		a := service.AccessNone
+		a := caller.AccessNone
 		if rb.ok {
 			if a, err = s.Svc.BoxAccessOf(r.Context(), rb.box); err != nil {
 				return err
 			}
 		}
-		if a == service.AccessNone {
+		if a == caller.AccessNone {
 			return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
 		}
-		if service.AccessRank(a) < service.AccessRank(need) {
+		if caller.AccessRank(a) < caller.AccessRank(need) {
 			msg := fmt.Sprintf("box %s is shared with you as a viewer: a viewer reads it (its state, jobs and logs, files, screenshots, metrics) and changes nothing", name)
-			if need == service.AccessAll {
+			if need == caller.AccessAll {
 				msg = fmt.Sprintf("box %s is shared with you as a %s: only its owner may remove, move, fork or share it, or change its policy", name, a)
 			}
 			return &api.Error{Code: api.CodeForbidden, Message: msg}
@@ -447,7 +440,7 @@ type accessKey struct{}
 // caller may not see, alike.
 func (s *Server) seesBox(r *http.Request, name string) error {
 	a, err := s.Svc.AccessOf(r.Context(), name)
-	if err == nil && a == service.AccessNone {
+	if err == nil && a == caller.AccessNone {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no box named %q", name)}
 	}
 	return err
@@ -468,7 +461,7 @@ func (s *Server) viewerGate(pattern string, h handler) handler {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) error {
-		if u, ok := service.UserFrom(r.Context()); ok && u.Role == store.RoleViewer {
+		if u, ok := caller.From(r.Context()); ok && u.Role == store.RoleViewer {
 			return &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("%s is a viewer: a viewer reads the boxes shared with them and changes nothing", u.Name)}
 		}
 		return h(w, r)
@@ -527,7 +520,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	t, _ := r.Context().Value(tokenKey{}).(store.Token)
-	u, _ := service.UserFrom(r.Context())
+	u, _ := caller.From(r.Context())
 	return route.WriteJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version})
 }
 
@@ -573,7 +566,7 @@ func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
 }
 
 func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
-	if ok, wait := s.deviceLimit.Allow(dashboard.ClientAddr(r)); !ok {
+	if ok, wait := s.deviceLimit.Allow(caller.Addr(r)); !ok {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
 		return &api.Error{Code: api.CodeTooMany, Message: "too many login attempts; wait a little"}
 	}
@@ -581,7 +574,7 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
-	dc, err := s.Svc.DeviceStart(p.Name, dashboard.ClientAddr(r))
+	dc, err := s.Svc.DeviceStart(p.Name, caller.Addr(r))
 	if err != nil {
 		return err
 	}
@@ -650,7 +643,7 @@ func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	rec := audit.From(r.Context())
-	if u, ok := service.UserFrom(r.Context()); ok {
+	if u, ok := caller.From(r.Context()); ok {
 		rec.About(p.Name, u.Name)
 	}
 	b, err := s.Svc.CreateBox(r.Context(), p)
@@ -678,7 +671,7 @@ func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
 // boxJSON answers a box route with its box, saying how it is shared
 // with the caller when it is not theirs (as boxRoute found).
 func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) error {
-	if a, _ := r.Context().Value(accessKey{}).(string); a != service.AccessAll {
+	if a, _ := r.Context().Value(accessKey{}).(string); a != caller.AccessAll {
 		b.Access = a
 	}
 	return route.WriteJSON(w, http.StatusOK, b)
@@ -1177,7 +1170,7 @@ func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
 }
 
 func ownerOnly(r *http.Request, what string) error {
-	if u, _ := service.UserFrom(r.Context()); u.Role != store.RoleOwner {
+	if u, _ := caller.From(r.Context()); u.Role != store.RoleOwner {
 		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/testbed/forms"
@@ -29,7 +30,7 @@ func TestSignInLinkSwitchesNoSessionSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := func(u store.User) string {
-		tok, _, err := svc.SignInLink(service.WithUser(context.Background(), u), "/")
+		tok, _, err := svc.SignInLink(caller.With(context.Background(), u), "/")
 		if err != nil {
 			t.Fatal(err)
 		}

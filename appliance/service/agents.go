@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -43,13 +44,13 @@ func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shar
 	if s.Sealer == nil {
 		return errors.New("secrets are not configured on this server")
 	}
-	return s.Store.PutSecret(ownerID(ctx), name, s.Sealer.Seal(name, value), shared, b, s.now())
+	return s.Store.PutSecret(caller.OwnerID(ctx), name, s.Sealer.Seal(name, value), shared, b, s.now())
 }
 
 // Secrets lists the names (never the values) of the secrets of the user of
 // ctx and of those shared with everyone.
 func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
-	me := ownerID(ctx)
+	me := caller.OwnerID(ctx)
 	infos, err := s.Store.Secrets(me)
 	if err != nil {
 		return nil, err
@@ -63,7 +64,7 @@ func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
 
 // RemoveSecret removes a secret of the user of ctx.
 func (s *Service) RemoveSecret(ctx context.Context, name string) error {
-	if err := s.Store.DeleteSecret(ownerID(ctx), name); errors.Is(err, store.ErrNotFound) {
+	if err := s.Store.DeleteSecret(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
 		return notFound("secret", name)
 	} else if err != nil {
 		return err
@@ -180,7 +181,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 // askerOf is the user of ctx, whose secrets a prompt in box b runs with:
 // the box's owner when no user asks (paddockd itself).
 func askerOf(ctx context.Context, b store.Box) int64 {
-	if id := ownerID(ctx); id != 0 {
+	if id := caller.OwnerID(ctx); id != 0 {
 		return id
 	}
 	return b.Owner

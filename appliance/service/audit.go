@@ -14,6 +14,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -82,7 +83,7 @@ func (s *Service) OwnerName(b store.Box) string {
 // AuditLog lists the entries the caller may see: owners and admins, all;
 // a member, their own actions and those about their boxes.
 func (s *Service) AuditLog(ctx context.Context, f store.AuditFilter) ([]audit.Entry, error) {
-	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
+	if u, ok := caller.From(ctx); ok && !u.SeesAll() {
 		f.Member, f.MemberSince = u.Name, u.Created
 	}
 	es, err := s.Store.Audit(f)

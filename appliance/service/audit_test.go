@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -22,7 +23,7 @@ func TestAttackReusedNameSeesNoOldAuditEntries(t *testing.T) {
 	s.Record(audit.Entry{User: "mia", Action: "box.create", Box: "secret-project", Owner: "mia", Result: "ok"})
 	s.Record(audit.Entry{User: "boss", Action: "box.share", Box: "other", Owner: "mia", Result: "ok"})
 	now = now.Add(time.Minute)
-	if err := s.RemoveUser(WithUser(context.Background(), boss), "mia"); err != nil {
+	if err := s.RemoveUser(caller.With(context.Background(), boss), "mia"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Store.GetUser(old.ID); err == nil {
@@ -34,14 +35,14 @@ func TestAttackReusedNameSeesNoOldAuditEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Record(audit.Entry{User: "mia", Action: "box.create", Box: "new", Owner: "mia", Result: "ok"})
-	es, err := s.AuditLog(WithUser(context.Background(), fresh), store.AuditFilter{})
+	es, err := s.AuditLog(caller.With(context.Background(), fresh), store.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(es) != 1 || es[0].Box != "new" {
 		t.Fatalf("the new mia sees %+v", es)
 	}
-	if all, _ := s.AuditLog(WithUser(context.Background(), boss), store.AuditFilter{User: "mia"}); len(all) < 2 {
+	if all, _ := s.AuditLog(caller.With(context.Background(), boss), store.AuditFilter{User: "mia"}); len(all) < 2 {
 		t.Fatalf("the owner sees %d entries of either mia", len(all))
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -20,7 +21,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	if err != nil {
 		return api.Box{}, err
 	}
-	b.Owner = ownerID(ctx)
+	b.Owner = caller.OwnerID(ctx)
 	t0 := time.Now()
 	img, own, err := s.boxImage(ctx, b.Image)
 	if err != nil {
@@ -39,7 +40,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		claimed = false
 		for _, m := range b.Mounts {
 			d, err := tx.GetDrive(m.Drive)
-			if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State != "ready" || !visible(ctx, d.Owner))) {
+			if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State != "ready" || !caller.Visible(ctx, d.Owner))) {
 				return api.Invalid("mounts", "no drive named %q: make it first with 'paddock drive new %s'", m.Drive, m.Drive)
 			}
 			if err != nil {
@@ -149,7 +150,7 @@ func (s *Service) boxImage(ctx context.Context, ref string) (img string, own boo
 	if s.allowedImage(ref) {
 		return ref, false, s.checkImage(ctx, ref)
 	}
-	u, _ := UserFrom(ctx)
+	u, _ := caller.From(ctx)
 	if im, err := s.usableImage(ctx, u, ref); err == nil {
 		img = s.imageRef(im)
 		if ok, err := s.Driver.ImageExists(ctx, img); err != nil || !ok {
@@ -270,7 +271,7 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 	}
 	for _, b := range bs {
 		access := ""
-		if !visible(ctx, b.Owner) {
+		if !caller.Visible(ctx, b.Owner) {
 			if access = shared[b.Name]; access == "" {
 				continue
 			}
@@ -537,7 +538,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 // and its own TTL clock.
 func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box, error) {
 	srcBox, err := s.Store.GetBox(src)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !visible(ctx, srcBox.Owner)) {
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.Visible(ctx, srcBox.Owner)) {
 		return api.Box{}, notFound("box", src)
 	} else if err != nil {
 		return api.Box{}, err
@@ -556,7 +557,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	if err != nil {
 		return api.Box{}, err
 	}
-	nb.Owner = ownerID(ctx)
+	nb.Owner = caller.OwnerID(ctx)
 	var snapID string
 	err = s.Store.Declare(func(tx *store.Tx) error {
 		var sn store.Snapshot
@@ -770,14 +771,14 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		return api.Drive{}, err
 	}
 	err := s.Store.Declare(func(tx *store.Tx) error {
-		if err := s.checkLimit(tx, ownerID(ctx), "drives"); err != nil {
+		if err := s.checkLimit(tx, caller.OwnerID(ctx), "drives"); err != nil {
 			return err
 		}
 		where, err := s.driveNode(tx)
 		if err != nil {
 			return err
 		}
-		err = tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: ownerID(ctx), Node: where})
+		err = tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: caller.OwnerID(ctx), Node: where})
 		if errors.Is(err, store.ErrConflict) {
 			d, _ := tx.GetDrive(p.Name)
 			if d.State == "deleting" {
@@ -824,7 +825,7 @@ func (s *Service) ListDrives(ctx context.Context) ([]api.Drive, error) {
 	}
 	out := []api.Drive{}
 	for _, d := range ds {
-		if !visible(ctx, d.Owner) {
+		if !caller.Visible(ctx, d.Owner) {
 			continue
 		}
 		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name), Project: d.Project, Size: d.Size, Labels: d.Labels, Node: s.boxNode(d.Node)})
@@ -837,7 +838,7 @@ func (s *Service) ListDrives(ctx context.Context) ([]api.Drive, error) {
 func (s *Service) RemoveDrive(ctx context.Context, name string) error {
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		d, err := tx.GetDrive(name)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State == "deleting" || !visible(ctx, d.Owner))) {
+		if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State == "deleting" || !caller.Visible(ctx, d.Owner))) {
 			return notFound("drive", name)
 		} else if err != nil {
 			return err

@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/broker"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -89,7 +90,7 @@ func (s *Service) SetSecretBroker(ctx context.Context, name string, p *api.Secre
 	if err != nil {
 		return err
 	}
-	if err := s.Store.SetSecretBroker(ownerID(ctx), name, b); errors.Is(err, store.ErrNotFound) {
+	if err := s.Store.SetSecretBroker(caller.OwnerID(ctx), name, b); errors.Is(err, store.ErrNotFound) {
 		return notFound("secret", name)
 	} else if err != nil {
 		return err
@@ -179,7 +180,7 @@ func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string,
 		u, err := s.Store.GetUser(user)
 		if err == nil {
 			var a string
-			if a, err = s.BoxAccess(u, b); err == nil && AccessRank(a) < AccessRank(AccessMember) {
+			if a, err = s.BoxAccess(u, b); err == nil && caller.AccessRank(a) < caller.AccessRank(caller.AccessMember) {
 				err = store.ErrNotFound
 			}
 		}

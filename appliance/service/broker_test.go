@@ -14,6 +14,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/broker"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -34,7 +35,7 @@ func TestBrokerGrants(t *testing.T) {
 	s.BrokerURL, s.BrokerKey = "http://10.9.0.1:4480", []byte("0123456789abcdef0123456789abcdef")
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asBoss, asMia := WithUser(ctx, boss), WithUser(ctx, mia)
+	asBoss, asMia := caller.With(ctx, boss), caller.With(ctx, mia)
 	brk := &api.SecretBroker{Hosts: []string{"api.anthropic.com"}, Header: "x-api-key", Limit: "10/min"}
 	if err := s.SetSecret(asBoss, "ANTHROPIC_API_KEY", []byte("sk-real"), false, brk); err != nil {
 		t.Fatal(err)
@@ -163,13 +164,13 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
 		t.Fatalf("a user the box is not shared with: %v", err)
 	}
-	if _, err := s.ShareBox(asBoss, "a", "mia", AccessViewer); err != nil {
+	if _, err := s.ShareBox(asBoss, "a", "mia", caller.AccessViewer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
 		t.Fatalf("a viewer of the box: %v", err)
 	}
-	if _, err := s.ShareBox(asBoss, "a", "mia", AccessMember); err != nil {
+	if _, err := s.ShareBox(asBoss, "a", "mia", caller.AccessMember); err != nil {
 		t.Fatal(err)
 	}
 	g, err = userGrant()

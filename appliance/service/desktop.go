@@ -4,9 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/paddock-dev/paddock/appliance/api"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 
 	"github.com/paddock-dev/paddock/appliance/capped"
 	"github.com/paddock-dev/paddock/appliance/driver"

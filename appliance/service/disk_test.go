@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -72,7 +73,7 @@ func TestCheckDiskBoundsAMembersDrives(t *testing.T) {
 	s.Cfg.Limits.DriveGiB = 1
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
-	asMia, asBoss := WithUser(context.Background(), mia), WithUser(context.Background(), boss)
+	asMia, asBoss := caller.With(context.Background(), mia), caller.With(context.Background(), boss)
 	ctx := context.Background()
 	for _, d := range []struct {
 		ctx  context.Context

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 )
 
 // Event is one change on the events stream: Kind is "box", "drive",
@@ -51,7 +52,7 @@ type sharedView struct {
 // OpenWatch admits one more events stream for the user of ctx, or says
 // why not (too many open: theirs, or the server's); release ends it.
 func (s *Service) OpenWatch(ctx context.Context) (release func(), err error) {
-	u, _ := UserFrom(ctx)
+	u, _ := caller.From(ctx)
 	w := &s.watches
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -82,7 +83,7 @@ func (s *Service) OpenWatch(ctx context.Context) (release func(), err error) {
 // audience names who sees what the user of ctx sees: owners and admins
 // (and the daemon) see all, a member their own.
 func audience(ctx context.Context) string {
-	u, ok := UserFrom(ctx)
+	u, ok := caller.From(ctx)
 	if !ok || u.SeesAll() {
 		return "all"
 	}

@@ -8,69 +8,13 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// Sharing: a box's owner (or an owner or admin of the server) shares it
-// with another user as a viewer or a member (store.Grant). A viewer reads
-// it; a member works in it as its owner does, but cannot remove, move or
-// share it, or change its egress policy (the owner's fence). A user whose
-// role is viewer is a viewer of every box shared with them, whatever the
-// grant says. The box shows in the lists of those it is shared with, with
-// their access; to anyone else it stays "not found". Which routes each
-// access may call is package server's table (boxRoute).
-
-// Box access levels, from nothing to all.
-const (
-	AccessNone   = ""
-	AccessViewer = store.AccessViewer
-	AccessMember = store.AccessMember
-	// AccessAll is the box's owner's, and the server's owners' and
-	// admins'.
-	AccessAll = "all"
-)
-
-// AccessRank orders access levels.
-func AccessRank(a string) int {
-	switch a {
-	case AccessViewer:
-		return 1
-	case AccessMember:
-		return 2
-	case AccessAll:
-		return 3
-	}
-	return 0
-}
-
 // BoxAccess is what u may do with box b.
 func (s *Service) BoxAccess(u store.User, b store.Box) (string, error) {
-	return AccessFor(s.Store, u, b)
-}
-
-// AccessFor is what u may do with box b, as st's grants say.
-func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
-	if Sees(u, b.Owner) {
-		return AccessAll, nil
-	}
-	a, err := st.GrantOf(b.Name, u.ID)
-	if err != nil {
-		return AccessNone, err
-	}
-	if a != AccessMember {
-		// A group of theirs may give more.
-		ga, err := st.GroupGrantOf(b.Name, u.ID)
-		if err != nil {
-			return AccessNone, err
-		}
-		if AccessRank(ga) > AccessRank(a) {
-			a = ga
-		}
-	}
-	if a == AccessMember && u.Role == store.RoleViewer {
-		a = AccessViewer
-	}
-	return a, nil
+	return caller.AccessFor(s.Store, u, b)
 }
 
 // AccessOf is what the user of ctx may do with the box named name (all,
@@ -78,7 +22,7 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 func (s *Service) AccessOf(ctx context.Context, name string) (string, error) {
 	b, ok, err := s.LookBox(name)
 	if err != nil || !ok {
-		return AccessNone, err
+		return caller.AccessNone, err
 	}
 	return s.BoxAccessOf(ctx, b)
 }
@@ -96,9 +40,9 @@ func (s *Service) LookBox(name string) (b store.Box, ok bool, err error) {
 
 // BoxAccessOf is what the user of ctx may do with box b.
 func (s *Service) BoxAccessOf(ctx context.Context, b store.Box) (string, error) {
-	u, ok := UserFrom(ctx)
+	u, ok := caller.From(ctx)
 	if !ok {
-		return AccessAll, nil
+		return caller.AccessAll, nil
 	}
 	return s.BoxAccess(u, b)
 }
@@ -106,9 +50,9 @@ func (s *Service) BoxAccessOf(ctx context.Context, b store.Box) (string, error) 
 // ShareBox shares a box with a user as access (viewer or member).
 func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.Grant, error) {
 	if access == "" {
-		access = AccessViewer
+		access = caller.AccessViewer
 	}
-	if access != AccessViewer && access != AccessMember {
+	if access != caller.AccessViewer && access != caller.AccessMember {
 		return api.Grant{}, api.Invalid("access", "access %q: give viewer or member", access)
 	}
 	b, err := s.shareable(ctx, box)
@@ -198,9 +142,9 @@ func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) 
 	switch a, err := s.BoxAccessOf(ctx, b); {
 	case err != nil:
 		return b, err
-	case a == AccessNone:
+	case a == caller.AccessNone:
 		return b, notFound("box", box)
-	case a != AccessAll:
+	case a != caller.AccessAll:
 		return b, &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner shares it", box, a)}
 	}
 	return b, nil
@@ -208,7 +152,7 @@ func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) 
 
 // grantsOf maps the boxes shared with the user of ctx to their access.
 func (s *Service) grantsOf(ctx context.Context) (map[string]string, error) {
-	u, ok := UserFrom(ctx)
+	u, ok := caller.From(ctx)
 	if !ok {
 		return nil, nil
 	}
@@ -222,12 +166,12 @@ func (s *Service) grantsOf(ctx context.Context) (map[string]string, error) {
 	}
 	out := map[string]string{}
 	for _, g := range append(ggs, gs...) {
-		if AccessRank(out[g.Box]) > AccessRank(g.Access) {
+		if caller.AccessRank(out[g.Box]) > caller.AccessRank(g.Access) {
 			continue
 		}
 		a := g.Access
-		if a == AccessMember && u.Role == store.RoleViewer {
-			a = AccessViewer
+		if a == caller.AccessMember && u.Role == store.RoleViewer {
+			a = caller.AccessViewer
 		}
 		out[g.Box] = a
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -20,7 +21,7 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	s.Cfg.Limits = configLimits(2, 5)
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asBoss, asMia := WithUser(context.Background(), boss), WithUser(context.Background(), mia)
+	asBoss, asMia := caller.With(context.Background(), boss), caller.With(context.Background(), mia)
 	n := func(v int) *int { return &v }
 	for _, g := range []string{"eng", "ops"} {
 		if err := s.AddToGroup(asBoss, g, "mia"); err != nil {
@@ -72,7 +73,7 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	if _, err := s.ShareBox(asBoss, "team", "@eng", "member"); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := s.AccessOf(asMia, "team"); a != AccessMember {
+	if a, _ := s.AccessOf(asMia, "team"); a != caller.AccessMember {
 		t.Fatalf("mia's access through eng: %q", a)
 	}
 	bs, _ := s.ListBoxes(asMia)
@@ -89,7 +90,7 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	if err := s.UnshareBox(asBoss, "team", "@eng"); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := s.AccessOf(asMia, "team"); a != AccessNone {
+	if a, _ := s.AccessOf(asMia, "team"); a != caller.AccessNone {
 		t.Fatalf("after unsharing: %q", a)
 	}
 
@@ -118,7 +119,7 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 	s, _ := newService(t)
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	eve, _ := s.Store.CreateUser(store.User{Name: "eve", Role: store.RoleMember, Created: time.Now()})
-	asBoss, asEve := WithUser(context.Background(), boss), WithUser(context.Background(), eve)
+	asBoss, asEve := caller.With(context.Background(), boss), caller.With(context.Background(), eve)
 	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "vault"}); err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 	if err := s.syncSSOGroups(eve.ID, "corp", []string{"admins"}); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := s.AccessOf(asEve, "vault"); a != AccessNone {
+	if a, _ := s.AccessOf(asEve, "vault"); a != caller.AccessNone {
 		t.Fatalf("a provider's admins got the owner's admins' box: %q", a)
 	}
 	if q, _ := s.Quota(asEve, ""); q.Groups["jobs"] != "" {
@@ -141,7 +142,7 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 	if _, err := s.ShareBox(asBoss, "vault", "@corp/admins", "viewer"); err != nil {
 		t.Fatal(err)
 	}
-	if a, _ := s.AccessOf(asEve, "vault"); a != AccessViewer {
+	if a, _ := s.AccessOf(asEve, "vault"); a != caller.AccessViewer {
 		t.Fatalf("shared with @corp/admins: %q", a)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -20,7 +21,7 @@ func TestSignInLinkExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := WithUser(context.Background(), u)
+	ctx := caller.With(context.Background(), u)
 	now := time.Now()
 	s.Now = func() time.Time { return now }
 	gone := func(what string, err error) {
@@ -59,7 +60,7 @@ func TestSnapshotOfAnotherBoxIsNotFound(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	asOlga, asMia := caller.With(context.Background(), olga), caller.With(context.Background(), mia)
 	for _, b := range []struct {
 		ctx  context.Context
 		name string
@@ -116,7 +117,7 @@ func TestTakenNamesSayNotWhose(t *testing.T) {
 	s, drv := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	asOlga, asMia := caller.With(context.Background(), olga), caller.With(context.Background(), mia)
 	for _, n := range []string{"mine", "hers", "gone"} {
 		ctx := asOlga
 		if n == "mine" {
@@ -160,7 +161,7 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	asOlga, asMia := caller.With(context.Background(), olga), caller.With(context.Background(), mia)
 	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "secret-plans", Boxes: []api.BoxSpec{{Name: "web"}}}}
 	p, err := s.PlanProject(asOlga, req)
 	if err != nil {
@@ -194,7 +195,7 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 func TestUnsafeSettingTakesNoMembers(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
-	asOlga := WithUser(context.Background(), olga)
+	asOlga := caller.With(context.Background(), olga)
 	early, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleMember})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +231,7 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Password: "x", Created: time.Now()})
-	asOlga, asMia := WithUser(context.Background(), olga), WithUser(context.Background(), mia)
+	asOlga, asMia := caller.With(context.Background(), olga), caller.With(context.Background(), mia)
 	tooMany := func(what string, err error) {
 		t.Helper()
 		var ae *api.Error

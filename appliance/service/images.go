@@ -19,6 +19,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -113,8 +114,8 @@ func (s *Service) buildsOn() (driver.ImageKeeper, error) {
 // logw as it comes. An image whose inputs are those of the image there is
 // (the same context, Dockerfile and bases) is that image, at once.
 func (s *Service) BuildImage(ctx context.Context, b ImageBuild, body io.Reader, logw io.Writer) (api.Image, error) {
-	u, _ := UserFrom(ctx)
-	owner := ownerID(ctx)
+	u, _ := caller.From(ctx)
+	owner := caller.OwnerID(ctx)
 	if b.Tag == "" {
 		b.Tag = images.DefaultTag
 	}
@@ -586,7 +587,7 @@ func (s *Service) usableImage(ctx context.Context, u store.User, ref string) (st
 	if err != nil {
 		return store.Image{}, store.ErrNotFound
 	}
-	if _, ok := UserFrom(ctx); !ok || im.Owner == u.ID {
+	if _, ok := caller.From(ctx); !ok || im.Owner == u.ID {
 		return im, nil
 	}
 	if ok, err := s.sharedWith(u, im); err != nil || !ok {
@@ -686,14 +687,14 @@ func tooManyImages(n int) error {
 // Images lists the images the caller may use: their own, those shared
 // with them; an admin or owner sees every user's.
 func (s *Service) Images(ctx context.Context) ([]api.Image, error) {
-	u, hasUser := UserFrom(ctx)
+	u, hasUser := caller.From(ctx)
 	all, err := s.Store.ListImages()
 	if err != nil {
 		return nil, err
 	}
 	out := []api.Image{}
 	for _, im := range all {
-		if hasUser && !Sees(u, im.Owner) {
+		if hasUser && !caller.Sees(u, im.Owner) {
 			if ok, err := s.sharedWith(u, im); err != nil || !ok {
 				continue
 			}
@@ -711,13 +712,13 @@ func (s *Service) Images(ctx context.Context) ([]api.Image, error) {
 // id or an id prefix (of at least 4 hex digits), among those they see
 // (mine: only those they may change). Anything else is "no image named".
 func (s *Service) findImage(ctx context.Context, ref string, mine bool) (store.Image, error) {
-	u, hasUser := UserFrom(ctx)
+	u, hasUser := caller.From(ctx)
 	all, err := s.Store.ListImages()
 	if err != nil {
 		return store.Image{}, err
 	}
 	may := func(im store.Image) bool {
-		if !hasUser || Sees(u, im.Owner) {
+		if !hasUser || caller.Sees(u, im.Owner) {
 			return true
 		}
 		ok, _ := s.sharedWith(u, im)
@@ -756,14 +757,14 @@ func (s *Service) findImage(ctx context.Context, ref string, mine bool) (store.I
 // anyTag is one of the caller's images (an admin's: anyone's) named ref,
 // NAME or OWNER/NAME, whatever its tag.
 func (s *Service) anyTag(ctx context.Context, ref string) (store.Image, error) {
-	u, hasUser := UserFrom(ctx)
+	u, hasUser := caller.From(ctx)
 	owner, name, _ := images.SplitRef(ref)
 	all, err := s.Store.ListImages()
 	if err != nil {
 		return store.Image{}, err
 	}
 	for _, im := range all {
-		if im.Name != name || (hasUser && !Sees(u, im.Owner)) {
+		if im.Name != name || (hasUser && !caller.Sees(u, im.Owner)) {
 			continue
 		}
 		if on, _ := s.userName(im.Owner); owner == "" && im.Owner == u.ID || owner != "" && on == owner {
@@ -812,7 +813,7 @@ func (s *Service) ShareImage(ctx context.Context, ref string, sh api.ImageShares
 	if err != nil {
 		return api.Image{}, err
 	}
-	if u, ok := UserFrom(ctx); ok && sh.Everyone && !u.SeesAll() {
+	if u, ok := caller.From(ctx); ok && sh.Everyone && !u.SeesAll() {
 		return api.Image{}, &api.Error{Code: api.CodeForbidden, Message: "only the owner or an admin may share an image with everyone"}
 	}
 	want := map[store.ImageShare]bool{}
@@ -852,7 +853,7 @@ func (s *Service) ShareImage(ctx context.Context, ref string, sh api.ImageShares
 }
 
 func (s *Service) toAPIImage(ctx context.Context, im store.Image) (api.Image, error) {
-	u, hasUser := UserFrom(ctx)
+	u, hasUser := caller.From(ctx)
 	owner, _ := s.userName(im.Owner)
 	out := api.Image{Name: im.Name + ":" + im.Tag, Ref: images.Ref(owner, im.Name, im.Tag), Owner: owner, ID: im.ID, Size: im.Size,
 		Dockerfile: im.Dockerfile, ContextDigest: im.ContextDigest, Bases: im.Bases, Project: im.Project, Built: im.Built,
@@ -943,8 +944,8 @@ func humanBytes(n int64) string {
 // (read before any transaction: checkImages, within one, reads no store).
 func (s *Service) projectImages(ctx context.Context, spec *api.ProjectSpec) map[string]bool {
 	refs := map[string]bool{}
-	u, _ := UserFrom(ctx)
-	uname, err := s.userName(ownerID(ctx))
+	u, _ := caller.From(ctx)
+	uname, err := s.userName(caller.OwnerID(ctx))
 	if err != nil {
 		return refs
 	}
@@ -978,7 +979,7 @@ func (s *Service) planImages(ctx context.Context, spec api.ProjectSpec) []api.Ch
 	var out []api.Change
 	for _, im := range spec.Images {
 		addr := "image." + im.Name
-		cur, err := s.Store.GetImage(ownerID(ctx), im.Name, im.Tag)
+		cur, err := s.Store.GetImage(caller.OwnerID(ctx), im.Name, im.Tag)
 		if err != nil {
 			out = append(out, api.Change{Address: addr, Action: api.ActionCreate,
 				Attrs: []api.AttrChange{{Name: "tag", After: strconv.Quote(im.Tag)}, {Name: "context", After: strconv.Quote(im.Context)}}})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -21,14 +22,14 @@ func TestImagesWhoMayUse(t *testing.T) {
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	sam, _ := s.Store.CreateUser(store.User{Name: "sam", Role: store.RoleMember, Created: time.Now()})
-	asBoss, asMia, asSam := WithUser(ctx, boss), WithUser(ctx, mia), WithUser(ctx, sam)
+	asBoss, asMia, asSam := caller.With(ctx, boss), caller.With(ctx, mia), caller.With(ctx, sam)
 	for _, im := range []store.Image{{Owner: boss.ID, Name: "tools", Tag: "1", ID: "sha256:b0551111"}, {Owner: mia.ID, Name: "mine", Tag: "latest", ID: "sha256:3a3a2222"}} {
 		if err := s.Store.PutImage(im); err != nil {
 			t.Fatal(err)
 		}
 		drv.AddImage(s.imageRef(im))
 	}
-	base := func(u store.User, ref string) (string, error) { return s.buildBase(WithUser(ctx, u), u, ref) }
+	base := func(u store.User, ref string) (string, error) { return s.buildBase(caller.With(ctx, u), u, ref) }
 
 	// Bases: the server's images and the user's own; another's is refused
 	// with the list of what is allowed.
@@ -132,7 +133,7 @@ func TestImagesWhoMayUse(t *testing.T) {
 func TestProjectImages(t *testing.T) {
 	s, drv := newService(t)
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
-	ctx := WithUser(context.Background(), boss)
+	ctx := caller.With(context.Background(), boss)
 	spec := api.ProjectSpec{Project: "p", Images: []api.ImageSpec{{Name: "tools", Tag: "1", Context: ".", Dockerfile: "Dockerfile", ContextDigest: "sha256:aaa"}},
 		Boxes: []api.BoxSpec{{Name: "dev", Image: "tools:1"}}}
 	plan, err := s.PlanProject(ctx, api.PlanRequest{Spec: spec})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -83,7 +84,7 @@ func TestJobLogsPerUserBound(t *testing.T) {
 		name string
 		u    store.User
 	}{{"mbox", mia}, {"bbox", bob}} {
-		if _, err := s.CreateBox(WithUser(context.Background(), b.u), api.BoxPost{Name: b.name}); err != nil {
+		if _, err := s.CreateBox(caller.With(context.Background(), b.u), api.BoxPost{Name: b.name}); err != nil {
 			t.Fatal(err)
 		}
 	}

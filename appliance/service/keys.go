@@ -8,6 +8,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -26,7 +27,7 @@ func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 		name = ssh.FingerprintSHA256(pub)
 	}
 	k := store.SSHKey{Fingerprint: ssh.FingerprintSHA256(pub), Name: name,
-		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now(), Owner: ownerID(ctx)}
+		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now(), Owner: caller.OwnerID(ctx)}
 	if err := s.Store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
 		return api.Key{}, conflict("this key, or a key named %q, is already registered", name)
 	} else if err != nil {
@@ -37,7 +38,7 @@ func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 
 // Keys lists the user's registered keys.
 func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
-	ks, err := s.Store.SSHKeys(ownerID(ctx))
+	ks, err := s.Store.SSHKeys(caller.OwnerID(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +52,7 @@ func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
 
 // RemoveKey removes one of the user's keys by name or fingerprint.
 func (s *Service) RemoveKey(ctx context.Context, nameOrFingerprint string) error {
-	if err := s.Store.DeleteSSHKey(ownerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
+	if err := s.Store.DeleteSSHKey(caller.OwnerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
 		return notFound("key", nameOrFingerprint)
 	} else if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -22,7 +23,7 @@ func TestMemberLimits(t *testing.T) {
 		t.Fatal(err)
 	}
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
-	asMia, asBoss := WithUser(context.Background(), mia), WithUser(context.Background(), boss)
+	asMia, asBoss := caller.With(context.Background(), mia), caller.With(context.Background(), boss)
 	for _, n := range []string{"m1", "m2"} {
 		if _, err := s.CreateBox(asMia, api.BoxPost{Name: n}); err != nil {
 			t.Fatal(err)

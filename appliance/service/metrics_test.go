@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -34,7 +35,7 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asMia := WithUser(context.Background(), mia)
+	asMia := caller.With(context.Background(), mia)
 	ctx := context.Background()
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "web"}); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -24,7 +25,7 @@ func (s *Service) checkPolicy(ctx context.Context, tx *store.Tx, name string) er
 	}
 	var names []string
 	for _, p := range pols {
-		if !visible(ctx, p.Owner) {
+		if !caller.Visible(ctx, p.Owner) {
 			continue
 		}
 		if p.Name == name {
@@ -75,12 +76,12 @@ func (s *Service) ListPolicies(ctx context.Context) ([]api.Policy, error) {
 	}
 	out := []api.Policy{}
 	for _, p := range pols {
-		if !visible(ctx, p.Owner) {
+		if !caller.Visible(ctx, p.Owner) {
 			continue
 		}
 		ap := api.Policy{PolicySpec: api.PolicySpec{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs}, Project: p.Project}
 		for _, b := range boxes {
-			if b.Policy == p.Name && visible(ctx, b.Owner) {
+			if b.Policy == p.Name && caller.Visible(ctx, b.Owner) {
 				ap.UsedBy = append(ap.UsedBy, b.Name)
 			}
 		}
@@ -105,7 +106,7 @@ func (s *Service) CreatePolicy(ctx context.Context, p api.PolicyPost) (api.Polic
 				return conflict("a policy named %q already exists", p.Name)
 			}
 		}
-		return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: ownerID(ctx)})
+		return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: caller.OwnerID(ctx)})
 	})
 	if err != nil {
 		return api.Policy{}, err
@@ -126,7 +127,7 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 				found = &pols[i]
 			}
 		}
-		if found == nil || !visible(ctx, found.Owner) {
+		if found == nil || !caller.Visible(ctx, found.Owner) {
 			return notFound("policy", name)
 		}
 		if found.Project != "" {
@@ -186,7 +187,7 @@ func (s *Service) UpdatePolicy(ctx context.Context, p api.PolicySpec) (api.Polic
 			return err
 		}
 		for _, old := range pols {
-			if old.Name != p.Name || !visible(ctx, old.Owner) {
+			if old.Name != p.Name || !caller.Visible(ctx, old.Owner) {
 				continue
 			}
 			if old.Project != "" {

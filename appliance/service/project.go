@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -52,7 +53,7 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 	if st.Policies, err = from.ListPolicies(); err != nil {
 		return st, err
 	}
-	if st.Secrets, err = from.OwnSecrets(ownerID(ctx)); err != nil {
+	if st.Secrets, err = from.OwnSecrets(caller.OwnerID(ctx)); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -63,17 +64,17 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 // that the name is taken. After checkProjectOwner, which needs them.
 func maskForeign(ctx context.Context, st *project.State) {
 	for i := range st.Boxes {
-		if !visible(ctx, st.Boxes[i].Owner) {
+		if !caller.Visible(ctx, st.Boxes[i].Owner) {
 			st.Boxes[i].Project = project.Foreign
 		}
 	}
 	for i := range st.Drives {
-		if !visible(ctx, st.Drives[i].Owner) {
+		if !caller.Visible(ctx, st.Drives[i].Owner) {
 			st.Drives[i].Project = project.Foreign
 		}
 	}
 	for i := range st.Policies {
-		if !visible(ctx, st.Policies[i].Owner) {
+		if !caller.Visible(ctx, st.Policies[i].Owner) {
 			st.Policies[i].Project = project.Foreign
 		}
 	}
@@ -99,7 +100,7 @@ func checkProjectOwner(ctx context.Context, proj string, st project.State) error
 		}
 	}
 	for _, o := range owners {
-		if !visible(ctx, o) {
+		if !caller.Visible(ctx, o) {
 			return conflict("project %q belongs to another user", proj)
 		}
 	}
@@ -225,7 +226,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if err := s.checkImages(ctx, spec, plan, refs, true); err != nil {
 			return err
 		}
-		if err := s.writePlan(tx, spec, plan, ownerID(ctx)); err != nil {
+		if err := s.writePlan(tx, spec, plan, caller.OwnerID(ctx)); err != nil {
 			return err
 		}
 		return s.recordApply(ctx, tx, req.PlanRequest, st.Serial+1)

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -16,7 +17,7 @@ func (s *Service) recordApply(ctx context.Context, tx *store.Tx, req api.PlanReq
 	if req.Destroy {
 		return tx.DeleteProject(req.Spec.Project)
 	}
-	u, _ := UserFrom(ctx)
+	u, _ := caller.From(ctx)
 	by := u.Name
 	if by == "" {
 		by = "paddockd"
@@ -25,7 +26,7 @@ func (s *Service) recordApply(ctx context.Context, tx *store.Tx, req api.PlanReq
 	if err != nil {
 		return err
 	}
-	return tx.PutProject(store.Project{Name: req.Spec.Project, Owner: ownerID(ctx), Request: string(raw), Applied: s.now(), AppliedBy: by, Serial: serial})
+	return tx.PutProject(store.Project{Name: req.Spec.Project, Owner: caller.OwnerID(ctx), Request: string(raw), Applied: s.now(), AppliedBy: by, Serial: serial})
 }
 
 // Projects lists the Boxfile projects the user of ctx sees: each with its
@@ -51,23 +52,23 @@ func (s *Service) Projects(ctx context.Context) ([]api.Project, error) {
 		return p
 	}
 	for _, b := range st.Boxes {
-		if b.Project != "" && visible(ctx, b.Owner) {
+		if b.Project != "" && caller.Visible(ctx, b.Owner) {
 			get(b.Project).Boxes = append(get(b.Project).Boxes, b.Name)
 		}
 	}
 	for _, d := range st.Drives {
-		if d.Project != "" && visible(ctx, d.Owner) {
+		if d.Project != "" && caller.Visible(ctx, d.Owner) {
 			get(d.Project).Drives = append(get(d.Project).Drives, d.Name)
 		}
 	}
 	for _, p := range st.Policies {
-		if p.Project != "" && visible(ctx, p.Owner) {
+		if p.Project != "" && caller.Visible(ctx, p.Owner) {
 			get(p.Project).Policies = append(get(p.Project).Policies, p.Name)
 		}
 	}
 	names := s.ownerNames()
 	for _, r := range recs {
-		if !visible(ctx, r.Owner) {
+		if !caller.Visible(ctx, r.Owner) {
 			continue
 		}
 		p := get(r.Name)

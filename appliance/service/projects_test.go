@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -14,7 +15,7 @@ import (
 // nothing after a destroy, which forgets the project.
 func TestProjectsDrift(t *testing.T) {
 	s, _ := newService(t)
-	ctx := WithUser(context.Background(), store.User{ID: 1, Name: "olga", Role: store.RoleOwner})
+	ctx := caller.With(context.Background(), store.User{ID: 1, Name: "olga", Role: store.RoleOwner})
 	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "shop", Boxes: []api.BoxSpec{{Name: "web"}}}}
 	p, err := s.PlanProject(ctx, req)
 	if err != nil {
@@ -40,7 +41,7 @@ func TestProjectsDrift(t *testing.T) {
 		t.Fatalf("after a policy change outside the Boxfile, drift %+v", ps)
 	}
 	// A member sees nothing of it.
-	if mine, err := s.Projects(WithUser(context.Background(), store.User{ID: 2, Name: "mia", Role: store.RoleMember})); err != nil || len(mine) != 0 {
+	if mine, err := s.Projects(caller.With(context.Background(), store.User{ID: 2, Name: "mia", Role: store.RoleMember})); err != nil || len(mine) != 0 {
 		t.Fatalf("a member sees %+v %v", mine, err)
 	}
 	req.Destroy = true

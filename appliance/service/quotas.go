@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -259,7 +260,7 @@ func (s *Service) Quota(ctx context.Context, name string) (api.UserQuota, error)
 // quotaUser is the user a quota request is about: "" is the caller; a
 // member asking of another is told there is no such user.
 func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error) {
-	me, ok := UserFrom(ctx)
+	me, ok := caller.From(ctx)
 	if name == "" {
 		if !ok {
 			return store.User{}, api.Invalid("user", "name the user")

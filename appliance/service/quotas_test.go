@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -21,7 +22,7 @@ func TestQuotas(t *testing.T) {
 	s.Cfg.Limits = configLimits(3, 3)
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
-	asMia, asBoss := WithUser(context.Background(), mia), WithUser(context.Background(), boss)
+	asMia, asBoss := caller.With(context.Background(), mia), caller.With(context.Background(), boss)
 	one, small := 1, []string{"small"}
 
 	if _, err := s.SetQuota(asMia, "mia", api.QuotaPut{Boxes: &one}); !isForbidden(err) {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -19,7 +20,7 @@ func TestAdminRole(t *testing.T) {
 	boss, _ := s.Store.CreateUser(store.User{Name: "boss", Role: store.RoleOwner, Created: time.Now()})
 	ada, _ := s.Store.CreateUser(store.User{Name: "ada", Role: store.RoleAdmin, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
-	asBoss, asAda, asMia := WithUser(context.Background(), boss), WithUser(context.Background(), ada), WithUser(context.Background(), mia)
+	asBoss, asAda, asMia := caller.With(context.Background(), boss), caller.With(context.Background(), ada), caller.With(context.Background(), mia)
 
 	if _, err := s.CreateBox(asMia, api.BoxPost{Name: "miabox"}); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -155,7 +156,7 @@ func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
 func (s *Service) Reconcile(ctx context.Context) (reconcile.Result, error) {
 	res, err := s.Rec.Run(ctx)
 	res = withoutPool(res)
-	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
+	if u, ok := caller.From(ctx); ok && !u.SeesAll() {
 		out := reconcile.Result{Errors: map[string]error{}}
 		for _, c := range res.Changes {
 			if s.sees(u, c) {

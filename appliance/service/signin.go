@@ -7,6 +7,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -29,7 +30,7 @@ type signIn struct {
 // SignInLink makes a single-use link token that gives a browser a session
 // as the user of ctx and then sends it to next (a path on this server).
 func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Time, error) {
-	u, ok := UserFrom(ctx)
+	u, ok := caller.From(ctx)
 	if !ok {
 		return "", time.Time{}, &api.Error{Code: api.CodeUnauthorized, Message: "a sign-in link is for a user"}
 	}

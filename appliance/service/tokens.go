@@ -9,6 +9,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -18,7 +19,7 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 	if err := api.ValidName("token", name); err != nil {
 		return api.TokenCreated{}, err
 	}
-	ts, err := s.Store.Tokens(ownerID(ctx), store.TokenAPI)
+	ts, err := s.Store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
 	if err != nil {
 		return api.TokenCreated{}, err
 	}
@@ -31,7 +32,7 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 		return api.TokenCreated{}, err
 	}
 	tok, hash := auth.NewToken()
-	if err := s.Store.AddToken(store.Token{Hash: hash, Name: name, UserID: ownerID(ctx), Kind: store.TokenAPI, Created: s.now()}); err != nil {
+	if err := s.Store.AddToken(store.Token{Hash: hash, Name: name, UserID: caller.OwnerID(ctx), Kind: store.TokenAPI, Created: s.now()}); err != nil {
 		return api.TokenCreated{}, err
 	}
 	return api.TokenCreated{Name: name, Token: tok}, nil
@@ -39,7 +40,7 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 
 // Tokens lists the user's API tokens by name (never their values).
 func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
-	ts, err := s.Store.Tokens(ownerID(ctx), store.TokenAPI)
+	ts, err := s.Store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +54,7 @@ func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
 // RevokeToken deletes one of the user's tokens; requests with it fail
 // from then on.
 func (s *Service) RevokeToken(ctx context.Context, name string) error {
-	if err := s.Store.DeleteToken(ownerID(ctx), name); errors.Is(err, store.ErrNotFound) {
+	if err := s.Store.DeleteToken(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
 		return notFound("token", name)
 	} else if err != nil {
 		return err
@@ -92,7 +93,7 @@ func (s *Service) mint(ctx context.Context, kind string) error {
 	s.mints.once.Do(func() {
 		s.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}
 	})
-	if ok, wait := s.mints.l.Allow(fmt.Sprint(kind, ":", ownerID(ctx))); !ok {
+	if ok, wait := s.mints.l.Allow(fmt.Sprint(kind, ":", caller.OwnerID(ctx))); !ok {
 		return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you made %d %s within the hour, the most a user may: the next in %s", MintsPerHour, kind, wait.Round(time.Second))}
 	}
 	return nil

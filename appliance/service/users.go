@@ -11,58 +11,12 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// Users and what they may touch.
-//
-//   - The owner (made by the one-time setup link, or "local" in local
-//     mode) sees and changes everything, invites and removes users.
-//   - A member sees and touches only the boxes, drives, policies, jobs,
-//     tokens and SSH keys that are theirs. Another user's box is "not
-//     found" to them, not "forbidden". Names are one namespace, though:
-//     creating a box, drive or policy under a name another user has is
-//     refused as taken.
-//   - Agent secrets belong to a user: a box's prompts get its owner's,
-//     and nobody reads them back. An owner may share one; members' boxes
-//     without their own of that name then get it (and can read it there).
-//   - SSH keys are a user's: several users may register one public key,
-//     and each reaches their own boxes with it.
-//   - Objects made before there were users (owner id 0) are the owner's.
-
-type userKey struct{}
-
-// WithUser returns a context that acts as u.
-func WithUser(ctx context.Context, u store.User) context.Context {
-	return context.WithValue(ctx, userKey{}, u)
-}
-
-// UserFrom returns the user a context acts as; ok is false for the
-// daemon's own work (the TTL timer, the reconcile loop), which sees all.
-func UserFrom(ctx context.Context) (store.User, bool) {
-	u, ok := ctx.Value(userKey{}).(store.User)
-	return u, ok
-}
-
-// Sees reports whether u may see and touch an object owned by owner.
-func Sees(u store.User, owner int64) bool {
-	return u.SeesAll() || u.ID == owner
-}
-
-// visible is Sees for the user of ctx (the daemon sees all).
-func visible(ctx context.Context, owner int64) bool {
-	u, ok := UserFrom(ctx)
-	return !ok || Sees(u, owner)
-}
-
-// ownerID is the id new objects made in ctx belong to.
-func ownerID(ctx context.Context) int64 {
-	u, _ := UserFrom(ctx)
-	return u.ID
-}
-
 func requireOwner(ctx context.Context, what string) error {
-	if u, ok := UserFrom(ctx); ok && u.Role != store.RoleOwner {
+	if u, ok := caller.From(ctx); ok && u.Role != store.RoleOwner {
 		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
 	}
 	return nil
@@ -70,7 +24,7 @@ func requireOwner(ctx context.Context, what string) error {
 
 // requireAdmin refuses all but owners and admins.
 func requireAdmin(ctx context.Context, what string) error {
-	if u, ok := UserFrom(ctx); ok && !u.SeesAll() {
+	if u, ok := caller.From(ctx); ok && !u.SeesAll() {
 		return &api.Error{Code: api.CodeForbidden, Message: "only the owner or an admin may " + what}
 	}
 	return nil
@@ -259,7 +213,7 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 	}
 	out := []api.User{}
 	for _, u := range us {
-		if visible(ctx, u.ID) {
+		if caller.Visible(ctx, u.ID) {
 			l := byUser[u.ID]
 			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created, SSO: l.Provider, Email: l.Email})
 		}
@@ -285,7 +239,7 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 			return err
 		}
 	}
-	if me, ok := UserFrom(ctx); ok && me.ID == u.ID {
+	if me, ok := caller.From(ctx); ok && me.ID == u.ID {
 		return conflict("you cannot remove yourself")
 	}
 	return s.Store.DeleteUser(u.ID)
@@ -412,7 +366,7 @@ func (s *Service) DeviceInfo(code string) (DeviceRequest, error) {
 // DeviceApprove gives the device login with a user code a new API token
 // of the user of ctx (approve false denies it).
 func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) error {
-	u, ok := UserFrom(ctx)
+	u, ok := caller.From(ctx)
 	if !ok {
 		return errors.New("device approval needs a user")
 	}

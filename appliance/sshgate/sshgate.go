@@ -30,6 +30,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -130,7 +131,7 @@ func (g *Gateway) allowed(box, fingerprint string) (string, string, error) {
 		}
 		// Its owner's, or a member's of it (a viewer reads, and a shell
 		// is work).
-		if a, err := service.AccessFor(g.Store, u, b); err == nil && service.AccessRank(a) >= service.AccessRank(service.AccessMember) {
+		if a, err := caller.AccessFor(g.Store, u, b); err == nil && caller.AccessRank(a) >= caller.AccessRank(caller.AccessMember) {
 			return k.Name, u.Name, nil
 		}
 	}
