@@ -32,7 +32,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
@@ -257,6 +256,9 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 		}
 	}
 	rec.Forget = svc.ForgetBox
+	// The capabilities, before the first reconcile: what they keep of a
+	// box goes with it from the start.
+	caps := server.Capabilities(svc)
 	rec.Yield = svc.Fore.Busy
 	rec.Restoring = svc.DriveRestoring
 	if err := svc.AttachAll(); err != nil {
@@ -342,7 +344,7 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 			Main: net.JoinHostPort(host, port), Dial: svc.DialBox, Use: svc.Use}
 	}
 	srv := apiServer((&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
-		Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages, URL: PublicURL(cfg), Preview: prev,
+		Capabilities: caps, Pages: pages, URL: PublicURL(cfg), Preview: prev,
 		CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(), log)
 	var listeners []net.Listener
 	if cfg.Socket != "" {

@@ -1,14 +1,24 @@
-// Package desktop lets a browser see and use a box's desktop: a page with
-// the noVNC client (bundled, MPL-2.0) and a websocket that paddockd bridges
-// to the VNC server inside the box. The VNC server listens on the box's
-// loopback only; the bridge is a command run in the box (nc to 127.0.0.1
-// port 5901), so no VNC port is ever reachable on a network.
+// Package desktop is a box's desktop, whole: a browser's view of it, its
+// screenshots and the gallery the server keeps of them, with their API
+// routes.
+//
+// The view is a page with the noVNC client (bundled, MPL-2.0) and a
+// websocket that paddockd bridges to the VNC server inside the box. The
+// VNC server listens on the box's loopback only; the bridge is a command
+// run in the box (nc to 127.0.0.1 port 5901), so no VNC port is ever
+// reachable on a network.
 //
 // A browser cannot send the API token, so the page and its websocket are
 // opened with a ticket: a caller with a token asks for one (POST
 // /v1/boxes/NAME/desktop); it names one box, is good for two minutes and
 // for one websocket. A viewer of a shared box gets a view-only ticket: the
 // bridge parses what their client sends and drops its input (rfb.go).
+//
+// A screenshot is ImageMagick's import run in the box (a few at a time,
+// server-wide); the gallery keeps a box's newest KeptScreenshots under
+// the state directory, by the box's id, and goes with the box
+// (shots.go). Computer use (package computer) has its own, scaled,
+// screenshots in its answers.
 package desktop
 
 import (
@@ -29,8 +39,9 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/route"
-	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 //go:embed novnc page.html app.js
@@ -41,16 +52,40 @@ var page = template.Must(template.ParseFS(files, "page.html"))
 // TicketTTL is how long a ticket may wait for its websocket.
 const TicketTTL = 2 * time.Minute
 
-// VNCPort is the VNC server's port on the box's loopback.
-const VNCPort = service.VNCPort
+// Core is what the desktop needs of paddockd's core (package service's
+// Service has it): the caller's access to a box, the box in use while it
+// is looked at (a sleeping one wakes), the box as it runs with its
+// desktop, a command in it, and a say in what goes with a removed box.
+type Core interface {
+	AccessOf(ctx context.Context, box string) (string, error)
+	Use(ctx context.Context, box string) (done func(), woke bool, err error)
+	DesktopBox(name string) error
+	LookBox(name string) (b store.Box, ok bool, err error)
+	RunningBox(name string) (store.Box, error)
+	CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, error)
+	RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (int, error)
+	KeepsOfBox(what string, forget func(t store.Tombstone))
+}
 
-// Proxy serves the desktop page, noVNC and the websocket bridge.
-type Proxy struct {
-	Svc *service.Service
-	Log *slog.Logger
+// Desktop serves box desktops: the API's routes, the page, noVNC and
+// the websocket bridge.
+type Desktop struct {
+	Core Core
+	Log  *slog.Logger
+	// Dir holds the galleries, one folder per box.
+	Dir string
 
 	mu      sync.Mutex
 	tickets map[string]ticket
+	slots   chan struct{} // screenshots under way
+}
+
+// New is the desktop over core, keeping its galleries in dir. It tells
+// core that a removed box's gallery goes with it.
+func New(core Core, log *slog.Logger, dir string) *Desktop {
+	d := &Desktop{Core: core, Log: log, Dir: dir, slots: make(chan struct{}, MaxScreenshots)}
+	core.KeepsOfBox("screenshots", d.forget)
+	return d
 }
 
 type ticket struct {
@@ -62,37 +97,37 @@ type ticket struct {
 
 // Ticket makes a single-use ticket for a box's desktop: a view-only one
 // for a viewer of the box.
-func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, error) {
-	access, err := p.Svc.AccessOf(ctx, box)
+func (d *Desktop) Ticket(ctx context.Context, box string) (api.DesktopTicket, error) {
+	access, err := d.Core.AccessOf(ctx, box)
 	if err != nil {
 		return api.DesktopTicket{}, err
 	}
 	viewOnly := caller.AccessRank(access) < caller.AccessRank(caller.AccessMember)
 	// Opening a desktop is a use: a sleeping box wakes.
-	used, _, err := p.Svc.Use(ctx, box)
+	used, _, err := d.Core.Use(ctx, box)
 	if err != nil {
 		return api.DesktopTicket{}, err
 	}
 	used()
-	if err := p.Svc.DesktopBox(box); err != nil {
+	if err := d.Core.DesktopBox(box); err != nil {
 		return api.DesktopTicket{}, err
 	}
 	b := make([]byte, 24)
 	rand.Read(b)
 	t := hex.EncodeToString(b)
 	exp := time.Now().Add(TicketTTL)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.tickets == nil {
-		p.tickets = map[string]ticket{}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tickets == nil {
+		d.tickets = map[string]ticket{}
 	}
-	for k, v := range p.tickets {
+	for k, v := range d.tickets {
 		if time.Now().After(v.expires) {
-			delete(p.tickets, k)
+			delete(d.tickets, k)
 		}
 	}
 	u, _ := caller.From(ctx)
-	p.tickets[t] = ticket{box: box, user: u.Name, expires: exp, viewOnly: viewOnly}
+	d.tickets[t] = ticket{box: box, user: u.Name, expires: exp, viewOnly: viewOnly}
 	path := "/desktop/" + box + "/#ticket=" + t
 	if viewOnly {
 		path += "&view=1"
@@ -101,21 +136,21 @@ func (p *Proxy) Ticket(ctx context.Context, box string) (api.DesktopTicket, erro
 }
 
 // take consumes a ticket for a box: the ticket, and whether it was good.
-func (p *Proxy) take(t, box string) (ticket, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	v, ok := p.tickets[t]
-	delete(p.tickets, t)
+func (d *Desktop) take(t, box string) (ticket, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	v, ok := d.tickets[t]
+	delete(d.tickets, t)
 	return v, ok && v.box == box && time.Now().Before(v.expires)
 }
 
-// Routes adds the page, the noVNC files and the websocket to mux. They are
-// outside /v1: the ticket, not a token, opens them.
+// Pages adds the page, the noVNC files and the websocket to the table.
+// They are outside /v1: the ticket, not a token, opens them.
 //
 // The desktop page itself is a shell that any browser gets (it holds the
 // box name from its address and nothing else); its websocket needs the
 // ticket that the API's desktop route gives the box's owner.
-func (p *Proxy) Routes(t *route.Table) {
+func (d *Desktop) Pages(t *route.Table) {
 	sub, _ := fs.Sub(files, "novnc")
 	t.Add("GET /novnc/", route.Public, http.StripPrefix("/novnc/", http.FileServer(http.FS(sub))))
 	t.AddFunc("GET /desktop-app.js", route.Public, func(w http.ResponseWriter, r *http.Request) {
@@ -130,12 +165,12 @@ func (p *Proxy) Routes(t *route.Table) {
 		w.Header().Set("Referrer-Policy", "no-referrer")
 		page.Execute(w, struct{ Box string }{r.PathValue("box")})
 	})
-	t.AddFunc("GET /desktop/{box}/ws", route.Ticket, p.serveWS)
+	t.AddFunc("GET /desktop/{box}/ws", route.Ticket, d.serveWS)
 }
 
-func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
+func (d *Desktop) serveWS(w http.ResponseWriter, r *http.Request) {
 	box := r.PathValue("box")
-	tk, ok := p.take(r.URL.Query().Get("ticket"), box)
+	tk, ok := d.take(r.URL.Query().Get("ticket"), box)
 	rec := audit.From(r.Context())
 	rec.Who(tk.user, "desktop ticket")
 	if !ok {
@@ -144,13 +179,18 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A viewer is a use of the box while it is connected.
-	used, _, err := p.Svc.Use(r.Context(), box)
+	used, _, err := d.Core.Use(r.Context(), box)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
 	}
 	defer used()
-	spec, err := p.Svc.CheckExec(box, api.ExecPost{Cmd: []string{"nc", "127.0.0.1", VNCPort}})
+	b, err := d.Core.RunningBox(box)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusConflict)
+		return
+	}
+	spec, err := d.Core.CheckExecIn(b, api.ExecPost{Cmd: []string{"nc", "127.0.0.1", driver.VNCPort}})
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusConflict)
 		return
@@ -169,9 +209,10 @@ func (p *Proxy) serveWS(w http.ResponseWriter, r *http.Request) {
 		rec.Note("view_only", true)
 		in = newViewOnly(conn)
 	}
-	_, err = p.Svc.Exec(ctx, box, spec, service.ExecIO{Stdin: in, Stdout: conn})
+	spec.Stdin, spec.Stdout = in, conn
+	_, err = d.Core.RunIn(ctx, b, spec)
 	if err != nil && ctx.Err() == nil {
-		p.Log.Warn("desktop bridge", "box", box, "err", err)
+		d.Log.Warn("desktop bridge", "box", box, "err", err)
 	}
 	c.Close(websocket.StatusNormalClosure, "")
 }

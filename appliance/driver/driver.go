@@ -26,6 +26,10 @@ import (
 // Display is the X display of a box's desktop (BoxSpec.Desktop).
 const Display = ":1"
 
+// VNCPort is the desktop's VNC server's port, on the box's loopback
+// (display :1).
+const VNCPort = "5901"
+
 // ErrNotFound is returned when a box, volume or snapshot does not exist.
 var ErrNotFound = errors.New("not found in the engine")
 

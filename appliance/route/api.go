@@ -29,6 +29,13 @@ type Capability interface {
 	Routes(api API)
 }
 
+// Pages is a capability that also serves routes outside the API (/v1):
+// pages, files, websockets, each registered on the table with who may
+// call it.
+type Pages interface {
+	Pages(t *Table)
+}
+
 // WriteJSON answers v as JSON with status code.
 func WriteJSON(w http.ResponseWriter, code int, v any) error {
 	w.Header().Set("Content-Type", "application/json")

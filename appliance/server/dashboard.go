@@ -284,32 +284,3 @@ func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
 	}
 	return route.WriteJSON(w, http.StatusOK, ps)
 }
-
-// takeScreenshot takes a screenshot and keeps it in the box's gallery.
-func (s *Server) takeScreenshot(w http.ResponseWriter, r *http.Request) error {
-	sh, err := s.Svc.TakeScreenshot(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, sh)
-}
-
-func (s *Server) listScreenshots(w http.ResponseWriter, r *http.Request) error {
-	shots, err := s.Svc.Screenshots(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, shots)
-}
-
-func (s *Server) getScreenshot(w http.ResponseWriter, r *http.Request) error {
-	p, err := s.Svc.ScreenshotFile(r.PathValue("name"), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "image/png")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set("Cache-Control", "private, max-age=86400, immutable")
-	http.ServeFile(w, r, p)
-	return nil
-}

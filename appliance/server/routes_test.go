@@ -20,7 +20,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -36,7 +35,6 @@ func wired(t *testing.T) (*httptest.Server, *Server, *service.Service) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pages := dashboard.New(svc, svc.Store, log, "", false)
 	srv := &Server{Svc: svc, Store: svc.Store, Log: log, Name: "test", Pages: pages,
-		Desktop: &desktop.Proxy{Svc: svc, Log: log},
 		Preview: &preview.Handler{Store: svc.Store, Pages: pages, Hostname: "pd.test", Scheme: "http"},
 		CLI:     &clients.Handler{Dir: t.TempDir()}}
 	full := httptest.NewServer(srv.Handler())

@@ -23,6 +23,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -56,8 +57,6 @@ type Server struct {
 	// whoami.
 	SSHPort    int
 	SSHHostKey string
-	// Desktop serves box desktops to browsers (nil: none).
-	Desktop *desktop.Proxy
 	// Pages are the browser pages (setup, login, device approval).
 	Pages *dashboard.Pages
 	// URL is the server's public base URL for links it hands out.
@@ -98,7 +97,8 @@ func (f apiFunc) Handle(pattern string, h route.Handler) { f(pattern, h) }
 // Capabilities are the parts of paddockd that register their own API
 // routes, over the core svc (each a folder of its own).
 func Capabilities(svc *service.Service) []route.Capability {
-	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc)}
+	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc),
+		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots"))}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -154,10 +154,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
-	add("GET "+p+"/boxes/{name}/screenshot", s.screenshot)
-	add("POST "+p+"/boxes/{name}/screenshots", s.takeScreenshot)
-	add("GET "+p+"/boxes/{name}/screenshots", s.listScreenshots)
-	add("GET "+p+"/boxes/{name}/screenshots/{id}", s.getScreenshot)
 	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
 	add("GET "+p+"/agents", s.agents)
 	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
@@ -223,10 +219,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/policies", s.createPolicy)
 	add("PUT "+p+"/policies/{name}", s.updatePolicy)
 	add("DELETE "+p+"/policies/{name}", s.removePolicy)
-	if s.Desktop != nil {
-		add("POST "+p+"/boxes/{name}/desktop", s.desktopTicket)
-		s.Desktop.Routes(mux)
-	}
 	add("GET "+p+"/audit", s.auditLog)
 	add("GET "+p+"/audit/verify", s.verifyAudit)
 	if s.Capabilities == nil {
@@ -234,6 +226,9 @@ func (s *Server) Handler() http.Handler {
 	}
 	for _, c := range s.Capabilities {
 		c.Routes(apiFunc(add))
+		if pg, ok := c.(route.Pages); ok {
+			pg.Pages(mux)
+		}
 	}
 	mux.Add("/", route.Token, s.authed(func(w http.ResponseWriter, r *http.Request) error {
 		return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no route %s %s", r.Method, r.URL.Path)}
@@ -900,17 +895,6 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) screenshot(w http.ResponseWriter, r *http.Request) error {
-	png, err := s.Svc.Screenshot(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "image/png")
-	w.WriteHeader(http.StatusOK)
-	_, err = w.Write(png)
-	return err
-}
-
 func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
 	var p api.PromptPost
 	if err := route.Decode(r, &p); err != nil {
@@ -1130,14 +1114,6 @@ func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func (s *Server) desktopTicket(w http.ResponseWriter, r *http.Request) error {
-	t, err := s.Desktop.Ticket(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, t)
 }
 
 func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {

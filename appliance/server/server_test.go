@@ -23,7 +23,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -53,7 +52,7 @@ func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background(), Sealer: sealer,
 		Audit: &service.Auditor{Key: audit.Key("a key of thirty-two bytes, for t")}}
 	pages := dashboard.New(svc, st, log, "", false)
-	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Desktop: &desktop.Proxy{Svc: svc, Log: log}, Pages: pages}).Handler())
+	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Pages: pages}).Handler())
 	t.Cleanup(ts.Close)
 	return ts, svc, dir
 }

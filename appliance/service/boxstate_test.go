@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -27,6 +28,9 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 		seen  func(t *testing.T, s *Service, box string) int
 		files func(s *Service) []string
 	}
+	// The desktop keeps its gallery here (KeepsOfBox); each run makes its
+	// own over its own service.
+	var dk *desktop.Desktop
 	items := map[string]item{
 		"job logs": {
 			make: func(t *testing.T, s *Service, box string) {
@@ -83,12 +87,12 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 		},
 		"screenshots": {
 			make: func(t *testing.T, s *Service, box string) {
-				if _, err := s.TakeScreenshot(ctx, box); err != nil {
+				if _, err := dk.TakeScreenshot(ctx, box); err != nil {
 					t.Fatal(err)
 				}
 			},
 			seen: func(t *testing.T, s *Service, box string) int {
-				shots, err := s.Screenshots(box)
+				shots, err := dk.Screenshots(box)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -100,9 +104,16 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 			},
 		},
 	}
-	for _, st := range boxState {
-		if _, ok := items[st.What]; !ok {
-			t.Fatalf("per-box state %q has no line in this test", st.What)
+	lines := func(t *testing.T, s *Service) {
+		for _, st := range boxState {
+			if _, ok := items[st.What]; !ok {
+				t.Fatalf("per-box state %q has no line in this test", st.What)
+			}
+		}
+		for _, k := range s.keptOfBox() {
+			if _, ok := items[k.What]; !ok {
+				t.Fatalf("per-box state %q (a capability's) has no line in this test", k.What)
+			}
 		}
 	}
 	spec := func(boxes ...api.BoxSpec) api.PlanRequest {
@@ -130,6 +141,8 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 		t.Run(path.name, func(t *testing.T) {
 			s, drv := newService(t)
 			s.Rec.Forget = s.ForgetBox
+			dk = desktop.New(s, s.Log, filepath.Join(s.Cfg.StateDir, "screenshots"))
+			lines(t, s)
 			drv.ExecFunc = func(_ string, spec driver.ExecSpec) (int, error) {
 				if spec.Stdout != nil {
 					spec.Stdout.Write(append(append([]byte{}, pngMagic...), "output"...))
@@ -164,3 +177,5 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 		})
 	}
 }
+
+var pngMagic = []byte("\x89PNG\r\n\x1a\n")

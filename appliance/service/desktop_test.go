@@ -2,12 +2,9 @@ package service
 
 import (
 	"context"
-	"errors"
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
-	"github.com/paddock-dev/paddock/appliance/driver"
-	"github.com/paddock-dev/paddock/appliance/driver/fake"
 )
 
 // New boxes have a desktop unless they say otherwise or the server's
@@ -42,54 +39,5 @@ func TestDesktopDefault(t *testing.T) {
 	p, err := s.PlanProject(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{{Name: "pb"}, {Name: "pn", Desktop: &no}}}})
 	if err != nil || len(p.Changes) != 0 {
 		t.Fatalf("second plan: %+v %v", p.Changes, err)
-	}
-}
-
-// blockingExec is the fake engine with an Exec that waits to be let go.
-type blockingExec struct {
-	*fake.Driver
-	started chan struct{}
-	release chan struct{}
-}
-
-func (d *blockingExec) Exec(ctx context.Context, name string, spec driver.ExecSpec) (int, error) {
-	d.started <- struct{}{}
-	<-d.release
-	spec.Stdout.Write(pngMagic)
-	return 0, nil
-}
-
-// At most MaxScreenshots run at once; one more is refused with "too
-// many", and once one ends another may start.
-func TestScreenshotsBounded(t *testing.T) {
-	s, drv := newService(t)
-	ctx := context.Background()
-	yes := true
-	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "d", Desktop: &yes}); err != nil {
-		t.Fatal(err)
-	}
-	be := &blockingExec{Driver: drv, started: make(chan struct{}, 10), release: make(chan struct{})}
-	s.Driver = be
-	done := make(chan error, MaxScreenshots+1)
-	for i := 0; i < MaxScreenshots; i++ {
-		go func() { _, err := s.Screenshot(ctx, "d"); done <- err }()
-		<-be.started
-	}
-	_, err := s.Screenshot(ctx, "d")
-	var ae *api.Error
-	if !errors.As(err, &ae) || ae.Code != api.CodeTooMany {
-		t.Fatalf("a screenshot beyond the bound: %v", err)
-	}
-	be.release <- struct{}{}
-	if err := <-done; err != nil {
-		t.Fatal(err)
-	}
-	go func() { _, err := s.Screenshot(ctx, "d"); done <- err }()
-	<-be.started
-	close(be.release)
-	for i := 0; i < MaxScreenshots; i++ {
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
 	}
 }

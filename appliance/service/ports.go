@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
 // BoxPorts lists the TCP ports something listens on in a running box
@@ -34,7 +35,7 @@ func (s *Service) BoxPorts(ctx context.Context, name string) ([]api.Port, error)
 	for _, p := range ListeningPorts(out) {
 		// Not the user's: the engine's resolver for the box, and the
 		// desktop's VNC server (reached by the desktop page).
-		if p.Address == dockerDNS || (p.Address == "127.0.0.1" && strconv.Itoa(p.Port) == VNCPort) {
+		if p.Address == dockerDNS || (p.Address == "127.0.0.1" && strconv.Itoa(p.Port) == driver.VNCPort) {
 			continue
 		}
 		if a, err := netip.ParseAddr(p.Address); err == nil && a.IsLoopback() && b.Node == "" {

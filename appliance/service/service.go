@@ -74,13 +74,11 @@ type Service struct {
 	// (one per change and audience, however many streams watch).
 	viewsRead atomic.Int64
 
-	shotOnce  sync.Once
-	shotSlots chan struct{} // screenshots under way
-	builds    builds        // the users whose image build runs (images.go)
+	builds builds // the users whose image build runs (images.go)
 
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live, restoring, diskGrace, coldPool and uses
+	memMu   sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
 	live    map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
@@ -91,7 +89,9 @@ type Service struct {
 	coldPool map[string]bool
 	jobs     map[string]*runningJob // running jobs (jobs.go)
 	// uses is each box's use, for its idle stop (idle.go).
-	uses   map[string]*boxUse
+	uses map[string]*boxUse
+	// kept is what capabilities keep of boxes (KeepsOfBox).
+	kept   []keptOfBox
 	wakeMu sync.Mutex // one wake at a time
 	// SSO are the single sign-on providers (nil: none); SSOKey seals
 	// their refresh tokens in the store (sso.go).

@@ -117,7 +117,7 @@ func TestTopLevelLayout(t *testing.T) {
 // A capability (a folder of its own that registers its API routes, as
 // server.Capabilities lists them) stands on the core below it, never on
 // another capability, the core's god object (package service) or a view
-// (server, dashboard, preview, mcpserver, sshgate, desktop, client):
+// (server, dashboard, preview, mcpserver, sshgate, client):
 // what it needs of the core it names in an interface of its own.
 func TestCapabilitiesStandOnTheCoreOnly(t *testing.T) {
 	caps := server.Capabilities(&service.Service{})
@@ -129,7 +129,7 @@ func TestCapabilitiesStandOnTheCoreOnly(t *testing.T) {
 		mine[reflect.TypeOf(c).Elem().PkgPath()] = true
 	}
 	const app = "github.com/paddock-dev/paddock/appliance/"
-	views := []string{"service", "server", "dashboard", "preview", "mcpserver", "sshgate", "desktop", "client", "daemon"}
+	views := []string{"service", "server", "dashboard", "preview", "mcpserver", "sshgate", "client", "daemon"}
 	for pkg := range mine {
 		for _, imp := range goList(t, "-f", "{{join .Imports \"\\n\"}}", pkg) {
 			if imp != pkg && mine[imp] {
