@@ -93,25 +93,7 @@ func (s *Service) ListPolicies(ctx context.Context) ([]api.Policy, error) {
 
 // CreatePolicy declares a named policy outside any Boxfile.
 func (s *Service) CreatePolicy(ctx context.Context, p api.PolicyPost) (api.Policy, error) {
-	if err := api.ValidateProject(api.ProjectSpec{Policies: []api.PolicySpec{p}}); err != nil {
-		return api.Policy{}, err
-	}
-	err := s.Store.Declare(func(tx *store.Tx) error {
-		pols, err := tx.ListPolicies()
-		if err != nil {
-			return err
-		}
-		for _, old := range pols {
-			if old.Name == p.Name {
-				return conflict("a policy named %q already exists", p.Name)
-			}
-		}
-		return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: caller.OwnerID(ctx)})
-	})
-	if err != nil {
-		return api.Policy{}, err
-	}
-	return api.Policy{PolicySpec: p}, nil
+	return s.putPolicy(ctx, p, true)
 }
 
 // RemovePolicy removes a named policy that no box uses and no Boxfile owns.
@@ -178,6 +160,12 @@ func (s *Service) PolicyReport(name string) (api.PolicyReport, error) {
 // A Boxfile's policy is changed in its Boxfile, so that the next apply
 // does not undo the change.
 func (s *Service) UpdatePolicy(ctx context.Context, p api.PolicySpec) (api.Policy, error) {
+	return s.putPolicy(ctx, p, false)
+}
+
+// putPolicy makes policy p (create: its name is not taken, by anyone) or
+// changes the caller's policy of its name.
+func (s *Service) putPolicy(ctx context.Context, p api.PolicySpec, create bool) (api.Policy, error) {
 	if err := api.ValidateProject(api.ProjectSpec{Policies: []api.PolicySpec{p}}); err != nil {
 		return api.Policy{}, err
 	}
@@ -187,19 +175,29 @@ func (s *Service) UpdatePolicy(ctx context.Context, p api.PolicySpec) (api.Polic
 			return err
 		}
 		for _, old := range pols {
-			if old.Name != p.Name || !caller.Visible(ctx, old.Owner) {
-				continue
-			}
-			if old.Project != "" {
+			switch {
+			case old.Name != p.Name:
+			case create:
+				return conflict("a policy named %q already exists", p.Name)
+			case !caller.Visible(ctx, old.Owner):
+			case old.Project != "":
 				return conflict("policy %q is declared by project %q's Boxfile; change it there and apply", p.Name, old.Project)
+			default:
+				old.AllowDomains, old.AllowCIDRs = p.AllowDomains, p.AllowCIDRs
+				return tx.PutPolicy(old)
 			}
-			old.AllowDomains, old.AllowCIDRs = p.AllowDomains, p.AllowCIDRs
-			return tx.PutPolicy(old)
+		}
+		if create {
+			return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: caller.OwnerID(ctx)})
 		}
 		return notFound("policy", p.Name)
 	})
 	if err != nil {
 		return api.Policy{}, err
+	}
+	if create {
+		// No box uses it yet.
+		return api.Policy{PolicySpec: p}, nil
 	}
 	if err := s.Rec.SyncPolicies(ctx); err != nil {
 		return api.Policy{}, err
