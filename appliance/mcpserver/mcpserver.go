@@ -120,8 +120,8 @@ func (s *Server) Local(p string, mk bool) (string, error) {
 // Run serves on t (stdio for 'paddock mcp') until the client goes.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error { return s.s.Run(ctx, t) }
 
-// Box names a box.
-type Box struct {
+// BoxIn names a box (the tools about one box embed it).
+type BoxIn struct {
 	Box string `json:"box" jsonschema:"the box's name"`
 }
 
@@ -144,7 +144,7 @@ type ListIn struct {
 
 // ExecIn runs a command.
 type ExecIn struct {
-	Box            string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Command        string `json:"command" jsonschema:"a bash command line, run with bash -lc as the box user"`
 	Workdir        string `json:"workdir,omitempty" jsonschema:"absolute folder to run it in"`
 	TimeoutSeconds int    `json:"timeout_seconds,omitempty" jsonschema:"give up after this long (default 600)"`
@@ -160,47 +160,47 @@ type ExecOut struct {
 
 // FileIn names a file in a box.
 type FileIn struct {
-	Box  string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Path string `json:"path" jsonschema:"an absolute path in the box"`
 }
 
 // WriteIn writes a file.
 type WriteIn struct {
-	Box     string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Path    string `json:"path" jsonschema:"an absolute path in the box; its folder is made if missing"`
 	Content string `json:"content" jsonschema:"the file's text"`
 }
 
 // PushIn copies a local folder or file into a box.
 type PushIn struct {
-	Box   string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Local string `json:"local" jsonschema:"a file or folder on this computer, under the folder the MCP server was started in (relative to it, or absolute)"`
 	To    string `json:"to" jsonschema:"the absolute folder in the box that the file, or the folder's contents, go into"`
 }
 
 // PullIn copies a folder or file out of a box.
 type PullIn struct {
-	Box   string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Path  string `json:"path" jsonschema:"an absolute path in the box"`
 	Local string `json:"local" jsonschema:"the folder on this computer it goes into (made if missing), under the folder the MCP server was started in"`
 }
 
 // PromptIn hands an agent a task.
 type PromptIn struct {
-	Box   string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Task  string `json:"task" jsonschema:"what the agent is to do"`
 	Agent string `json:"agent,omitempty" jsonschema:"which agent (default: the server's)"`
 }
 
 // MetricsIn asks for a box's use.
 type MetricsIn struct {
-	Box   string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Since string `json:"since,omitempty" jsonschema:"with history: its samples from this long ago (90m, 1h, 2d); without, the newest only"`
 }
 
 // JobIn names a job.
 type JobIn struct {
-	Box string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Job string `json:"job" jsonschema:"the job's id"`
 }
 
@@ -214,7 +214,7 @@ type DesktopIn struct {
 
 // RunIn runs code in a box's interpreter.
 type RunIn struct {
-	Box            string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Code           string `json:"code" jsonschema:"the code to run"`
 	Lang           string `json:"lang,omitempty" jsonschema:"python (default), node or bash"`
 	Context        string `json:"context,omitempty" jsonschema:"the context (kernel) to run in; default: the language's own"`
@@ -223,7 +223,7 @@ type RunIn struct {
 
 // StartJobIn starts a background job.
 type StartJobIn struct {
-	Box     string `json:"box" jsonschema:"the box's name"`
+	BoxIn
 	Command string `json:"command" jsonschema:"a bash command line, run with bash -lc as the box user"`
 	Workdir string `json:"workdir,omitempty" jsonschema:"absolute folder to run it in"`
 	Stdin   bool   `json:"stdin,omitempty" jsonschema:"keep its input open for send_job_input"`
@@ -231,15 +231,13 @@ type StartJobIn struct {
 
 // SignalIn signals a job.
 type SignalIn struct {
-	Box    string `json:"box" jsonschema:"the box's name"`
-	Job    string `json:"job" jsonschema:"the job's id"`
+	JobIn
 	Signal string `json:"signal,omitempty" jsonschema:"TERM (default), INT, KILL, HUP, QUIT, USR1 or USR2"`
 }
 
 // InputIn sends a job input.
 type InputIn struct {
-	Box  string `json:"box" jsonschema:"the box's name"`
-	Job  string `json:"job" jsonschema:"the job's id"`
+	JobIn
 	Text string `json:"text" jsonschema:"what to send, as is (add a newline for a line)"`
 	EOF  bool   `json:"eof,omitempty" jsonschema:"end the job's input after it"`
 }
@@ -286,15 +284,15 @@ func (s *Server) tools() {
 		b, err := c.CreateBox(ctx, p)
 		return asText(b), err
 	})
-	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", destructive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", destructive, func(ctx context.Context, in BoxIn) (*mcp.CallToolResult, error) {
 		b, err := c.StopBox(ctx, in.Box)
 		return asText(b), err
 	})
-	tool(s, "start_box", "Start a stopped box.", additive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "start_box", "Start a stopped box.", additive, func(ctx context.Context, in BoxIn) (*mcp.CallToolResult, error) {
 		b, err := c.StartBox(ctx, in.Box)
 		return asText(b), err
 	})
-	tool(s, "remove_box", "Remove a box and its files for good (drives stay). Only when the user asked; pull results first.", destructive, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "remove_box", "Remove a box and its files for good (drives stay). Only when the user asked; pull results first.", destructive, func(ctx context.Context, in BoxIn) (*mcp.CallToolResult, error) {
 		if err := c.RemoveBox(ctx, in.Box); err != nil {
 			return nil, err
 		}
@@ -401,7 +399,7 @@ func (s *Server) tools() {
 		}
 		return asText(map[string]string{"pulled": in.Path, "into": filepath.Join(local, path.Base(path.Clean(in.Path)))}), nil
 	})
-	tool(s, "screenshot", "A PNG of a box's desktop now (the box needs a desktop).", readOnly, func(ctx context.Context, in Box) (*mcp.CallToolResult, error) {
+	tool(s, "screenshot", "A PNG of a box's desktop now (the box needs a desktop).", readOnly, func(ctx context.Context, in BoxIn) (*mcp.CallToolResult, error) {
 		png, err := c.Screenshot(ctx, in.Box)
 		if err != nil {
 			return nil, err
