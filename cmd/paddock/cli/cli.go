@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/pflag"
 
@@ -655,4 +656,19 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(ks)
 	return ks
+}
+
+// listing prints a list command's items: as JSON (asJSON: the API's own
+// shape), or as a table with header's tab-separated columns and a row of
+// cells per item.
+func listing[T any](w io.Writer, asJSON bool, items []T, header string, row func(T) []string) error {
+	if asJSON {
+		return printJSON(w, items)
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, header)
+	for _, it := range items {
+		fmt.Fprintln(tw, strings.Join(row(it), "\t"))
+	}
+	return tw.Flush()
 }

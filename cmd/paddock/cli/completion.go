@@ -3,12 +3,13 @@ package cli
 import (
 	"context"
 	"fmt"
-	"github.com/paddock-dev/paddock/appliance/api"
 	"io"
 	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // Shell completion. The scripts that 'paddock completion SHELL' prints

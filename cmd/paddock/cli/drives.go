@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -44,20 +43,13 @@ func cmdDrive(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if *asJSON {
-			return printJSON(e.stdout, ds)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tSTATE\tUSED BY\tPROJECT\tSIZE\tLABELS")
-		for _, d := range ds {
+		return listing(e.stdout, *asJSON, ds, "NAME\tSTATE\tUSED BY\tPROJECT\tSIZE\tLABELS", func(d api.Drive) []string {
 			labels := make([]string, 0, len(d.Labels))
 			for _, k := range sortedKeys(d.Labels) {
 				labels = append(labels, k+"="+d.Labels[k])
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", d.Name, d.State, dash(strings.Join(d.UsedBy, ",")),
-				dash(d.Project), dash(d.Size), dash(strings.Join(labels, ",")))
-		}
-		return tw.Flush()
+			return []string{d.Name, d.State, dash(strings.Join(d.UsedBy, ",")), dash(d.Project), dash(d.Size), dash(strings.Join(labels, ","))}
+		})
 	case "rm":
 		if len(args) != 2 {
 			return usagef("drive rm NAME")

@@ -3,7 +3,8 @@ package cli
 import (
 	"fmt"
 	"strings"
-	"text/tabwriter"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // cmdGroup lists groups, changes their members, and sets their quotas.
@@ -25,12 +26,7 @@ func cmdGroup(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(e.stdout, gs)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "GROUP\tMEMBERS\tQUOTA")
-		for _, g := range gs {
+		return listing(e.stdout, asJSON, gs, "GROUP\tMEMBERS\tQUOTA", func(g api.Group) []string {
 			var ms []string
 			for _, m := range g.Members {
 				if m.Source != "owner" {
@@ -39,9 +35,8 @@ func cmdGroup(e *env, args []string) error {
 					ms = append(ms, m.User)
 				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", g.Name, dash(strings.Join(ms, ", ")), dash(quotaText(g.Quota.Boxes, g.Quota.Running, g.Quota.Drives, g.Quota.Jobs, g.Quota.DriveGiB, g.Quota.Types)))
-		}
-		return tw.Flush()
+			return []string{g.Name, dash(strings.Join(ms, ", ")), dash(quotaText(g.Quota.Boxes, g.Quota.Running, g.Quota.Drives, g.Quota.Jobs, g.Quota.DriveGiB, g.Quota.Types))}
+		})
 	case "add", "rm":
 		if len(args) != 3 {
 			return usagef("group %s GROUP USER", args[0])

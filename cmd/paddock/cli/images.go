@@ -34,23 +34,13 @@ func imageList(e *env, name string, args []string) error {
 	if err != nil {
 		return err
 	}
-	if asJSON {
-		return printJSON(e.stdout, ims)
-	}
-	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IMAGE\tID\tSIZE\tBUILT\tSHARED WITH")
-	for _, im := range ims {
+	return listing(e.stdout, asJSON, ims, "IMAGE\tID\tSIZE\tBUILT\tSHARED WITH", func(im api.Image) []string {
 		name := im.Name
 		if !im.Mine {
 			name = im.Ref
 		}
-		shared := strings.Join(im.SharedWith, ",")
-		if shared == "" {
-			shared = "-"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, shortID(im.ID), sizeText(im.Size), im.Built.Local().Format(time.RFC3339), shared)
-	}
-	return tw.Flush()
+		return []string{name, shortID(im.ID), sizeText(im.Size), im.Built.Local().Format(time.RFC3339), dash(strings.Join(im.SharedWith, ","))}
+	})
 }
 
 func shortID(id string) string {

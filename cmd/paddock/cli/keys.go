@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -56,15 +55,9 @@ func cmdKey(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(e.stdout, ks)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tTYPE\tFINGERPRINT\tADDED")
-		for _, k := range ks {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", k.Name, k.Type, k.Fingerprint, k.Created.Local().Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return listing(e.stdout, asJSON, ks, "NAME\tTYPE\tFINGERPRINT\tADDED", func(k api.Key) []string {
+			return []string{k.Name, k.Type, k.Fingerprint, k.Created.Local().Format(time.RFC3339)}
+		})
 	case "rm":
 		if len(args) != 2 {
 			return usagef("key rm NAME|FINGERPRINT")

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -172,19 +171,13 @@ func cmdUser(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(e.stdout, us)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tROLE\tSIGNS IN WITH\tCREATED")
-		for _, u := range us {
+		return listing(e.stdout, asJSON, us, "NAME\tROLE\tSIGNS IN WITH\tCREATED", func(u api.User) []string {
 			with := "password"
 			if u.SSO != "" {
 				with = u.SSO + " (" + u.Email + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", u.Name, u.Role, with, u.Created.Local().Format(time.RFC3339))
-		}
-		return tw.Flush()
+			return []string{u.Name, u.Role, with, u.Created.Local().Format(time.RFC3339)}
+		})
 	case "invite":
 		fs := flags("user invite")
 		role := fs.String("role", "member", "member, viewer (reads the boxes shared with them, changes nothing), admin (as an owner but for the server's settings and its owners) or owner")

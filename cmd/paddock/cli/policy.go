@@ -42,16 +42,10 @@ func cmdPolicy(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(e.stdout, ps)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tPROJECT\tDOMAINS\tCIDRS\tUSED BY")
-		for _, p := range ps {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", p.Name, dash(p.Project), dash(strings.Join(p.AllowDomains, ",")),
-				dash(strings.Join(p.AllowCIDRs, ",")), dash(strings.Join(p.UsedBy, ",")))
-		}
-		return tw.Flush()
+		return listing(e.stdout, asJSON, ps, "NAME\tPROJECT\tDOMAINS\tCIDRS\tUSED BY", func(p api.Policy) []string {
+			return []string{p.Name, dash(p.Project), dash(strings.Join(p.AllowDomains, ",")),
+				dash(strings.Join(p.AllowCIDRs, ",")), dash(strings.Join(p.UsedBy, ","))}
+		})
 	case "new":
 		fs := flags("policy new")
 		domains := fs.StringArray("allow-domain", nil, "a domain (example.com) or its subdomains (*.example.com); repeatable")

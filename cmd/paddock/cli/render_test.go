@@ -2,8 +2,9 @@ package cli
 
 import (
 	"bytes"
-	"github.com/paddock-dev/paddock/testbed/golden"
 	"testing"
+
+	"github.com/paddock-dev/paddock/testbed/golden"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )

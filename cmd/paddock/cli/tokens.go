@@ -2,8 +2,9 @@ package cli
 
 import (
 	"fmt"
-	"text/tabwriter"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 func cmdToken(e *env, args []string) error {
@@ -31,15 +32,9 @@ func cmdToken(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		if asJSON {
-			return printJSON(e.stdout, ts)
-		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "NAME\tCREATED")
-		for _, t := range ts {
-			fmt.Fprintf(tw, "%s\t%s\n", t.Name, t.Created.Local().Format(time.RFC3339))
-		}
-		return tw.Flush()
+		return listing(e.stdout, asJSON, ts, "NAME\tCREATED", func(t api.TokenInfo) []string {
+			return []string{t.Name, t.Created.Local().Format(time.RFC3339)}
+		})
 	case args[0] == "revoke" && len(args) == 2:
 		if err := c.RevokeToken(e.ctx, args[1]); err != nil {
 			return err
