@@ -245,7 +245,7 @@ func TestDashboard(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("page screenshots: %s", shotDir)
-	b := newBrowser(t, base, 6*time.Minute)
+	b := newBrowser(t, base, 15*time.Minute)
 
 	b.do(chromedp.Navigate(base + "/login"))
 	b.shots(shotDir, "login")
