@@ -42,3 +42,60 @@ func TestReadmeListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// The README's map of commands to folders names every command of the
+// CLI's table once (and none it does not have), and every folder and
+// file it names is there: a newcomer finds a verb's code from it.
+func TestReadmeMapsEveryCommand(t *testing.T) {
+	b, err := os.ReadFile("../../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, table, ok := strings.Cut(string(b), "\n## Where each command lives\n")
+	if !ok {
+		t.Fatal("the README has no 'Where each command lives' section")
+	}
+	table, _, _ = strings.Cut(table, "\n## ")
+	listed := map[string]int{}
+	rows := 0
+	for _, line := range strings.Split(table, "\n") {
+		cells := strings.Split(line, " | ")
+		if !strings.HasPrefix(line, "| `") || len(cells) != 2 {
+			continue
+		}
+		rows++
+		for _, m := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllStringSubmatch(cells[0], -1) {
+			listed[m[1]]++
+		}
+		// Each folder, and the files named after it in parentheses.
+		for _, m := range regexp.MustCompile("`([a-z][a-z/]*)`(?: \\(([a-z_, .]+)\\))?").FindAllStringSubmatch(cells[1], -1) {
+			dir := "../../../" + m[1]
+			if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+				t.Errorf("the map names %s, which is not a folder", m[1])
+				continue
+			}
+			for _, f := range strings.Split(m[2], ", ") {
+				if f = strings.TrimSpace(f); strings.HasSuffix(f, ".go") {
+					if _, err := os.Stat(dir + "/" + f); err != nil {
+						t.Errorf("the map names %s/%s, which is not there", m[1], f)
+					}
+				}
+			}
+		}
+	}
+	if rows < 10 {
+		t.Fatalf("only %d rows read from the map", rows)
+	}
+	have := map[string]bool{}
+	for _, c := range commands {
+		have[c.name] = true
+		if listed[c.name] != 1 {
+			t.Errorf("the README's map names %q %d times, want once", c.name, listed[c.name])
+		}
+	}
+	for name := range listed {
+		if !have[name] {
+			t.Errorf("the README's map names %q, which the CLI does not have", name)
+		}
+	}
+}
