@@ -259,7 +259,34 @@ func (d *Driver) Prepare(ctx context.Context) error {
 	if cerrdefs.IsConflict(err) || cerrdefs.IsAlreadyExists(err) {
 		return nil
 	}
+	if err != nil {
+		// The engine's own words ("Pool overlaps with other one on this
+		// address space") name neither the network nor what to do.
+		if other, sub, ok := d.overlapping(ctx); ok {
+			return fmt.Errorf("the box network's subnet %s overlaps the Docker network %q (%s): set subnet in paddockd's configuration to a range no network of this machine has, or remove that network ('docker network rm %s') if nothing uses it", d.cfg.Subnet, other, sub, other)
+		}
+	}
 	return err
+}
+
+// overlapping finds another network of the engine whose subnet overlaps
+// the box network's.
+func (d *Driver) overlapping(ctx context.Context) (name string, subnet netip.Prefix, ok bool) {
+	nws, err := d.c.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return "", netip.Prefix{}, false
+	}
+	for _, nw := range nws.Items {
+		if nw.Name == d.cfg.Instance {
+			continue
+		}
+		for _, c := range nw.IPAM.Config {
+			if c.Subnet.IsValid() && c.Subnet.Overlaps(d.cfg.Subnet) {
+				return nw.Name, c.Subnet, true
+			}
+		}
+	}
+	return "", netip.Prefix{}, false
 }
 
 // ImageExists reports whether ref is on the engine.

@@ -241,3 +241,25 @@ func TestBoxesSeeARestartedProcess(t *testing.T) {
 		first = now
 	}
 }
+
+// When another network of the engine holds the box network's subnet,
+// Prepare names it and says what to set, not the engine's "Pool
+// overlaps with other one on this address space"; nothing is made.
+func TestPrepareNamesTheNetworkThatHoldsTheSubnet(t *testing.T) {
+	var subnet string
+	d, _ := engine(t, func(c *docker.Config) { subnet = c.Subnet.String() })
+	other := fmt.Sprintf("pdkct-clash-%d", time.Now().UnixNano()%1e6)
+	if out, err := exec.Command("docker", "network", "create", "--subnet", subnet, other).CombinedOutput(); err != nil {
+		t.Fatalf("making the other network: %v %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("docker", "network", "rm", other).Run() })
+	err := d.Prepare(context.Background())
+	if err == nil {
+		t.Fatal("the box network was made over another network's subnet")
+	}
+	for _, want := range []string{other, subnet, "set subnet in paddockd's configuration"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q: %v", want, err)
+		}
+	}
+}
