@@ -94,3 +94,10 @@ func (c *Client) BoxPorts(ctx context.Context, box string) ([]api.Port, error) {
 	var ps []api.Port
 	return ps, c.do(ctx, "GET", "/boxes/"+esc(box)+"/ports", nil, &ps)
 }
+
+// SetTTL gives a box a new time to live, counted from now: seconds or a
+// duration ("" or "0": none).
+func (c *Client) SetTTL(ctx context.Context, name, ttl string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "PUT", "/boxes/"+esc(name)+"/ttl", api.TTLPut{TTL: ttl}, &b)
+}

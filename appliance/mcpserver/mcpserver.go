@@ -142,6 +142,12 @@ type ListIn struct {
 	Labels map[string]string `json:"labels,omitempty" jsonschema:"only the boxes with all these labels"`
 }
 
+// TTLIn sets a box's time to live.
+type TTLIn struct {
+	BoxIn
+	TTL string `json:"ttl" jsonschema:"how long from now: seconds or a duration (3h, 90m); empty: no limit"`
+}
+
 // ExecIn runs a command.
 type ExecIn struct {
 	BoxIn
@@ -282,6 +288,11 @@ func (s *Server) tools() {
 			p.Desktop = &in.Desktop
 		}
 		b, err := c.CreateBox(ctx, p)
+		return asText(b), err
+	})
+	// A shorter TTL can stop a box soon: as stop_box, it changes what is there.
+	tool(s, "set_ttl", "Set how long a box runs before it stops with a snapshot, counted from now (3h, 90m); empty: no limit.", destructive, func(ctx context.Context, in TTLIn) (*mcp.CallToolResult, error) {
+		b, err := c.SetTTL(ctx, in.Box, in.TTL)
 		return asText(b), err
 	})
 	tool(s, "stop_box", "Snapshot a box's files, then stop it. Only when the user asked.", destructive, func(ctx context.Context, in BoxIn) (*mcp.CallToolResult, error) {

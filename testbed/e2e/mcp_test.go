@@ -126,7 +126,7 @@ func TestMCP(t *testing.T) {
 		}
 	}
 	sort.Strings(names)
-	want := "box_metrics create_box desktop_actions exec job_log list_boxes prompt pull push read_file remove_box run_code screenshot send_job_input signal_job start_box start_job stop_box write_file"
+	want := "box_metrics create_box desktop_actions exec job_log list_boxes prompt pull push read_file remove_box run_code screenshot send_job_input set_ttl signal_job start_box start_job stop_box write_file"
 	if got := strings.Join(names, " "); got != want {
 		t.Fatalf("tools %q, want %q", got, want)
 	}
@@ -289,6 +289,13 @@ func TestMCP(t *testing.T) {
 	json.Unmarshal([]byte(ok("start_box", map[string]any{"box": "agentbox"})), &box)
 	if box.Status != "running" {
 		t.Fatalf("start_box: %+v", box)
+	}
+	var ttl struct {
+		TTLSeconds int64 `json:"ttl_seconds"`
+	}
+	json.Unmarshal([]byte(ok("set_ttl", map[string]any{"box": "agentbox", "ttl": "2h"})), &ttl)
+	if b, err := d.Client().Box(ctx, "agentbox"); err != nil || ttl.TTLSeconds != 7200 || b.TTLSeconds != 7200 || b.ExpiresAt == nil {
+		t.Fatalf("set_ttl 2h: answered %d s; the box %+v %v", ttl.TTLSeconds, b, err)
 	}
 	ok("remove_box", map[string]any{"box": "agentbox"})
 	if _, err := d.Client().Box(ctx, "agentbox"); err == nil {

@@ -575,3 +575,67 @@ func brokerText(u api.BrokerUse) string {
 	}
 	return t
 }
+
+// cmdTTL sets a box's time to live: from now, +D beyond what is left,
+// or off.
+func cmdTTL(e *env, args []string) error {
+	fs := flags("ttl")
+	asJSON := fs.Bool("json", false, "print the box as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 2 {
+		return usagef("give a box and a time to live: 'paddock ttl BOX 3h', 'paddock ttl BOX +1h' (beyond what is left) or 'paddock ttl BOX off'")
+	}
+	name, c, err := e.connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ttl, err := ttlFrom(e, c, name, fs.Arg(1))
+	if err != nil {
+		return err
+	}
+	b, err := c.SetTTL(e.ctx, name, ttl)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return printJSON(e.stdout, b)
+	}
+	if b.TTLSeconds == 0 {
+		fmt.Fprintf(e.stdout, "%s has no time to live: it runs until stopped\n", b.Name)
+		return nil
+	}
+	when := ""
+	if b.ExpiresAt != nil {
+		when = ", until " + b.ExpiresAt.Local().Format("15:04:05 Jan 2")
+	}
+	fmt.Fprintf(e.stdout, "%s stops (with a snapshot) in %s%s\n", b.Name, time.Duration(b.TTLSeconds)*time.Second, when)
+	return nil
+}
+
+// ttlFrom is the TTL to send for what was given: off, a TTL from now, or
+// +D: D beyond the time the box has left (from now, if it has none).
+func ttlFrom(e *env, c *client.Client, name, arg string) (string, error) {
+	if arg == "off" || arg == "none" {
+		return "", nil
+	}
+	more, plus := strings.CutPrefix(arg, "+")
+	d, err := api.ParseTTL(more)
+	if err != nil || d == 0 {
+		return "", invalidf("time to live %q: give seconds or a duration (3h, 90m), +D to add to what is left, or off", arg)
+	}
+	if !plus {
+		return fmt.Sprint(int64(d / time.Second)), nil
+	}
+	b, err := c.Box(e.ctx, name)
+	if err != nil {
+		return "", err
+	}
+	if b.ExpiresAt != nil {
+		if left := time.Until(*b.ExpiresAt); left > 0 {
+			d += left.Truncate(time.Second)
+		}
+	}
+	return fmt.Sprint(int64(d / time.Second)), nil
+}

@@ -76,6 +76,7 @@ func init() {
 		{"use", "BOX", "make BOX the current box", cmdUse},
 		{"current", "", "print the current box", cmdCurrent},
 		{"stop", "BOX", "snapshot the box's filesystem, then stop it", cmdStop},
+		{"ttl", "BOX DURATION [--json]", "set how long a box runs before it stops with a snapshot: DURATION is counted from now (3h), added to what it has left with a + (+1h), or off (never)", cmdTTL},
 		{"start", "BOX", "start a stopped box", cmdStart},
 		{"resume", "BOX", "same as start", cmdStart},
 		{"top", "[BOX] [--sort cpu|memory|disk|net|procs|name] [--since 1h] [--once] [--json]", "what running boxes use (CPU, memory, disk, network, processes), live; with a box, its samples since --since (default 15m)", cmdTop},

@@ -20,6 +20,7 @@ var examples = map[string][]string{
 	"use":        {"paddock use web"},
 	"current":    {"paddock current"},
 	"stop":       {"paddock stop web"},
+	"ttl":        {"paddock ttl web 3h", "paddock ttl web +1h", "paddock ttl web off"},
 	"start":      {"paddock start web"},
 	"resume":     {"paddock resume web"},
 	"snapshot":   {"paddock snapshot web"},

@@ -14,6 +14,7 @@ var helpGroups = []struct {
 		{"use", "make a box the current box"},
 		{"current", "print the current box"},
 		{"stop", "snapshot a box's filesystem, then stop it"},
+		{"ttl", "set how long a box runs before it stops"},
 		{"start", "start a stopped box"},
 		{"resume", "same as start"},
 		{"rm", "remove boxes (their drives are kept)"},

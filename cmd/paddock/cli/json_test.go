@@ -47,7 +47,7 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			v = api.Grant{User: "mia", Access: "viewer"}
 		case strings.HasPrefix(r.URL.Path, "/v1/images/"):
 			v = api.Image{Name: "web:latest", Ref: "u/web:latest", ID: "sha256:0123"}
-		case r.URL.Path == "/v1/boxes/web":
+		case r.URL.Path == "/v1/boxes/web" || r.URL.Path == "/v1/boxes/web/ttl":
 			v = api.Box{Name: "web", Status: "running"}
 		case strings.HasSuffix(r.URL.Path, "/snapshots") || strings.HasSuffix(r.URL.Path, "/jobs") ||
 			strings.HasSuffix(r.URL.Path, "/agents") || r.URL.Path == "/v1/agents":
@@ -81,6 +81,8 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 			before = regexp.MustCompile(`\[[^\]]*\]`).ReplaceAllString(before, "")
 			for _, w := range strings.Fields(before) {
 				switch {
+				case w == "DURATION":
+					args = append(args, "1h")
 				case strings.ToUpper(w) == w:
 					args = append(args, "web")
 				default:
