@@ -2,10 +2,15 @@
 // the Docker driver, the reconciler with its periodic and TTL loops, and the
 // API listeners. Run is what cmd/paddockd calls.
 //
-// Start-up order: the store is opened and migrated, the engine must answer,
-// jobs left running by a previous process are marked lost, a first
-// reconcile repairs whatever a crash left half done, and only then are the
-// listeners opened.
+// Start-up order (serve, its stages in start.go): the store is opened and
+// migrated (openState), the engine must answer and the box network be
+// clear (openEngine), the core is built with its capabilities
+// (buildCore), jobs left running by a previous process are attached or
+// marked lost (takeUp), a first reconcile repairs whatever a crash left
+// half done (catchUp), the resolver, broker, joins and SSH gateway start
+// (startSideServers), and only then are the listeners opened and the
+// loops started (startLoops). What each stage made is undone in reverse
+// when serve returns.
 package daemon
 
 import (
@@ -17,7 +22,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -27,24 +31,14 @@ import (
 	"time"
 
 	"github.com/spf13/pflag"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
-	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/driver"
-	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
-	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/preview"
-	"github.com/paddock-dev/paddock/appliance/reconcile"
-	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
-	"github.com/paddock-dev/paddock/appliance/sshgate"
-	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
-	"github.com/paddock-dev/paddock/install/clients"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/units"
 )
@@ -147,319 +141,71 @@ func serve(ctx context.Context, cfg config.Config, stdout, stderr io.Writer) err
 	// is for root alone; what others may use is opened up by name (the
 	// API socket).
 	syscall.Umask(0o077)
-	log := logger(cfg, stderr)
-	if cfg.Listen != "" && cfg.Local {
-		host, _, err := net.SplitHostPort(cfg.Listen)
-		if err != nil {
-			return fmt.Errorf("listen %q: %w", cfg.Listen, err)
-		}
-		if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-			return fmt.Errorf("local mode serves on loopback only, not %q", cfg.Listen)
-		}
-	}
-	if err := cfg.EnsureDirs(); err != nil {
+	d := &started{cfg: cfg, log: logger(cfg, stderr)}
+	defer d.close()
+	if err := checkListen(cfg); err != nil {
 		return err
 	}
-	st, err := store.Open(cfg.StateDir)
-	if err != nil {
+	if err := d.openState(); err != nil {
 		return err
 	}
-	defer st.Close()
-	users, err := st.Users()
-	if err != nil {
+	if err := d.openEngine(ctx); err != nil {
 		return err
 	}
-	if err := service.CheckUnsafeSetting(cfg.UnsafeDockerInRuncBoxes, users); err != nil {
-		return err
-	}
-
-	boxNet, err := policies.NetworkFor(cfg.Instance, cfg.Subnet)
-	if err != nil {
-		return err
-	}
-	boxNet.BrokerPort = uint16(cfg.BrokerPort)
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	drv, err := engine(dctx, cfg, boxNet)
-	if cfg.UnsafeDockerInRuncBoxes {
-		log.Warn("unsafe_docker_in_runc_boxes is on: root in any box owns this machine (a test setting)")
-	}
-	cancel()
-	if err != nil {
-		return err
-	}
-	defer drv.Close()
-	log.Info("engine connected", "api", drv.APIVersion(), "instance", cfg.Instance, "runtime", cfg.Runtime)
-	// The box network's bridge, and no route of this machine that takes
-	// its addresses elsewhere (a VPN, a private network): paddockd does
-	// not start beside one.
-	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	err = drv.Prepare(pctx)
-	cancel()
-	if err == nil {
-		err = boxNet.CheckRoutes(policies.SubnetFix)
-	}
-	if err != nil {
-		return err
-	}
-
 	life, endLife := context.WithCancel(context.Background())
-	defer endLife()
-	fw := rulesFor(boxNet, log)
-	// Every call goes through the cluster's driver and rules, which send
-	// it to the box's node: this server's own engine is node "", the only
-	// one until a server joins.
-	nodes := &cluster.Driver{Nodes: map[string]driver.Driver{"": drv}, Where: func(kind, name string) (string, error) {
-		n, err := st.Where(kind, name)
-		if errors.Is(err, store.ErrNotFound) {
-			return "", driver.ErrNotFound
-		}
-		return n, err
-	}, InTransit: func(node, kind, name string) bool {
-		ok, err := st.InTransit(node, kind, name)
-		return ok || err != nil
-	}, Log: log}
-	rules := &cluster.Firewall{NodeOf: func(box string) (string, error) {
-		b, err := st.GetBox(box)
-		return b.Node, err
-	}}
-	// This server's address in the cluster is fenced from every box (on a
-	// single server the rules already keep boxes off the host).
-	var clusterIP netip.Addr
-	if ap, err := netip.ParseAddrPort(cfg.ClusterListen); err == nil && !ap.Addr().IsUnspecified() {
-		clusterIP = ap.Addr().Unmap()
-	}
-	rules.SetNode("", boxNet.Subnet, clusterIP, fw)
-	rec := &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
-	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
-	if err != nil {
+	d.onClose(endLife)
+	if err := d.buildCore(life); err != nil {
 		return err
 	}
-	auditor, err := openAudit(cfg)
-	if err != nil {
+	if err := d.takeUp(ctx); err != nil {
 		return err
 	}
-	if auditor.Export != nil {
-		defer auditor.Export.Close()
-	}
-	host, _ := os.Hostname()
-	host = strings.ToLower(strings.SplitN(host, ".", 2)[0])
-	svc := &service.Service{Store: st, Rec: rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer, Audit: auditor,
-		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
-			Name: host, URL: cfg.ClusterListen, Swarm: drv,
-			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv, boxNet) }}}
-	if svc.SSO, err = sso.New(cfg.SSO); err != nil {
-		return err
-	}
-	if svc.SSO != nil {
-		if svc.SSOKey, err = auth.LoadKey(filepath.Join(cfg.StateDir, "sso.key")); err != nil {
-			return err
-		}
-	}
-	rec.Forget = svc.ForgetBox
-	// The capabilities, before the first reconcile: what they keep of a
-	// box goes with it from the start.
-	caps := server.Capabilities(svc)
-	rec.Yield = svc.Fore.Busy
-	rec.Restoring = svc.DriveRestoring
-	if err := svc.AttachAll(); err != nil {
-		return err
-	}
-	svc.LookAtNodes(ctx)
-	if err := svc.RecoverJobs(); err != nil {
-		return err
-	}
-	if err := svc.AssignMissingIPs(); err != nil {
-		return err
-	}
-
 	var token string
 	if cfg.Local {
-		if token, err = localToken(st, cfg.StateDir); err != nil {
+		var err error
+		if token, err = localToken(d.st, cfg.StateDir); err != nil {
 			return err
 		}
 	}
-
-	res, err := rec.Run(ctx)
-	if err != nil {
-		return fmt.Errorf("first reconcile: %w", err)
+	if err := d.catchUp(ctx); err != nil {
+		return err
 	}
-	if e := res.Err(); e != nil {
-		log.Warn("first reconcile left errors", "err", e)
-	}
-	// Moves between servers that the last stop cut off are finished or
-	// undone before anything new is asked.
-	svc.RecoverMoves(ctx)
-	// Image builds it cut off leave no builder box, image or context.
-	svc.RecoverBuilds(ctx)
-	// A box claimed just before the last stop may still have a pool
-	// box's CPU share.
-	go svc.ForegroundClaimed(ctx)
-
-	resolver, err := startResolver(cfg, fw, boxNet, log)
+	sshPort, sshHostKey, err := d.startSideServers(ctx)
 	if err != nil {
 		return err
 	}
-	defer resolver.Shutdown()
-	stopBroker, err := startBroker(cfg, svc, boxNet, log)
+	srv, prev := d.frontEnds(sshPort, sshHostKey)
+	listeners, err := listen(cfg)
 	if err != nil {
 		return err
-	}
-	defer stopBroker()
-	if cfg.ClusterListen != "" {
-		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc, log)
-		if err != nil {
-			return err
-		}
-		defer stopJoins()
-	}
-
-	sshPort, sshHostKey := 0, ""
-	if cfg.SSHListen != "" {
-		key, err := sshgate.HostKey(filepath.Join(cfg.StateDir, "ssh_host_ed25519_key"))
-		if err != nil {
-			return err
-		}
-		gw := &sshgate.Gateway{Svc: svc, Store: st, Log: log}
-		if err := gw.Listen(cfg.SSHListen, key); err != nil {
-			return err
-		}
-		defer gw.Close()
-		sshPort = gw.Addr().(*net.TCPAddr).Port
-		sshHostKey = strings.TrimSpace(string(ssh.MarshalAuthorizedKey(key.PublicKey())))
-		log.Info("ssh gateway", "listen", gw.Addr().String())
-	}
-
-	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
-	var prev *preview.Handler
-	if cfg.Hostname != "" {
-		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox, Use: svc.Use}
-	} else if host, port, err := net.SplitHostPort(cfg.Listen); err == nil && port != "" {
-		// Local mode: previews at http://PORT-BOX.localhost:PORT, which
-		// browsers send to the loopback address; a browser without a
-		// preview cookie signs in at the API's own address.
-		if host == "" || net.ParseIP(host) == nil || net.ParseIP(host).IsUnspecified() {
-			host = "127.0.0.1"
-		}
-		prev = &preview.Handler{Store: st, Pages: pages, Hostname: "localhost", Scheme: "http", Port: port,
-			Main: net.JoinHostPort(host, port), Dial: svc.DialBox, Use: svc.Use}
-	}
-	srv := apiServer((&server.Server{Svc: svc, Store: st, Log: log, Name: serverName(cfg), SSHPort: sshPort, SSHHostKey: sshHostKey,
-		Capabilities: caps, Pages: pages, URL: PublicURL(cfg), Preview: prev,
-		CLI: &clients.Handler{Dir: cfg.CLIDir, URL: PublicURL(cfg)}}).Handler(), log)
-	var listeners []net.Listener
-	if cfg.Socket != "" {
-		os.Remove(cfg.Socket)
-		l, err := net.Listen("unix", cfg.Socket)
-		if err != nil {
-			return err
-		}
-		os.Chmod(cfg.Socket, 0o660)
-		listeners = append(listeners, l)
-	}
-	if cfg.Listen != "" {
-		l, err := net.Listen("tcp", cfg.Listen)
-		if err != nil {
-			return err
-		}
-		listeners = append(listeners, l)
-	}
-	if len(listeners) == 0 {
-		return errors.New("nothing to listen on: set socket or listen")
 	}
 	errc := make(chan error, len(listeners))
-	for _, l := range listeners {
-		go func(l net.Listener) { errc <- srv.Serve(l) }(l)
-	}
 	var where []string
 	for _, l := range listeners {
+		go func(l net.Listener) { errc <- srv.Serve(l) }(l)
 		where = append(where, l.Addr().Network()+":"+l.Addr().String())
 	}
 	if cfg.Hostname != "" {
-		front, err := startFront(cfg, prev, log)
+		front, err := startFront(cfg, prev, d.log)
 		if err != nil {
 			return err
 		}
-		defer front.Stop()
+		d.onClose(func() { front.Stop() })
 	}
 	notify := units.NewNotifier()
 	notify.Ready()
-	log.Info("ready", "listen", strings.Join(where, " "))
+	d.log.Info("ready", "listen", strings.Join(where, " "))
 	if cfg.Local {
 		fmt.Fprintf(stdout, "paddockd is running. Log in with:\n\n  paddock login http://%s --token %s\n\n", cfg.Listen, token)
 	}
-
-	// The watchdog is pinged from the reconcile loop, after each pass, so a
-	// stuck loop stops the pings and systemd restarts the service.
-	every := cfg.ReconcileInterval
-	if w := notify.Every(); w > 0 && w < every {
-		every = w
-	}
-	// A box that changed under paddockd (its container died, was removed
-	// or started by another hand, or the engine restarted) is looked at
-	// at once, not at the next tick.
-	kick, kickFn := kicker()
-	go drv.Watch(ctx, kickFn)
-	go loop(ctx, every, kick, func() {
-		if _, err := rec.Run(ctx); err != nil && ctx.Err() == nil {
-			log.Error("reconcile", "err", err)
-		}
-		// Uploads a crash cut off: their staging folders go once their
-		// box runs again.
-		if err := svc.CleanLeftovers(ctx); err != nil && ctx.Err() == nil {
-			log.Error("cleaning upload leftovers", "err", err)
-		}
-		notify.Alive()
-	})
-	// The warm pool is refilled after each claim, and looked at every few
-	// seconds (a pool box still starting, an image that moved).
-	poolKick, poolKickFn := kicker()
-	svc.PoolChanged = poolKickFn
-	go loop(ctx, poolEvery, poolKick, func() {
-		if _, err := svc.KeepPool(ctx); err != nil && ctx.Err() == nil {
-			log.Error("warm pool", "err", err)
-		}
-	})
-	go loop(ctx, nodesEvery, nil, func() { svc.LookAtNodes(ctx) })
-	svc.PruneAudit()
-	go loop(ctx, time.Hour, nil, svc.PruneAudit)
-	go loop(ctx, 500*time.Millisecond, nil, func() {
-		if _, err := svc.ExpireTTLs(ctx); err != nil && ctx.Err() == nil {
-			log.Error("ttl", "err", err)
-		}
-	})
-	go loop(ctx, cfg.IdleCheckInterval, nil, func() {
-		if err := svc.CheckIdle(ctx); err != nil && ctx.Err() == nil {
-			log.Error("idle stop", "err", err)
-		}
-	})
-	if svc.SSO != nil {
-		go loop(ctx, cfg.SSORecheck, nil, func() {
-			if err := svc.RecheckSSO(ctx); err != nil && ctx.Err() == nil {
-				log.Error("sso recheck", "err", err)
-			}
-		})
-	}
-	if cfg.MetricsInterval > 0 {
-		go loop(ctx, cfg.MetricsInterval, nil, func() {
-			if err := svc.SampleMetrics(ctx); err != nil && ctx.Err() == nil {
-				log.Error("metrics", "err", err)
-			}
-		})
-	}
-	if cfg.DiskCheckInterval > 0 {
-		go loop(ctx, cfg.DiskCheckInterval, nil, func() {
-			if err := svc.CheckDisk(ctx); err != nil && ctx.Err() == nil {
-				log.Error("disk check", "err", err)
-			}
-		})
-	}
+	d.startLoops(ctx, notify)
 
 	select {
 	case <-ctx.Done():
 	case err := <-errc:
 		return err
 	}
-	log.Info("stopping")
+	d.log.Info("stopping")
 	notify.Stopping()
 	sctx, scancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer scancel()
