@@ -21,8 +21,7 @@ import (
 // wakes), the box as it runs with its desktop, and a command in it.
 type Core interface {
 	Use(ctx context.Context, box string) (done func(), woke bool, err error)
-	DesktopBox(name string) error
-	RunningBox(name string) (store.Box, error)
+	DesktopBox(name string) (store.Box, error)
 	RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (int, error)
 }
 
@@ -68,10 +67,7 @@ func (c *Computer) DesktopActions(ctx context.Context, name string, p api.Deskto
 		return api.DesktopActionsResult{}, err
 	}
 	defer used()
-	if err := c.Core.DesktopBox(name); err != nil {
-		return api.DesktopActionsResult{}, err
-	}
-	b, err := c.Core.RunningBox(name)
+	b, err := c.Core.DesktopBox(name)
 	if err != nil {
 		return api.DesktopActionsResult{}, err
 	}

@@ -59,7 +59,7 @@ const TicketTTL = 2 * time.Minute
 type Core interface {
 	AccessOf(ctx context.Context, box string) (string, error)
 	Use(ctx context.Context, box string) (done func(), woke bool, err error)
-	DesktopBox(name string) error
+	DesktopBox(name string) (store.Box, error)
 	LookBox(name string) (b store.Box, ok bool, err error)
 	RunningBox(name string) (store.Box, error)
 	CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, error)
@@ -109,7 +109,7 @@ func (d *Desktop) Ticket(ctx context.Context, box string) (api.DesktopTicket, er
 		return api.DesktopTicket{}, err
 	}
 	used()
-	if err := d.Core.DesktopBox(box); err != nil {
+	if _, err := d.Core.DesktopBox(box); err != nil {
 		return api.DesktopTicket{}, err
 	}
 	b := make([]byte, 24)

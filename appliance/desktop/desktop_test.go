@@ -37,7 +37,7 @@ func (c *core) Use(ctx context.Context, box string) (func(), bool, error) {
 	return func() { c.mu.Lock(); c.uses--; c.mu.Unlock() }, false, nil
 }
 
-func (c *core) DesktopBox(name string) error { _, err := c.RunningBox(name); return err }
+func (c *core) DesktopBox(name string) (store.Box, error) { return c.RunningBox(name) }
 
 func (c *core) LookBox(name string) (store.Box, bool, error) {
 	b, err := c.RunningBox(name)

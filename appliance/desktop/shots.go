@@ -38,10 +38,7 @@ func (d *Desktop) Screenshot(ctx context.Context, name string) ([]byte, error) {
 		return nil, err
 	}
 	defer used()
-	if err := d.Core.DesktopBox(name); err != nil {
-		return nil, err
-	}
-	b, err := d.Core.RunningBox(name)
+	b, err := d.Core.DesktopBox(name)
 	if err != nil {
 		return nil, err
 	}

@@ -2,19 +2,21 @@ package service
 
 import (
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // Display is where a box's desktop is.
 const Display = driver.Display
 
-// DesktopBox checks that a box is running and has a desktop.
-func (s *Service) DesktopBox(name string) error {
+// DesktopBox returns a box that is running and has a desktop, or a
+// clear error.
+func (s *Service) DesktopBox(name string) (store.Box, error) {
 	b, err := s.RunningBox(name)
 	if err != nil {
-		return err
+		return b, err
 	}
 	if !b.Desktop {
-		return conflict("box %q has no desktop: make one with 'paddock new --desktop' (or desktop = true in a Boxfile)", name)
+		return b, conflict("box %q has no desktop: make one with 'paddock new --desktop' (or desktop = true in a Boxfile)", name)
 	}
-	return nil
+	return b, nil
 }

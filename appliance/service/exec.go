@@ -292,7 +292,7 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		return api.Job{}, err
 	}
 	if p.Desktop {
-		if err := s.DesktopBox(name); err != nil {
+		if _, err := s.DesktopBox(name); err != nil {
 			return api.Job{}, err
 		}
 		spec.Env = append(spec.Env, "DISPLAY="+Display)
