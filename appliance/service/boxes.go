@@ -353,6 +353,10 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 			return nil
 		}
 		b.Desired = "stopped"
+		if reason == "ttl" && b.ExpiresAt != nil {
+			b.Note = fmt.Sprintf("stopped at %s: its time to live (%s) ran out; 'paddock start %s' starts it again, for %s more",
+				b.ExpiresAt.UTC().Format(time.RFC3339), b.TTL, name, b.TTL)
+		}
 		if b.Observed == "running" || b.Observed == "stopped" {
 			sn, err := s.addSnapshot(tx, name, reason)
 			snap = sn.ID
@@ -382,7 +386,7 @@ func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.
 		if err := s.checkRunning(tx, b.Owner, b.Name); err != nil {
 			return err
 		}
-		if b.Note != "" && !b.Slept {
+		if b.DiskStopped {
 			// Stopped for its disk: it gets a grace to free space.
 			s.memMu.Lock()
 			if s.diskGrace == nil {
@@ -391,7 +395,7 @@ func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.
 			s.diskGrace[name] = s.now()
 			s.memMu.Unlock()
 		}
-		b.Desired, b.Note, b.Slept = "running", "", false
+		b.Desired, b.Note, b.Slept, b.DiskStopped = "running", "", false, false
 		if b.TTL > 0 && !keepTTL {
 			exp := s.now().Add(b.TTL)
 			b.ExpiresAt = &exp
@@ -663,7 +667,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			s.now().UTC().Format(time.RFC3339), float64(used)/(1<<30), b.Type, limit)
 		s.Log.Warn("box past its disk bound, stopping", "box", b.Name, "bytes", used, "disk_gib", limit)
 		err = s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
-			sb.Desired, sb.Note = "stopped", note
+			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
 		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {
@@ -731,7 +735,7 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), q.source("drive_gib", limit), q.raise("drive_gib"))
 		s.Log.Warn("a member's drives past their bound, stopping a box that mounts one", "box", b.Name, "bytes", n, "drive_gib", limit)
 		err := s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
-			sb.Desired, sb.Note = "stopped", note
+			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
 		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,6 +39,10 @@ func TestExpireTTLsWithAClock(t *testing.T) {
 	if b.Desired != "stopped" || b.Status != "stopped" {
 		t.Fatalf("after the TTL: %+v", b)
 	}
+	// It says why it stopped and when, as an idle stop does.
+	if want := "stopped at 2026-12-01T10:00:00Z: its time to live (1h0m0s) ran out"; !strings.HasPrefix(b.Note, want) {
+		t.Fatalf("after the TTL the note is %q, want it to begin %q", b.Note, want)
+	}
 	sns, _ := s.Snapshots("t")
 	if len(sns) != 1 || sns[0].Reason != "ttl" {
 		t.Fatalf("snapshots: %+v", sns)
@@ -46,7 +51,11 @@ func TestExpireTTLsWithAClock(t *testing.T) {
 		t.Fatalf("a box without a TTL: %+v", f)
 	}
 	b, err = s.StartBox(ctx, "t")
-	if err != nil || b.ExpiresAt == nil || !b.ExpiresAt.Equal(now.Add(time.Hour)) {
+	if err != nil || b.ExpiresAt == nil || !b.ExpiresAt.Equal(now.Add(time.Hour)) || b.Note != "" {
 		t.Fatalf("started again: %+v %v", b, err)
+	}
+	// A TTL stop is not a disk stop: the box's disk is checked at once.
+	if s.inDiskGrace("t") {
+		t.Fatal("a box its TTL stopped got a disk grace when it started again")
 	}
 }

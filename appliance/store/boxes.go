@@ -69,6 +69,10 @@ type Box struct {
 	// Slept says that its idle stop stopped it (Desired is "stopped"): it
 	// wakes on use. Cleared when it starts.
 	Slept bool
+	// DiskStopped says that its disk (or its owner's drives) passing a
+	// bound stopped it: its next start gets a grace to free space.
+	// Cleared when it starts.
+	DiskStopped bool
 	// OOMKills counts the processes the kernel killed for the box's
 	// memory bound, as the metrics saw them; OOMAt is when the last was
 	// seen (nil: never). OOMSeen is the box's own count (since its
@@ -101,7 +105,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept, oom_kills, oom_at, oom_seen, builder`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept, oom_kills, oom_at, oom_seen, builder, disk_stopped`
 
 type scanner interface{ Scan(...any) error }
 
@@ -112,7 +116,7 @@ func scanBox(r scanner) (Box, error) {
 	var mounts, env, nodeLabels, labels string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept, &b.OOMKills, &oomAt, &b.OOMSeen, &b.Builder)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept, &b.OOMKills, &oomAt, &b.OOMSeen, &b.Builder, &b.DiskStopped)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -188,10 +192,10 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Labels == nil {
 		b.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,NULL,0,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,NULL,0,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
 		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels),
-		int64(b.IdleStop/time.Second), b.Slept, b.Builder)
+		int64(b.IdleStop/time.Second), b.Slept, b.Builder, b.DiskStopped)
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -218,10 +222,10 @@ func (t *Tx) UpdateBox(b Box) error {
 		b.Labels = map[string]string{}
 	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=?, idle_stop_seconds=?, slept=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=?, idle_stop_seconds=?, slept=?, disk_stopped=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
 		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), mustJSON(b.Labels),
-		int64(b.IdleStop/time.Second), b.Slept, b.Name)
+		int64(b.IdleStop/time.Second), b.Slept, b.DiskStopped, b.Name)
 	if err != nil {
 		return err
 	}

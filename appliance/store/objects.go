@@ -202,7 +202,7 @@ type Job struct {
 	ID       string
 	Box      string
 	Cmd      []string
-	State    string // running, exited, lost
+	State    string // running, exited, killed, lost (see api.Job)
 	ExitCode *int
 	Started  time.Time
 	Ended    *time.Time

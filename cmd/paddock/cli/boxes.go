@@ -99,18 +99,27 @@ func cmdNew(e *env, args []string) error {
 	return nil
 }
 
+// ttlText is a box's time to live as ls and show print it: what is left
+// of it while the box runs; once stopped, when it ran out (a TTL stop) or
+// the whole of it, which a start gives it again.
 func ttlText(b api.Box) string {
 	if b.TTLSeconds == 0 {
 		return "-"
 	}
-	if b.ExpiresAt != nil && b.Desired == "running" {
+	ttl := (time.Duration(b.TTLSeconds) * time.Second).String()
+	switch {
+	case b.ExpiresAt == nil:
+		return ttl
+	case b.Desired == "running":
 		left := time.Until(*b.ExpiresAt).Round(time.Second)
 		if left < 0 {
 			left = 0
 		}
 		return left.String() + " left"
+	case !b.ExpiresAt.After(time.Now()):
+		return "ran out " + b.ExpiresAt.Local().Format("15:04 Jan 2")
 	}
-	return (time.Duration(b.TTLSeconds) * time.Second).String()
+	return ttl + " from start"
 }
 
 func cmdLs(e *env, args []string) error {
