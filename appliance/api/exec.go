@@ -47,7 +47,7 @@ type Job struct {
 	ID       string     `json:"id"`
 	Box      string     `json:"box"`
 	Cmd      []string   `json:"cmd"`
-	State    string     `json:"state"` // running, exited, lost
+	State    string     `json:"state"` // running, exited, killed (its box stopped while it ran), lost (paddockd restarted or the engine failed while it ran)
 	ExitCode *int       `json:"exit_code,omitempty"`
 	Started  time.Time  `json:"started"`
 	Ended    *time.Time `json:"ended,omitempty"`

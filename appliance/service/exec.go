@@ -336,13 +336,12 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		spec.Stdout, spec.Stderr = w, w
 		code, err := s.Driver.Exec(s.Life, s.engineName(name), spec)
 		rj.end()
-		state := "exited"
-		var cp *int
-		if err != nil {
+		state, cp := jobEnd(code, err, s.boxStopped(name))
+		switch state {
+		case "killed":
+			fmt.Fprintf(w, "\npaddock: job killed: its box stopped while it ran\n")
+		case "lost":
 			fmt.Fprintf(w, "\npaddock: job failed: %v\n", err)
-			state = "lost"
-		} else {
-			cp = &code
 		}
 		f.Close()
 		if err := s.Store.EndJob(j.ID, state, cp, s.now()); err != nil {
@@ -356,6 +355,28 @@ func (s *Service) startJob(name string, p api.ExecPost, secrets map[string]strin
 		}
 	}()
 	return toAPIJob(j), nil
+}
+
+// jobEnd is how a job ended, from what its exec returned and whether its
+// box is stopped by now: killed when the box stopped under it (the exec's
+// stream broke, or a signal ended it), exited with its code, or lost when
+// the exec failed while the box runs on.
+func jobEnd(code int, err error, boxStopped bool) (state string, exit *int) {
+	switch {
+	case boxStopped && err != nil:
+		return "killed", nil
+	case boxStopped && code > 128:
+		return "killed", &code
+	case err != nil:
+		return "lost", nil
+	}
+	return "exited", &code
+}
+
+// boxStopped says whether a box is declared stopped (or gone).
+func (s *Service) boxStopped(name string) bool {
+	b, err := s.Store.GetBox(name)
+	return errors.Is(err, store.ErrNotFound) || (err == nil && b.Desired != "running")
 }
 
 func toAPIJob(j store.Job) api.Job {

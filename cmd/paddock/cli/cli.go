@@ -106,7 +106,7 @@ func init() {
 		{"ssh", "BOX [SSH OPTIONS] [-- COMMAND]", "ssh into a box through the server's gateway", cmdSSH},
 		{"ssh-config", "[BOX...] [--install] [--file PATH]", "print (or write into ~/.ssh/config, in a block of its own) a Host entry per box, BOX.paddock, for ssh, VS Code Remote-SSH and JetBrains Gateway", cmdSSHConfig},
 		{"code", "BOX [FOLDER] [--file PATH]", "open VS Code on a box over SSH (Remote-SSH), in FOLDER (default /config)", cmdCode},
-		{"logs", "BOX JOB [-f]", "print a job's output (-f: follow it, and exit as the job did)", cmdLogs},
+		{"logs", "BOX JOB [-f]", "print a job's output (-f: follow it, and exit as the job did); fails for a job its box's stop killed or that was lost", cmdLogs},
 		{"wait", "BOX JOB", "wait for a job to end, and print its exit code", cmdWait},
 		{"push", "BOX LOCAL --to PATH [--exclude PATTERN] [--no-ignore]", "copy a local file or directory into the box (a folder's .paddockignore, else its .gitignore files, say what is left out)", cmdPush},
 		{"pull", "BOX PATH [--to LOCAL]", "copy a file or directory out of the box", cmdPull},

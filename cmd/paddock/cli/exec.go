@@ -165,7 +165,7 @@ func cmdJobs(e *env, args []string) error {
 		if j.ExitCode != nil {
 			code = fmt.Sprint(*j.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%q\n", j.ID, j.State, code, j.Started.Local().Format(time.RFC3339), j.Cmd)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%q\n", j.ID, jobState(j), code, j.Started.Local().Format(time.RFC3339), j.Cmd)
 	}
 	return tw.Flush()
 }
@@ -183,13 +183,17 @@ func cmdLogs(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout); err != nil || !*follow {
+	if err := c.JobLog(e.ctx, name, fs.Arg(1), *follow, e.stdout); err != nil {
 		return err
 	}
-	// Followed to its end: exit as the job did.
+	// Followed to its end, exit as the job did; a log a stopped box or a
+	// lost exec cut short fails either way.
 	j, err := c.Job(e.ctx, name, fs.Arg(1))
 	if err != nil {
 		return err
+	}
+	if !*follow && (j.State == "running" || j.ExitCode != nil && j.State == "exited") {
+		return nil
 	}
 	code, err := jobCode(j)
 	if err == nil && code != 0 {
@@ -198,11 +202,24 @@ func cmdLogs(e *env, args []string) error {
 	return err
 }
 
-// jobCode is the exit code of a job that has ended.
+// jobState is a job's state as the jobs table prints it, with why where
+// the word alone does not say.
+func jobState(j api.Job) string {
+	if j.State == "killed" {
+		return "killed (box stopped)"
+	}
+	return j.State
+}
+
+// jobCode is the exit code of a job that has ended; an error for one
+// that ended without one of its own (its box stopped under it, or it was
+// lost).
 func jobCode(j api.Job) (int, error) {
 	switch {
 	case j.State == "running":
 		return 0, fmt.Errorf("job %s is still running", j.ID)
+	case j.State == "killed":
+		return 0, fmt.Errorf("job %s was killed: its box stopped while it ran", j.ID)
 	case j.ExitCode != nil:
 		return *j.ExitCode, nil
 	}

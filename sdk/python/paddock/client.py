@@ -395,7 +395,7 @@ class Client:
         return self._json("GET", f"/boxes/{_q(box)}/jobs")
 
     def job(self, box, job_id) -> models.Job:
-        """The job's state (running, exited, lost) and exit_code."""
+        """The job's state (running, exited, killed: its box stopped while it ran, lost) and exit_code."""
         return self._json("GET", f"/boxes/{_q(box)}/jobs/{_q(job_id)}")
 
     def job_log(self, box, job_id, follow=False):
