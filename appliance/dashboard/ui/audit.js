@@ -11,12 +11,14 @@ let last = 0;
 let filter = "";
 
 function row(e) {
-  const on = e.box ? el("a", { href: "/boxes/" + enc(e.box) }, e.box) : e.object || "—";
+  const on = e.box ? el("a", { href: "/boxes/" + enc(e.box) }, e.box) : e.object || null;
   const detail = e.detail ? JSON.stringify(e.detail) : "";
+  // What it was done on sits under the action: a phone's table keeps the
+  // time, the action and its result in view.
   return el("tr", { "data-seq": String(e.seq), "data-action": e.action },
-    el("td", {}, String(e.seq)), el("td", {}, when(e.at)), el("td", {}, e.user || "—"),
-    el("td", {}, el("code", {}, e.action)), el("td", {}, on),
-    el("td", { class: e.result === "ok" || e.result === "opened" || e.result === "exit 0" ? "" : "error" }, e.result),
+    el("td", { class: "wide" }, String(e.seq)), el("td", { class: "at" }, when(e.at)), el("td", { class: "wide" }, e.user || "—"),
+    el("td", { class: "fold" }, el("code", {}, e.action), on ? el("div", { class: "small on" }, on) : null),
+    el("td", { class: "result " + (e.result === "ok" || e.result === "opened" || e.result === "exit 0" ? "" : "error") }, e.result),
     el("td", { class: "wide detail" }, detail), el("td", { class: "wide" }, [e.addr, e.via].filter(Boolean).join(" · ")));
 }
 
@@ -31,7 +33,7 @@ async function load(more) {
     const rows = es.reverse().map(row);
     if (more) body.prepend(...rows);
     else body.replaceChildren(...rows);
-    if (!body.children.length) body.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: "8" }, "No entries.")));
+    if (!body.children.length) body.replaceChildren(el("tr", { class: "empty" }, el("td", { colspan: "7" }, "No entries.")));
     else body.querySelector("tr.empty")?.remove();
   } catch (e) {
     err.textContent = e.message;

@@ -1,14 +1,17 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/client"
@@ -44,6 +47,7 @@ func cmdAudit(e *env, args []string) error {
 	if *asJSON && !*follow {
 		return printJSON(e.stdout, es)
 	}
+	header := !*asJSON
 	show := func(es []api.AuditEntry) error {
 		if *asJSON {
 			for _, en := range es {
@@ -53,14 +57,9 @@ func cmdAudit(e *env, args []string) error {
 			}
 			return nil
 		}
-		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-		for _, en := range es {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", en.Seq, en.At.Local().Format(time.DateTime), dash(en.User), en.Action, dash(auditWhat(en)), en.Result, auditDetail(en))
-		}
-		return tw.Flush()
-	}
-	if !*asJSON {
-		fmt.Fprintln(e.stdout, "#  TIME  USER  ACTION  ON  RESULT  DETAIL")
+		err := auditTable(e.stdout, es, header)
+		header = false
+		return err
 	}
 	if err := show(es); err != nil || !*follow {
 		return err
@@ -84,6 +83,20 @@ func cmdAudit(e *env, args []string) error {
 	}
 }
 
+// auditTable prints entries as a table, its columns in line (with the
+// header above them, if header).
+func auditTable(w io.Writer, es []api.AuditEntry, header bool) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	if header {
+		fmt.Fprintln(tw, "#\tTIME\tUSER\tACTION\tON\tRESULT\tDETAIL")
+	}
+	for _, en := range es {
+		result, detail := auditResult(en)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\n", en.Seq, en.At.Local().Format(time.DateTime), dash(en.User), en.Action, dash(auditWhat(en)), result, detail)
+	}
+	return tw.Flush()
+}
+
 // auditWhat is what an entry is about: its box, or its object.
 func auditWhat(en api.AuditEntry) string {
 	if en.Box != "" {
@@ -92,11 +105,27 @@ func auditWhat(en api.AuditEntry) string {
 	return en.Object
 }
 
-// auditDetail is an entry's details, and where it came from, on one line.
+// auditShortResult is the longest result the RESULT column holds; a
+// longer one (an error's words) begins the DETAIL column, the last, where
+// its length pushes no other column out of line.
+const auditShortResult = 16
+
+// auditResult is an entry's RESULT and DETAIL columns.
+func auditResult(en api.AuditEntry) (result, detail string) {
+	detail = auditDetail(en)
+	if utf8.RuneCountInString(en.Result) <= auditShortResult {
+		return en.Result, detail
+	}
+	return "failed", strings.TrimSpace(en.Result + "; " + detail)
+}
+
+// auditDetail is an entry's details, and where it came from, on one line:
+// its JSON as it was sent, without the escapes JSON may put in for HTML
+// ("&&" reads as itself).
 func auditDetail(en api.AuditEntry) string {
 	var parts []string
 	if len(en.Detail) > 0 {
-		parts = append(parts, string(en.Detail))
+		parts = append(parts, plainJSON(en.Detail))
 	}
 	if en.Via != "" {
 		parts = append(parts, "via "+en.Via)
@@ -194,4 +223,23 @@ func (e *env) auditWitness() (map[string]api.AuditMark, *api.AuditMark, string, 
 		return all, &m, key, nil
 	}
 	return all, nil, key, nil
+}
+
+// plainJSON is raw JSON compacted and without HTML escapes (\u0026,
+// \u003c, \u003e are written as &, <, >); raw as it is when it does not
+// parse.
+func plainJSON(raw json.RawMessage) string {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&v); err != nil {
+		return string(raw)
+	}
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return string(raw)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
