@@ -85,9 +85,23 @@ type InvitePost struct {
 
 // InviteCreated carries an invitation's one-time token and its link.
 type InviteCreated struct {
+	// ID names the invitation in the list of those pending, and to revoke
+	// it; it is not the link.
+	ID      string    `json:"id"`
 	Token   string    `json:"token"`
 	URL     string    `json:"url,omitempty"`
 	Role    string    `json:"role"`
+	Expires time.Time `json:"expires"`
+}
+
+// Invite is an invitation not used yet: its link signs one person up
+// with its role until it expires (the link itself is shown once, when it
+// is made, and not kept).
+type Invite struct {
+	ID      string    `json:"id"`
+	Role    string    `json:"role"`
+	By      string    `json:"by,omitempty"` // who made it ("" once they are removed)
+	Created time.Time `json:"created"`
 	Expires time.Time `json:"expires"`
 }
 

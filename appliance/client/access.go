@@ -3,8 +3,10 @@ package client
 import (
 	"context"
 	"errors"
-	"github.com/paddock-dev/paddock/appliance/api"
+	"net/url"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // Whoami checks the token.
@@ -64,6 +66,17 @@ func (c *Client) Users(ctx context.Context) ([]api.User, error) {
 func (c *Client) Invite(ctx context.Context, role string) (api.InviteCreated, error) {
 	var i api.InviteCreated
 	return i, c.do(ctx, "POST", "/users/invites", api.InvitePost{Role: role}, &i)
+}
+
+// Invites lists the invitations not used yet.
+func (c *Client) Invites(ctx context.Context) ([]api.Invite, error) {
+	var is []api.Invite
+	return is, c.do(ctx, "GET", "/users/invites", nil, &is)
+}
+
+// RevokeInvite takes an invitation back.
+func (c *Client) RevokeInvite(ctx context.Context, id string) error {
+	return c.do(ctx, "DELETE", "/users/invites/"+url.PathEscape(id), nil, nil)
 }
 
 // RemoveUser removes a user.

@@ -29,6 +29,7 @@ var auditActions = map[string]string{
 	"POST /v1/login/device/token":                  "login.device.token",
 	"POST /v1/signin-links":                        "signin.link",
 	"POST /v1/users/invites":                       "user.invite",
+	"DELETE /v1/users/invites/{id}":                "user.invite.revoke",
 	"DELETE /v1/users/{user}":                      "user.remove",
 	"PUT /v1/users/{user}/quota":                   "user.quota",
 	"POST /v1/tokens":                              "token.create",

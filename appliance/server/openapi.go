@@ -20,6 +20,8 @@ var ops = map[string]openapi.Op{
 	"POST /v1/signin-links":                    {Tag: "account", Summary: "A single-use link, good for two minutes, that signs a browser in to the dashboard as the caller", Request: api.SignInPost{}, Response: api.SignInLink{}, Status: 201},
 	"GET /v1/users":                            {Tag: "account", Summary: "Users (the owner sees all; a member, themselves)", Response: []api.User{}},
 	"POST /v1/users/invites":                   {Tag: "account", Summary: "A one-time invitation link (the owner or an admin; an owner's link, the owner only)", Request: api.InvitePost{}, Response: api.InviteCreated{}, Status: 201},
+	"GET /v1/users/invites":                    {Tag: "account", Summary: "The invitations not used yet and not expired: each one's id, role, maker and expiry, never its link (the owner or an admin)", Response: []api.Invite{}},
+	"DELETE /v1/users/invites/{id}":            {Tag: "account", Summary: "Revoke an invitation: its link signs nobody up (the owner or an admin; an owner's invitation, the owner only)", Status: 204},
 	"GET /v1/users/{user}/quota":               {Tag: "account", Summary: "A user's quota (what they may have at once: the server's defaults, but the fields set for them) and their use; a member reads their own", Response: api.UserQuota{}},
 	"PUT /v1/users/{user}/quota":               {Tag: "account", Summary: "Set a member's quota: each field given (0: no bound); those in default go back to the server's default (the owner or an admin)", Request: api.QuotaPut{}, Response: api.UserQuota{}},
 	"GET /v1/groups":                           {Tag: "account", Summary: "Groups of users, their members (by hand, or a sign-in provider's) and quotas (the owner or an admin)", Response: []api.Group{}},

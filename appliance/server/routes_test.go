@@ -161,6 +161,10 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var bossInvite api.InviteCreated
+	if bossInvite, err = svc.Invite(caller.With(context.Background(), boss), api.InvitePost{}); err != nil {
+		t.Fatal(err)
+	}
 	const bossImageID = "sha256:b0551111222233334444555566667777888899990000aaaabbbbccccddddeeee"
 	if err := svc.Store.PutImage(store.Image{Owner: boss.ID, Name: "bossimg", Tag: "latest", ID: bossImageID, Built: time.Now()}); err != nil {
 		t.Fatal(err)
@@ -173,6 +177,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		"groups": "eng", "members": "boss",
 		"contexts": "python",
 		"images":   "bossimg",
+		"invites":  bossInvite.ID,
 	}
 	notFound := map[string]bool{"boxes": true, "jobs": true, "drives": true, "policies": true, "images": true}
 	tried := 0

@@ -181,6 +181,8 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	add("GET "+p+"/users", s.users)
 	add("POST "+p+"/users/invites", s.invite)
+	add("GET "+p+"/users/invites", s.invites)
+	add("DELETE "+p+"/users/invites/{id}", s.revokeInvite)
 	add("DELETE "+p+"/users/{user}", s.removeUser)
 	add("GET "+p+"/users/{user}/quota", s.quota)
 	add("PUT "+p+"/users/{user}/quota", s.setQuota)
@@ -550,6 +552,22 @@ func (s *Server) invite(w http.ResponseWriter, r *http.Request) error {
 		inv.URL = s.URL + "/invite/" + inv.Token
 	}
 	return route.WriteJSON(w, http.StatusCreated, inv)
+}
+
+func (s *Server) invites(w http.ResponseWriter, r *http.Request) error {
+	is, err := s.Svc.Invites(r.Context())
+	if err != nil {
+		return err
+	}
+	return route.WriteJSON(w, http.StatusOK, is)
+}
+
+func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) error {
+	if err := s.Svc.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
+		return err
+	}
+	w.WriteHeader(http.StatusNoContent)
+	return nil
 }
 
 func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {

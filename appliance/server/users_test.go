@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
@@ -416,5 +417,76 @@ func TestNodesAreTheOwners(t *testing.T) {
 	}
 	if code, e := call(t, ts, owner, "POST", "/v1/nodes/joins", ""); code != http.StatusConflict || !strings.Contains(e.Message, "cluster_listen") {
 		t.Errorf("a join token on a server with no cluster listener: %d %+v", code, e)
+	}
+}
+
+// Invitations not used yet are listed (never their links) and can be
+// revoked: a revoked link signs nobody up; a used one is not listed; a
+// member may do neither; revoking twice says why it is not there.
+func TestInvitationsListedAndRevoked(t *testing.T) {
+	ts, owner, _ := newServer(t)
+	mb := invite(t, ts.URL, owner, "mia")
+	mia := deviceLogin(t, ts.URL, mb)
+	make := func(role string) api.InviteCreated {
+		req, _ := http.NewRequest("POST", ts.URL+"/v1/users/invites", strings.NewReader(`{"role":"`+role+`"}`))
+		req.Header.Set("Authorization", "Bearer "+owner)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var inv api.InviteCreated
+		json.NewDecoder(resp.Body).Decode(&inv)
+		if resp.StatusCode != 201 || len(inv.ID) != 12 {
+			t.Fatalf("invite %s: %d %+v", role, resp.StatusCode, inv)
+		}
+		return inv
+	}
+	list := func(tok string) (int, []api.Invite, string) {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/users/invites", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		raw, _ := io.ReadAll(resp.Body)
+		var is []api.Invite
+		json.Unmarshal(raw, &is)
+		return resp.StatusCode, is, string(raw)
+	}
+	member, admin := make("member"), make("admin")
+	code, is, raw := list(owner)
+	byID := map[string]api.Invite{}
+	for _, i := range is {
+		byID[i.ID] = i
+	}
+	if m, a := byID[member.ID], byID[admin.ID]; code != 200 || len(is) != 2 || m.Role != "member" || a.Role != "admin" || m.By != "boss" || !m.Expires.Equal(member.Expires.Truncate(time.Millisecond)) {
+		t.Fatalf("the pending invitations (mia's, used, not among them): %d %s", code, raw)
+	}
+	if strings.Contains(raw, strings.TrimPrefix(member.Token, "pdk_")) || strings.Contains(raw, strings.TrimPrefix(admin.Token, "pdk_")) {
+		t.Fatalf("the list shows a link: %s", raw)
+	}
+	if code, _, _ := list(mia); code != 403 {
+		t.Errorf("a member lists invitations: %d", code)
+	}
+	if code, _ := call(t, ts, mia, "DELETE", "/v1/users/invites/"+member.ID, ""); code != 403 {
+		t.Errorf("a member revokes an invitation: %d", code)
+	}
+	if code, e := call(t, ts, owner, "DELETE", "/v1/users/invites/"+member.ID, ""); code != 204 {
+		t.Fatalf("revoke: %d %+v", code, e)
+	}
+	if code, _ := forms.Post(t, forms.Browser(), ts.URL, "/invite/"+member.Token, url.Values{"name": {"late"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
+		t.Fatalf("a revoked invitation signed someone up: %d", code)
+	}
+	if _, is, raw := list(owner); len(is) != 1 || is[0].ID != admin.ID {
+		t.Fatalf("after the revoke: %s", raw)
+	}
+	if code, e := call(t, ts, owner, "DELETE", "/v1/users/invites/"+member.ID, ""); code != 404 || !strings.Contains(e.Message, "no pending invitation") {
+		t.Fatalf("revoked twice: %d %+v", code, e)
+	}
+	// The one left still works.
+	if code, _ := forms.Post(t, forms.Browser(), ts.URL, "/invite/"+admin.Token, url.Values{"name": {"ada"}, "password": {"a long password"}, "password2": {"a long password"}}); code != 201 {
+		t.Fatalf("the invitation left: %d", code)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -77,11 +78,74 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 	}
 	tok, hash := auth.NewToken()
 	now := s.now()
-	exp := now.Add(s.linkTTL())
-	if err := s.Store.AddLink(store.Link{Hash: hash, Kind: store.LinkInvite, Role: p.Role, Created: now, Expires: exp}); err != nil {
+	l := store.Link{Hash: hash, Kind: store.LinkInvite, Role: p.Role, Created: now, Expires: now.Add(s.linkTTL())}
+	if u, ok := caller.From(ctx); ok {
+		l.By = u.ID
+	}
+	if err := s.Store.AddLink(l); err != nil {
 		return api.InviteCreated{}, err
 	}
-	return api.InviteCreated{Token: tok, Role: p.Role, Expires: exp}, nil
+	return api.InviteCreated{ID: l.ID(), Token: tok, Role: p.Role, Expires: l.Expires}, nil
+}
+
+// Invites lists the invitations not used yet and not expired (the owner
+// or an admin): who made each, for what role, until when. Their links
+// are not kept, and not shown.
+func (s *Service) Invites(ctx context.Context) ([]api.Invite, error) {
+	if err := requireAdmin(ctx, "list invitations"); err != nil {
+		return nil, err
+	}
+	links, err := s.Store.Links(store.LinkInvite, s.now())
+	if err != nil {
+		return nil, err
+	}
+	us, err := s.Store.Users()
+	if err != nil {
+		return nil, err
+	}
+	names := map[int64]string{}
+	for _, u := range us {
+		names[u.ID] = u.Name
+	}
+	out := []api.Invite{}
+	for _, l := range links {
+		out = append(out, api.Invite{ID: l.ID(), Role: l.Role, By: names[l.By], Created: l.Created, Expires: l.Expires})
+	}
+	return out, nil
+}
+
+// RevokeInvite takes an invitation back: its link signs nobody up. An
+// owner's invitation is the owner's to revoke, as it is to make.
+func (s *Service) RevokeInvite(ctx context.Context, id string) error {
+	if err := requireAdmin(ctx, "revoke invitations"); err != nil {
+		return err
+	}
+	links, err := s.Store.Links(store.LinkInvite, s.now())
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if l.ID() != id {
+			continue
+		}
+		if l.Role == store.RoleOwner {
+			if err := requireOwner(ctx, "revoke an owner's invitation"); err != nil {
+				return err
+			}
+		}
+		if err := s.Store.DeleteLink(l.Hash); errors.Is(err, store.ErrNotFound) {
+			return noInvite(id)
+		} else if err != nil {
+			return err
+		}
+		audit.From(ctx).Note("role", l.Role)
+		return nil
+	}
+	return noInvite(id)
+}
+
+func noInvite(id string) error {
+	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no pending invitation %q: it was used, revoked or has expired ('paddock user invites' lists those pending)", id)}
 }
 
 // ErrUnsafeWithMembers is why a server whose boxes may run Docker on runc

@@ -486,6 +486,8 @@ var migrations = []string{
 	// start again (before, a note on a box that had not slept said so).
 	`ALTER TABLE boxes ADD COLUMN disk_stopped INTEGER NOT NULL DEFAULT 0;
 	 UPDATE boxes SET disk_stopped = 1 WHERE note != '' AND slept = 0 AND desired = 'stopped';`,
+	// Who made each one-time link (invitations are listed with it).
+	`ALTER TABLE links ADD COLUMN by_user INTEGER NOT NULL DEFAULT 0;`,
 }
 
 // WatchedTables are the tables whose every insert, update and delete

@@ -135,7 +135,18 @@ type Link struct {
 	Role    string
 	Created time.Time
 	Expires time.Time
+	// By is the id of the user who made it (0: paddockd, for a setup
+	// link).
+	By int64
 }
+
+// LinkIDLen is how many of a link's hash's hex digits name it (in a
+// list, and to revoke it): enough that two live links never share them,
+// and nothing that could be used as the link.
+const LinkIDLen = 12
+
+// ID is the link's name: the first LinkIDLen hex digits of its hash.
+func (l Link) ID() string { return l.Hash[:min(LinkIDLen, len(l.Hash))] }
 
 // AddLink stores a one-time link. A new setup link replaces older ones.
 func (s *Store) AddLink(l Link) error {
@@ -149,11 +160,42 @@ func (s *Store) AddLink(l Link) error {
 			return err
 		}
 	}
-	if _, err := tx.Exec(`INSERT INTO links (hash, kind, role, created, expires) VALUES (?,?,?,?,?)`,
-		l.Hash, l.Kind, l.Role, unix(l.Created), unix(l.Expires)); err != nil {
+	if _, err := tx.Exec(`INSERT INTO links (hash, kind, role, created, expires, by_user) VALUES (?,?,?,?,?,?)`,
+		l.Hash, l.Kind, l.Role, unix(l.Created), unix(l.Expires), l.By); err != nil {
 		return err
 	}
 	return tx.Commit()
+}
+
+// Links lists the links of a kind that have not expired at now, oldest
+// first.
+func (s *Store) Links(kind string, now time.Time) ([]Link, error) {
+	rows, err := s.q.Query(`SELECT hash, kind, role, created, expires, by_user FROM links WHERE kind=? AND expires>? ORDER BY created, hash`, kind, unix(now))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Link
+	for rows.Next() {
+		var l Link
+		var c, e int64
+		if err := rows.Scan(&l.Hash, &l.Kind, &l.Role, &c, &e, &l.By); err != nil {
+			return nil, err
+		}
+		l.Created, l.Expires = fromUnix(c), fromUnix(e)
+		out = append(out, l)
+	}
+	return out, rows.Err()
+}
+
+// DeleteLink removes a link, so that it signs nobody up; ErrNotFound if
+// it is gone (used, or already removed).
+func (s *Store) DeleteLink(hash string) error {
+	res, err := s.db.Exec(`DELETE FROM links WHERE hash=?`, hash)
+	if err != nil {
+		return err
+	}
+	return oneRow(res)
 }
 
 // GetLink reads a link that has not expired at now; ErrNotFound otherwise.

@@ -334,16 +334,39 @@ func TestDashboard(t *testing.T) {
 	formNew := time.Since(t0)
 	t.Logf("figure: Create in the form to running in the list %v; 'paddock new' in the same run %v", formNew.Round(time.Millisecond), cliNew.Round(time.Millisecond))
 	b.shots(shotDir, "boxes")
+	// A box with every column filled, long: a project, a policy, two
+	// drives, a TTL, a long name (and "full" above has a long note).
+	long := api.ProjectSpec{Project: "customer-portal-rewrite-2026",
+		Drives:   []api.DriveSpec{{Name: "customer-portal-node-modules"}, {Name: "customer-portal-build-cache"}},
+		Policies: []api.PolicySpec{{Name: "only-the-package-registries", AllowDomains: []string{"pkgs.portal.test"}}},
+		Boxes: []api.BoxSpec{{Name: "customer-portal-frontend-dev", Policy: "only-the-package-registries", TTL: "3h",
+			Mounts: []api.Mount{{Drive: "customer-portal-node-modules", Path: "/mnt/modules"}, {Drive: "customer-portal-build-cache", Path: "/mnt/cache"}}}}}
+	if p, err := d.Client().Plan(ctx, api.PlanRequest{Spec: long}); err != nil {
+		t.Fatal(err)
+	} else if _, err := d.Client().Apply(ctx, api.ApplyRequest{PlanRequest: api.PlanRequest{Spec: long}, Serial: p.Serial}); err != nil {
+		t.Fatal(err)
+	}
+	poll[bool](b, "the long box in the list", `(document.querySelector('#boxes tr[data-box="customer-portal-frontend-dev"]')?.textContent || "").includes("customer-portal-build-cache")`, 60*time.Second)
 	// At both sizes the list keeps each box's state and every action in
-	// view.
+	// view, in every row; a row's menu opens inside the window.
 	for _, sz := range [][2]int64{{390, 844}, {1280, 800}} {
 		b.do(chromedp.EmulateViewport(sz[0], sz[1]))
-		poll[bool](b, fmt.Sprintf("the state and actions in view at %d px", sz[0]), `(() => {
-			const r = document.querySelector('#boxes tr[data-box="dash"]');
-			const st = r.querySelector(".state").getBoundingClientRect();
-			const bs = [...r.querySelectorAll(".acts button")].map((b) => b.getBoundingClientRect());
-			return st.width > 0 && st.right <= innerWidth && bs.length > 0 && bs.every((b) => b.width > 0 && b.right <= innerWidth);
+		poll[string](b, fmt.Sprintf("the state and actions in view at %d px", sz[0]), `(() => {
+			const out = (e) => { const r = e.getBoundingClientRect(); return r.width === 0 || r.left < 0 || r.right > innerWidth; };
+			const rows = [...document.querySelectorAll('#boxes tr[data-box]')];
+			const bad = rows.filter((r) => out(r.querySelector(".state")) || [...r.querySelectorAll(".acts > button")].length !== 2 || [...r.querySelectorAll(".acts > button")].some(out));
+			return rows.length >= 5 && bad.length === 0 ? "ok" : "";
 		})()`, 10*time.Second)
+		b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="customer-portal-frontend-dev"] button[data-action="more"]`)))
+		poll[string](b, fmt.Sprintf("the row's menu in view at %d px", sz[0]), `(() => {
+			const m = document.querySelector('#boxes tr[data-box="customer-portal-frontend-dev"] .row-menu');
+			const items = [...m.querySelectorAll("button")].map((b) => b.getBoundingClientRect());
+			return m.matches(":popover-open") && items.length === 4 && items.every((r) => r.width > 0 && r.left >= 0 && r.right <= innerWidth && r.top >= 0 && r.bottom <= innerHeight) ? "ok" : "";
+		})()`, 10*time.Second)
+		if png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot()); err == nil {
+			os.WriteFile(filepath.Join(shotDir, fmt.Sprintf("boxes-menu-%dx%d.png", sz[0], sz[1])), png, 0o644)
+		}
+		b.do(chromedp.KeyEvent(kb.Escape))
 	}
 
 	// The box's page: a shell in the terminal tab. One of its modules fails
@@ -444,8 +467,22 @@ func TestDashboard(t *testing.T) {
 	if err != nil || listed["8080"] != "0.0.0.0 "+want || !strings.HasPrefix(listed["5173"], "127.0.0.1 listens on the box's loopback only") {
 		t.Fatalf("paddock preview dash: %v\n%s", err, out)
 	}
-	if out, err := cliRun("preview", "dash", "8080"); err != nil || strings.SplitN(out, "\n", 2)[0] != want {
+	// With no browser here it prints, after the URL, a one-time link that
+	// signs a browser in to it (whose page names the account).
+	out, err = cliRun("preview", "dash", "8080")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || lines[0] != want || !strings.Contains(out, "No browser here. This link signs one in to this server and opens the preview, once, within ") ||
+		!strings.HasPrefix(lines[len(lines)-1], base+"/signin/") {
 		t.Fatalf("paddock preview dash 8080: %v\n%s", err, out)
+	}
+	if resp, err := http.Get(lines[len(lines)-1]); err != nil {
+		t.Fatal(err)
+	} else {
+		page, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(page), "Sign in to this Paddock server as ") {
+			t.Fatalf("the preview's sign-in link: %d\n%s", resp.StatusCode, page)
+		}
 	}
 	for args, msg := range map[string]string{"dash 5173": "listens on the box's loopback only", "dash 9999 --wait 0": "nothing listens on port 9999 in box dash (ports open: ", "dash 0": "give a number from 1 to 65535"} {
 		if out, err := cliRun(append([]string{"preview"}, strings.Fields(args)...)...); err == nil || !strings.Contains(out, msg) {
@@ -630,6 +667,18 @@ func TestDashboard(t *testing.T) {
 	} else if who, err := tc.Whoami(ctx); err != nil || who.Token != "dashtoken" {
 		t.Fatalf("the token the page showed: %+v %v", who, err)
 	}
+	// An invitation made on the page is listed as pending, and its Revoke
+	// takes it back (the API's list says so too).
+	b.do(chromedp.Click(chromedp.CSS("#i-go")))
+	inviteID := poll[string](b, "the pending invitation", `document.querySelector("#invite-once:not([hidden])") && document.querySelector("#invites tbody tr[data-invite]")?.dataset.invite || ""`, 10*time.Second)
+	if is, err := d.Client().Invites(ctx); err != nil || len(is) != 1 || is[0].ID != inviteID || is[0].Role != "member" {
+		t.Fatalf("the invitations after the page made one: %+v %v", is, err)
+	}
+	b.do(chromedp.Click(chromedp.CSS(`#invites tr[data-invite="` + inviteID + `"] button[data-action="revoke"]`)))
+	poll[bool](b, "the invitation revoked", `(document.querySelector("#invites tbody")?.textContent || "") === "No invitation is pending."`, 10*time.Second)
+	if is, err := d.Client().Invites(ctx); err != nil || len(is) != 0 {
+		t.Fatalf("the invitations after the page revoked one: %+v %v", is, err)
+	}
 
 	// Images: the build form sends its Dockerfile as a context; on this
 	// server (runc boxes) the build is refused before it starts, and the
@@ -646,6 +695,15 @@ func TestDashboard(t *testing.T) {
 	// action, and the owner's check says the chain holds.
 	b.do(chromedp.Navigate(base + "/audit"))
 	poll[bool](b, "the token's creation in the audit log", `[...document.querySelectorAll('#audit tr[data-action="token.create"]')].some(r => r.textContent.includes("tokens/dashtoken"))`, 10*time.Second)
+	// A long result (the build's refusal above) folds inside the table
+	// rather than widen it past the window, at both sizes.
+	for _, sz := range [][2]int64{{390, 844}, {1280, 800}} {
+		b.do(chromedp.EmulateViewport(sz[0], sz[1]))
+		poll[bool](b, fmt.Sprintf("the audit table within the window at %d px", sz[0]), `(() => {
+			const t = document.querySelector("#audit"), long = [...t.querySelectorAll("td.result")].some((c) => c.textContent.length > 80);
+			return long && t.scrollWidth <= t.parentElement.clientWidth && t.getBoundingClientRect().right <= innerWidth;
+		})()`, 10*time.Second)
+	}
 	b.do(chromedp.SendKeys(chromedp.CSS("#a-action"), "drive"), chromedp.Click(chromedp.CSS("#a-apply")))
 	poll[bool](b, "only drive entries", `(() => { const rows = [...document.querySelectorAll('#audit tbody tr[data-action]')]; return rows.length > 0 && rows.every(r => r.dataset.action.startsWith("drive.")) && rows.some(r => r.textContent.includes("drives/dashdrive")); })()`, 10*time.Second)
 	b.do(chromedp.Click(chromedp.CSS("#a-verify")))
@@ -678,7 +736,8 @@ func TestDashboard(t *testing.T) {
 	// Remove, confirmed by typing the name.
 	b.do(chromedp.Navigate(base + "/"))
 	poll[bool](b, "the list", `!!document.querySelector('#boxes tr[data-box="dash"]')`, 10*time.Second)
-	b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] button[data-action="remove"]`)))
+	b.do(chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] button[data-action="more"]`)),
+		chromedp.Click(chromedp.CSS(`#boxes tr[data-box="dash"] button[data-action="remove"]`)))
 	if !eval[bool](b, `document.querySelector("#rm-go").disabled`) {
 		t.Fatal("Remove is enabled before the name is typed")
 	}

@@ -118,6 +118,15 @@ async function users() {
         await api("DELETE", "/users/" + enc(u.name)); users();
       }, f)))), 5, "");
 }
+// The invitations not used yet: who made each, for what role, until
+// when; each can be revoked (its link then signs nobody up).
+async function invites() {
+  const f = document.getElementById("invite-form");
+  const list = await api("GET", "/users/invites");
+  table("invites", list.map((i) => el("tr", { "data-invite": i.id }, el("td", {}, el("code", {}, i.id)), el("td", {}, i.role), el("td", {}, i.by || "—"), el("td", {}, when(i.expires)),
+    el("td", { class: "acts" }, el("button", { type: "button", class: "small", "data-action": "revoke", "aria-label": "Revoke invitation " + i.id,
+      onclick: (ev) => busy(ev.currentTarget, async () => { await api("DELETE", "/users/invites/" + enc(i.id)); invites(); }, f, document.getElementById("invite-error")) }, "Revoke")))), 5, "No invitation is pending.");
+}
 if (role === "owner" || role === "admin") {
   document.getElementById("invite-form").addEventListener("submit", (ev) => {
     ev.preventDefault();
@@ -125,6 +134,7 @@ if (role === "owner" || role === "admin") {
       const inv = await api("POST", "/users/invites", { role: document.getElementById("i-role").value });
       document.getElementById("invite-link").textContent = inv.url || inv.token;
       document.getElementById("invite-once").hidden = false;
+      invites();
     }, ev.currentTarget, document.getElementById("invite-error"));
   });
 }
@@ -133,4 +143,7 @@ const fail = (id) => (e) => { const p = document.getElementById(id); p.textConte
 tokens().catch(fail("token-error"));
 keys().catch(fail("key-error"));
 secrets().catch(fail("secret-error"));
-if (role === "owner" || role === "admin") users().catch(fail("invite-error"));
+if (role === "owner" || role === "admin") {
+  users().catch(fail("invite-error"));
+  invites().catch(fail("invite-error"));
+}

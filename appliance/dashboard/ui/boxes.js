@@ -19,29 +19,46 @@ const labelsMatch = (b, text) => text.split(",").map((s) => s.trim()).filter(Boo
 let servers = false;
 let ready = false;
 
+// A box's actions: its start or stop in the row, the rest in a menu
+// beside it (a popover, so that no column's width can push them out of
+// view, at any width).
 function actions(b) {
   const td = el("td", { class: "acts" });
-  const act = (label, fn, cls) => el("button", { type: "button", class: "small " + (cls || ""), "data-action": label.toLowerCase(), "aria-label": `${label} ${b.name}`, onclick: (e) => fn(e.currentTarget) }, label);
-  const err = (btn) => (e) => { const p = document.getElementById("list-error"); p.textContent = `${b.name}: ${e.message}`; p.hidden = false; };
-  const run = (btn, fn) => busy(btn, async () => { document.getElementById("list-error").hidden = true; try { await fn(); } catch (e) { err(btn)(e); } });
+  const err = (e) => { const p = document.getElementById("list-error"); p.textContent = `${b.name}: ${e.message}`; p.hidden = false; };
+  const run = (btn, fn) => busy(btn, async () => { document.getElementById("list-error").hidden = true; try { await fn(); } catch (e) { err(e); } });
+  const post = (path, body) => () => api("POST", `/boxes/${enc(b.name)}/${path}`, body);
   // A box shared as a viewer is read only; as a member, its owner's alone
   // forks and removes it.
   if (b.access === "viewer") return td;
-  if (b.desired === "running") td.append(act("Stop", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/stop`))));
-  else td.append(act("Start", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/start`))));
-  td.append(act("Snapshot", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/snapshots`))));
-  if (!b.access) td.append(act("Fork", (btn) => run(btn, () => api("POST", `/boxes/${enc(b.name)}/fork`, {}))));
-  td.append(act("Restore", () => openRestore(b.name)));
-  if (!b.access) td.append(act("Remove", () => openRemove(b.name), "danger-text"));
+  const menu = el("div", { popover: "", class: "row-menu", role: "menu", id: `menu-${b.name}` });
+  const item = (label, fn, cls) => el("button", { type: "button", role: "menuitem", class: "small " + (cls || ""), "data-action": label.toLowerCase(), "aria-label": `${label} ${b.name}`,
+    onclick: (e) => { const btn = e.currentTarget; menu.hidePopover(); fn(btn); } }, label);
+  const primary = b.desired === "running"
+    ? el("button", { type: "button", class: "small", "data-action": "stop", "aria-label": `Stop ${b.name}`, onclick: (e) => run(e.currentTarget, post("stop")) }, "Stop")
+    : el("button", { type: "button", class: "small", "data-action": "start", "aria-label": `Start ${b.name}`, onclick: (e) => run(e.currentTarget, post("start")) }, "Start");
+  menu.append(item("Snapshot", (btn) => run(btn, post("snapshots"))));
+  if (!b.access) menu.append(item("Fork", (btn) => run(btn, post("fork", {}))));
+  menu.append(item("Restore", () => openRestore(b.name)));
+  if (!b.access) menu.append(item("Remove", () => openRemove(b.name), "danger-text"));
+  const more = el("button", { type: "button", class: "small more", "data-action": "more", "aria-label": `More actions for ${b.name}`, "aria-haspopup": "menu", popovertarget: menu.id }, "More ▾");
+  // Under its button, kept inside the window.
+  menu.addEventListener("toggle", (e) => {
+    if (e.newState !== "open") return;
+    const r = more.getBoundingClientRect();
+    const w = menu.offsetWidth, h = menu.offsetHeight;
+    menu.style.left = Math.max(4, Math.min(r.right - w, innerWidth - w - 4)) + "px";
+    menu.style.top = (r.bottom + h + 4 <= innerHeight ? r.bottom + 2 : Math.max(4, r.top - h - 2)) + "px";
+  });
+  td.append(primary, more, menu);
   return td;
 }
 
 function row(b) {
   const drives = (b.mounts || []).map((m) => m.drive).join(", ");
   return el("tr", { "data-box": b.name },
-    el("td", {}, el("a", { href: `/boxes/${enc(b.name)}` }, b.name), b.access ? el("div", { class: "muted small shared" }, `shared with you: ${b.access}`) : null),
+    el("td", { class: "name" }, el("a", { href: `/boxes/${enc(b.name)}` }, b.name), b.access ? el("div", { class: "muted small shared" }, `shared with you: ${b.access}`) : null),
     owner ? el("td", { class: "wide" }, b.owner || "") : null,
-    el("td", { class: "wide" }, b.project || ""),
+    el("td", { class: "wide fold" }, b.project || ""),
     servers ? el("td", { class: "wide", "data-node": b.node || "" }, b.node || "") : null,
     el("td", { class: "wide" }, b.type),
     el("td", { class: "status" }, stateBadge(b.status), b.sleeping ? el("div", { class: "note small" }, "asleep: its next use starts it") : null,
@@ -50,9 +67,8 @@ function row(b) {
       b.oom_at ? el("div", { class: "oom small" }, oomText(b)) : null),
     el("td", { class: "use num wide", "data-use": b.name }, b.status === "running" ? useText(use.get(b.name)) : "—"),
     el("td", { class: "ttl num wide", "data-expires": b.expires_at || "" }, ttlLeft(b)),
-    el("td", { class: "wide" }, b.policy || "allow-all"),
-    el("td", { class: "wide" }, drives),
-    el("td", { class: "wide" }, when(b.created)),
+    el("td", { class: "wide fold" }, b.policy || "allow-all"),
+    el("td", { class: "wide fold" }, drives),
     actions(b));
 }
 

@@ -75,7 +75,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"exec", "w"}, "web worker"},
 		{[]string{"show", ""}, "api web worker"},
 		{[]string{"rm", "web", "w"}, "web worker"},
-		{[]string{"user", ""}, "invite ls quota rm"},
+		{[]string{"user", ""}, "invite invites ls quota revoke rm"},
 		{[]string{"drive", "backup", ""}, "cache"},
 		{[]string{"policy", "set", ""}, "api web worker"},
 		{[]string{"policy", "set", "web", ""}, "allow-all deny-all registries"},

@@ -224,15 +224,22 @@ func cmdPreview(e *env, args []string) error {
 		return printJSON(e.stdout, found)
 	}
 	fmt.Fprintln(e.stdout, found.URL)
-	if *noOpen || !canOpenBrowser(e) {
+	if *noOpen {
 		fmt.Fprintln(e.stderr, "It opens in a browser signed in to this server ('paddock dashboard' signs one in).")
 		return nil
 	}
+	// A link that signs a browser in and lands it on the preview: opened
+	// here where there is a desktop, else printed for one elsewhere.
 	l, err := c.PreviewLink(e.ctx, name, port)
 	if err != nil {
 		return err
 	}
-	openBrowser(e, l.URL)
+	if canOpenBrowser(e) {
+		openBrowser(e, l.URL)
+		return nil
+	}
+	fmt.Fprintf(e.stderr, "No browser here. This link signs one in to this server and opens the preview, once, within %s:\n", time.Until(l.Expires).Round(time.Second))
+	fmt.Fprintln(e.stdout, l.URL)
 	return nil
 }
 

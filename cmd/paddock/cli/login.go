@@ -155,7 +155,7 @@ func cmdWhoami(e *env, args []string) error {
 
 func cmdUser(e *env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give ls, invite or rm")
+		return usagef("give ls, invite, invites, revoke, rm or quota")
 	}
 	c, err := e.client()
 	if err != nil {
@@ -196,7 +196,32 @@ func cmdUser(e *env, args []string) error {
 			link = inv.Token
 		}
 		fmt.Fprintln(e.stdout, link)
-		fmt.Fprintf(e.stderr, "A one-time link for a new %s; it expires %s.\n", inv.Role, inv.Expires.Local().Format(time.RFC1123))
+		fmt.Fprintf(e.stderr, "A one-time link for a new %s; it expires %s. 'paddock user revoke %s' takes it back.\n", inv.Role, inv.Expires.Local().Format(time.RFC1123), inv.ID)
+		return nil
+	case "invites":
+		asJSON, err := jsonFlag("user invites", args[1:])
+		if err != nil {
+			return err
+		}
+		is, err := c.Invites(e.ctx)
+		if err != nil {
+			return err
+		}
+		if len(is) == 0 && !asJSON {
+			fmt.Fprintln(e.stderr, "No invitation is pending: 'paddock user invite' makes one.")
+			return nil
+		}
+		return listing(e.stdout, asJSON, is, "ID\tROLE\tBY\tMADE\tEXPIRES", func(i api.Invite) []string {
+			return []string{i.ID, i.Role, dash(i.By), i.Created.Local().Format(time.RFC3339), i.Expires.Local().Format(time.RFC3339)}
+		})
+	case "revoke":
+		if len(args) != 2 || strings.HasPrefix(args[1], "-") {
+			break
+		}
+		if err := c.RevokeInvite(e.ctx, args[1]); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "revoked invitation %s: its link signs nobody up\n", args[1])
 		return nil
 	case "rm":
 		if len(args) != 2 {
@@ -210,5 +235,5 @@ func cmdUser(e *env, args []string) error {
 	case "quota":
 		return userQuota(e, c, args[1:])
 	}
-	return usagef("user ls | user invite [--role member|viewer|admin|owner] | user rm NAME | user quota [NAME] [--boxes N ...]")
+	return usagef("user ls | user invite [--role member|viewer|admin|owner] | user invites | user revoke ID | user rm NAME | user quota [NAME] [--boxes N ...]")
 }

@@ -382,8 +382,17 @@ export interface ImageSpec {
   tag: string;
 }
 
+export interface Invite {
+  by?: string;
+  created: string;
+  expires: string;
+  id: string;
+  role: string;
+}
+
 export interface InviteCreated {
   expires: string;
+  id: string;
   role: string;
   token: string;
   url?: string;
