@@ -333,11 +333,12 @@ install_binaries() {
 }
 
 # install_clients puts the CLI for users' computers (every paddock-OS-ARCH
-# the release lists) where paddockd serves it, at https://HOST/cli/.
+# the release lists) where paddockd serves it, at https://HOST/cli/, and
+# the SDK packages of the release beside it (served at /sdk/).
 install_clients() {
   mkdir -p "$CLI_DIR"
   : >"$work/cli-sums"
-  awk '$2 ~ /^\*?paddock-(linux|darwin|windows)-(amd64|arm64)(\.exe)?$/ {sub(/^\*/, "", $2); print $2}' "$work/SHA256SUMS" >"$work/cli-list"
+  awk '$2 ~ /^\*?(paddock-(linux|darwin|windows)-(amd64|arm64)(\.exe)?|paddock-dev-sdk-[0-9.]+\.tgz|paddock_sdk-[0-9.]+-py3-none-any\.whl)$/ {sub(/^\*/, "", $2); print $2}' "$work/SHA256SUMS" >"$work/cli-list"
   while IFS= read -r f; do
     if [ -n "$offline" ] && [ ! -f "$offline/$f" ]; then
       continue # an offline release may carry only this machine's CLI
@@ -347,7 +348,7 @@ install_clients() {
     grep -E " \*?$f\$" "$work/SHA256SUMS" >>"$work/cli-sums"
   done <"$work/cli-list"
   install -m 0644 "$work/cli-sums" "$CLI_DIR/SHA256SUMS"
-  say "clients: $(wc -l <"$CLI_DIR/SHA256SUMS" | tr -d ' ') served at /cli/"
+  say "clients: $(grep -c 'paddock-\(linux\|darwin\|windows\)-' "$CLI_DIR/SHA256SUMS" || true) served at /cli/, $(grep -c '\.tgz$\|\.whl$' "$CLI_DIR/SHA256SUMS" || true) SDK packages at /sdk/"
 }
 
 build_image() {

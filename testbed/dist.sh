@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Lays out a release in dist/ (or $1) as install/install.sh expects it:
 # paddockd-linux-ARCH for amd64 and arm64, the CLI paddock-OS-ARCH for
-# linux, darwin and windows (.exe) on amd64 and arm64, install.sh, the box
-# image's files under image/, and SHA256SUMS over all of them. Every build
+# linux, darwin and windows (.exe) on amd64 and arm64, the SDKs' packages
+# (sdk/pack.sh: it needs npm and python3), install.sh, the box image's
+# files under image/, and SHA256SUMS over all of them. Every build
 # carries the version ($PADDOCK_VERSION, or git describe). install.sh
 # --offline DIR installs from it (the Vagrantfile does).
 set -euo pipefail
@@ -21,5 +22,9 @@ for arch in amd64 arm64; do
 done
 cp install/install.sh "$out/"
 cp install/image/Dockerfile install/image/provision.sh install/image/paddock-init install/image/paddock-desktop "$out/image/"
-(cd "$out" && sha256sum paddock-* paddockd-linux-* install.sh image/* >SHA256SUMS)
+# The SDKs of the release (the installer puts them where paddockd serves
+# them, /sdk/).
+rm -f "$out"/paddock-dev-sdk-*.tgz "$out"/paddock_sdk-*.whl
+bash sdk/pack.sh "$out" >/dev/null
+(cd "$out" && sha256sum paddock-* paddock_sdk-* paddockd-linux-* install.sh image/* >SHA256SUMS)
 echo "$out"

@@ -28,7 +28,15 @@ for os in linux darwin windows; do
     CGO_ENABLED=0 GOOS=$os GOARCH=$arch go build -trimpath -ldflags "-s -w $ldflags" -o "bin/cli/paddock-$os-$arch$ext" ./cmd/paddock
   done
 done
-(cd bin/cli && sha256sum paddock-* >SHA256SUMS)
+# The SDKs' packages beside them (served at /sdk/), where npm and python3
+# are there to build them.
+if command -v npm >/dev/null && command -v python3 >/dev/null; then
+  rm -f bin/cli/paddock-dev-sdk-*.tgz bin/cli/paddock_sdk-*.whl
+  bash sdk/pack.sh bin/cli >/dev/null
+else
+  echo "up.sh: no npm or python3 here: the server serves no SDK packages at /sdk/ (sdk/pack.sh builds them)" >&2
+fi
+(cd bin/cli && sha256sum $(ls paddock-* paddock_sdk-* 2>/dev/null) >SHA256SUMS)
 
 state=${PADDOCK_STATE_DIR:-/var/lib/paddock-local}
 listen=${PADDOCK_LISTEN:-127.0.0.1:8760}

@@ -3,7 +3,11 @@
 // (paddock-OS-ARCH, .exe for Windows) and their SHA256SUMS from a directory
 // the installer fills (cli_dir), a page that lists them, and one-line
 // installers for macOS and Linux (install.sh) and Windows (install.ps1)
-// that check the checksum before installing anything.
+// that check the checksum before installing anything. The SDKs of the
+// same release are served from the same directory at /sdk/: the
+// TypeScript package's tarball (paddock-dev-sdk-VERSION.tgz, for npm
+// install URL) and the Python wheel (paddock_sdk-VERSION-py3-none-any.whl,
+// for pip install URL), with a page that says how and their checksums.
 package clients
 
 import (
@@ -31,6 +35,9 @@ var (
 // binary is the name of a client binary this server may serve.
 var binary = regexp.MustCompile(`^paddock-(linux|darwin|windows)-(amd64|arm64)(\.exe)?$`)
 
+// sdkFile is the name of an SDK package this server may serve.
+var sdkFile = regexp.MustCompile(`^(paddock-dev-sdk-[0-9]+\.[0-9]+\.[0-9]+\.tgz|paddock_sdk-[0-9]+\.[0-9]+\.[0-9]+-py3-none-any\.whl)$`)
+
 // Handler serves /cli/.
 type Handler struct {
 	// Dir holds the binaries and SHA256SUMS.
@@ -46,7 +53,9 @@ func (h *Handler) Routes(t *route.Table) {
 	t.AddFunc("GET /cli/{$}", route.Public, h.index)
 	t.AddFunc("GET /cli/install.sh", route.Public, h.script(installSh, "text/x-shellscript"))
 	t.AddFunc("GET /cli/install.ps1", route.Public, h.script(installPs1, "text/plain"))
-	t.AddFunc("GET /cli/{file}", route.Public, h.file)
+	t.AddFunc("GET /cli/{file}", route.Public, h.file(binary))
+	t.AddFunc("GET /sdk/{$}", route.Public, h.sdkIndex)
+	t.AddFunc("GET /sdk/{file}", route.Public, h.file(sdkFile))
 }
 
 func (h *Handler) base(r *http.Request) string {
@@ -77,23 +86,34 @@ func (h *Handler) script(body, ctype string) http.HandlerFunc {
 	}
 }
 
-func (h *Handler) file(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("file")
-	if name != "SHA256SUMS" && !binary.MatchString(name) {
-		http.NotFound(w, r)
-		return
+// file serves SHA256SUMS and the files whose names match: nothing else of
+// the directory, whatever the name asked for.
+func (h *Handler) file(names *regexp.Regexp) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("file")
+		if name != "SHA256SUMS" && !names.MatchString(name) {
+			http.NotFound(w, r)
+			return
+		}
+		p := filepath.Join(h.Dir, name)
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			http.Error(w, "this server has no "+name, http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/octet-stream")
+		http.ServeFile(w, r, p)
 	}
-	p := filepath.Join(h.Dir, name)
-	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
-		http.Error(w, "this server has no "+name, http.StatusNotFound)
-		return
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	http.ServeFile(w, r, p)
 }
 
 // Sums reads the checksums of the binaries in dir, by name.
-func Sums(dir string) (map[string]string, error) {
+func Sums(dir string) (map[string]string, error) { return sums(dir, binary) }
+
+// SDKSums reads the checksums of the SDK packages in dir, by name.
+func SDKSums(dir string) (map[string]string, error) { return sums(dir, sdkFile) }
+
+// sums reads the checksums of the files of dir whose names match, and
+// that are there.
+func sums(dir string, names *regexp.Regexp) (map[string]string, error) {
 	f, err := os.Open(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
 		return nil, err
@@ -103,7 +123,7 @@ func Sums(dir string) (map[string]string, error) {
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fs := strings.Fields(sc.Text())
-		if len(fs) == 2 && binary.MatchString(strings.TrimPrefix(fs[1], "*")) {
+		if len(fs) == 2 && names.MatchString(strings.TrimPrefix(fs[1], "*")) {
 			if _, err := os.Stat(filepath.Join(dir, strings.TrimPrefix(fs[1], "*"))); err == nil {
 				out[strings.TrimPrefix(fs[1], "*")] = fs[0]
 			}
@@ -129,18 +149,59 @@ table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;bo
 {{end}}</table>{{else}}<p>This server has no client binaries yet.</p>{{end}}
 </body></html>`))
 
-func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
-	sums, _ := Sums(h.Dir)
-	type file struct{ Name, Sum string }
+type file struct{ Name, Sum string }
+
+// listed is the files of a sums map, by name.
+func listed(sums map[string]string) []file {
 	var files []file
 	for n, s := range sums {
 		files = append(files, file{n, s})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files
+}
+
+func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
+	sums, _ := Sums(h.Dir)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
 	page.Execute(w, struct {
 		URL   string
 		Files []file
+	}{h.base(r), listed(sums)})
+}
+
+var sdkPage = template.Must(template.New("sdk").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Paddock SDKs</title>
+<style>
+body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
+h1{font-size:1.4rem}pre,code{background:#f3f3f3;padding:.1rem .3rem}
+pre{padding:.5rem;white-space:pre-wrap;overflow-wrap:anywhere}
+table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
+</style></head>
+<body><h1>The Paddock SDKs</h1>
+<p>Of this server's own release. In your project:</p>
+{{range .Files}}{{if .TS}}<p>TypeScript (Node.js 20 or newer): <code>import { Client } from "@paddock-dev/sdk"</code></p><pre>npm install {{$.URL}}/sdk/{{.Name}}</pre>{{end}}{{end}}
+{{range .Files}}{{if .Py}}<p>Python 3.9 or newer (it imports as <code>paddock</code>): <code>from paddock import Client</code></p><pre>pip install {{$.URL}}/sdk/{{.Name}}</pre>{{end}}{{end}}
+{{if .Files}}<table><tr><th>File</th><th>SHA-256 (also in <a href="SHA256SUMS">SHA256SUMS</a>)</th></tr>
+{{range .Files}}<tr><td><a href="{{.Name}}">{{.Name}}</a></td><td><code>{{.Sum}}</code></td></tr>
+{{end}}</table>{{else}}<p>This server has no SDK packages: its installer puts those of its release here. Each SDK's README says how to build it from the repository.</p>{{end}}
+</body></html>`))
+
+func (h *Handler) sdkIndex(w http.ResponseWriter, r *http.Request) {
+	sums, _ := SDKSums(h.Dir)
+	type pkg struct {
+		file
+		TS, Py bool
+	}
+	var files []pkg
+	for _, f := range listed(sums) {
+		files = append(files, pkg{f, strings.HasSuffix(f.Name, ".tgz"), strings.HasSuffix(f.Name, ".whl")})
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'")
+	sdkPage.Execute(w, struct {
+		URL   string
+		Files []pkg
 	}{h.base(r), files})
 }

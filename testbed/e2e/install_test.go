@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/version"
 	"github.com/paddock-dev/paddock/testbed/forms"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
@@ -84,10 +85,26 @@ func offlineDir(t *testing.T) string {
 		h := sha256.Sum256(b)
 		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(h[:]), name)
 	}
+	// The SDKs' packages, as a release carries them (what is in them is
+	// the SDK tests' business; here, that they are put where /sdk/
+	// serves them, checked against their sums).
+	for name, body := range sdkPackages {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		h := sha256.Sum256([]byte(body))
+		fmt.Fprintf(&sums, "%s  %s\n", hex.EncodeToString(h[:]), name)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sums.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// sdkPackages stand for the SDK packages of a release in offlineDir.
+var sdkPackages = map[string]string{
+	"paddock-dev-sdk-" + version.Release + ".tgz":          "the TypeScript package",
+	"paddock_sdk-" + version.Release + "-py3-none-any.whl": "the Python wheel",
 }
 
 // TestInstall runs install/install.sh on a fresh Debian server with
@@ -219,6 +236,15 @@ func TestInstall(t *testing.T) {
 	}
 	if code, sh := forms.Get(t, b, base+"/cli/install.sh"); code != 200 || !strings.Contains(sh, "url='https://paddock.test'") {
 		t.Fatalf("/cli/install.sh: %d %.300s", code, sh)
+	}
+	// And the SDKs of its release, at /sdk/, with how to install them.
+	for name, body := range sdkPackages {
+		if code, got := forms.Get(t, b, base+"/sdk/"+name); code != 200 || got != body {
+			t.Fatalf("/sdk/%s: %d %q", name, code, got)
+		}
+		if _, page := forms.Get(t, b, base+"/sdk/"); !strings.Contains(page, "install "+base+"/sdk/"+name) {
+			t.Fatalf("/sdk/ does not say how to install %s:\n%s", name, page)
+		}
 	}
 
 	// The setup link makes the owner once.

@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,13 +41,14 @@ func TestPythonSDK(t *testing.T) {
 	if len(wheels) != 1 {
 		t.Fatalf("pip wheel made no paddock_sdk-%s wheel", version.Release)
 	}
-	run(nil, "-m", "pip", "install", "--no-deps", "--target", work+"/site", wheels[0])
+	// The server serves the wheel at /sdk/ (as its installer lays out a
+	// release), and pip installs it from there, as the README says.
+	d := servingSDK(t, wheels[0])
+	run(nil, "-m", "pip", "install", "--no-deps", "--target", work+"/site", "http://"+d.Listen+"/sdk/"+filepath.Base(wheels[0]))
 	site := []string{"PYTHONPATH=" + work + "/site"}
 	if got := strings.TrimSpace(run(site, "-c", "import paddock; print(paddock.__file__, paddock.__version__)")); got != work+"/site/paddock/__init__.py "+version.Release {
 		t.Fatalf("the installed SDK is %q, not the wheel's", got)
 	}
-	d := startDaemon(t, t.TempDir())
-	t.Cleanup(d.Cleanup)
 	// With no host nor token, the client takes the CLI's login.
 	who := exec.Command(py, "-c", "import paddock; print(paddock.Client().whoami()['user'])")
 	who.Dir, who.Env = work, append(cliLoginEnv(t, d), site[0], "PYTHONDONTWRITEBYTECODE=1")
@@ -147,16 +152,18 @@ func TestTypeScriptSDK(t *testing.T) {
 			t.Errorf("the package lacks %s:\n%s", f, list)
 		}
 	}
+	// The server serves the tarball at /sdk/ (as its installer lays out a
+	// release), and npm installs it from there into a fresh project, as
+	// the README says.
+	d := servingSDK(t, tgz)
 	user := filepath.Join(work, "project")
 	os.MkdirAll(user, 0o755)
 	os.WriteFile(filepath.Join(user, "package.json"), []byte(`{"name":"user-project","private":true}`), 0o644)
-	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--offline", tgz)
+	cmd := exec.Command(npm, "install", "--no-audit", "--no-fund", "--prefer-offline", "http://"+d.Listen+"/sdk/"+filepath.Base(tgz))
 	cmd.Dir = user
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("npm install %s: %v\n%s", tgz, err, out)
+		t.Fatalf("npm install %s from the server: %v\n%s", tgz, err, out)
 	}
-	d := startDaemon(t, t.TempDir())
-	t.Cleanup(d.Cleanup)
 	installed := "file://" + filepath.Join(user, "node_modules", "@paddock-dev", "sdk", "dist", "index.js")
 	// With no host nor token, the client takes the CLI's login.
 	who := exec.Command("node", "--input-type=module", "-e", "const m = await import(process.argv[1]); console.log((await new m.Client().whoami()).user);", installed)
@@ -165,6 +172,42 @@ func TestTypeScriptSDK(t *testing.T) {
 		t.Fatalf("the TypeScript SDK on the CLI's login: %v\n%s", err, out)
 	}
 	run(append(sdkEnv(t, d), "PADDOCK_SDK="+installed), "node", "--test", "test/")
+}
+
+// servingSDK starts a paddockd whose client folder (cli_dir) holds pkg
+// and SHA256SUMS with its sum, as the installer lays them out; its /sdk/
+// page lists pkg, with the checksum.
+func servingSDK(t *testing.T, pkg string) *harness.Daemon {
+	t.Helper()
+	dir := t.TempDir()
+	b, err := os.ReadFile(pkg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, filepath.Base(pkg)), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(b)
+	hexSum := hex.EncodeToString(sum[:])
+	if err := os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(hexSum+"  "+filepath.Base(pkg)+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDaemon(t, t.TempDir())
+	d.Env = append(d.Env, "PADDOCK_CLI_DIR="+dir)
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	resp, err := http.Get("http://" + d.Listen + "/sdk/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "install http://"+d.Listen+"/sdk/"+filepath.Base(pkg)) || !strings.Contains(string(page), hexSum) {
+		t.Fatalf("/sdk/ does not offer %s with its sum:\n%s", filepath.Base(pkg), page)
+	}
+	return d
 }
 
 // sdkMethods reads the public methods of a client class and the names of
