@@ -9,7 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 
 	"github.com/paddock-dev/paddock/appliance/client"
 )
@@ -46,7 +49,54 @@ func (e *env) gateway(c *client.Client) (host string, port int, pin []string, er
 		host = u.Hostname()
 	}
 	pin, err = e.pinHostKey(host, who.SSHPort, who.SSHHostKey)
-	return host, who.SSHPort, pin, err
+	if err != nil {
+		return "", 0, nil, err
+	}
+	// The private key of a registered public key in ~/.ssh, whatever its
+	// name: ssh itself offers only its default names (and an agent's).
+	if ks, err := c.Keys(e.ctx); err == nil {
+		var fps []string
+		for _, k := range ks {
+			fps = append(fps, k.Fingerprint)
+		}
+		if home, err := os.UserHomeDir(); err == nil {
+			if id := identityFor(filepath.Join(home, ".ssh"), fps); id != "" {
+				pin = append(pin, "-o", "IdentityFile="+sshQuote(id))
+			}
+		}
+	}
+	return host, who.SSHPort, pin, nil
+}
+
+// identityFor is the private key file in dir whose public key (the same
+// name with .pub) has one of the fingerprints, "" when none has.
+func identityFor(dir string, fingerprints []string) string {
+	pubs, _ := filepath.Glob(filepath.Join(dir, "*.pub"))
+	sort.Strings(pubs)
+	for _, p := range pubs {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		pk, _, _, _, err := ssh.ParseAuthorizedKey(b)
+		if err != nil || !slices.Contains(fingerprints, ssh.FingerprintSHA256(pk)) {
+			continue
+		}
+		priv := strings.TrimSuffix(p, ".pub")
+		if fi, err := os.Stat(priv); err == nil && fi.Mode().IsRegular() {
+			return priv
+		}
+	}
+	return ""
+}
+
+// sshQuote quotes a path for an ssh option or config line when it has a
+// space.
+func sshQuote(p string) string {
+	if strings.ContainsAny(p, " \t") {
+		return `"` + p + `"`
+	}
+	return p
 }
 
 // sshEntries is the Host entry of each box.
@@ -107,7 +157,7 @@ func cmdSSHConfig(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "%s: %d box(es), as BOX%s (ssh web%s); run this again for boxes made later\n", path, len(names), sshHostSuffix, sshHostSuffix)
+	fmt.Fprintf(e.stdout, "%s: %s, as BOX%s (ssh web%s); run this again for boxes made later\n", path, plural(int64(len(names)), "box", "boxes"), sshHostSuffix, sshHostSuffix)
 	if err := e.checkKeys(c); err != nil {
 		fmt.Fprintf(e.stderr, "Note: %v\n", err)
 	}

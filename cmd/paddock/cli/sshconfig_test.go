@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // The block goes at the top of the user's SSH config, keeps everything
@@ -48,5 +52,39 @@ func TestSSHBlockIsKeptInPlace(t *testing.T) {
 	}
 	if fi, _ := os.Stat(fresh); fi.Mode().Perm() != 0o600 {
 		t.Errorf("a new config's mode: %v", fi.Mode().Perm())
+	}
+}
+
+// The private key whose public key is registered is found by its
+// fingerprint, whatever its name; a public key without its private one,
+// or one not registered, is not taken.
+func TestIdentityForFindsTheRegisteredKey(t *testing.T) {
+	dir := t.TempDir()
+	fp := func(name string, private bool) string {
+		pub, _, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pk, _ := ssh.NewPublicKey(pub)
+		os.WriteFile(filepath.Join(dir, name+".pub"), ssh.MarshalAuthorizedKey(pk), 0o644)
+		if private {
+			os.WriteFile(filepath.Join(dir, name), []byte("a private key"), 0o600)
+		}
+		return ssh.FingerprintSHA256(pk)
+	}
+	fp("id_ed25519", true)
+	work := fp("work laptop", true)
+	lost := fp("lost", false)
+	if got := identityFor(dir, []string{"SHA256:nothing", work}); got != filepath.Join(dir, "work laptop") {
+		t.Errorf("the registered key: %q", got)
+	}
+	if got := identityFor(dir, []string{lost}); got != "" {
+		t.Errorf("a registered key whose private key is not here: %q", got)
+	}
+	if got := identityFor(dir, nil); got != "" {
+		t.Errorf("no key registered: %q", got)
+	}
+	if got := sshQuote(filepath.Join(dir, "work laptop")); got != `"`+filepath.Join(dir, "work laptop")+`"` {
+		t.Errorf("a path with a space for ssh: %s", got)
 	}
 }
