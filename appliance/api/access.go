@@ -32,6 +32,9 @@ type Whoami struct {
 	SSHHostKey string `json:"ssh_host_key,omitempty"`
 	// Version is the server's release (see package version).
 	Version string `json:"version"`
+	// Images are the server's images any box may be made from, the
+	// default first (users' own images are GET /v1/images).
+	Images []string `json:"images,omitempty"`
 }
 
 // KeyPost registers an SSH public key.
@@ -75,6 +78,10 @@ type User struct {
 	// id), and Email the address it gave at their last sign-in.
 	SSO   string `json:"sso,omitempty"`
 	Email string `json:"email,omitempty"`
+	// Password says the user has a password (to sign in at /login); a
+	// user with neither that nor SSO signs in with tokens and the links
+	// 'paddock dashboard' makes (local mode's user, say).
+	Password bool `json:"password,omitempty"`
 }
 
 // InvitePost asks for an invitation link.

@@ -42,8 +42,11 @@ type appView struct {
 	Tabs                                                []string
 	Types, Images, Policies, Drives                     []string
 	DesktopDefault                                      bool
-	Facts                                               []fact
-	API                                                 apiRef
+	// NoBuild says why this server cannot build images (the Images page
+	// says so in place of its form); "" when it can.
+	NoBuild string
+	Facts   []fact
+	API     apiRef
 	// Nodes are the servers boxes are placed on (the owner's Server page).
 	Nodes []nodeRow
 }
@@ -80,6 +83,13 @@ func (p *Pages) appRoutes(t *route.Table) {
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
 		static.ServeHTTP(w, r)
+	}))
+	// Browsers ask for /favicon.ico whatever the pages say: the same icon.
+	t.Add("GET /favicon.ico", route.Public, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := fs.ReadFile(sub, "icon.svg")
+		w.Header().Set("Content-Type", "image/svg+xml")
+		w.Header().Set("Cache-Control", "max-age=86400")
+		w.Write(b)
 	}))
 }
 
@@ -161,6 +171,8 @@ func (p *Pages) app(route string) http.HandlerFunc {
 					v.Drives = append(v.Drives, d.Name)
 				}
 			}
+		case "images":
+			v.NoBuild = p.Svc.CannotBuild()
 		case "api":
 			ref, err := p.apiRef()
 			if err != nil {

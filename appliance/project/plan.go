@@ -202,6 +202,10 @@ func Plan(spec api.ProjectSpec, st State, opt Options) (api.Plan, error) {
 			if attrs := driveAttrs(old, d); len(attrs) > 0 {
 				plan.Changes = append(plan.Changes, api.Change{Address: "drive." + d.Name, Action: api.ActionUpdate, Attrs: attrs})
 			}
+			if opt.Destroy {
+				// A destroy keeps the project's drives unless told.
+				plan.Notes = append(plan.Notes, fmt.Sprintf("drive.%s is kept, with its data (destroy -drives deletes it too)", d.Name))
+			}
 		}
 	}
 	var driveDels []string

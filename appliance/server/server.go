@@ -518,7 +518,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 func (s *Server) whoami(w http.ResponseWriter, r *http.Request) error {
 	t, _ := r.Context().Value(tokenKey{}).(store.Token)
 	u, _ := caller.From(r.Context())
-	return route.WriteJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version})
+	return route.WriteJSON(w, http.StatusOK, api.Whoami{Token: t.Name, User: u.Name, Role: u.Role, Server: s.Name, SSHPort: s.SSHPort, SSHHostKey: s.SSHHostKey, Version: version.Version,
+		Images: s.Svc.ServerImages()})
 }
 
 // logout revokes the token the request was made with.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -117,6 +118,24 @@ func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
 // whether the engine has it or not, so that the answer tells nothing.
 var errNoImage = errors.New("is not on the server")
 
+// noImage is errNoImage for ref, with what a box may be made from: the
+// same for every ref, so it tells nothing of ref.
+func (s *Service) noImage(ref string) error {
+	return fmt.Errorf("image %q %w: boxes are made from %s (the first is the default), or from your own images ('paddock images')", ref, errNoImage, strings.Join(s.ServerImages(), ", "))
+}
+
+// ServerImages are the images of the configuration any box may be made
+// from: the default first.
+func (s *Service) ServerImages() []string {
+	images := []string{s.Cfg.Image}
+	for _, im := range s.Cfg.Images {
+		if !slices.Contains(images, im) {
+			images = append(images, im)
+		}
+	}
+	return images
+}
+
 // checkImage says whether a box may be made from ref: only the configured
 // default and the images listed in the configuration, by exactly those
 // names, and only when the engine has them. Everything else (an image ID
@@ -130,14 +149,14 @@ func (s *Service) checkImage(ctx context.Context, ref string) error {
 		allowed = allowed || ref == im
 	}
 	if !allowed {
-		return fmt.Errorf("image %q %w", ref, errNoImage)
+		return s.noImage(ref)
 	}
 	ok, err := s.Driver.ImageExists(ctx, ref)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return fmt.Errorf("image %q %w", ref, errNoImage)
+		return s.noImage(ref)
 	}
 	return nil
 }
@@ -154,11 +173,11 @@ func (s *Service) boxImage(ctx context.Context, ref string) (img string, own boo
 	if im, err := s.usableImage(ctx, u, ref); err == nil {
 		img = s.imageRef(im)
 		if ok, err := s.Driver.ImageExists(ctx, img); err != nil || !ok {
-			return "", false, fmt.Errorf("image %q %w", ref, errNoImage)
+			return "", false, s.noImage(ref)
 		}
 		return img, true, nil
 	}
-	return "", false, fmt.Errorf("image %q %w", ref, errNoImage)
+	return "", false, s.noImage(ref)
 }
 
 // newBox validates a BoxPost and fills in defaults.

@@ -97,6 +97,15 @@ type ImageBuild struct {
 	Project    string // the Boxfile project that declares the image
 }
 
+// CannotBuild says why this server cannot build images ("" when it can),
+// for the pages that offer a build.
+func (s *Service) CannotBuild() string {
+	if _, err := s.buildsOn(); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 // buildsOn says why this server cannot build images, or nil.
 func (s *Service) buildsOn() (driver.ImageKeeper, error) {
 	k, ok := s.Driver.(driver.ImageKeeper)
@@ -1009,7 +1018,7 @@ func (s *Service) projectImage(ctx context.Context, ref string, refs map[string]
 	}
 	builds, ok := refs[ref]
 	if !ok {
-		return fmt.Errorf("image %q %w", ref, errNoImage)
+		return s.noImage(ref)
 	}
 	if builds && !applying {
 		return nil
@@ -1018,7 +1027,7 @@ func (s *Service) projectImage(ctx context.Context, ref string, refs map[string]
 	if ok, err := s.Driver.ImageExists(ctx, ref); err != nil {
 		return err
 	} else if !ok {
-		return fmt.Errorf("image %q %w", shown, errNoImage)
+		return s.noImage(shown)
 	}
 	return nil
 }

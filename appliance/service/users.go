@@ -279,7 +279,7 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 	for _, u := range us {
 		if caller.Visible(ctx, u.ID) {
 			l := byUser[u.ID]
-			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created, SSO: l.Provider, Email: l.Email})
+			out = append(out, api.User{Name: u.Name, Role: u.Role, Created: u.Created, SSO: l.Provider, Email: l.Email, Password: u.Password != ""})
 		}
 	}
 	return out, nil

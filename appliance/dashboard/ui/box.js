@@ -1,7 +1,7 @@
 // A box's page: overview, terminal, desktop, jobs, prompt, files,
 // snapshots and network, each a tab; the box, its jobs and snapshots
 // follow the events stream.
-import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, size, saveBlob, followText, graph, oomText } from "./common.js";
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, size, saveBlob, followText, graph, oomText, localNote } from "./common.js";
 import { Terminal } from "./vendor/xterm/xterm.mjs";
 import { FitAddon } from "./vendor/xterm/addon-fit.mjs";
 import { tarFiles } from "./tar.js";
@@ -76,7 +76,7 @@ function renderBox() {
     box.desired === "running" ? act("Stop", () => api("POST", B + "/stop")) : act("Start", () => api("POST", B + "/start")),
     act("Snapshot", () => api("POST", B + "/snapshots")),
     act("Fork", async () => { const f = await api("POST", B + "/fork", {}); location.href = "/boxes/" + enc(f.name); }));
-  const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + box.note + ")" : "")],
+  const facts = [["State", box.status + (box.error ? ": " + box.error : "") + (box.note ? " (" + localNote(box.note) + ")" : "")],
     ...(box.access ? [["Shared", `with you as a ${box.access}, by ${box.owner}`]] : []),
     ...(box.oom_at ? [["Killed", el("span", { class: "oom", id: "oom" }, oomText(box).replace(/^killed: /, ""))]] : []), ["Type", `${box.type} (${box.cpus} CPU, ${box.memory_mib} MiB)`],
     ["Image", box.image], ...(box.node ? [["Server", box.node]] : []), ["Address", box.ip || ""],

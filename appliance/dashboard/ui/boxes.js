@@ -1,6 +1,6 @@
 // The boxes page: the list, live from the events stream, with filters,
 // the "New box" form and each box's actions.
-import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role, size, useText, oomText } from "./common.js";
+import { api, el, enc, events, ttlLeft, when, stateBadge, showError, clearErrors, busy, confirmByName, role, size, useText, oomText, localNote } from "./common.js";
 
 const boxes = new Map();
 const use = new Map(); // box name -> its newest sample
@@ -63,7 +63,7 @@ function row(b) {
     el("td", { class: "wide" }, b.type),
     el("td", { class: "status" }, stateBadge(b.status), b.sleeping ? el("div", { class: "note small" }, "asleep: its next use starts it") : null,
       b.error ? el("div", { class: "error small" }, b.error) : null,
-      b.note ? el("div", { class: "note small" }, b.note) : null,
+      b.note ? el("div", { class: "note small" }, localNote(b.note, b.sleeping)) : null,
       b.oom_at ? el("div", { class: "oom small" }, oomText(b)) : null),
     el("td", { class: "use num wide", "data-use": b.name }, b.status === "running" ? useText(use.get(b.name)) : "—"),
     el("td", { class: "ttl num wide", "data-expires": b.expires_at || "" }, ttlLeft(b)),
@@ -93,7 +93,10 @@ function render() {
     (!filters.owner || !filters.owner.value || b.owner === filters.owner.value) &&
     (!servers || !filters.node.value || b.node === filters.node.value) &&
     labelsMatch(b, filters.label.value));
+  // A row's menu open while the list changes stays open on the new row.
+  const open = tbody.querySelector(".row-menu:popover-open")?.id;
   tbody.replaceChildren(...shown.map(row));
+  if (open) document.getElementById(open)?.showPopover();
   if (shown.length === 0) {
     const msg = !ready ? "Loading…" : rows.length ? "No box matches the filters." : "No boxes yet. Make one with New box, or 'paddock new'.";
     tbody.append(el("tr", { class: "empty" }, el("td", { colspan: 12 }, msg)));

@@ -197,3 +197,11 @@ export async function followText(resp, pre, signal) {
     if (atEnd) pre.scrollTop = pre.scrollHeight;
   }
 }
+
+// localNote is a box's note with its times in this browser's time (the
+// server writes them in UTC); with asleepShown, the idle stop's "its
+// next use starts it again", which the page says already, is left out.
+export function localNote(note, asleepShown = false) {
+  const n = note.replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\b/g, (s) => when(s));
+  return asleepShown ? n.replace(/; its next use starts it again$/, "") : n;
+}

@@ -61,8 +61,9 @@ async function build(name, tag, policy, context) {
   }
 }
 
+// A server that cannot build has no form, and says why instead.
 const form = document.getElementById("image-form");
-form.addEventListener("submit", (ev) => {
+form?.addEventListener("submit", (ev) => {
   ev.preventDefault();
   busy(document.getElementById("i-build"), async () => {
     clearErrors(form);

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
 )
 
 func cmdPrompt(e *env, args []string) error {
@@ -110,7 +111,7 @@ func cmdSecret(e *env, args []string) error {
 			if err != nil {
 				return err
 			}
-			return c.SetSecret(e.ctx, name, v, *shared, brk)
+			return setSecret(e, c, name, v, *shared, brk)
 		}
 		v, err := io.ReadAll(io.LimitReader(e.stdin, 64<<10+1))
 		if err != nil {
@@ -120,7 +121,7 @@ func cmdSecret(e *env, args []string) error {
 		if len(v) == 0 {
 			return errors.New("no value on stdin")
 		}
-		return c.SetSecret(e.ctx, name, v, *shared, brk)
+		return setSecret(e, c, name, v, *shared, brk)
 	case "broker":
 		fs := flags("secret broker")
 		header := fs.String("header", "", "where the value goes: x-api-key, bearer (the default), token, a header's name, or \"NAME: PREFIX\"")
@@ -238,4 +239,21 @@ func cmdAgents(e *env, args []string) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.Name, strings.Join(a.Command, " "), dash(strings.Join(a.Secrets, ",")), dash(strings.Join(a.Required, ",")))
 	}
 	return tw.Flush()
+}
+
+// setSecret sets a secret and says what was set (never its value).
+func setSecret(e *env, c *client.Client, name string, v []byte, shared bool, brk *api.SecretBroker) error {
+	if err := c.SetSecret(e.ctx, name, v, shared, brk); err != nil {
+		return err
+	}
+	who := "your boxes get"
+	if shared {
+		who = "every user's boxes without one of that name get"
+	}
+	what := who + " it as $" + name
+	if brk != nil {
+		what = who + " a stand-in as $" + name + "; the broker sends the value to " + strings.Join(brk.Hosts, ", ") + " only"
+	}
+	fmt.Fprintf(e.stdout, "set secret %s (%d bytes): %s\n", name, len(v), what)
+	return nil
 }

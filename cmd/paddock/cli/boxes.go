@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -176,7 +177,7 @@ func cmdLs(e *env, args []string) error {
 
 func oneBox(e *env, name string, args []string) ([]string, string, error) {
 	if len(args) == 0 {
-		return nil, "", usagef("give a box name (or 'current')")
+		args = []string{"current"} // as exec does: the current box
 	}
 	n, err := e.boxName(args[0])
 	return args[1:], n, err
@@ -208,13 +209,16 @@ func cmdShow(e *env, args []string) error {
 	}
 	tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "name:\t%s\n", b.Name)
-	if b.Sleeping {
+	switch {
+	case b.Sleeping && b.Note != "":
+		fmt.Fprintf(tw, "status:\t%s, asleep\n", b.Status) // the note says the rest
+	case b.Sleeping:
 		fmt.Fprintf(tw, "status:\t%s, asleep (its next use starts it)\n", b.Status)
-	} else {
+	default:
 		fmt.Fprintf(tw, "status:\t%s\n", b.Status)
 	}
 	if b.Note != "" {
-		fmt.Fprintf(tw, "note:\t%s\n", b.Note)
+		fmt.Fprintf(tw, "note:\t%s\n", localTimes(b.Note))
 	}
 	if b.Error != "" {
 		fmt.Fprintf(tw, "error:\t%s\n", b.Error)
@@ -319,8 +323,11 @@ func cmdCurrent(e *env, args []string) error {
 
 // boxVerb runs a verb that takes exactly one box and prints its status.
 func boxVerb(e *env, args []string, verb func(c *client.Client, name string) (api.Box, error)) error {
+	if len(args) == 0 {
+		args = []string{"current"} // as exec does: the current box
+	}
 	if len(args) != 1 {
-		return usagef("give one box name (or 'current')")
+		return usagef("give one box name (or none, for the current box)")
 	}
 	name, c, err := e.connect(args[0])
 	if err != nil {
@@ -647,4 +654,19 @@ func ttlFrom(e *env, c *client.Client, name, arg string) (string, error) {
 		}
 	}
 	return fmt.Sprint(int64(d / time.Second)), nil
+}
+
+// utcStamp is a time as the server writes it into a note.
+var utcStamp = regexp.MustCompile(`\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z\b`)
+
+// localTimes writes the times of a note in this computer's time, as the
+// rest of show does.
+func localTimes(note string) string {
+	return utcStamp.ReplaceAllStringFunc(note, func(s string) string {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			return s
+		}
+		return t.Local().Format("15:04:05 Jan 2")
+	})
 }

@@ -132,8 +132,8 @@ func cmdValidate(e *env, args []string) error {
 	if f.asJSON {
 		return printJSON(e.stdout, boxfiles.DiagnosticsJSON(cfg.Files, nil))
 	}
-	fmt.Fprintf(e.stdout, "The Boxfile is valid: project %q, %d box(es), %d drive(s), %d polic(ies).\n",
-		cfg.Spec.Project, len(cfg.Spec.Boxes), len(cfg.Spec.Drives), len(cfg.Spec.Policies))
+	fmt.Fprintf(e.stdout, "The Boxfile is valid: project %q, %s, %s, %s.\n", cfg.Spec.Project,
+		plural(int64(len(cfg.Spec.Boxes)), "box", "boxes"), plural(int64(len(cfg.Spec.Drives)), "drive", "drives"), plural(int64(len(cfg.Spec.Policies)), "policy", "policies"))
 	return nil
 }
 

@@ -417,6 +417,7 @@ func desktopActions(e *env, box string, p api.DesktopActionsPost, out string, as
 		}
 		return nil
 	}
+	changing := false
 	for i, a := range r.Results {
 		switch {
 		case a.Image != "":
@@ -431,6 +432,7 @@ func desktopActions(e *env, box string, p api.DesktopActionsPost, out string, as
 			word := "idle"
 			if !*a.Idle {
 				word = "still changing"
+				changing = true
 			}
 			fmt.Fprintf(e.stdout, "%s: %s\n", a.Action, word)
 		case a.Action == "launch" && len(a.Windows) == 0:
@@ -458,6 +460,11 @@ func desktopActions(e *env, box string, p api.DesktopActionsPost, out string, as
 			return err
 		}
 		fmt.Fprintf(e.stdout, "screenshot (%dx%d): %s\n", r.Width, r.Height, out)
+	}
+	if changing {
+		// A script waits for a screen that settles: one that did not is
+		// not a success.
+		return errors.New("wait_idle: the screen was still changing when its wait ran out (duration, 5 s by default, waits longer)")
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func cmdPush(e *env, args []string) error {
 // pushSummary is the line a push ends with: what was sent, and what was
 // left out and by which rules.
 func pushSummary(box, to string, st archive.Stats, ig *archive.Ignore) string {
-	line := fmt.Sprintf("pushed %d file(s), %s, to %s:%s", st.Files, sizeText(st.Bytes), box, to)
+	line := fmt.Sprintf("pushed %s, %s, to %s:%s", plural(int64(st.Files), "file", "files"), sizeText(st.Bytes), box, to)
 	if ig == nil || len(ig.Skipped) == 0 {
 		return line
 	}
@@ -139,7 +139,39 @@ func cmdPull(e *env, args []string) error {
 	}
 	defer sp.Close()
 	bar.done(true)
-	return extractPulled(sp, dest)
+	files, size, err := tarCount(sp)
+	if err != nil {
+		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
+	}
+	if err := extractPulled(sp, dest); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stderr, "pulled %s, %s, from %s:%s to %s\n", plural(int64(files), "file", "files"), sizeText(size), name, src, dest)
+	return nil
+}
+
+// tarCount counts the regular files of a spooled archive and their bytes,
+// and leaves it at its start.
+func tarCount(sp *archive.Spooled) (files int, size int64, err error) {
+	if _, err := sp.Seek(0, io.SeekStart); err != nil {
+		return 0, 0, err
+	}
+	tr := tar.NewReader(sp)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		if h.Typeflag == tar.TypeReg {
+			files++
+			size += h.Size
+		}
+	}
+	_, err = sp.Seek(0, io.SeekStart)
+	return files, size, err
 }
 
 // extractPulled writes a pulled archive: a directory's contents into dest,

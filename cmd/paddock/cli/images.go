@@ -34,13 +34,20 @@ func imageList(e *env, name string, args []string) error {
 	if err != nil {
 		return err
 	}
-	return listing(e.stdout, asJSON, ims, "IMAGE\tID\tSIZE\tBUILT\tSHARED WITH", func(im api.Image) []string {
+	if err := listing(e.stdout, asJSON, ims, "IMAGE\tID\tSIZE\tBUILT\tSHARED WITH", func(im api.Image) []string {
 		name := im.Name
 		if !im.Mine {
 			name = im.Ref
 		}
 		return []string{name, shortID(im.ID), sizeText(im.Size), im.Built.Local().Format(time.RFC3339), dash(strings.Join(im.SharedWith, ","))}
-	})
+	}); err != nil || asJSON {
+		return err
+	}
+	// The server's own images, which every box may use, after users'.
+	if who, err := c.Whoami(e.ctx); err == nil && len(who.Images) > 0 {
+		fmt.Fprintf(e.stdout, "\nThe server's images (any box; the first is the default): %s\n", strings.Join(who.Images, ", "))
+	}
+	return nil
 }
 
 func shortID(id string) string {

@@ -172,9 +172,12 @@ func cmdUser(e *env, args []string) error {
 			return err
 		}
 		return listing(e.stdout, asJSON, us, "NAME\tROLE\tSIGNS IN WITH\tCREATED", func(u api.User) []string {
-			with := "password"
-			if u.SSO != "" {
+			with := "tokens and sign-in links"
+			switch {
+			case u.SSO != "":
 				with = u.SSO + " (" + u.Email + ")"
+			case u.Password:
+				with = "password"
 			}
 			return []string{u.Name, u.Role, with, u.Created.Local().Format(time.RFC3339)}
 		})

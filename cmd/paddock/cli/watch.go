@@ -56,7 +56,7 @@ func cmdWatch(e *env, args []string) error {
 		}
 		switch kind {
 		case "ready":
-			fmt.Fprintf(e.stderr, "watching %s in %s (%d folders); Ctrl-C ends\n", ev.Path, name, ev.Watches)
+			fmt.Fprintf(e.stderr, "watching %s in %s (%s); Ctrl-C ends\n", ev.Path, name, plural(int64(ev.Watches), "folder", "folders"))
 		case "dropped":
 			fmt.Fprintf(e.stderr, "paddock: %d events were dropped (this client read too slowly)\n", ev.Count)
 		case "overflow":

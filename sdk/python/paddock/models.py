@@ -529,7 +529,7 @@ TokenPost = TypedDict("TokenPost", {"name": "str"})
 
 
 _UserRequired = TypedDict("_UserRequired", {"created": "str", "name": "str", "role": "str"})
-_UserOptional = TypedDict("_UserOptional", {"email": "str", "sso": "str"}, total=False)
+_UserOptional = TypedDict("_UserOptional", {"email": "str", "password": "bool", "sso": "str"}, total=False)
 
 
 class User(_UserRequired, _UserOptional):
@@ -553,7 +553,7 @@ class WatchEvent(_WatchEventRequired, _WatchEventOptional):
 
 
 _WhoamiRequired = TypedDict("_WhoamiRequired", {"role": "str", "server": "str", "token": "str", "user": "str", "version": "str"})
-_WhoamiOptional = TypedDict("_WhoamiOptional", {"ssh_host_key": "str", "ssh_port": "int"}, total=False)
+_WhoamiOptional = TypedDict("_WhoamiOptional", {"images": "Optional[List[str]]", "ssh_host_key": "str", "ssh_port": "int"}, total=False)
 
 
 class Whoami(_WhoamiRequired, _WhoamiOptional):

@@ -715,6 +715,7 @@ export interface User {
   created: string;
   email?: string;
   name: string;
+  password?: boolean;
   role: string;
   sso?: string;
 }
@@ -742,6 +743,7 @@ export interface WatchEvent {
 }
 
 export interface Whoami {
+  images?: string[] | null;
   role: string;
   server: string;
   ssh_host_key?: string;
