@@ -333,8 +333,11 @@ func cmdJobsSend(e *env, args []string) error {
 		return printJSON(e.stdout, r)
 	}
 	end := ""
+	if fs.Changed("text") {
+		end = " (the text and a newline)"
+	}
 	if r.Closed {
-		end = "; its input is ended"
+		end += "; its input is ended"
 	}
 	fmt.Fprintf(e.stderr, "sent %d bytes to job %s%s\n", r.Bytes, id, end)
 	return nil
