@@ -36,7 +36,7 @@ if command -v npm >/dev/null && command -v python3 >/dev/null; then
 else
   echo "up.sh: no npm or python3 here: the server serves no SDK packages at /sdk/ (sdk/pack.sh builds them)" >&2
 fi
-(cd bin/cli && sha256sum $(ls paddock-* paddock_sdk-* 2>/dev/null) >SHA256SUMS)
+(cd bin/cli && shopt -s nullglob && sha256sum paddock-* paddock_sdk-* >SHA256SUMS)
 
 state=${PADDOCK_STATE_DIR:-/var/lib/paddock-local}
 listen=${PADDOCK_LISTEN:-127.0.0.1:8760}
