@@ -21,6 +21,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -374,8 +375,8 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 	if svc.SSO != nil {
 		go loop(ctx, cfg.SSORecheck, nil, logged("sso recheck", svc.RecheckSSO))
 	}
-	if cfg.MetricsInterval > 0 {
-		go loop(ctx, cfg.MetricsInterval, nil, logged("metrics", svc.SampleMetrics))
+	if m, ok := svc.Metrics.(*metrics.Sampler); ok && cfg.MetricsInterval > 0 {
+		go loop(ctx, cfg.MetricsInterval, nil, logged("metrics", m.Sample))
 	}
 	if cfg.DiskCheckInterval > 0 {
 		go loop(ctx, cfg.DiskCheckInterval, nil, logged("disk check", svc.CheckDisk))

@@ -37,6 +37,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/kernel"
+	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -97,8 +98,15 @@ func (f apiFunc) Handle(pattern string, h route.Handler) { f(pattern, h) }
 // Capabilities are the parts of paddockd that register their own API
 // routes, over the core svc (each a folder of its own).
 func Capabilities(svc *service.Service) []route.Capability {
+	// The sampler is one for the routes, the core (the events stream and
+	// the disk check) and paddockd's loop (Sampler.Sample).
+	m, ok := svc.Metrics.(*metrics.Sampler)
+	if !ok {
+		m = metrics.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)
+		svc.Metrics = m
+	}
 	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc),
-		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots"))}
+		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -161,8 +169,6 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
 	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
 	add("DELETE "+p+"/boxes/{name}/grants/{user}", s.unshareBox)
-	add("GET "+p+"/boxes/{name}/metrics", s.boxMetrics)
-	add("GET "+p+"/metrics", s.latestMetrics)
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
@@ -1013,33 +1019,6 @@ func (s *Server) unshareBox(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-// boxMetrics is a box's samples since ?since= (a duration back, or a
-// time; default the last 15 minutes).
-func (s *Server) boxMetrics(w http.ResponseWriter, r *http.Request) error {
-	since := time.Now().Add(-15 * time.Minute)
-	if v := r.URL.Query().Get("since"); v != "" {
-		t, err := api.ParseSince(v, time.Now())
-		if err != nil {
-			return err
-		}
-		since = t
-	}
-	m, err := s.Svc.BoxMetrics(r.PathValue("name"), since)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, m)
-}
-
-// latestMetrics is the newest sample of each running box the caller sees.
-func (s *Server) latestMetrics(w http.ResponseWriter, r *http.Request) error {
-	ms, err := s.Svc.LatestMetrics(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ms)
 }
 
 // boxPorts lists what listens in a box, with each port's preview URL when

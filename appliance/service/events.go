@@ -126,7 +126,7 @@ func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched
 // an API call, a Boxfile apply, the reconciler observing the engine, a
 // TTL running out. The view is read again only once the store's Seen
 // counter moved: an idle follower costs one small query per interval.
-// With metrics, after "ready" each sampling pass (metrics.go) sends a
+// With metrics, after "ready" each sampling pass (package metrics) sends a
 // "metrics" event (an api.Sample) for each running box the user sees.
 func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, send func(Event) error) error {
 	if every <= 0 {
@@ -159,7 +159,7 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, 
 		}
 		if p := s.metricsPass(); metrics && p != pass {
 			pass = p
-			ms, err := s.LatestMetrics(ctx)
+			ms, err := s.Metrics.LatestSeen(ctx)
 			if err != nil {
 				return err
 			}

@@ -97,13 +97,18 @@ type Service struct {
 	// their refresh tokens in the store (sso.go).
 	SSO    *sso.Set
 	SSOKey []byte
-	// metrics is what the sampler keeps between passes (metrics.go).
-	metrics metrics
+	// Metrics is the sampler of boxes' use (package metrics), which the
+	// events stream reads and the disk check tells; nil: none.
+	Metrics Sampler
 
 	// claimCut, when set (by tests), ends a claim just after it is
 	// declared, as a crash there would.
 	claimCut func() error
 }
+
+// Time is the core's clock (Now when set): what capabilities stamp
+// with.
+func (s *Service) Time() time.Time { return s.now() }
 
 func (s *Service) now() time.Time {
 	if s.Now != nil {

@@ -4,8 +4,8 @@ import (
 	"time"
 )
 
-// Sample is what a running box used at one moment (see package service,
-// metrics.go, for how each figure is read).
+// Sample is what a running box used at one moment (see package metrics
+// for how each figure is read).
 type Sample struct {
 	Box string
 	At  time.Time
