@@ -132,14 +132,18 @@ func sums(dir string, names *regexp.Regexp) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-var page = template.Must(template.New("cli").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Paddock CLI</title>
+// head is the start of the /cli/ and /sdk/ pages, up to their title.
+const head = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
 body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
 h1{font-size:1.4rem}pre,code{background:#f3f3f3;padding:.1rem .3rem}
 pre{padding:.5rem;white-space:pre-wrap;overflow-wrap:anywhere}
 table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
-</style></head>
+</style>
+`
+
+var page = template.Must(template.New("cli").Parse(head + `<title>Paddock CLI</title></head>
 <body><h1>The paddock command line</h1>
 <p>macOS and Linux:</p><pre>curl -fsSL {{.URL}}/cli/install.sh | sh</pre>
 <p>Windows (PowerShell):</p><pre>irm {{.URL}}/cli/install.ps1 | iex</pre>
@@ -171,14 +175,7 @@ func (h *Handler) index(w http.ResponseWriter, r *http.Request) {
 	}{h.base(r), listed(sums)})
 }
 
-var sdkPage = template.Must(template.New("sdk").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>Paddock SDKs</title>
-<style>
-body{font:16px/1.5 system-ui,sans-serif;max-width:40rem;margin:3rem auto;padding:0 1rem;color:#222}
-h1{font-size:1.4rem}pre,code{background:#f3f3f3;padding:.1rem .3rem}
-pre{padding:.5rem;white-space:pre-wrap;overflow-wrap:anywhere}
-table{border-collapse:collapse;width:100%}td,th{text-align:left;padding:.3rem;border-bottom:1px solid #ddd;overflow-wrap:anywhere}
-</style></head>
+var sdkPage = template.Must(template.New("sdk").Parse(head + `<title>Paddock SDKs</title></head>
 <body><h1>The Paddock SDKs</h1>
 <p>Of this server's own release. In your project:</p>
 {{range .Files}}{{if .TS}}<p>TypeScript (Node.js 20 or newer): <code>import { Client } from "@paddock-dev/sdk"</code></p><pre>npm install {{$.URL}}/sdk/{{.Name}}</pre>{{end}}{{end}}
