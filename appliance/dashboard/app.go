@@ -159,7 +159,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 				v.Types = append(v.Types, name)
 			}
 			sort.Strings(v.Types)
-			v.Images = append([]string{p.Svc.Cfg.Image}, p.Svc.Cfg.Images...)
+			v.Images = p.Svc.ServerImages()
 			v.DesktopDefault = p.Svc.Cfg.DesktopDefault
 			if pols, err := p.Svc.ListPolicies(ctx); err == nil {
 				for _, pol := range pols {

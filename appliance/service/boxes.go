@@ -144,11 +144,7 @@ func (s *Service) ServerImages() []string {
 // Boxes made from snapshots do not come here: a snapshot is named by its
 // id and checked against the caller's own snapshots.
 func (s *Service) checkImage(ctx context.Context, ref string) error {
-	allowed := ref == s.Cfg.Image
-	for _, im := range s.Cfg.Images {
-		allowed = allowed || ref == im
-	}
-	if !allowed {
+	if !s.allowedImage(ref) {
 		return s.noImage(ref)
 	}
 	ok, err := s.Driver.ImageExists(ctx, ref)

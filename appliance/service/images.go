@@ -572,8 +572,7 @@ func (s *Service) buildBase(ctx context.Context, u store.User, ref string) (stri
 	if im, err := s.usableImage(ctx, u, ref); err == nil {
 		return s.imageRef(im), nil
 	}
-	allowed := append([]string{s.Cfg.Image}, s.Cfg.Images...)
-	return "", fmt.Errorf("FROM %s: an image may be built only on the server's images (%s) or on your own ('paddock images')", ref, strings.Join(allowed, ", "))
+	return "", fmt.Errorf("FROM %s: an image may be built only on the server's images (%s) or on your own ('paddock images')", ref, strings.Join(s.ServerImages(), ", "))
 }
 
 // usableImage is the user's image named ref (NAME[:TAG]), or another

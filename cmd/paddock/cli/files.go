@@ -128,8 +128,15 @@ func cmdPull(e *env, args []string) error {
 	defer rc.Close()
 	body, bar := e.meter(rc, "pull", nil)
 	// The box is not trusted: spool and check the whole archive before
-	// writing a single file.
-	sp, err := archive.Spool(body, "", 0, nil)
+	// writing a single file (counting its files as they pass).
+	var files int
+	var size int64
+	sp, err := archive.Spool(body, "", 0, func(h *tar.Header) {
+		if h.Typeflag == tar.TypeReg {
+			files++
+			size += h.Size
+		}
+	})
 	if err != nil {
 		bar.done(false)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) {
@@ -139,39 +146,11 @@ func cmdPull(e *env, args []string) error {
 	}
 	defer sp.Close()
 	bar.done(true)
-	files, size, err := tarCount(sp)
-	if err != nil {
-		return fmt.Errorf("refusing what the box sent: %v; nothing was written", err)
-	}
 	if err := extractPulled(sp, dest); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stderr, "pulled %s, %s, from %s:%s to %s\n", plural(int64(files), "file", "files"), sizeText(size), name, src, dest)
 	return nil
-}
-
-// tarCount counts the regular files of a spooled archive and their bytes,
-// and leaves it at its start.
-func tarCount(sp *archive.Spooled) (files int, size int64, err error) {
-	if _, err := sp.Seek(0, io.SeekStart); err != nil {
-		return 0, 0, err
-	}
-	tr := tar.NewReader(sp)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, 0, err
-		}
-		if h.Typeflag == tar.TypeReg {
-			files++
-			size += h.Size
-		}
-	}
-	_, err = sp.Seek(0, io.SeekStart)
-	return files, size, err
 }
 
 // extractPulled writes a pulled archive: a directory's contents into dest,
