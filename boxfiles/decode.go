@@ -20,7 +20,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/broker"
-	"github.com/paddock-dev/paddock/appliance/images"
+	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 )
 
 var topSchema = &hcl.BodySchema{
@@ -490,7 +490,7 @@ func (d *decoder) decodeImage(b *hcl.Block) hcl.Diagnostics {
 		d.cfg.Ranges["image."+name+"."+f.attr] = a.Expr.Range()
 		switch f.attr {
 		case "tag":
-			if err := images.ValidTag(v); err != nil {
+			if err := imagefmt.ValidTag(v); err != nil {
 				diags = append(diags, errAt(a.Expr.Range(), "Invalid tag", err.Error()))
 			}
 		case "context":

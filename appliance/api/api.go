@@ -5,7 +5,10 @@
 // CLI can import it on every platform.
 package api
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Version is the API path prefix.
 const Version = "v1"
@@ -24,6 +27,23 @@ func (e *Error) Error() string { return e.Message }
 // Invalid is the error of a request whose field is not right, saying why.
 func Invalid(field, format string, args ...any) *Error {
 	return &Error{Code: CodeInvalid, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Conflict is the error of a request that what exists refuses, saying why.
+func Conflict(format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is the answer for a kind of thing named name that does not
+// exist, or that the caller may not see (the same answer).
+func NotFound(kind, name string) *Error {
+	return &Error{Code: CodeNotFound, Message: fmt.Sprintf("no %s named %q", kind, name)}
+}
+
+// IsNotFound says whether err is, or wraps, a not-found Error.
+func IsNotFound(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code == CodeNotFound
 }
 
 // Error codes.

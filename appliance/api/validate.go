@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/paddock-dev/paddock/appliance/images"
+	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 )
 
 // isLabel says whether s is a DNS label: 1 to 63 lowercase letters,
@@ -226,7 +226,7 @@ func ValidateProject(s ProjectSpec) error {
 		if err := ValidName("image", im.Name); err != nil {
 			return at(addr, err)
 		}
-		if err := images.ValidTag(im.Tag); err != nil {
+		if err := imagefmt.ValidTag(im.Tag); err != nil {
 			return at(addr, &Error{Code: CodeInvalid, Field: "tag", Message: err.Error()})
 		}
 		if err := dup(addr); err != nil {

@@ -219,8 +219,13 @@ func (d *started) catchUp(ctx context.Context) error {
 	// Moves between servers that the last stop cut off are finished or
 	// undone before anything new is asked.
 	d.svc.RecoverMoves(ctx)
-	// Image builds it cut off leave no builder box, image or context.
-	d.svc.RecoverBuilds(ctx)
+	// The capabilities finish their own (image builds cut off leave no
+	// builder box, image or context).
+	for _, c := range d.caps {
+		if r, ok := c.(route.Recovering); ok {
+			r.Recover(ctx)
+		}
+	}
 	// A box claimed just before the last stop may still have a pool
 	// box's CPU share.
 	go d.svc.ForegroundClaimed(ctx)

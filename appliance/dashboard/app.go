@@ -20,6 +20,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/appliance/version"
@@ -172,7 +173,7 @@ func (p *Pages) app(route string) http.HandlerFunc {
 				}
 			}
 		case "images":
-			v.NoBuild = p.Svc.CannotBuild()
+			v.NoBuild = images.CannotBuild(p.Svc.Driver, &p.Svc.Cfg)
 		case "api":
 			ref, err := p.apiRef()
 			if err != nil {

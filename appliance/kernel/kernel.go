@@ -100,10 +100,6 @@ type Outcome struct {
 	Kind     string            `json:"kind,omitempty"` // notfound, conflict, invalid
 }
 
-func conflict(format string, args ...any) error {
-	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
-}
-
 // RunOp is the operation that runs p, after its checks, and how long its
 // program may take: the timeout, the interrupt's answer, a kernel's
 // start.
@@ -141,7 +137,7 @@ func Answer(box string, op Op, out []byte, code int, stderr string, bound time.D
 	if jerr := json.Unmarshal(out, &o); jerr != nil {
 		msg := strings.TrimSpace(stderr)
 		if strings.Contains(msg, "No module named 'jupyter_client'") {
-			return Outcome{}, conflict("box %q has no Jupyter client (python3's jupyter_client) in its image: the code interpreter needs it and a kernel (the box image has both)", box)
+			return Outcome{}, api.Conflict("box %q has no Jupyter client (python3's jupyter_client) in its image: the code interpreter needs it and a kernel (the box image has both)", box)
 		}
 		if code == 124 {
 			return Outcome{}, fmt.Errorf("the code interpreter of box %q did not answer within %s", box, bound)
@@ -155,7 +151,7 @@ func Answer(box string, op Op, out []byte, code int, stderr string, bound time.D
 	case "invalid":
 		return o, api.Invalid("lang", "%s", o.Error)
 	case "conflict":
-		return o, conflict("%s", o.Error)
+		return o, api.Conflict("%s", o.Error)
 	default:
 		return o, fmt.Errorf("the code interpreter of box %q: %s", box, o.Error)
 	}

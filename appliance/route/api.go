@@ -2,6 +2,7 @@ package route
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // Handler is an API route's handler: an error it returns is its answer
@@ -27,6 +30,12 @@ type API interface {
 // Capability is a part of paddockd that brings its own API routes.
 type Capability interface {
 	Routes(api API)
+}
+
+// Recovering is a capability that finishes, once as paddockd starts and
+// before anything is served, what the last stop cut off of its work.
+type Recovering interface {
+	Recover(ctx context.Context)
 }
 
 // Pages is a capability that also serves routes outside the API (/v1):
@@ -71,4 +80,59 @@ func Decode(r *http.Request, v any) error {
 		return &api.Error{Code: api.CodeInvalid, Field: f, Message: fmt.Sprintf("unknown field %q", f)}
 	}
 	return &api.Error{Code: api.CodeInvalid, Message: "bad JSON body: " + err.Error()}
+}
+
+// Status maps an error to its HTTP status and body: an api.Error by its
+// code, the store's and the driver's not found and conflict, a full disk;
+// anything else is a 500.
+func Status(err error) (int, api.Error) {
+	var ae *api.Error
+	switch {
+	case errors.As(err, &ae):
+		body := *ae
+		if body.Message == "" {
+			body.Message = err.Error()
+		}
+		switch ae.Code {
+		case api.CodeNotFound:
+			return http.StatusNotFound, body
+		case api.CodeInvalid:
+			return http.StatusBadRequest, body
+		case api.CodeConflict:
+			return http.StatusConflict, body
+		case api.CodeUnauthorized, api.CodeExpiredToken, api.CodeAccessDenied:
+			return http.StatusUnauthorized, body
+		case api.CodeForbidden:
+			return http.StatusForbidden, body
+		case api.CodeGone:
+			return http.StatusGone, body
+		case api.CodeTooMany:
+			return http.StatusTooManyRequests, body
+		case api.CodeDiskFull:
+			return http.StatusInsufficientStorage, body
+		case api.CodePending, api.CodeSlowDown:
+			return http.StatusBadRequest, body
+		}
+		return http.StatusInternalServerError, body
+	case errors.Is(err, store.ErrNotFound), errors.Is(err, driver.ErrNotFound):
+		return http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()}
+	case errors.Is(err, store.ErrConflict):
+		return http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()}
+	case store.IsDiskFull(err):
+		return http.StatusInsufficientStorage, api.Error{Code: api.CodeDiskFull,
+			Message: "the server's disk is full, so nothing was changed: free space on the disk of paddockd's state directory and try again (" + err.Error() + ")"}
+	}
+	return http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()}
+}
+
+// Counted is a reader that counts what was read through it (N).
+type Counted struct {
+	R io.Reader
+	N int64
+}
+
+func (c *Counted) Read(p []byte) (int, error) {
+	n, err := c.R.Read(p)
+	c.N += int64(n)
+	return n, err
 }

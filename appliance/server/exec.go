@@ -206,8 +206,8 @@ func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {
 func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
 	rec := audit.From(r.Context())
 	rec.Note("path", r.URL.Query().Get("path"))
-	body := &counted{r: r.Body}
-	defer func() { rec.Note("bytes", body.n) }()
+	body := &route.Counted{R: r.Body}
+	defer func() { rec.Note("bytes", body.N) }()
 	if err := s.Svc.Push(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"), body); err != nil {
 		return err
 	}
@@ -255,16 +255,4 @@ func (s *Server) sendTar(w http.ResponseWriter, r *http.Request, rc io.ReadClose
 		panic(http.ErrAbortHandler)
 	}
 	return nil
-}
-
-// counted is a reader that counts what was read through it.
-type counted struct {
-	r io.Reader
-	n int64
-}
-
-func (c *counted) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

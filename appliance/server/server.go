@@ -25,7 +25,6 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -35,7 +34,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
-	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/kernel"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/preview"
@@ -106,7 +105,8 @@ func Capabilities(svc *service.Service) []route.Capability {
 		svc.Metrics = m
 	}
 	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc),
-		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m}
+		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
+		images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -172,11 +172,6 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/secrets", s.secrets)
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
-	add("GET "+p+"/images", s.listImages)
-	add("POST "+p+"/images", s.buildImage)
-	add("GET "+p+"/images/{name}", s.getImage)
-	add("DELETE "+p+"/images/{name}", s.removeImage)
-	add("PUT "+p+"/images/{name}/shares", s.shareImage)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
 	add("GET "+p+"/tokens", s.tokens)
 	add("POST "+p+"/tokens", s.createToken)
@@ -471,49 +466,8 @@ func (s *Server) viewerGate(pattern string, h handler) handler {
 	}
 }
 
-// status maps an error to its HTTP status and body.
-func status(err error) (int, api.Error) {
-	var ae *api.Error
-	switch {
-	case errors.As(err, &ae):
-		body := *ae
-		if body.Message == "" {
-			body.Message = err.Error()
-		}
-		switch ae.Code {
-		case api.CodeNotFound:
-			return http.StatusNotFound, body
-		case api.CodeInvalid:
-			return http.StatusBadRequest, body
-		case api.CodeConflict:
-			return http.StatusConflict, body
-		case api.CodeUnauthorized, api.CodeExpiredToken, api.CodeAccessDenied:
-			return http.StatusUnauthorized, body
-		case api.CodeForbidden:
-			return http.StatusForbidden, body
-		case api.CodeGone:
-			return http.StatusGone, body
-		case api.CodeTooMany:
-			return http.StatusTooManyRequests, body
-		case api.CodeDiskFull:
-			return http.StatusInsufficientStorage, body
-		case api.CodePending, api.CodeSlowDown:
-			return http.StatusBadRequest, body
-		}
-		return http.StatusInternalServerError, body
-	case errors.Is(err, store.ErrNotFound), errors.Is(err, driver.ErrNotFound):
-		return http.StatusNotFound, api.Error{Code: api.CodeNotFound, Message: err.Error()}
-	case errors.Is(err, store.ErrConflict):
-		return http.StatusConflict, api.Error{Code: api.CodeConflict, Message: err.Error()}
-	case store.IsDiskFull(err):
-		return http.StatusInsufficientStorage, api.Error{Code: api.CodeDiskFull,
-			Message: "the server's disk is full, so nothing was changed: free space on the disk of paddockd's state directory and try again (" + err.Error() + ")"}
-	}
-	return http.StatusInternalServerError, api.Error{Code: api.CodeInternal, Message: err.Error()}
-}
-
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	code, body := status(err)
+	code, body := route.Status(err)
 	audit.From(r.Context()).Result(body.Message)
 	if code >= 500 {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -1237,111 +1191,4 @@ func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return route.WriteJSON(w, http.StatusOK, q)
-}
-
-func (s *Server) listImages(w http.ResponseWriter, r *http.Request) error {
-	ims, err := s.Svc.Images(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ims)
-}
-
-func (s *Server) getImage(w http.ResponseWriter, r *http.Request) error {
-	im, err := s.Svc.GetImage(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, im)
-}
-
-func (s *Server) removeImage(w http.ResponseWriter, r *http.Request) error {
-	im, err := s.Svc.RemoveImage(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("image", im.Ref)
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) shareImage(w http.ResponseWriter, r *http.Request) error {
-	var p api.ImageShares
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	im, err := s.Svc.ShareImage(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("shared_with", im.SharedWith)
-	return route.WriteJSON(w, http.StatusOK, im)
-}
-
-// buildImage builds an image from the tar body, streaming the build as
-// server-sent events (api.BuildEvent): "log" lines, then "image" or
-// "error". A request refused before the build starts is an ordinary
-// error answer.
-func (s *Server) buildImage(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	b := service.ImageBuild{Name: q.Get("name"), Tag: q.Get("tag"), Dockerfile: q.Get("dockerfile"), Policy: q.Get("policy"), Project: q.Get("project")}
-	rec := audit.From(r.Context())
-	rec.Note("image", b.Name+":"+b.Tag)
-	body := &counted{r: r.Body}
-	ev := &buildEvents{w: w, rc: http.NewResponseController(w)}
-	im, err := s.Svc.BuildImage(r.Context(), b, body, ev)
-	rec.Note("context_bytes", body.n)
-	if !ev.started {
-		if err != nil {
-			return err
-		}
-		ev.start()
-	}
-	if err != nil {
-		code, e := status(err)
-		rec.Result(fmt.Sprintf("%d %s", code, e.Message))
-		ev.send(api.BuildEvent{Type: "error", Message: e.Message, Code: e.Code})
-		return nil
-	}
-	rec.Note("id", im.ID)
-	ev.send(api.BuildEvent{Type: "image", Image: &im})
-	return nil
-}
-
-// buildEvents sends a build's output as "log" events, once it has begun.
-type buildEvents struct {
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	started bool
-	mu      sync.Mutex
-}
-
-func (e *buildEvents) start() {
-	e.started = true
-	e.w.Header().Set("Content-Type", "text/event-stream")
-	e.w.Header().Set("Cache-Control", "no-store")
-	e.w.Header().Set("X-Accel-Buffering", "no")
-	e.w.WriteHeader(http.StatusOK)
-}
-
-func (e *buildEvents) send(ev api.BuildEvent) error {
-	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", ev.Type, mustJSON(ev)); err != nil {
-		return err
-	}
-	return e.rc.Flush()
-}
-
-// Write sends each line as a log event (the service writes whole lines).
-func (e *buildEvents) Write(p []byte) (int, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.started {
-		e.start()
-	}
-	for _, l := range strings.Split(strings.TrimSuffix(string(p), "\n"), "\n") {
-		if err := e.send(api.BuildEvent{Type: "log", Text: l}); err != nil {
-			return 0, err
-		}
-	}
-	return len(p), nil
 }

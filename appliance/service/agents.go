@@ -65,7 +65,7 @@ func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
 // RemoveSecret removes a secret of the user of ctx.
 func (s *Service) RemoveSecret(ctx context.Context, name string) error {
 	if err := s.Store.DeleteSecret(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
-		return notFound("secret", name)
+		return api.NotFound("secret", name)
 	} else if err != nil {
 		return err
 	}

@@ -105,7 +105,7 @@ func (s *Service) VerifyAudit(ctx context.Context, seen *api.AuditMark) (api.Aud
 		return api.AuditCheck{}, err
 	}
 	if s.Audit == nil {
-		return api.AuditCheck{}, conflict("this server keeps no audit log")
+		return api.AuditCheck{}, api.Conflict("this server keeps no audit log")
 	}
 	seq, hash, seal, err := s.Store.AuditAnchor()
 	if err != nil {

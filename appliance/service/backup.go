@@ -25,7 +25,7 @@ func (s *Service) BackupDrive(ctx context.Context, name string) (io.ReadCloser, 
 	}
 	rc, err := s.Driver.ReadVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image)
 	if errors.Is(err, driver.ErrNotFound) {
-		return nil, conflict("drive %q has no volume yet; try again in a moment", name)
+		return nil, api.Conflict("drive %q has no volume yet; try again in a moment", name)
 	}
 	return rc, err
 }
@@ -46,7 +46,7 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	s.memMu.Lock()
 	if s.restoring[name] {
 		s.memMu.Unlock()
-		return conflict("drive %q is being restored already", name)
+		return api.Conflict("drive %q is being restored already", name)
 	}
 	if s.restoring == nil {
 		s.restoring = map[string]bool{}
@@ -69,7 +69,7 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 		}
 	}
 	if len(running) > 0 {
-		return conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
+		return api.Conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
 	}
 	left := store.Leftover{Kind: "volume", Target: name, Path: "restore-" + randHex(6)}
 	if err := s.addLeftover(left); err != nil {
@@ -81,7 +81,7 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	})
 
 	if errors.Is(err, driver.ErrNotFound) {
-		return conflict("drive %q has no volume yet; try again in a moment", name)
+		return api.Conflict("drive %q has no volume yet; try again in a moment", name)
 	}
 	return err
 }
@@ -100,7 +100,7 @@ func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error
 		return d, err
 	}
 	if d.State != "ready" {
-		return d, conflict("drive %q is %s", name, d.State)
+		return d, api.Conflict("drive %q is %s", name, d.State)
 	}
 	return d, nil
 }

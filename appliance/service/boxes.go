@@ -98,7 +98,7 @@ func (s *Service) createBox(tx *store.Tx, b store.Box) error {
 	// removed box still being cleaned up): it says nothing of whose it is.
 	switch err := tx.CreateBox(b); {
 	case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrRemoving):
-		return conflict("the box name %q is taken (a box removed a moment ago keeps its name until it is cleaned up); choose another", b.Name)
+		return api.Conflict("the box name %q is taken (a box removed a moment ago keeps its name until it is cleaned up); choose another", b.Name)
 	default:
 		return err
 	}
@@ -136,14 +136,14 @@ func (s *Service) ServerImages() []string {
 	return images
 }
 
-// checkImage says whether a box may be made from ref: only the configured
+// CheckImage says whether a box may be made from ref: only the configured
 // default and the images listed in the configuration, by exactly those
 // names, and only when the engine has them. Everything else (an image ID
 // or its prefix, a digest, another user's snapshot image, any other image
 // on the engine) gets the same answer as an image that does not exist.
 // Boxes made from snapshots do not come here: a snapshot is named by its
 // id and checked against the caller's own snapshots.
-func (s *Service) checkImage(ctx context.Context, ref string) error {
+func (s *Service) CheckImage(ctx context.Context, ref string) error {
 	if !s.allowedImage(ref) {
 		return s.noImage(ref)
 	}
@@ -163,11 +163,11 @@ func (s *Service) checkImage(ctx context.Context, ref string) error {
 // id or prefix, gets checkImage's one answer.
 func (s *Service) boxImage(ctx context.Context, ref string) (img string, own bool, err error) {
 	if s.allowedImage(ref) {
-		return ref, false, s.checkImage(ctx, ref)
+		return ref, false, s.CheckImage(ctx, ref)
 	}
 	u, _ := caller.From(ctx)
-	if im, err := s.usableImage(ctx, u, ref); err == nil {
-		img = s.imageRef(im)
+	if im, err := s.UsableImage(ctx, u, ref); err == nil {
+		img = s.ImageRef(im)
 		if ok, err := s.Driver.ImageExists(ctx, img); err != nil || !ok {
 			return "", false, s.noImage(ref)
 		}
@@ -252,7 +252,7 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 func (s *Service) GetBox(name string) (api.Box, error) {
 	b, err := s.Store.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
-		return api.Box{}, notFound("box", name)
+		return api.Box{}, api.NotFound("box", name)
 	}
 	if err != nil {
 		return api.Box{}, err
@@ -319,7 +319,7 @@ func (s *Service) update(name string, fn func(tx *store.Tx, b *store.Box) error)
 	return s.Store.Declare(func(tx *store.Tx) error {
 		b, err := tx.GetBox(name)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFound("box", name)
+			return api.NotFound("box", name)
 		}
 		if err != nil {
 			return err
@@ -429,7 +429,7 @@ func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.
 func (s *Service) RemoveBox(ctx context.Context, name string) error {
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		if err := tx.DeleteBox(name); errors.Is(err, store.ErrNotFound) {
-			return notFound("box", name)
+			return api.NotFound("box", name)
 		} else if err != nil {
 			return err
 		}
@@ -446,7 +446,7 @@ func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, erro
 	var sn store.Snapshot
 	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Observed != "running" && b.Observed != "stopped" {
-			return conflict("box %q has no filesystem yet (status %s)", name, b.Observed)
+			return api.Conflict("box %q has no filesystem yet (status %s)", name, b.Observed)
 		}
 		var err error
 		sn, err = s.addSnapshot(tx, name, "manual")
@@ -477,7 +477,7 @@ func (s *Service) getSnapshot(id string) (api.Snapshot, error) {
 			return toAPISnapshot(sn), nil
 		}
 	}
-	return api.Snapshot{}, notFound("snapshot", id)
+	return api.Snapshot{}, api.NotFound("snapshot", id)
 }
 
 // Snapshots lists a box's snapshots, oldest first (tombstones left out).
@@ -503,7 +503,7 @@ func readySnapshot(tx *store.Tx, box, id string) (store.Snapshot, error) {
 	if id == "" {
 		sn, err := tx.NewestSnapshot(box)
 		if errors.Is(err, store.ErrNotFound) {
-			return sn, conflict("box %q has no snapshots", box)
+			return sn, api.Conflict("box %q has no snapshots", box)
 		}
 		return sn, err
 	}
@@ -512,7 +512,7 @@ func readySnapshot(tx *store.Tx, box, id string) (store.Snapshot, error) {
 		return sn, &api.Error{Code: api.CodeNotFound, Field: "snapshot", Message: fmt.Sprintf("box %q has no snapshot %q", box, id)}
 	}
 	if err == nil && sn.State != "ready" && sn.State != "pending" {
-		return sn, conflict("snapshot %q is %s", id, sn.State)
+		return sn, api.Conflict("snapshot %q is %s", id, sn.State)
 	}
 	return sn, err
 }
@@ -527,7 +527,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 			return err
 		}
 		if sn.Node != b.Node {
-			return conflict("snapshot %s is on %s, and box %q is on %s now (it moved): restore a snapshot taken since, or fork this one ('paddock fork %s --snapshot %s')",
+			return api.Conflict("snapshot %s is on %s, and box %q is on %s now (it moved): restore a snapshot taken since, or fork this one ('paddock fork %s --snapshot %s')",
 				sn.ID, s.nodeDisplay(sn.Node), name, s.nodeDisplay(b.Node), name, sn.ID)
 		}
 		b.From = sn.ID
@@ -558,7 +558,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box, error) {
 	srcBox, err := s.Store.GetBox(src)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.Visible(ctx, srcBox.Owner)) {
-		return api.Box{}, notFound("box", src)
+		return api.Box{}, api.NotFound("box", src)
 	} else if err != nil {
 		return api.Box{}, err
 	}
@@ -585,7 +585,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 			sn, err = readySnapshot(tx, src, p.Snapshot)
 		} else {
 			if srcBox.Observed != "running" && srcBox.Observed != "stopped" {
-				return conflict("box %q has no filesystem to fork yet (status %s)", src, srcBox.Observed)
+				return api.Conflict("box %q has no filesystem to fork yet (status %s)", src, srcBox.Observed)
 			}
 			sn, err = s.addSnapshot(tx, src, "fork")
 		}
@@ -801,9 +801,9 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		if errors.Is(err, store.ErrConflict) {
 			d, _ := tx.GetDrive(p.Name)
 			if d.State == "deleting" {
-				return conflict("drive %q is being removed; try again in a moment", p.Name)
+				return api.Conflict("drive %q is being removed; try again in a moment", p.Name)
 			}
-			return conflict("a drive named %q already exists", p.Name)
+			return api.Conflict("a drive named %q already exists", p.Name)
 		}
 		return err
 	})
@@ -828,7 +828,7 @@ func (s *Service) getDrive(ctx context.Context, name string) (api.Drive, error) 
 			return d, nil
 		}
 	}
-	return api.Drive{}, notFound("drive", name)
+	return api.Drive{}, api.NotFound("drive", name)
 }
 
 // ListDrives lists the drives the user of ctx sees and the boxes that
@@ -858,7 +858,7 @@ func (s *Service) RemoveDrive(ctx context.Context, name string) error {
 	err := s.Store.Declare(func(tx *store.Tx) error {
 		d, err := tx.GetDrive(name)
 		if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State == "deleting" || !caller.Visible(ctx, d.Owner))) {
-			return notFound("drive", name)
+			return api.NotFound("drive", name)
 		} else if err != nil {
 			return err
 		}
@@ -867,7 +867,7 @@ func (s *Service) RemoveDrive(ctx context.Context, name string) error {
 			return err
 		}
 		if users := usedBy(boxes, name); len(users) > 0 {
-			return conflict("drive %q is mounted by %s: remove those boxes first", name, strings.Join(users, ", "))
+			return api.Conflict("drive %q is mounted by %s: remove those boxes first", name, strings.Join(users, ", "))
 		}
 		return tx.SetDriveState(name, "deleting")
 	})

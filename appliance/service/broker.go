@@ -91,7 +91,7 @@ func (s *Service) SetSecretBroker(ctx context.Context, name string, p *api.Secre
 		return err
 	}
 	if err := s.Store.SetSecretBroker(caller.OwnerID(ctx), name, b); errors.Is(err, store.ErrNotFound) {
-		return notFound("secret", name)
+		return api.NotFound("secret", name)
 	} else if err != nil {
 		return err
 	}

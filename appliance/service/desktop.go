@@ -1,6 +1,7 @@
 package service
 
 import (
+	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -16,7 +17,7 @@ func (s *Service) DesktopBox(name string) (store.Box, error) {
 		return b, err
 	}
 	if !b.Desktop {
-		return b, conflict("box %q has no desktop: make one with 'paddock new --desktop' (or desktop = true in a Boxfile)", name)
+		return b, api.Conflict("box %q has no desktop: make one with 'paddock new --desktop' (or desktop = true in a Boxfile)", name)
 	}
 	return b, nil
 }

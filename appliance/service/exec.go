@@ -22,7 +22,7 @@ import (
 func (s *Service) RunningBox(name string) (store.Box, error) {
 	b, err := s.Store.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
-		return b, notFound("box", name)
+		return b, api.NotFound("box", name)
 	}
 	if err != nil {
 		return b, err
@@ -43,9 +43,9 @@ func (s *Service) running(b store.Box) error {
 				since = " since " + seen.downSince.UTC().Format(time.RFC3339) + " (" + s.now().Sub(seen.downSince).Round(time.Second).String() + " ago)"
 			}
 		}
-		return conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.nodeDisplay(b.Node), since)
+		return api.Conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.nodeDisplay(b.Node), since)
 	}
-	return conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
+	return api.Conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
 }
 
 // execEnv merges the box's declared environment with the request's.
@@ -403,7 +403,7 @@ func (s *Service) Jobs(name string) ([]api.Job, error) {
 func (s *Service) Job(name, id string) (api.Job, error) {
 	j, err := s.Store.GetJob(id)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && j.Box != name) {
-		return api.Job{}, notFound("job", id)
+		return api.Job{}, api.NotFound("job", id)
 	}
 	return toAPIJob(j), err
 }

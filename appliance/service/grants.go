@@ -70,7 +70,7 @@ func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.G
 	}
 	u, err := s.Store.UserByName(user)
 	if errors.Is(err, store.ErrNotFound) {
-		return api.Grant{}, notFound("user", user)
+		return api.Grant{}, api.NotFound("user", user)
 	}
 	if err != nil {
 		return api.Grant{}, err
@@ -99,7 +99,7 @@ func (s *Service) UnshareBox(ctx context.Context, box, user string) error {
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("share of box "+box+" with user", user)
+		return api.NotFound("share of box "+box+" with user", user)
 	}
 	return err
 }
@@ -134,7 +134,7 @@ func (s *Service) BoxGrants(ctx context.Context, box string) ([]api.Grant, error
 func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) {
 	b, err := s.Store.GetBox(box)
 	if errors.Is(err, store.ErrNotFound) {
-		return b, notFound("box", box)
+		return b, api.NotFound("box", box)
 	}
 	if err != nil {
 		return b, err
@@ -143,7 +143,7 @@ func (s *Service) shareable(ctx context.Context, box string) (store.Box, error) 
 	case err != nil:
 		return b, err
 	case a == caller.AccessNone:
-		return b, notFound("box", box)
+		return b, api.NotFound("box", box)
 	case a != caller.AccessAll:
 		return b, &api.Error{Code: api.CodeForbidden, Message: fmt.Sprintf("box %s is shared with you as a %s: only its owner shares it", box, a)}
 	}

@@ -101,7 +101,7 @@ func (s *Service) RemoveFromGroup(ctx context.Context, group, user string) error
 	}
 	err = s.Store.RemoveFromGroup(u.ID, group, store.GroupByOwner)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("member of group "+group+" put there by hand", user)
+		return api.NotFound("member of group "+group+" put there by hand", user)
 	}
 	return err
 }
@@ -115,7 +115,7 @@ func (s *Service) groupChange(ctx context.Context, group, user string) (store.Us
 	}
 	u, err := s.Store.UserByName(user)
 	if errors.Is(err, store.ErrNotFound) {
-		return u, notFound("user", user)
+		return u, api.NotFound("user", user)
 	}
 	return u, err
 }

@@ -52,7 +52,7 @@ func TestRemovedBoxHoldsItsName(t *testing.T) {
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("the new box sees jobs %v (%v)", jobs, err)
 	}
-	if _, err := s.Job("web", job.ID); !isNotFound(err) {
+	if _, err := s.Job("web", job.ID); !api.IsNotFound(err) {
 		t.Fatalf("the old box's job %s: %v, want not found", job.ID, err)
 	}
 }

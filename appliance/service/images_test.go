@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,10 +13,11 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// Who may build on, make boxes from, see and remove a user's image: its
-// builder; another user once it is shared with them (by name, group or
-// with everyone, the last by an owner or admin only), and then to use,
-// never to remove; nobody else, who gets the answer a missing image gets.
+// Which of the users' images a box may be made from: the caller's own;
+// another user's once it is shared with the caller (by name, group or
+// with everyone); nothing else, which gets the answer a missing image
+// gets. (Who may build on, see, share and remove one: images'
+// TestWhoMayUse.)
 func TestImagesWhoMayUse(t *testing.T) {
 	s, drv := newService(t)
 	ctx := context.Background()
@@ -27,104 +29,57 @@ func TestImagesWhoMayUse(t *testing.T) {
 		if err := s.Store.PutImage(im); err != nil {
 			t.Fatal(err)
 		}
-		drv.AddImage(s.imageRef(im))
-	}
-	base := func(u store.User, ref string) (string, error) { return s.buildBase(caller.With(ctx, u), u, ref) }
-
-	// Bases: the server's images and the user's own; another's is refused
-	// with the list of what is allowed.
-	if got, err := base(mia, "mine"); err != nil || got != "paddock/mia/mine:latest" {
-		t.Fatalf("mia's own base: %q %v", got, err)
-	}
-	if got, err := base(mia, "img2"); err != nil || got != "img2" {
-		t.Fatalf("a server image as a base: %q %v", got, err)
-	}
-	for _, ref := range []string{"boss/tools:1", "tools:1", "paddock/boss/tools:1", "sha256:b0551111", "b055"} {
-		if _, err := base(mia, ref); err == nil || !strings.Contains(err.Error(), "the server's images (img, img2) or on your own") {
-			t.Errorf("mia building on %s: %v", ref, err)
-		}
+		drv.AddImage(s.ImageRef(im))
 	}
 	// Boxes: another's image is "not on the server", as a missing one is.
 	_, _, missing := s.boxImage(asMia, "nosuch:1")
-	for _, ref := range []string{"boss/tools:1", "paddock/boss/tools:1", "sha256:b0551111"} {
-		_, _, err := s.boxImage(asMia, ref)
-		if !errors.Is(err, errNoImage) || strings.Replace(err.Error(), ref, "X", 1) != strings.Replace(missing.Error(), "nosuch:1", "X", 1) {
-			t.Errorf("mia's box from %s: %v (a missing one: %v)", ref, err, missing)
+	refused := func(c context.Context, who string) {
+		t.Helper()
+		for _, ref := range []string{"boss/tools:1", "paddock/boss/tools:1", "sha256:b0551111"} {
+			_, _, err := s.boxImage(c, ref)
+			if !errors.Is(err, errNoImage) || strings.Replace(err.Error(), ref, "X", 1) != strings.Replace(missing.Error(), "nosuch:1", "X", 1) {
+				t.Errorf("%s's box from %s: %v (a missing one: %v)", who, ref, err, missing)
+			}
 		}
 	}
+	refused(asMia, "mia")
 	if img, own, err := s.boxImage(asBoss, "tools:1"); err != nil || !own || img != "paddock/boss/tools:1" {
 		t.Fatalf("boss's box from his image: %q %v %v", img, own, err)
 	}
-	list := func(c context.Context) string {
-		ims, err := s.Images(c)
-		if err != nil {
+	if img, own, err := s.boxImage(asMia, "mine"); err != nil || !own || img != "paddock/mia/mine:latest" {
+		t.Fatalf("mia's box from her image: %q %v %v", img, own, err)
+	}
+	share := func(kind, who string, add bool) {
+		t.Helper()
+		if err := s.Store.ShareImage(store.ImageShare{Owner: boss.ID, Name: "tools", Kind: kind, Who: who}, add); err != nil {
 			t.Fatal(err)
 		}
-		var out []string
-		for _, im := range ims {
-			out = append(out, im.Ref)
-		}
-		return strings.Join(out, ",")
 	}
-	if got := list(asMia); got != "mia/mine:latest" {
-		t.Errorf("mia's list: %s", got)
-	}
-	if got := list(asBoss); got != "boss/tools:1,mia/mine:latest" {
-		t.Errorf("the owner's list: %s", got)
-	}
-
-	// Shared with mia by name: she builds on it and makes boxes of it,
-	// sees it, and cannot remove or share it; sam still cannot.
-	if _, err := s.ShareImage(asBoss, "tools", api.ImageShares{Users: []string{"mia"}}); err != nil {
-		t.Fatal(err)
-	}
-	if got, err := base(mia, "boss/tools:1"); err != nil || got != "paddock/boss/tools:1" {
-		t.Fatalf("mia building on boss's shared image: %q %v", got, err)
-	}
+	// Shared with mia by name: she makes boxes of it; sam still cannot.
+	share("user", strconv.FormatInt(mia.ID, 10), true)
 	if _, _, err := s.boxImage(asMia, "boss/tools:1"); err != nil {
 		t.Fatalf("mia's box from boss's shared image: %v", err)
 	}
-	if got := list(asMia); got != "boss/tools:1,mia/mine:latest" {
-		t.Errorf("mia's list, shared: %s", got)
-	}
-	if _, err := s.RemoveImage(asMia, "boss/tools:1"); !isNotFound(err) {
-		t.Errorf("mia removing boss's shared image: %v", err)
-	}
-	if _, err := s.ShareImage(asMia, "boss/tools:1", api.ImageShares{Users: []string{"sam"}}); !isNotFound(err) {
-		t.Errorf("mia sharing boss's image: %v", err)
-	}
-	if _, err := base(sam, "boss/tools:1"); err == nil {
-		t.Error("sam builds on an image not shared with him")
-	}
-	// With everyone: an owner's or admin's to do.
-	var ae *api.Error
-	if _, err := s.ShareImage(asMia, "mine", api.ImageShares{Everyone: true}); !errors.As(err, &ae) || ae.Code != api.CodeForbidden {
-		t.Errorf("a member sharing with everyone: %v", err)
-	}
-	if _, err := s.ShareImage(asBoss, "tools", api.ImageShares{Everyone: true}); err != nil {
+	refused(asSam, "sam")
+	// With a group of sam's, then with everyone.
+	if err := s.Store.AddToGroup(sam.ID, "ops", store.GroupByOwner); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := base(sam, "boss/tools:1"); err != nil {
-		t.Errorf("sam, shared with everyone: %v", err)
+	share("group", "ops", true)
+	if _, _, err := s.boxImage(asSam, "boss/tools:1"); err != nil {
+		t.Fatalf("sam's box, shared with his group: %v", err)
 	}
-	// Unshared: gone for both again. Removed: gone from the store and its
-	// name from the engine.
-	im, err := s.ShareImage(asBoss, "tools", api.ImageShares{})
-	if err != nil || len(im.SharedWith) != 0 {
-		t.Fatalf("unsharing: %+v %v", im, err)
+	share("group", "ops", false)
+	refused(asSam, "sam, his group's share gone")
+	share("all", "", true)
+	if _, _, err := s.boxImage(asSam, "boss/tools:1"); err != nil {
+		t.Fatalf("sam's box, shared with everyone: %v", err)
 	}
-	for _, u := range []store.User{mia, sam} {
-		if _, err := base(u, "boss/tools:1"); err == nil {
-			t.Errorf("%s builds on an unshared image", u.Name)
-		}
-	}
-	if _, err := s.RemoveImage(asMia, "mine"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Store.GetImage(mia.ID, "mine", "latest"); !errors.Is(err, store.ErrNotFound) {
-		t.Errorf("the removed image's record: %v", err)
-	}
-	_ = asSam
+	// Unshared: gone for both again.
+	share("all", "", false)
+	share("user", strconv.FormatInt(mia.ID, 10), false)
+	refused(asMia, "mia, unshared")
+	refused(asSam, "sam, unshared")
 }
 
 // A project's image blocks: planned as to be built until built with the
@@ -152,7 +107,7 @@ func TestProjectImages(t *testing.T) {
 	if err := s.Store.PutImage(im); err != nil {
 		t.Fatal(err)
 	}
-	drv.AddImage(s.imageRef(im))
+	drv.AddImage(s.ImageRef(im))
 	plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec})
 	if err != nil || len(plan.Changes) != 1 || plan.Changes[0].Address != "box.dev" {
 		t.Fatalf("the plan once built: %+v %v", plan.Changes, err)

@@ -98,7 +98,7 @@ func (s *Service) runningJobOf(name, id string) (*runningJob, error) {
 		if j.ExitCode != nil {
 			how = fmt.Sprintf("%s with code %d", j.State, *j.ExitCode)
 		}
-		return nil, conflict("job %s of box %s is not running (%s)", id, name, how)
+		return nil, api.Conflict("job %s of box %s is not running (%s)", id, name, how)
 	}
 	return rj, nil
 }
@@ -116,7 +116,7 @@ func (s *Service) SignalJob(ctx context.Context, name, id, signal string) (api.J
 	select {
 	case rj.signals <- sig:
 	case <-rj.ended:
-		return api.Job{}, conflict("job %s of box %s ended before the signal was sent", id, name)
+		return api.Job{}, api.Conflict("job %s of box %s ended before the signal was sent", id, name)
 	case <-ctx.Done():
 		return api.Job{}, ctx.Err()
 	}
@@ -131,12 +131,12 @@ func (s *Service) JobInput(ctx context.Context, name, id string, body io.Reader,
 		return api.JobInput{}, err
 	}
 	if rj.input == nil {
-		return api.JobInput{}, conflict("job %s of box %s was started without its input open: start it with 'paddock exec --detach --stdin' (stdin: true)", id, name)
+		return api.JobInput{}, api.Conflict("job %s of box %s was started without its input open: start it with 'paddock exec --detach --stdin' (stdin: true)", id, name)
 	}
 	rj.inputMu.Lock()
 	defer rj.inputMu.Unlock()
 	if rj.closed {
-		return api.JobInput{Closed: true}, conflict("the input of job %s of box %s was ended by an earlier send", id, name)
+		return api.JobInput{Closed: true}, api.Conflict("the input of job %s of box %s was ended by an earlier send", id, name)
 	}
 	// The copy stops with the job (its reader is closed then) or with
 	// the caller; what was written by then has reached the command. A
@@ -144,7 +144,7 @@ func (s *Service) JobInput(ctx context.Context, name, id string, body io.Reader,
 	n, err := copyUntil(ctx, rj.input, body)
 	if err != nil {
 		if errors.Is(err, errJobEnded) || errors.Is(err, io.ErrClosedPipe) {
-			return api.JobInput{Bytes: n}, conflict("job %s of box %s ended after %d bytes of this input", id, name, n)
+			return api.JobInput{Bytes: n}, api.Conflict("job %s of box %s ended after %d bytes of this input", id, name, n)
 		}
 		return api.JobInput{Bytes: n}, fmt.Errorf("the input for job %s broke off after %d bytes: %w", id, n, err)
 	}

@@ -29,7 +29,7 @@ func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 	k := store.SSHKey{Fingerprint: ssh.FingerprintSHA256(pub), Name: name,
 		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now(), Owner: caller.OwnerID(ctx)}
 	if err := s.Store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
-		return api.Key{}, conflict("this key, or a key named %q, is already registered", name)
+		return api.Key{}, api.Conflict("this key, or a key named %q, is already registered", name)
 	} else if err != nil {
 		return api.Key{}, err
 	}
@@ -53,7 +53,7 @@ func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
 // RemoveKey removes one of the user's keys by name or fingerprint.
 func (s *Service) RemoveKey(ctx context.Context, nameOrFingerprint string) error {
 	if err := s.Store.DeleteSSHKey(caller.OwnerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
-		return notFound("key", nameOrFingerprint)
+		return api.NotFound("key", nameOrFingerprint)
 	} else if err != nil {
 		return err
 	}

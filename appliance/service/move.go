@@ -63,7 +63,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 		return nil, err
 	}
 	if s.Cluster == nil || len(ns) == 0 {
-		return nil, conflict("this Paddock has one server: there is nowhere to move to")
+		return nil, api.Conflict("this Paddock has one server: there is nowhere to move to")
 	}
 	target, err := s.wanted(to, ns)
 	if err != nil {
@@ -84,23 +84,23 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 	for _, n := range names {
 		b, ok := byName[n]
 		if !ok {
-			return nil, notFound("box", n)
+			return nil, api.NotFound("box", n)
 		}
 		if moving[n] {
 			continue
 		}
 		if len(boxes) > 0 && b.Node != source {
-			return nil, conflict("box %q is on %s and box %q on %s: one move takes what is on one server", sourceOf, s.nodeDisplay(source), n, s.nodeDisplay(b.Node))
+			return nil, api.Conflict("box %q is on %s and box %q on %s: one move takes what is on one server", sourceOf, s.nodeDisplay(source), n, s.nodeDisplay(b.Node))
 		}
 		source, sourceOf = b.Node, n
 		if b.Node == target {
-			return nil, conflict("box %q is on %s already", n, s.nodeDisplay(target))
+			return nil, api.Conflict("box %q is on %s already", n, s.nodeDisplay(target))
 		}
 		if !hasLabels(ns, target, b.NodeLabels) {
 			return nil, api.Invalid("node", "server %s does not have the labels box %q asks for (%s)", to, n, api.LabelsText(b.NodeLabels))
 		}
 		if b.Observed != "running" && b.Observed != "stopped" {
-			return nil, conflict("box %q is %s: a box moves once it has run (start it, or wait)", n, b.Observed)
+			return nil, api.Conflict("box %q is %s: a box moves once it has run (start it, or wait)", n, b.Observed)
 		}
 		boxes = append(boxes, b)
 		moving[n] = true
@@ -112,24 +112,24 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 		}
 		d, err := s.Store.GetDrive(name)
 		if errors.Is(err, store.ErrNotFound) {
-			return notFound("drive", name)
+			return api.NotFound("drive", name)
 		} else if err != nil {
 			return err
 		}
 		if d.State != "ready" {
-			return conflict("drive %q%s is %s: it moves once it is ready", name, why, d.State)
+			return api.Conflict("drive %q%s is %s: it moves once it is ready", name, why, d.State)
 		}
 		if len(boxes) == 0 && len(driveSet) == 0 {
 			source, sourceOf = d.Node, "drive "+name
 		}
 		if d.Node != source {
-			return conflict("drive %q%s is on %s, not on %s with %s: one move takes what is on one server", name, why, s.nodeDisplay(d.Node), s.nodeDisplay(source), sourceOf)
+			return api.Conflict("drive %q%s is on %s, not on %s with %s: one move takes what is on one server", name, why, s.nodeDisplay(d.Node), s.nodeDisplay(source), sourceOf)
 		}
 		if d.Node == target {
-			return conflict("drive %q is on %s already", name, s.nodeDisplay(target))
+			return api.Conflict("drive %q is on %s already", name, s.nodeDisplay(target))
 		}
 		if s.DriveRestoring(name) {
-			return conflict("drive %q is being restored from a backup: it moves once that ends", name)
+			return api.Conflict("drive %q is being restored from a backup: it moves once that ends", name)
 		}
 		driveSet[name] = true
 		return nil
@@ -154,7 +154,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 		for _, m := range b.Mounts {
 			if driveSet[m.Drive] {
 				with := append(boxNames(boxes), b.Name)
-				return nil, conflict("drive %q is mounted by box %q too, which is not moving: a box and its drives are on one server; move them together ('paddock move %s --to %s')", m.Drive, b.Name, strings.Join(with, " "), to)
+				return nil, api.Conflict("drive %q is mounted by box %q too, which is not moving: a box and its drives are on one server; move them together ('paddock move %s --to %s')", m.Drive, b.Name, strings.Join(with, " "), to)
 			}
 		}
 	}
@@ -165,7 +165,7 @@ func (s *Service) MoveBoxes(ctx context.Context, names, drives []string, to stri
 	from, fromOK := src.(driver.SnapshotShipper)
 	into, intoOK := dst.(driver.SnapshotShipper)
 	if !srcOK || !dstOK || !fromOK || !intoOK {
-		return nil, conflict("the servers' agents cannot ship snapshots (an older paddockd?)")
+		return nil, api.Conflict("the servers' agents cannot ship snapshots (an older paddockd?)")
 	}
 	mv := store.Move{Source: source, Target: target, Boxes: boxNames(boxes), Drives: driveNames, Started: s.now()}
 	for _, b := range boxes {
@@ -432,7 +432,7 @@ func (s *Service) RecoverMoves(ctx context.Context) {
 		}
 		var failed error
 		for _, name := range mv.Running {
-			if _, err := s.StartBox(ctx, name); err != nil && !isNotFound(err) {
+			if _, err := s.StartBox(ctx, name); err != nil && !api.IsNotFound(err) {
 				failed = errors.Join(failed, err)
 			}
 		}

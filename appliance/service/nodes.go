@@ -91,11 +91,11 @@ type Swarm interface {
 // engine keeps it) and answers how a server joins it.
 func (c *Cluster) manage(ctx context.Context, rotate bool) (api.SwarmJoin, error) {
 	if c.Swarm == nil {
-		return api.SwarmJoin{}, conflict("this server has no swarm to take nodes into")
+		return api.SwarmJoin{}, api.Conflict("this server has no swarm to take nodes into")
 	}
 	host, _, err := net.SplitHostPort(c.URL)
 	if err != nil || net.ParseIP(host) == nil || net.ParseIP(host).IsUnspecified() {
-		return api.SwarmJoin{}, conflict("cluster_listen %q: give IP:PORT with this server's private address, where the other servers reach it", c.URL)
+		return api.SwarmJoin{}, api.Conflict("cluster_listen %q: give IP:PORT with this server's private address, where the other servers reach it", c.URL)
 	}
 	id, manager, err := c.Swarm.SwarmManage(ctx, host)
 	if err != nil {
@@ -399,7 +399,7 @@ func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
 		return api.NodeJoin{}, err
 	}
 	if s.Cluster == nil || s.Cluster.URL == "" {
-		return api.NodeJoin{}, conflict("this server takes no nodes: set cluster_listen to IP:PORT on its private network, where the other servers reach it, and restart paddockd")
+		return api.NodeJoin{}, api.Conflict("this server takes no nodes: set cluster_listen to IP:PORT on its private network, where the other servers reach it, and restart paddockd")
 	}
 	ca, _, err := s.Cluster.authority()
 	if err != nil {
@@ -484,7 +484,7 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	case errors.Is(err, store.ErrNotFound):
 		return api.NodeJoined{}, s.joinRefused(req, errJoin)
 	case errors.Is(err, store.ErrConflict):
-		return api.NodeJoined{}, conflict("a node named %q has joined already (the token is spent: make a new one)", name)
+		return api.NodeJoined{}, api.Conflict("a node named %q has joined already (the token is spent: make a new one)", name)
 	case err != nil:
 		return api.NodeJoined{}, err
 	}
@@ -602,7 +602,7 @@ func (s *Service) nodeNamed(name string) (api.Node, error) {
 			return n, nil
 		}
 	}
-	return api.Node{}, notFound("node", name)
+	return api.Node{}, api.NotFound("node", name)
 }
 
 func (s *Service) localNodeName() string {
@@ -672,7 +672,7 @@ func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
 				return err
 			}
 			if at != n {
-				return conflict("box %q cannot be on %s: its drives or snapshot are on %s", b.Name, s.nodeDisplay(n), s.nodeDisplay(at))
+				return api.Conflict("box %q cannot be on %s: its drives or snapshot are on %s", b.Name, s.nodeDisplay(n), s.nodeDisplay(at))
 			}
 		}
 		b.Node = n
@@ -697,11 +697,11 @@ func (s *Service) wanted(want string, ns []store.Node) (string, error) {
 	}
 	if s.Cluster != nil && n != "" {
 		if seen, ok := s.Cluster.lastSeen(n); !ok || seen.err != nil {
-			return "", conflict("server %s is down: choose another, or wait for it ('paddock nodes')", want)
+			return "", api.Conflict("server %s is down: choose another, or wait for it ('paddock nodes')", want)
 		}
 	}
 	if len(undrained(ns, []string{n})) == 0 {
-		return "", conflict("server %s is drained: no new box goes there ('paddock node undrain %s' takes boxes there again)", want, want)
+		return "", api.Conflict("server %s is drained: no new box goes there ('paddock node undrain %s' takes boxes there again)", want, want)
 	}
 	return n, nil
 }
@@ -741,7 +741,7 @@ func (s *Service) address(tx *store.Tx, b *store.Box, ns []store.Node) error {
 			}
 		}
 		if !subnet.IsValid() {
-			return conflict("box %q is on node %q, which is not one of this server's", b.Name, b.Node)
+			return api.Conflict("box %q is on node %q, which is not one of this server's", b.Name, b.Node)
 		}
 	}
 	gw := subnet.Masked().Addr().Next()
@@ -762,7 +762,7 @@ func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string
 			return "", err
 		}
 		if why != "" && d.Node != fixed {
-			return "", conflict("box %q mounts drives on two servers (%s on %s, %s on %s): a box and its drives are on one server", b.Name, why, s.nodeDisplay(fixed), m.Drive, s.nodeDisplay(d.Node))
+			return "", api.Conflict("box %q mounts drives on two servers (%s on %s, %s on %s): a box and its drives are on one server", b.Name, why, s.nodeDisplay(fixed), m.Drive, s.nodeDisplay(d.Node))
 		}
 		fixed, why = d.Node, m.Drive
 	}
@@ -776,16 +776,16 @@ func (s *Service) chooseNode(tx *store.Tx, b store.Box, ns []store.Node) (string
 			return "", err
 		}
 		if why != "" && n != fixed {
-			return "", conflict("box %q mounts %s on %s, and its snapshot is on %s", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(n))
+			return "", api.Conflict("box %q mounts %s on %s, and its snapshot is on %s", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(n))
 		}
 		fixed, why = n, "snapshot"
 	}
 	if why != "" {
 		if len(undrained(ns, []string{fixed})) == 0 {
-			return "", conflict("box %q goes where its %s is, on %s, which is drained ('paddock node undrain %s', or move what it needs)", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(fixed))
+			return "", api.Conflict("box %q goes where its %s is, on %s, which is drained ('paddock node undrain %s', or move what it needs)", b.Name, why, s.nodeDisplay(fixed), s.nodeDisplay(fixed))
 		}
 		if !hasLabels(ns, fixed, b.NodeLabels) {
-			return "", conflict("box %q goes where its %s is, on %s, which does not have the labels it asks for (%s)", b.Name, why, s.nodeDisplay(fixed), api.LabelsText(b.NodeLabels))
+			return "", api.Conflict("box %q goes where its %s is, on %s, which does not have the labels it asks for (%s)", b.Name, why, s.nodeDisplay(fixed), api.LabelsText(b.NodeLabels))
 		}
 		return fixed, nil
 	}
@@ -847,7 +847,7 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 	if open := undrained(ns, allowed); len(open) > 0 {
 		allowed = open
 	} else {
-		return "", conflict("the servers that could take the box (%s) are drained: 'paddock node undrain NODE' takes boxes there again", strings.Join(s.nodeDisplays(allowed), ", "))
+		return "", api.Conflict("the servers that could take the box (%s) are drained: 'paddock node undrain NODE' takes boxes there again", strings.Join(s.nodeDisplays(allowed), ", "))
 	}
 	boxes, err := tx.ListBoxes()
 	if err != nil {
@@ -894,9 +894,9 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 	}
 	if len(cs) == 0 {
 		if len(labels) > 0 {
-			return "", conflict("the servers with the labels %s (%s) are down: wait for one, or label another", api.LabelsText(labels), strings.Join(allowed, ", "))
+			return "", api.Conflict("the servers with the labels %s (%s) are down: wait for one, or label another", api.LabelsText(labels), strings.Join(allowed, ", "))
 		}
-		return "", conflict("no server is up to take the box")
+		return "", api.Conflict("no server is up to take the box")
 	}
 	sort.SliceStable(cs, func(i, j int) bool {
 		if cs[i].mem != cs[j].mem {
@@ -932,7 +932,7 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 		return api.Node{}, api.Invalid("name", "the control plane's own server has no labels yet: label the servers that joined")
 	}
 	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
-		return api.Node{}, notFound("node", name)
+		return api.Node{}, api.NotFound("node", name)
 	} else if err != nil {
 		return api.Node{}, err
 	}
@@ -942,14 +942,14 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	if c := s.Cluster; c != nil && c.Swarm != nil {
 		seen, _ := c.lastSeen(name)
 		if seen.swarmID == "" {
-			return api.Node{}, conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.err)
+			return api.Node{}, api.Conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.err)
 		}
 		if err := c.Swarm.SwarmLabel(ctx, seen.swarmID, labels); err != nil {
 			return api.Node{}, fmt.Errorf("labelling %s in the swarm: %w", name, err)
 		}
 	}
 	if err := s.Store.SetNodeLabels(name, labels); errors.Is(err, store.ErrNotFound) {
-		return api.Node{}, notFound("node", name)
+		return api.Node{}, api.NotFound("node", name)
 	} else if err != nil {
 		return api.Node{}, err
 	}
@@ -978,7 +978,7 @@ func (s *Service) SetNodePool(ctx context.Context, name string, pool map[string]
 	if name == s.localNodeName() {
 		node = ""
 	} else if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
-		return api.Node{}, notFound("node", name)
+		return api.Node{}, api.NotFound("node", name)
 	} else if err != nil {
 		return api.Node{}, err
 	}
@@ -1027,7 +1027,7 @@ func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, erro
 		return api.Drained{}, api.Invalid("name", "%s is the control plane's own server: it is not drained", name)
 	}
 	if err := s.Store.SetNodeDrained(name, true); errors.Is(err, store.ErrNotFound) {
-		return api.Drained{}, notFound("node", name)
+		return api.Drained{}, api.NotFound("node", name)
 	} else if err != nil {
 		return api.Drained{}, err
 	}
@@ -1076,7 +1076,7 @@ func (s *Service) DrainNode(ctx context.Context, name string) (api.Drained, erro
 		}
 	}
 	if len(stuck) > 0 {
-		return out, conflict("server %s is drained, but %d move(s) failed, and what they would move stays on it: %s", name, len(stuck), strings.Join(stuck, "; "))
+		return out, api.Conflict("server %s is drained, but %d move(s) failed, and what they would move stays on it: %s", name, len(stuck), strings.Join(stuck, "; "))
 	}
 	s.Log.Info("node drained", "node", name, "moved", len(out.Moved))
 	return out, nil
@@ -1088,7 +1088,7 @@ func (s *Service) UndrainNode(ctx context.Context, name string) error {
 		return err
 	}
 	if err := s.Store.SetNodeDrained(name, false); errors.Is(err, store.ErrNotFound) {
-		return notFound("node", name)
+		return api.NotFound("node", name)
 	} else if err != nil {
 		return err
 	}
@@ -1107,7 +1107,7 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		return api.Invalid("name", "%s is the control plane's own server", name)
 	}
 	if _, err := s.Store.GetNode(name); errors.Is(err, store.ErrNotFound) {
-		return notFound("node", name)
+		return api.NotFound("node", name)
 	} else if err != nil {
 		return err
 	}
@@ -1130,7 +1130,7 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 		}
 	}
 	if boxes+drives+snaps > 0 {
-		return conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s')", name, boxes, drives, snaps, name)
+		return api.Conflict("server %s still holds %d box(es), %d drive(s) and %d snapshot(s): move them first ('paddock node drain %s')", name, boxes, drives, snaps, name)
 	}
 	if pool > 0 {
 		// Pool boxes are the server's to make again: they go with it.

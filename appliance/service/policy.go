@@ -110,10 +110,10 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 			}
 		}
 		if found == nil || !caller.Visible(ctx, found.Owner) {
-			return notFound("policy", name)
+			return api.NotFound("policy", name)
 		}
 		if found.Project != "" {
-			return conflict("policy %q belongs to project %q: change its Boxfile", name, found.Project)
+			return api.Conflict("policy %q belongs to project %q: change its Boxfile", name, found.Project)
 		}
 		boxes, err := tx.ListBoxes()
 		if err != nil {
@@ -126,7 +126,7 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 			}
 		}
 		if len(users) > 0 {
-			return conflict("policy %q is used by %s", name, strings.Join(users, ", "))
+			return api.Conflict("policy %q is used by %s", name, strings.Join(users, ", "))
 		}
 		return tx.DeletePolicy(name)
 	})
@@ -136,7 +136,7 @@ func (s *Service) RemovePolicy(ctx context.Context, name string) error {
 func (s *Service) PolicyReport(name string) (api.PolicyReport, error) {
 	b, err := s.Store.GetBox(name)
 	if errors.Is(err, store.ErrNotFound) {
-		return api.PolicyReport{}, notFound("box", name)
+		return api.PolicyReport{}, api.NotFound("box", name)
 	} else if err != nil {
 		return api.PolicyReport{}, err
 	}
@@ -178,10 +178,10 @@ func (s *Service) putPolicy(ctx context.Context, p api.PolicySpec, create bool) 
 			switch {
 			case old.Name != p.Name:
 			case create:
-				return conflict("a policy named %q already exists", p.Name)
+				return api.Conflict("a policy named %q already exists", p.Name)
 			case !caller.Visible(ctx, old.Owner):
 			case old.Project != "":
-				return conflict("policy %q is declared by project %q's Boxfile; change it there and apply", p.Name, old.Project)
+				return api.Conflict("policy %q is declared by project %q's Boxfile; change it there and apply", p.Name, old.Project)
 			default:
 				old.AllowDomains, old.AllowCIDRs = p.AllowDomains, p.AllowCIDRs
 				return tx.PutPolicy(old)
@@ -190,7 +190,7 @@ func (s *Service) putPolicy(ctx context.Context, p api.PolicySpec, create bool) 
 		if create {
 			return tx.PutPolicy(store.Policy{Name: p.Name, AllowDomains: p.AllowDomains, AllowCIDRs: p.AllowCIDRs, Owner: caller.OwnerID(ctx)})
 		}
-		return notFound("policy", p.Name)
+		return api.NotFound("policy", p.Name)
 	})
 	if err != nil {
 		return api.Policy{}, err

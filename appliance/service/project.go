@@ -101,7 +101,7 @@ func checkProjectOwner(ctx context.Context, proj string, st project.State) error
 	}
 	for _, o := range owners {
 		if !caller.Visible(ctx, o) {
-			return conflict("project %q belongs to another user", proj)
+			return api.Conflict("project %q belongs to another user", proj)
 		}
 	}
 	return nil
@@ -218,7 +218,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		}
 		maskForeign(ctx, &st)
 		if st.Serial != req.Serial {
-			return conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
+			return api.Conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
 		}
 		if plan, err = project.Plan(spec, st, s.planOptions(req.PlanRequest)); err != nil {
 			return err
@@ -427,7 +427,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 func (s *Service) SetupDone(name string, p api.SetupPost) error {
 	return s.update(name, func(_ *store.Tx, b *store.Box) error {
 		if b.Setup != "pending" {
-			return conflict("box %q has no setup waiting (setup is %q)", name, b.Setup)
+			return api.Conflict("box %q has no setup waiting (setup is %q)", name, b.Setup)
 		}
 		if p.OK {
 			b.Setup, b.SetupError = "done", ""

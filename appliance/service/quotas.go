@@ -164,7 +164,7 @@ func (q quota) over(field string, n, limit int, what string) error {
 	if n == 1 {
 		what = strings.NewReplacer("boxes", "box", "drives", "drive", "jobs", "job").Replace(what)
 	}
-	return conflict("%s has %d %s, the most allowed (%s): %s, or %s", q.name, n, what, q.source(field, limit), q.relief(field), q.raise(field))
+	return api.Conflict("%s has %d %s, the most allowed (%s): %s, or %s", q.name, n, what, q.source(field, limit), q.relief(field), q.raise(field))
 }
 
 func (q quota) relief(field string) string {
@@ -269,7 +269,7 @@ func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error
 	}
 	u, err := s.Store.UserByName(name)
 	if errors.Is(err, store.ErrNotFound) || (err == nil && ok && !me.SeesAll() && me.ID != u.ID) {
-		return store.User{}, notFound("user", name)
+		return store.User{}, api.NotFound("user", name)
 	}
 	return u, err
 }
@@ -284,7 +284,7 @@ func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (ap
 		return api.UserQuota{}, err
 	}
 	if u.Role != store.RoleMember {
-		return api.UserQuota{}, conflict("%s is an %s: owners and admins have no quota", u.Name, u.Role)
+		return api.UserQuota{}, api.Conflict("%s is an %s: owners and admins have no quota", u.Name, u.Role)
 	}
 	set, err := s.Store.GetQuota(u.ID)
 	if err != nil {

@@ -65,7 +65,7 @@ func TestQuotas(t *testing.T) {
 	if q, err := s.Quota(asMia, ""); err != nil || q.Use.Boxes != 2 || q.Use.Running != 1 || q.Limits.Boxes != 3 || strings.Join(q.Own, ",") != "running,types" {
 		t.Fatalf("mia reads her quota: %+v %v", q, err)
 	}
-	if _, err := s.Quota(asMia, "boss"); !isNotFound(err) {
+	if _, err := s.Quota(asMia, "boss"); !api.IsNotFound(err) {
 		t.Fatalf("a member read the owner's quota: %v", err)
 	}
 	// The owner is bounded by none of it.

@@ -74,8 +74,6 @@ type Service struct {
 	// (one per change and audience, however many streams watch).
 	viewsRead atomic.Int64
 
-	builds builds // the users whose image build runs (images.go)
-
 	jobsMu  sync.Mutex
 	pruneMu sync.Mutex              // one prune of job logs at a time
 	memMu   sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
@@ -115,20 +113,6 @@ func (s *Service) now() time.Time {
 		return s.Now().UTC()
 	}
 	return time.Now().UTC()
-}
-
-func notFound(kind, name string) error {
-	return &api.Error{Code: api.CodeNotFound, Message: fmt.Sprintf("no %s named %q", kind, name)}
-}
-
-// isNotFound says whether err is a not-found error of this package.
-func isNotFound(err error) bool {
-	var e *api.Error
-	return errors.As(err, &e) && e.Code == api.CodeNotFound
-}
-
-func conflict(format string, args ...any) error {
-	return &api.Error{Code: api.CodeConflict, Message: fmt.Sprintf(format, args...)}
 }
 
 // engineName is the name of box's engine objects: its own, or the warm

@@ -25,7 +25,7 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 	}
 	for _, t := range ts {
 		if t.Name == name {
-			return api.TokenCreated{}, conflict("a token named %q exists", name)
+			return api.TokenCreated{}, api.Conflict("a token named %q exists", name)
 		}
 	}
 	if err := s.mayMintToken(ctx, len(ts)); err != nil {
@@ -55,7 +55,7 @@ func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
 // from then on.
 func (s *Service) RevokeToken(ctx context.Context, name string) error {
 	if err := s.Store.DeleteToken(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
-		return notFound("token", name)
+		return api.NotFound("token", name)
 	} else if err != nil {
 		return err
 	}

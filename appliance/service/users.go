@@ -74,7 +74,7 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 		return api.InviteCreated{}, err
 	}
 	if !s.Cfg.PasswordLogin && p.Role != store.RoleOwner {
-		return api.InviteCreated{}, conflict("password sign-in is off on this server (password_login = false): people sign in with its single sign-on provider, with no invitation")
+		return api.InviteCreated{}, api.Conflict("password sign-in is off on this server (password_login = false): people sign in with its single sign-on provider, with no invitation")
 	}
 	tok, hash := auth.NewToken()
 	now := s.now()
@@ -293,7 +293,7 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 	}
 	u, err := s.Store.UserByName(name)
 	if errors.Is(err, store.ErrNotFound) {
-		return notFound("user", name)
+		return api.NotFound("user", name)
 	}
 	if err != nil {
 		return err
@@ -304,7 +304,7 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 		}
 	}
 	if me, ok := caller.From(ctx); ok && me.ID == u.ID {
-		return conflict("you cannot remove yourself")
+		return api.Conflict("you cannot remove yourself")
 	}
 	return s.Store.DeleteUser(u.ID)
 }
@@ -378,7 +378,7 @@ func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
 		canApprove = canApprove || u.Password != ""
 	}
 	if !canApprove {
-		return api.DeviceCode{}, conflict("nobody on this server can log in with a password to approve a login: use 'paddock login URL --token TOKEN' (local mode prints the token)")
+		return api.DeviceCode{}, api.Conflict("nobody on this server can log in with a password to approve a login: use 'paddock login URL --token TOKEN' (local mode prints the token)")
 	}
 	dev, hash := auth.NewToken()
 	d := &deviceLogin{userCode: newUserCode(), name: name, from: from, started: s.now(), expires: s.now().Add(DeviceTTL)}

@@ -40,7 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
-	"github.com/paddock-dev/paddock/appliance/images"
+	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 )
 
 // Labels set on every object.
@@ -1201,7 +1201,7 @@ func (d *Driver) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser
 // that broke off loads nothing.
 //
 // The stream comes from another server, which may have been taken over:
-// it goes through images.SanitizeAll, so it names nothing (docker load
+// it goes through imagefmt.SanitizeAll, so it names nothing (docker load
 // would tag whatever it says, the box image included), each image's ID is
 // its content's, and it is bounded unpacked. The snapshots are then named
 // here, each image by the snapshot name the archive gave it, and only
@@ -1216,12 +1216,12 @@ func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) e
 		want[d.snapshotRef(id)] = id
 	}
 	pr, pw := io.Pipe()
-	var ims []images.Image
+	var ims []imagefmt.Image
 	checked := make(chan error, 1)
 	go func() {
 		var err error
-		ims, err = images.SanitizeAll(pw, r, max)
-		if errors.Is(err, images.ErrTooBig) {
+		ims, err = imagefmt.SanitizeAll(pw, r, max)
+		if errors.Is(err, imagefmt.ErrTooBig) {
 			err = fmt.Errorf("the snapshots' archive is over move_max_gib (%d GiB, unpacked)", max>>30)
 		}
 		pw.CloseWithError(err)

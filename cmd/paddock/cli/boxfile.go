@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 	"github.com/paddock-dev/paddock/boxfiles"
 )
 
@@ -475,7 +476,7 @@ func (e *env) buildImages(c *client.Client, saved savedPlan) (bool, error) {
 			return built, fmt.Errorf("image.%s: %w; the rest was not applied", name, err)
 		}
 		built = true
-		fmt.Fprintf(e.stdout, "image.%s: built %s (%s)\n", name, im2.Ref, shortID(im2.ID))
+		fmt.Fprintf(e.stdout, "image.%s: built %s (%s)\n", name, im2.Ref, imagefmt.Short(im2.ID))
 	}
 	return built, nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/client"
-	"github.com/paddock-dev/paddock/appliance/images"
+	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 )
 
 // cmdImages lists the images the user may make boxes from.
@@ -39,7 +39,7 @@ func imageList(e *env, name string, args []string) error {
 		if !im.Mine {
 			name = im.Ref
 		}
-		return []string{name, shortID(im.ID), sizeText(im.Size), im.Built.Local().Format(time.RFC3339), dash(strings.Join(im.SharedWith, ","))}
+		return []string{name, imagefmt.Short(im.ID), sizeText(im.Size), im.Built.Local().Format(time.RFC3339), dash(strings.Join(im.SharedWith, ","))}
 	}); err != nil || asJSON {
 		return err
 	}
@@ -48,14 +48,6 @@ func imageList(e *env, name string, args []string) error {
 		fmt.Fprintf(e.stdout, "\nThe server's images (any box; the first is the default): %s\n", strings.Join(who.Images, ", "))
 	}
 	return nil
-}
-
-func shortID(id string) string {
-	id = strings.TrimPrefix(id, "sha256:")
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // cmdImage builds, shows, shares and removes users' own images.
@@ -224,7 +216,7 @@ func imageBuild(e *env, args []string) error {
 	if im.Cached {
 		how = "unchanged"
 	}
-	fmt.Fprintf(e.stdout, "%s %s (%s, %s): make a box from it with 'paddock new --image %s'\n", how, im.Ref, shortID(im.ID), sizeText(im.Size), im.Name)
+	fmt.Fprintf(e.stdout, "%s %s (%s, %s): make a box from it with 'paddock new --image %s'\n", how, im.Ref, imagefmt.Short(im.ID), sizeText(im.Size), im.Name)
 	return nil
 }
 
@@ -241,7 +233,7 @@ func packContext(dir string, ignore []string) io.ReadCloser {
 }
 
 // contextDigest is the digest the server gives a context (see
-// images.ContextDigest), read here, and whether it holds dockerfile.
+// imagefmt.ContextDigest), read here, and whether it holds dockerfile.
 func contextDigest(dir, dockerfile string) (string, bool, error) {
 	ignore, err := readDockerignore(filepath.Join(dir, ".dockerignore"))
 	if err != nil {
@@ -249,7 +241,7 @@ func contextDigest(dir, dockerfile string) (string, bool, error) {
 	}
 	r := packContext(dir, ignore)
 	defer r.Close()
-	d, df, err := images.ContextDigest(r, dockerfile)
+	d, df, err := imagefmt.ContextDigest(r, dockerfile)
 	return d, df != nil, err
 }
 
