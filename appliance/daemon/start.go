@@ -174,8 +174,8 @@ func (d *started) buildCore(life context.Context) error {
 	host = strings.ToLower(strings.SplitN(host, ".", 2)[0])
 	boxNet := d.boxNet
 	svc := &service.Service{Store: st, Rec: d.rec, Driver: nodes, Cfg: cfg, Log: log, Life: life, Net: boxNet, Firewall: rules, Sealer: sealer, Audit: auditor,
-		Cluster: &service.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
-			Name: host, URL: cfg.ClusterListen, Swarm: drv,
+		Cluster: &node.Cluster{Driver: nodes, Firewall: rules, Dir: filepath.Join(cfg.StateDir, "cluster"),
+			Name: host, URL: cfg.ClusterListen, Swarm: drv, Log: log,
 			Local: func(ctx context.Context) (node.Info, error) { return localInfo(ctx, host, drv, boxNet) }}}
 	if svc.SSO, err = sso.New(cfg.SSO); err != nil {
 		return err

@@ -2,6 +2,10 @@
 // which serves the engine driver of the server it runs on, and Remote, a
 // driver.Driver that calls one agent. The control plane's cluster driver
 // (driver/cluster) routes each call to the Remote of the box's node.
+// Cluster is what the control plane keeps of its servers: their Remotes
+// attached to the cluster driver and firewall, the authority, the swarm
+// it manages, and what each server last said of itself (Look), which
+// placement weighs and 'paddock nodes' shows.
 //
 // The agent and its callers speak HTTPS with mutual TLS: both sides hold a
 // certificate signed by the cluster's own authority (CA, made by the

@@ -39,8 +39,8 @@ func (s *Service) running(b store.Box) error {
 	if b.Observed == "node down" {
 		since := ""
 		if s.Cluster != nil {
-			if seen, ok := s.Cluster.lastSeen(b.Node); ok && !seen.downSince.IsZero() {
-				since = " since " + seen.downSince.UTC().Format(time.RFC3339) + " (" + s.now().Sub(seen.downSince).Round(time.Second).String() + " ago)"
+			if seen, ok := s.Cluster.LastSeen(b.Node); ok && !seen.DownSince.IsZero() {
+				since = " since " + seen.DownSince.UTC().Format(time.RFC3339) + " (" + s.now().Sub(seen.DownSince).Round(time.Second).String() + " ago)"
 			}
 		}
 		return api.Conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.nodeDisplay(b.Node), since)

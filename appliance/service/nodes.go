@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
@@ -15,7 +14,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -23,147 +21,9 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
-	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
-
-// Cluster is what the control plane keeps of the servers it spans: the
-// drivers and egress rules of every node (its own server is the node ""),
-// the cluster's authority, and what each node last said of itself. A
-// server with no node but its own keeps all of this and works exactly as
-// a single server: every box is on node "".
-type Cluster struct {
-	Driver   *cluster.Driver
-	Firewall *cluster.Firewall
-	// Dir keeps the authority (ca.pem, ca.key).
-	Dir string
-	// Name is the control plane's own server's name (its host name).
-	Name string
-	// URL is the control plane's address a joining server calls.
-	URL string
-	// Local says what the control plane's own server has.
-	Local func(ctx context.Context) (node.Info, error)
-	// Swarm is the control plane's engine as the manager of the cluster's
-	// swarm: membership, the servers' health (their heartbeats) and their
-	// labels are Swarm's. A server joins Paddock and the swarm together.
-	Swarm Swarm
-
-	mu     sync.Mutex
-	ca     *node.CA
-	caller tls.Certificate
-	// seen is what each node said at its last look (Watch), by name.
-	seen map[string]nodeSeen
-	// overclaimed is the nodes whose agents said they have more than the
-	// swarm says (logged once each).
-	overclaimed map[string]bool
-}
-
-type nodeSeen struct {
-	info node.Info
-	err  error
-	at   time.Time
-	// swarmID and swarmState are the swarm's node ID and its word on it;
-	// swarmErr is set when that word is that the node is not there.
-	swarmID, swarmState string
-	swarmErr            error
-	// swarmCPUs and swarmMemory are what the swarm says the server has
-	// (0: it does not say).
-	swarmCPUs   int
-	swarmMemory int64
-	// agentErr is the agent's not answering.
-	agentErr error
-	// downSince is when a look first found it down (zero while up).
-	downSince time.Time
-}
-
-// Swarm is the engine calls the control plane makes of the swarm it
-// manages (docker.Driver has them).
-type Swarm interface {
-	SwarmManage(ctx context.Context, ip string) (clusterID, manager string, err error)
-	SwarmWorkerToken(ctx context.Context, rotate bool) (string, error)
-	SwarmNodes(ctx context.Context) ([]docker.SwarmNode, error)
-	SwarmLabel(ctx context.Context, id string, labels map[string]string) error
-	SwarmRemove(ctx context.Context, id string) error
-}
-
-// manage makes the control plane's engine the swarm's manager (once; the
-// engine keeps it) and answers how a server joins it.
-func (c *Cluster) manage(ctx context.Context, rotate bool) (api.SwarmJoin, error) {
-	if c.Swarm == nil {
-		return api.SwarmJoin{}, api.Conflict("this server has no swarm to take nodes into")
-	}
-	host, _, err := net.SplitHostPort(c.URL)
-	if err != nil || net.ParseIP(host) == nil || net.ParseIP(host).IsUnspecified() {
-		return api.SwarmJoin{}, api.Conflict("cluster_listen %q: give IP:PORT with this server's private address, where the other servers reach it", c.URL)
-	}
-	id, manager, err := c.Swarm.SwarmManage(ctx, host)
-	if err != nil {
-		return api.SwarmJoin{}, err
-	}
-	tok, err := c.Swarm.SwarmWorkerToken(ctx, rotate)
-	if err != nil {
-		return api.SwarmJoin{}, err
-	}
-	return api.SwarmJoin{ClusterID: id, Managers: []string{manager}, Token: tok}, nil
-}
-
-// JoinTokenLife is how long a join token lasts.
-const JoinTokenLife = time.Hour
-
-func (c *Cluster) authority() (*node.CA, tls.Certificate, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.ca == nil {
-		ca, err := node.LoadCA(c.Dir)
-		if err != nil {
-			return nil, tls.Certificate{}, err
-		}
-		cert, err := ca.Issue(node.ControlPlane)
-		if err != nil {
-			return nil, tls.Certificate{}, err
-		}
-		c.ca, c.caller = ca, cert
-	}
-	return c.ca, c.caller, nil
-}
-
-// JoinTLS is the cluster listener's TLS (the authority is made the first
-// time).
-func (c *Cluster) JoinTLS() (*tls.Config, error) {
-	ca, caller, err := c.authority()
-	if err != nil {
-		return nil, err
-	}
-	return ca.JoinTLS(caller), nil
-}
-
-// Attach makes a joined node reachable: its driver and its egress rules
-// go through its agent.
-func (c *Cluster) Attach(n store.Node) error {
-	ca, caller, err := c.authority()
-	if err != nil {
-		return err
-	}
-	subnet, err := netip.ParsePrefix(n.Subnet)
-	if err != nil {
-		return fmt.Errorf("node %s: its subnet %q: %w", n.Name, n.Subnet, err)
-	}
-	var addr netip.Addr
-	if ap, err := netip.ParseAddrPort(n.Addr); err == nil {
-		addr = ap.Addr().Unmap()
-	}
-	// Its agent must answer with the certificate it was given at its
-	// join, not only one the authority signed for its name.
-	pin, err := node.PinOf(n.Cert)
-	if err != nil {
-		return fmt.Errorf("node %s: its certificate: %w", n.Name, err)
-	}
-	r := node.NewRemote(n.Name, n.Addr, ca.ClientConfig(caller, n.Name, pin))
-	c.Driver.SetNode(n.Name, r)
-	c.Firewall.SetNode(n.Name, subnet, addr, r)
-	return nil
-}
 
 // AttachAll makes every joined node reachable (at start), and the
 // swarm's word on each node (LookAtNodes) the driver's: a server the
@@ -172,222 +32,22 @@ func (s *Service) AttachAll() error {
 	if s.Cluster == nil {
 		return nil
 	}
-	s.Cluster.Driver.Down = s.Cluster.nodeDown
-	s.Cluster.Firewall.Down = s.Cluster.nodeDown
 	ns, err := s.Store.ListNodes()
 	if err != nil {
 		return err
 	}
-	for _, n := range ns {
-		if err := s.Cluster.Attach(n); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.Cluster.AttachAll(ns)
 }
 
-// LookAtNodes asks the swarm how the servers are (Swarm's heartbeats),
-// and every node's agent what it has, and keeps the answers for placement
-// and 'paddock nodes'. A server is down while the swarm says so, or while
-// its agent does not answer (its boxes cannot be reached then either).
+// LookAtNodes asks the swarm how the servers are, and every node's agent
+// what it has (node.Cluster's Look), for placement and 'paddock nodes'.
 func (s *Service) LookAtNodes(ctx context.Context) {
-	c := s.Cluster
-	if c == nil {
+	if s.Cluster == nil {
 		return
 	}
-	ns, err := s.Store.ListNodes()
-	if err != nil {
-		return
+	if ns, err := s.Store.ListNodes(); err == nil {
+		s.Cluster.Look(ctx, ns)
 	}
-	all := append([]store.Node{{}}, ns...)
-	began := time.Now()
-	var wg sync.WaitGroup
-	seen := make([]nodeSeen, len(all))
-	var swarmNodes []docker.SwarmNode
-	var swarmErr error
-	if c.Swarm != nil && len(ns) > 0 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			swarmNodes, swarmErr = c.Swarm.SwarmNodes(cctx)
-		}()
-	}
-	for i, n := range all {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			defer cancel()
-			var info node.Info
-			var err error
-			if n.Name == "" {
-				if c.Local != nil {
-					info, err = c.Local(cctx)
-				}
-			} else if d, ok := c.Driver.Node(n.Name); !ok {
-				err = fmt.Errorf("not attached")
-			} else if r, ok := d.(interface {
-				Info(context.Context) (node.Info, error)
-			}); ok {
-				info, err = r.Info(cctx)
-				if err != nil {
-					err = fmt.Errorf("its agent: %w", err)
-				}
-			} else {
-				err = fmt.Errorf("node %s does not say what it has", n.Name)
-			}
-			seen[i] = nodeSeen{info: info, err: err, at: began}
-			if n.Name != "" {
-				seen[i].agentErr = err
-			}
-		}()
-	}
-	wg.Wait()
-	if c.Swarm != nil {
-		for i, n := range all {
-			if n.Name == "" {
-				// The manager: its engine answered for it above.
-				if len(ns) > 0 {
-					sn, _ := inSwarm(store.Node{Addr: c.URL}, swarmNodes, swarmErr)
-					seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
-				}
-				continue
-			}
-			sn, err := inSwarm(n, swarmNodes, swarmErr)
-			seen[i].swarmID, seen[i].swarmState = sn.ID, sn.State
-			seen[i].swarmCPUs, seen[i].swarmMemory = sn.CPUs, sn.MemoryBytes
-			if err == nil && !maps.Equal(sn.Labels, n.Labels) {
-				// A server that joined the swarm again is a new swarm
-				// node: it gets its labels back.
-				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-				if lerr := c.Swarm.SwarmLabel(cctx, sn.ID, n.Labels); lerr != nil {
-					s.Log.Warn("node labels into the swarm", "node", n.Name, "err", lerr)
-				}
-				cancel()
-			}
-			if err != nil {
-				// Swarm's word comes first: the agent may answer from a
-				// server the swarm has lost.
-				seen[i].err = err
-				if swarmErr == nil {
-					// Not a swarm that does not answer: one that says.
-					seen[i].swarmErr = err
-				}
-			}
-		}
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.seen == nil {
-		c.seen = map[string]nodeSeen{}
-	}
-	for i, n := range all {
-		// Two looks at once (the loop's and a request's): the one that
-		// began last has the last word.
-		prev, ok := c.seen[n.Name]
-		if ok && prev.at.After(began) {
-			continue
-		}
-		if seen[i].err != nil {
-			seen[i].downSince = began
-			if ok && prev.err != nil && !prev.downSince.IsZero() {
-				seen[i].downSince = prev.downSince
-			}
-		}
-		c.seen[n.Name] = seen[i]
-		if cpus, mem, over := seen[i].capacity(); over && !c.overclaimed[n.Name] {
-			if c.overclaimed == nil {
-				c.overclaimed = map[string]bool{}
-			}
-			c.overclaimed[n.Name] = true
-			s.Log.Warn("a node's agent says it has more than the swarm says: placing by the swarm's word", "node", n.Name,
-				"agent_cpus", seen[i].info.CPUs, "agent_memory", seen[i].info.MemoryBytes, "cpus", cpus, "memory", mem)
-		}
-		if rs := seen[i].info.Routes; len(rs) > 0 && (!ok || !slices.Equal(prev.info.Routes, rs)) {
-			s.Log.Error("routes of the server take box addresses away from its bridge: its boxes there cannot be reached", "node", n.Name, "routes", strings.Join(rs, "; "))
-		}
-		// A node that went down: the calls in flight to it end now, not
-		// when TCP gives up on a link that was cut.
-		if n.Name != "" && seen[i].err != nil && (!ok || prev.err == nil) {
-			if d, ok := c.Driver.Node(n.Name); ok {
-				if r, ok := d.(interface{ Sever() }); ok {
-					r.Sever()
-				}
-			}
-			s.Log.Warn("node down", "node", n.Name, "err", seen[i].err)
-		}
-	}
-}
-
-// capacity is what placement weighs of a server: what its agent says it
-// has, but never more than the swarm says (its engine's own word to the
-// manager); over says the agent said more. A node taken over may answer
-// anything, and one that claimed all the memory there is would get every
-// new box and the warm pool.
-func (ns nodeSeen) capacity() (cpus int, memory int64, over bool) {
-	cpus, memory = ns.info.CPUs, ns.info.MemoryBytes
-	if ns.swarmCPUs > 0 && cpus > ns.swarmCPUs {
-		cpus, over = ns.swarmCPUs, true
-	}
-	if ns.swarmMemory > 0 && memory > ns.swarmMemory {
-		memory, over = ns.swarmMemory, true
-	}
-	return cpus, memory, over
-}
-
-// inSwarm is the swarm's node of a server (the one that joined with the
-// server's address; a ready one before others), and an error when the
-// swarm does not have it ready.
-func inSwarm(n store.Node, sns []docker.SwarmNode, listErr error) (docker.SwarmNode, error) {
-	if listErr != nil {
-		return docker.SwarmNode{}, fmt.Errorf("the swarm does not answer: %w", listErr)
-	}
-	host, _, _ := net.SplitHostPort(n.Addr)
-	var found *docker.SwarmNode
-	for i, sn := range sns {
-		if sn.Addr != host {
-			continue
-		}
-		if found == nil || (found.State != "ready" && sn.State == "ready") {
-			found = &sns[i]
-		}
-	}
-	switch {
-	case found == nil:
-		return docker.SwarmNode{}, fmt.Errorf("the swarm has no server at %s (its engine is not in the swarm)", host)
-	case found.State != "ready":
-		why := found.State
-		if found.Message != "" {
-			why += ": " + found.Message
-		}
-		return *found, fmt.Errorf("the swarm says %s", why)
-	}
-	return *found, nil
-}
-
-// nodeDown is why a node is down at the last look: the swarm's word that
-// it is down or gone, or its agent not answering. nil while it is up, and
-// while the swarm does not answer (that says nothing of the node). A
-// node down is not called until a look finds it up: a call on a link that
-// was cut would wait for TCP to give up.
-func (c *Cluster) nodeDown(name string) error {
-	seen, ok := c.lastSeen(name)
-	if !ok {
-		return nil
-	}
-	if seen.swarmErr != nil {
-		return seen.swarmErr
-	}
-	return seen.agentErr
-}
-
-func (c *Cluster) lastSeen(name string) (nodeSeen, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	ns, ok := c.seen[name]
-	return ns, ok
 }
 
 var nodeName = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
@@ -401,19 +61,19 @@ func (s *Service) NodeJoinToken(ctx context.Context) (api.NodeJoin, error) {
 	if s.Cluster == nil || s.Cluster.URL == "" {
 		return api.NodeJoin{}, api.Conflict("this server takes no nodes: set cluster_listen to IP:PORT on its private network, where the other servers reach it, and restart paddockd")
 	}
-	ca, _, err := s.Cluster.authority()
+	ca, _, err := s.Cluster.Authority()
 	if err != nil {
 		return api.NodeJoin{}, err
 	}
 	// The swarm is made with the first token; each new token comes with
 	// a new swarm worker token, so that the one sent to the last server
 	// that joined lets no one else in.
-	if _, err := s.Cluster.manage(ctx, true); err != nil {
+	if _, err := s.Cluster.Manage(ctx, true); err != nil {
 		return api.NodeJoin{}, err
 	}
 	tok, _ := auth.NewToken()
 	tok = "pdkjoin_" + strings.TrimPrefix(tok, "pdk_")
-	exp := s.now().Add(JoinTokenLife)
+	exp := s.now().Add(node.JoinTokenLife)
 	if err := s.Store.AddJoinToken(auth.Hash(tok), exp); err != nil {
 		return api.NodeJoin{}, err
 	}
@@ -462,7 +122,7 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	if err != nil {
 		return api.NodeJoined{}, api.Invalid("public_key", "%v", err)
 	}
-	ca, _, err := c.authority()
+	ca, _, err := c.Authority()
 	if err != nil {
 		return api.NodeJoined{}, err
 	}
@@ -470,7 +130,7 @@ func (s *Service) JoinNode(ctx context.Context, req api.NodeJoinRequest) (api.No
 	if err != nil {
 		return api.NodeJoined{}, err
 	}
-	sw, err := c.manage(ctx, false)
+	sw, err := c.Manage(ctx, false)
 	if err != nil {
 		return api.NodeJoined{}, err
 	}
@@ -574,13 +234,13 @@ func (s *Service) nodeList() ([]api.Node, error) {
 			an.Name, an.ControlPlane = s.localNodeName(), true
 		}
 		if s.Cluster != nil {
-			if seen, ok := s.Cluster.lastSeen(n.Name); ok {
-				an.SwarmID, an.SwarmState = seen.swarmID, seen.swarmState
-				if seen.err != nil {
-					an.State, an.Error = "down", seen.err.Error()
+			if seen, ok := s.Cluster.LastSeen(n.Name); ok {
+				an.SwarmID, an.SwarmState = seen.SwarmID, seen.SwarmState
+				if seen.Err != nil {
+					an.State, an.Error = "down", seen.Err.Error()
 				} else {
-					i := seen.info
-					an.CPUs, an.MemoryBytes, _ = seen.capacity()
+					i := seen.Info
+					an.CPUs, an.MemoryBytes, _ = seen.Capacity()
 					an.MemoryFree, an.DiskBytes, an.DiskFree = min(i.MemoryFree, an.MemoryBytes), i.DiskBytes, i.DiskFree
 					an.Routes = i.Routes
 				}
@@ -696,7 +356,7 @@ func (s *Service) wanted(want string, ns []store.Node) (string, error) {
 		return "", api.Invalid("node", "no server named %q: the servers are %s", want, strings.Join(all, ", "))
 	}
 	if s.Cluster != nil && n != "" {
-		if seen, ok := s.Cluster.lastSeen(n); !ok || seen.err != nil {
+		if seen, ok := s.Cluster.LastSeen(n); !ok || seen.Err != nil {
 			return "", api.Conflict("server %s is down: choose another, or wait for it ('paddock nodes')", want)
 		}
 	}
@@ -877,14 +537,14 @@ func (s *Service) roomiest(tx *store.Tx, ns []store.Node, labels map[string]stri
 	var cs []cand
 	for _, n := range allowed {
 		c := cand{name: n}
-		seen, ok := s.Cluster.lastSeen(n)
+		seen, ok := s.Cluster.LastSeen(n)
 		switch {
 		case !ok:
 			c.knownDown = n != "" // a node not looked at yet is not chosen
-		case seen.err != nil:
+		case seen.Err != nil:
 			c.knownDown = true
 		default:
-			cpus, mem, _ := seen.capacity()
+			cpus, mem, _ := seen.Capacity()
 			c.mem = mem - promisedMem[n]
 			c.cpu = float64(cpus) - promisedCPU[n]
 		}
@@ -940,11 +600,11 @@ func (s *Service) LabelNode(ctx context.Context, name string, labels map[string]
 	// which placement reads.
 	s.LookAtNodes(ctx)
 	if c := s.Cluster; c != nil && c.Swarm != nil {
-		seen, _ := c.lastSeen(name)
-		if seen.swarmID == "" {
-			return api.Node{}, api.Conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.err)
+		seen, _ := c.LastSeen(name)
+		if seen.SwarmID == "" {
+			return api.Node{}, api.Conflict("server %s is not in the swarm, which keeps the labels: %v", name, seen.Err)
 		}
-		if err := c.Swarm.SwarmLabel(ctx, seen.swarmID, labels); err != nil {
+		if err := c.Swarm.SwarmLabel(ctx, seen.SwarmID, labels); err != nil {
 			return api.Node{}, fmt.Errorf("labelling %s in the swarm: %w", name, err)
 		}
 	}
@@ -1145,7 +805,7 @@ func (s *Service) RemoveNode(ctx context.Context, name string) error {
 	if c := s.Cluster; c != nil {
 		d, _ := c.Driver.Node(name)
 		if l, ok := d.(interface{ Leave(context.Context) error }); ok {
-			err := c.nodeDown(name)
+			err := c.Down(name)
 			if err == nil {
 				lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 				err = l.Leave(lctx)

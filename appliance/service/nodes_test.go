@@ -76,7 +76,7 @@ func clustered(t *testing.T) (*Service, map[string]*fakeNode) {
 		}
 	}
 	s.Driver, s.Rec.Driver = cd, cd
-	s.Cluster = &Cluster{Driver: cd, Firewall: &cluster.Firewall{}, Name: "cp",
+	s.Cluster = &node.Cluster{Driver: cd, Firewall: &cluster.Firewall{}, Name: "cp",
 		Local: func(ctx context.Context) (node.Info, error) { return nodes[""].Info(ctx) }}
 	s.LookAtNodes(context.Background())
 	return s, nodes
@@ -321,6 +321,7 @@ func TestAttackNodeOverclaimsItsMemory(t *testing.T) {
 	s, nodes := clustered(t)
 	var logs strings.Builder
 	s.Log = slog.New(slog.NewTextHandler(&logs, nil))
+	s.Cluster.Log = s.Log
 	ctx := context.Background()
 	nodes["n2"].claims = &node.Info{CPUs: 10000, MemoryBytes: 1 << 60, MemoryFree: 1 << 60}
 	sw := &fakeSwarm{token: "SWMTKN", labelled: map[string]map[string]string{}, nodes: []docker.SwarmNode{
@@ -329,7 +330,7 @@ func TestAttackNodeOverclaimsItsMemory(t *testing.T) {
 		{ID: "s3", Addr: "127.0.1.2", State: "ready", CPUs: 4, MemoryBytes: 8 << 30},
 	}}
 	s.Cluster.Swarm, s.Cluster.URL = sw, "127.0.1.254:7000"
-	s.Cluster.Driver.Down = s.Cluster.nodeDown
+	s.Cluster.Driver.Down = s.Cluster.Down
 	s.LookAtNodes(ctx)
 	per := map[string]int{}
 	for i := range 9 {
@@ -426,7 +427,7 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	}}
 	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
 	// As AttachAll does, with the fake nodes kept.
-	s.Cluster.Driver.Down = s.Cluster.nodeDown
+	s.Cluster.Driver.Down = s.Cluster.Down
 	s.LookAtNodes(ctx)
 	up := func() map[string]api.Node {
 		t.Helper()

@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -43,7 +44,7 @@ type Service struct {
 		Report(box string) (policies.Report, error)
 	}
 	// Cluster is the servers the boxes are placed on (nil: this one only).
-	Cluster *Cluster
+	Cluster *node.Cluster
 	// Sealer encrypts secrets at rest (nil: no secrets).
 	Sealer *auth.Sealer
 	// BrokerURL is where this server's boxes reach the credential broker
