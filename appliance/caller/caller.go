@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -151,4 +152,22 @@ func Addr(r *http.Request) string {
 		return strings.TrimSpace(parts[len(parts)-1])
 	}
 	return "unix"
+}
+
+// RequireOwner refuses a caller who is not the owner, saying what only
+// the owner may do. A context with no caller (paddockd's own work) passes.
+func RequireOwner(ctx context.Context, what string) error {
+	if u, ok := From(ctx); ok && u.Role != store.RoleOwner {
+		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
+	}
+	return nil
+}
+
+// RequireAdmin refuses all but owners and admins (and paddockd's own
+// work, which has no caller).
+func RequireAdmin(ctx context.Context, what string) error {
+	if u, ok := From(ctx); ok && !u.SeesAll() {
+		return &api.Error{Code: api.CodeForbidden, Message: "only the owner or an admin may " + what}
+	}
+	return nil
 }

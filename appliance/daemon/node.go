@@ -25,7 +25,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/node"
-	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/units"
 )
@@ -253,8 +252,8 @@ func localInfo(ctx context.Context, name string, drv *docker.Driver, boxNet poli
 // command 'paddock node add' printed: TLS with the control plane's
 // certificate from the cluster's authority, the join route alone, and a
 // bound on attempts per address.
-func serveJoins(ctx context.Context, addr string, svc *service.Service, log *slog.Logger) (stop func(), err error) {
-	cfg, err := svc.Cluster.JoinTLS()
+func serveJoins(ctx context.Context, addr string, cluster *node.Cluster, joinNode func(context.Context, api.NodeJoinRequest) (api.NodeJoined, error), log *slog.Logger) (stop func(), err error) {
+	cfg, err := cluster.JoinTLS()
 	if err != nil {
 		return nil, err
 	}
@@ -263,9 +262,7 @@ func serveJoins(ctx context.Context, addr string, svc *service.Service, log *slo
 		return nil, fmt.Errorf("cluster_listen: %w", err)
 	}
 	limit := auth.Limiter{Every: 6 * time.Second, Burst: 10}
-	join := node.JoinHandler(func(ctx context.Context, req api.NodeJoinRequest) (api.NodeJoined, error) {
-		return svc.JoinNode(ctx, req)
-	})
+	join := node.JoinHandler(joinNode)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
 		if ok, wait := limit.Allow(host); !ok {

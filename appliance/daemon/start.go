@@ -23,6 +23,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/node"
+	"github.com/paddock-dev/paddock/appliance/nodes"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/route"
@@ -216,11 +217,9 @@ func (d *started) catchUp(ctx context.Context) error {
 	if e := res.Err(); e != nil {
 		d.log.Warn("first reconcile left errors", "err", e)
 	}
-	// Moves between servers that the last stop cut off are finished or
-	// undone before anything new is asked.
-	d.svc.RecoverMoves(ctx)
-	// The capabilities finish their own (image builds cut off leave no
-	// builder box, image or context).
+	// The capabilities finish their own, before anything new is asked:
+	// moves between servers are finished or undone, image builds leave
+	// no builder box, image or context.
 	for _, c := range d.caps {
 		if r, ok := c.(route.Recovering); ok {
 			r.Recover(ctx)
@@ -248,7 +247,8 @@ func (d *started) startSideServers(ctx context.Context) (sshPort int, sshHostKey
 	}
 	d.onClose(stopBroker)
 	if cfg.ClusterListen != "" {
-		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc, log)
+		servers, _ := svc.Moves.(*nodes.Nodes) // server.Capabilities made it
+		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc.Cluster, servers.Join, log)
 		if err != nil {
 			return 0, "", err
 		}

@@ -225,7 +225,10 @@ var titles = map[string]string{"api": "API reference", "boxes": "Boxes", "drives
 
 // nodeRows are the servers, as 'paddock nodes' lists them.
 func (p *Pages) nodeRows(ctx context.Context) []nodeRow {
-	ns, err := p.Svc.Nodes(ctx)
+	if p.Servers == nil {
+		return []nodeRow{{Name: "?", State: "not known: this server does not list its servers"}}
+	}
+	ns, err := p.Servers(ctx)
 	if err != nil {
 		return []nodeRow{{Name: "?", State: "not known: " + err.Error()}}
 	}

@@ -13,6 +13,7 @@
 package dashboard
 
 import (
+	"context"
 	"crypto/subtle"
 	"embed"
 	"errors"
@@ -72,6 +73,9 @@ type Pages struct {
 	Secure bool
 	// APIDoc gives the API's OpenAPI document (for the reference page).
 	APIDoc func() ([]byte, error)
+	// Servers lists the servers, as 'paddock nodes' does (package
+	// nodes), for the Server page.
+	Servers func(ctx context.Context) ([]api.Node, error)
 
 	perAddr auth.Limiter
 	perName auth.Limiter

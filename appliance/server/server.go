@@ -37,6 +37,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/kernel"
 	"github.com/paddock-dev/paddock/appliance/metrics"
+	"github.com/paddock-dev/paddock/appliance/nodes"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -104,9 +105,16 @@ func Capabilities(svc *service.Service) []route.Capability {
 		m = metrics.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)
 		svc.Metrics = m
 	}
+	// The servers' verbs move boxes, which a fork onto another server
+	// asks of them.
+	n, ok := svc.Moves.(*nodes.Nodes)
+	if !ok {
+		n = nodes.New(svc, svc.Store, svc.Rec, svc.Cluster, svc.Net.Subnet, &svc.Cfg, svc.Log)
+		svc.Moves = n
+	}
 	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc),
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
-		images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
+		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -138,8 +146,6 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/snapshots", s.listSnapshots)
 	add("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
 	add("POST "+p+"/boxes/{name}/restore", s.restore)
-	add("POST "+p+"/boxes/{name}/move", s.move)
-	add("POST "+p+"/drives/{name}/move", s.moveDrive)
 	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
 	add("GET "+p+"/boxes/{name}/jobs", s.listJobs)
@@ -201,15 +207,16 @@ func (s *Server) Handler() http.Handler {
 	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
 	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))
-	add("GET "+p+"/nodes", s.nodes)
-	add("POST "+p+"/nodes/joins", s.nodeJoinToken)
-	add("PUT "+p+"/nodes/{name}/labels", s.labelNode)
-	add("PUT "+p+"/nodes/{name}/pool", s.setNodePool)
-	add("DELETE "+p+"/nodes/{name}", s.removeNode)
-	add("POST "+p+"/nodes/{name}/drain", s.drainNode)
-	add("DELETE "+p+"/nodes/{name}/drain", s.undrainNode)
+	if s.Capabilities == nil {
+		s.Capabilities = Capabilities(s.Svc)
+	}
 	if s.Pages != nil {
 		s.Pages.APIDoc = s.OpenAPI
+		for _, c := range s.Capabilities {
+			if n, ok := c.(*nodes.Nodes); ok && s.Pages.Servers == nil {
+				s.Pages.Servers = n.List
+			}
+		}
 		s.Pages.Routes(mux)
 	}
 	if s.Preview != nil {
@@ -224,9 +231,6 @@ func (s *Server) Handler() http.Handler {
 	add("DELETE "+p+"/policies/{name}", s.removePolicy)
 	add("GET "+p+"/audit", s.auditLog)
 	add("GET "+p+"/audit/verify", s.verifyAudit)
-	if s.Capabilities == nil {
-		s.Capabilities = Capabilities(s.Svc)
-	}
 	for _, c := range s.Capabilities {
 		c.Routes(apiFunc(add))
 		if pg, ok := c.(route.Pages); ok {
@@ -708,30 +712,6 @@ func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
 	return s.boxJSON(w, r, b)
 }
 
-func (s *Server) move(w http.ResponseWriter, r *http.Request) error {
-	var p api.MovePost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	bs, err := s.Svc.MoveBoxes(r.Context(), append([]string{r.PathValue("name")}, p.With...), nil, p.Node)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, bs[0])
-}
-
-func (s *Server) moveDrive(w http.ResponseWriter, r *http.Request) error {
-	var p api.MovePost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	d, err := s.Svc.MoveDrive(r.Context(), r.PathValue("name"), p.With, p.Node)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, d)
-}
-
 func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 	var p api.ForkPost
 	if err := route.Decode(r, &p); err != nil {
@@ -1101,70 +1081,6 @@ func ownerOnly(r *http.Request, what string) error {
 	if u, _ := caller.From(r.Context()); u.Role != store.RoleOwner {
 		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
 	}
-	return nil
-}
-
-func (s *Server) nodes(w http.ResponseWriter, r *http.Request) error {
-	ns, err := s.Svc.Nodes(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ns)
-}
-
-func (s *Server) nodeJoinToken(w http.ResponseWriter, r *http.Request) error {
-	j, err := s.Svc.NodeJoinToken(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, j)
-}
-
-func (s *Server) labelNode(w http.ResponseWriter, r *http.Request) error {
-	var p api.NodeLabels
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	n, err := s.Svc.LabelNode(r.Context(), r.PathValue("name"), p.Labels)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, n)
-}
-
-func (s *Server) setNodePool(w http.ResponseWriter, r *http.Request) error {
-	var p api.NodePool
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	n, err := s.Svc.SetNodePool(r.Context(), r.PathValue("name"), p.Pool)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, n)
-}
-
-func (s *Server) drainNode(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.Svc.DrainNode(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, d)
-}
-
-func (s *Server) undrainNode(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.UndrainNode(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) removeNode(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveNode(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
 	return nil
 }
 

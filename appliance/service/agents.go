@@ -33,7 +33,7 @@ func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shar
 		return api.Invalid("value", "a secret must have 1 byte to 64 KiB")
 	}
 	if shared {
-		if err := requireOwner(ctx, "share secrets"); err != nil {
+		if err := caller.RequireOwner(ctx, "share secrets"); err != nil {
 			return err
 		}
 	}

@@ -101,7 +101,7 @@ func (s *Service) AuditLog(ctx context.Context, f store.AuditFilter) ([]audit.En
 // entry of the export (audit_file), and what they have that it has not is
 // named. The log's head is in the answer, for the client to keep.
 func (s *Service) VerifyAudit(ctx context.Context, seen *api.AuditMark) (api.AuditCheck, error) {
-	if err := requireAdmin(ctx, "verify the audit log"); err != nil {
+	if err := caller.RequireAdmin(ctx, "verify the audit log"); err != nil {
 		return api.AuditCheck{}, err
 	}
 	if s.Audit == nil {

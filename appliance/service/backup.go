@@ -95,7 +95,7 @@ func (s *Service) DriveRestoring(name string) bool {
 }
 
 func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error) {
-	d, err := s.getDrive(ctx, name)
+	d, err := s.GetDrive(ctx, name)
 	if err != nil {
 		return d, err
 	}

@@ -30,10 +30,10 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	}
 	if own {
 		// Users' images are on this server's engine only.
-		if p.Node != "" && p.Node != s.localNodeName() {
-			return api.Box{}, api.Invalid("node", "a box made from a user's image (%s) goes on %s, where the image is", img, s.localNodeName())
+		if p.Node != "" && p.Node != s.LocalNodeName() {
+			return api.Box{}, api.Invalid("node", "a box made from a user's image (%s) goes on %s, where the image is", img, s.LocalNodeName())
 		}
-		p.Node, b.Image = s.localNodeName(), img
+		p.Node, b.Image = s.LocalNodeName(), img
 	}
 	t1 := time.Now()
 	claimed := false
@@ -73,7 +73,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 		s.Log.Debug("claim", "box", b.Name, "image", t1.Sub(t0), "declare", t2.Sub(t1), "settle", time.Since(t2))
 		return s.GetBox(b.Name)
 	}
-	return s.settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
+	return s.Settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
 }
 
 // createBox declares b, saying why a name cannot be had or a member may
@@ -383,7 +383,7 @@ func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, er
 	if snap != "" {
 		addrs = append(addrs, "snapshot."+snap)
 	}
-	return s.settle(ctx, name, err, addrs...)
+	return s.Settle(ctx, name, err, addrs...)
 }
 
 // StartBox starts a stopped box; its TTL starts again.
@@ -420,7 +420,7 @@ func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.
 	if err == nil {
 		s.touch(name)
 	}
-	return s.settle(ctx, name, err, "box."+name)
+	return s.Settle(ctx, name, err, "box."+name)
 }
 
 // RemoveBox removes a box, its container, its /var/lib/docker volume and its
@@ -528,7 +528,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 		}
 		if sn.Node != b.Node {
 			return api.Conflict("snapshot %s is on %s, and box %q is on %s now (it moved): restore a snapshot taken since, or fork this one ('paddock fork %s --snapshot %s')",
-				sn.ID, s.nodeDisplay(sn.Node), name, s.nodeDisplay(b.Node), name, sn.ID)
+				sn.ID, s.NodeDisplay(sn.Node), name, s.NodeDisplay(b.Node), name, sn.ID)
 		}
 		b.From = sn.ID
 		// What the restore replaces is kept first, as a snapshot of its
@@ -549,7 +549,7 @@ func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, 
 	if before != "" {
 		addrs = append([]string{"snapshot." + before}, addrs...)
 	}
-	return s.settle(ctx, name, err, addrs...)
+	return s.Settle(ctx, name, err, addrs...)
 }
 
 // Fork makes a new box from a snapshot of src: the named one, or one taken
@@ -602,7 +602,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		}
 		return nil
 	})
-	return s.settle(ctx, nb.Name, err, "snapshot."+snapID, "box."+nb.Name)
+	return s.Settle(ctx, nb.Name, err, "snapshot."+snapID, "box."+nb.Name)
 }
 
 // ExpireTTLs stops, with a snapshot, every running box whose TTL has run
@@ -685,7 +685,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
-		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {
+		if _, err := s.Settle(ctx, b.Name, err, "box."+b.Name); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -753,7 +753,7 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
-		if _, err := s.settle(ctx, b.Name, err, "box."+b.Name); err != nil {
+		if _, err := s.Settle(ctx, b.Name, err, "box."+b.Name); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -811,14 +811,14 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		return api.Drive{}, err
 	}
 	rerr := s.reconcileFor(ctx, "volume.drive."+p.Name)
-	d, err := s.getDrive(ctx, p.Name)
+	d, err := s.GetDrive(ctx, p.Name)
 	if err != nil {
 		return d, err
 	}
 	return d, rerr
 }
 
-func (s *Service) getDrive(ctx context.Context, name string) (api.Drive, error) {
+func (s *Service) GetDrive(ctx context.Context, name string) (api.Drive, error) {
 	ds, err := s.ListDrives(ctx)
 	if err != nil {
 		return api.Drive{}, err

@@ -162,7 +162,7 @@ func (s *Service) brokerBase(row store.SecretRow) string {
 // name, for the broker: the box owner's (user 0), or, for a stand-in that
 // names another user (a prompt they asked for in a box shared with them),
 // that user's while they may still work in the box. A refusal when the
-// address is no box of this server, the box is not running (stopped, or
+// Address is no box of this server, the box is not running (stopped, or
 // being stopped), the user has no such access, or there is no such
 // brokered secret.
 func (s *Service) BrokerGrant(ctx context.Context, addr netip.Addr, name string, user int64) (broker.Grant, error) {

@@ -43,7 +43,7 @@ func (s *Service) running(b store.Box) error {
 				since = " since " + seen.DownSince.UTC().Format(time.RFC3339) + " (" + s.now().Sub(seen.DownSince).Round(time.Second).String() + " ago)"
 			}
 		}
-		return api.Conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.nodeDisplay(b.Node), since)
+		return api.Conflict("box %q is on server %s, which is down%s: starting cannot help, its container and files are there. Wait for the server ('paddock nodes' says when it is back; its boxes declared running start again then); a box moves to another server ('paddock move') only while its own answers", b.Name, s.NodeDisplay(b.Node), since)
 	}
 	return api.Conflict("box %q is not running (status %s); start it with 'paddock start %s'", b.Name, b.Observed, b.Name)
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -38,7 +39,7 @@ func providerGroup(provider, group string) string { return provider + "/" + grou
 // Groups lists every group with members or a quota (the owner's and
 // admins').
 func (s *Service) Groups(ctx context.Context) ([]api.Group, error) {
-	if err := requireAdmin(ctx, "list groups"); err != nil {
+	if err := caller.RequireAdmin(ctx, "list groups"); err != nil {
 		return nil, err
 	}
 	ms, err := s.Store.GroupMembers()
@@ -107,7 +108,7 @@ func (s *Service) RemoveFromGroup(ctx context.Context, group, user string) error
 }
 
 func (s *Service) groupChange(ctx context.Context, group, user string) (store.User, error) {
-	if err := requireAdmin(ctx, "change groups"); err != nil {
+	if err := caller.RequireAdmin(ctx, "change groups"); err != nil {
 		return store.User{}, err
 	}
 	if err := groupName(group); err != nil {
@@ -123,7 +124,7 @@ func (s *Service) groupChange(ctx context.Context, group, user string) (store.Us
 // SetGroupQuota changes a group's quota: each field given is set (0: no
 // bound); those in Default are unset.
 func (s *Service) SetGroupQuota(ctx context.Context, group string, p api.QuotaPut) (api.Group, error) {
-	if err := requireAdmin(ctx, "set quotas"); err != nil {
+	if err := caller.RequireAdmin(ctx, "set quotas"); err != nil {
 		return api.Group{}, err
 	}
 	if err := groupName(group); err != nil {

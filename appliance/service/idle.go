@@ -244,6 +244,6 @@ func (s *Service) sleep(ctx context.Context, name string, idle time.Duration) er
 	if snap != "" {
 		addrs = append(addrs, "snapshot."+snap)
 	}
-	_, err = s.settle(ctx, name, err, addrs...)
+	_, err = s.Settle(ctx, name, err, addrs...)
 	return err
 }

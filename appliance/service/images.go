@@ -43,12 +43,12 @@ func (s *Service) NewBuilder(ctx context.Context, build store.Build, policy stri
 		if err := s.checkPolicy(ctx, tx, bx.Policy); err != nil {
 			return err
 		}
-		if err := s.placeOn(tx, &bx, s.localNodeName()); err != nil {
+		if err := s.placeOn(tx, &bx, s.LocalNodeName()); err != nil {
 			return err
 		}
 		return s.createBox(tx, bx)
 	})
-	if _, err := s.settle(ctx, bx.Name, err, "box."+bx.Name, "volume.buildcache."+strconv.FormatInt(build.Owner, 10)); err != nil {
+	if _, err := s.Settle(ctx, bx.Name, err, "box."+bx.Name, "volume.buildcache."+strconv.FormatInt(build.Owner, 10)); err != nil {
 		return fmt.Errorf("the builder box: %w", err)
 	}
 	return nil

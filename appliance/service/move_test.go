@@ -8,41 +8,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
-	"github.com/paddock-dev/paddock/appliance/store"
 )
-
-// What a drain moves in one go: boxes that share drives, by any chain of
-// them, go together with those drives; a drive no box mounts goes alone;
-// nothing of another server is taken.
-func TestMoveGroups(t *testing.T) {
-	box := func(name, node string, drives ...string) store.Box {
-		b := store.Box{Name: name, Node: node}
-		for _, d := range drives {
-			b.Mounts = append(b.Mounts, store.Mount{Drive: d, Path: "/mnt/" + d})
-		}
-		return b
-	}
-	boxes := []store.Box{
-		box("a", "n2", "x"),
-		box("b", "n2", "x", "y"),
-		box("c", "n2", "y"),
-		box("d", "n2"),
-		box("e", "n2", "z"),
-		box("f", "n3", "w"),
-	}
-	drives := []store.Drive{
-		{Name: "w", Node: "n3", State: "ready"}, {Name: "x", Node: "n2", State: "ready"}, {Name: "y", Node: "n2", State: "ready"},
-		{Name: "z", Node: "n2", State: "ready"}, {Name: "lone", Node: "n2", State: "ready"}, {Name: "gone", Node: "n2", State: "deleting"},
-	}
-	var got []string
-	for _, g := range moveGroups(boxes, drives, "n2") {
-		got = append(got, fmt.Sprint(boxNames(g.boxes), g.drives))
-	}
-	want := []string{"[a b c] [x y]", "[d] []", "[e] [z]", "[] [lone]"}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("groups:\n got %q\nwant %q", got, want)
-	}
-}
 
 // answerExecs makes the nodes' fake drivers answer every command in a
 // box that runs (the pool's readiness probe), and fail in one that does
@@ -126,14 +92,14 @@ func TestOwnPoolIsKeptOnItsServer(t *testing.T) {
 		{"n3", map[string]int{"small": 21}, "from 0 to"},
 		{"n9", map[string]int{"small": 1}, "n9"},
 	} {
-		if _, err := s.SetNodePool(ctx, bad.node, bad.pool); err == nil || !strings.Contains(err.Error(), bad.says) {
+		if _, err := servers(s).SetPool(ctx, bad.node, bad.pool); err == nil || !strings.Contains(err.Error(), bad.says) {
 			t.Fatalf("SetNodePool %s %v: %v, want an error saying %q", bad.node, bad.pool, err, bad.says)
 		}
 	}
 	if own, _ := s.Store.NodePools(); len(own) != 0 {
 		t.Fatalf("refused pools were kept: %v", own)
 	}
-	n, err := s.SetNodePool(ctx, "n3", map[string]int{"small": 2})
+	n, err := servers(s).SetPool(ctx, "n3", map[string]int{"small": 2})
 	if err != nil || n.OwnPool["small"] != 2 {
 		t.Fatalf("SetNodePool n3 small=2: %+v, %v", n, err)
 	}
@@ -152,7 +118,7 @@ func TestOwnPoolIsKeptOnItsServer(t *testing.T) {
 	if err := s.RemoveBox(ctx, "on3"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.DrainNode(ctx, "n3"); err != nil {
+	if _, err := servers(s).Drain(ctx, "n3"); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -163,14 +129,14 @@ func TestOwnPoolIsKeptOnItsServer(t *testing.T) {
 	if got := onN3(); got != 0 {
 		t.Fatalf("%d pool boxes on drained n3", got)
 	}
-	if err := s.UndrainNode(ctx, "n3"); err != nil {
+	if err := servers(s).Undrain(ctx, "n3"); err != nil {
 		t.Fatal(err)
 	}
 	fillPool(t, s, 3)
 	if got := onN3(); got < 2 {
 		t.Fatalf("%d pool boxes on n3 once undrained", got)
 	}
-	if _, err := s.SetNodePool(ctx, "n3", map[string]int{"small": 0}); err != nil {
+	if _, err := servers(s).SetPool(ctx, "n3", map[string]int{"small": 0}); err != nil {
 		t.Fatal(err)
 	}
 	fillPool(t, s, 1)

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/node"
+	"github.com/paddock-dev/paddock/appliance/nodes"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/policies"
 )
@@ -80,6 +81,14 @@ func clustered(t *testing.T) (*Service, map[string]*fakeNode) {
 		Local: func(ctx context.Context) (node.Info, error) { return nodes[""].Info(ctx) }}
 	s.LookAtNodes(context.Background())
 	return s, nodes
+}
+
+// servers is the servers' verbs (package nodes) over s, which also
+// moves s's forks onto other servers.
+func servers(s *Service) *nodes.Nodes {
+	n := nodes.New(s, s.Store, s.Rec, s.Cluster, s.Net.Subnet, &s.Cfg, s.Log)
+	s.Moves = n
+	return n
 }
 
 func nodeOf(t *testing.T, s *Service, box string) string {
@@ -220,14 +229,14 @@ func TestNodeChosenAndRemoved(t *testing.T) {
 		t.Fatalf("a box on n3 with a drive of n2: %v", err)
 	}
 
-	if err := s.RemoveNode(ctx, "n3"); err == nil || !strings.Contains(err.Error(), "1 box") {
+	if err := servers(s).Remove(ctx, "n3"); err == nil || !strings.Contains(err.Error(), "1 box") {
 		t.Fatalf("removing a server that holds a box: %v", err)
 	}
 	if err := s.RemoveBox(ctx, "on-n3"); err != nil {
 		t.Fatal(err)
 	}
 	waitTomb(t, s)
-	if err := s.RemoveNode(ctx, "n3"); err != nil {
+	if err := servers(s).Remove(ctx, "n3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "z", Node: "n3"}); err == nil {
@@ -343,7 +352,7 @@ func TestAttackNodeOverclaimsItsMemory(t *testing.T) {
 	if per[""] != 3 || per["n2"] != 3 || per["n3"] != 3 {
 		t.Fatalf("nine boxes, one node claiming 1 EiB: %v", per)
 	}
-	ns, err := s.Nodes(ctx)
+	ns, err := servers(s).List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,19 +377,19 @@ func TestAttackJoinWithoutAGoodToken(t *testing.T) {
 	s.Cluster.Swarm, s.Cluster.URL, s.Cluster.Dir = sw, "127.0.1.254:7000", t.TempDir()
 	s.Audit = &Auditor{Key: make([]byte, 32)}
 	join := func(tok, name string) error {
-		_, err := s.JoinNode(ctx, api.NodeJoinRequest{Token: tok, Name: name, Addr: "127.0.1.9:7443", PublicKey: testPublicKey(t)})
+		_, err := servers(s).Join(ctx, api.NodeJoinRequest{Token: tok, Name: name, Addr: "127.0.1.9:7443", PublicKey: testPublicKey(t)})
 		return err
 	}
-	if err := join("pdkjoin_made-up", "n9"); err != errJoin || sw.managed != 0 {
+	if err := join("pdkjoin_made-up", "n9"); err != nodes.ErrJoin || sw.managed != 0 {
 		t.Fatalf("a made-up token: %v, the swarm managed %d times", err, sw.managed)
 	}
 	if err := s.Store.AddJoinToken(auth.Hash("pdkjoin_old"), time.Now().Add(-time.Minute)); err != nil {
 		t.Fatal(err)
 	}
-	if err := join("pdkjoin_old", "n9"); err != errJoin || sw.managed != 0 {
+	if err := join("pdkjoin_old", "n9"); err != nodes.ErrJoin || sw.managed != 0 {
 		t.Fatalf("an expired token: %v, the swarm managed %d times", err, sw.managed)
 	}
-	j, err := s.NodeJoinToken(ctx)
+	j, err := servers(s).JoinToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -390,7 +399,7 @@ func TestAttackJoinWithoutAGoodToken(t *testing.T) {
 	}
 	// Spent, tried again with a fresh name (and so a fresh subnet): the
 	// refusal is the token's, not a name's or subnet's conflict.
-	if err := join(j.Token, "n10"); err != errJoin || sw.managed != managed+1 {
+	if err := join(j.Token, "n10"); err != nodes.ErrJoin || sw.managed != managed+1 {
 		t.Fatalf("a spent token: %v, the swarm managed %d times (%d before)", err, sw.managed, managed)
 	}
 	// Each join, and each refusal, is in the audit log.
@@ -402,7 +411,7 @@ func TestAttackJoinWithoutAGoodToken(t *testing.T) {
 	for _, e := range es {
 		seen = append(seen, e.Object+": "+e.Result)
 	}
-	if want := []string{"nodes/n9: " + errJoin.Error(), "nodes/n9: " + errJoin.Error(), "nodes/n9: ok", "nodes/n10: " + errJoin.Error()}; !slices.Equal(seen, want) && !slices.Equal(seen, reversed(want)) {
+	if want := []string{"nodes/n9: " + nodes.ErrJoin.Error(), "nodes/n9: " + nodes.ErrJoin.Error(), "nodes/n9: ok", "nodes/n10: " + nodes.ErrJoin.Error()}; !slices.Equal(seen, want) && !slices.Equal(seen, reversed(want)) {
 		t.Fatalf("the audit log's joins: %q", seen)
 	}
 }
@@ -431,7 +440,7 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	s.LookAtNodes(ctx)
 	up := func() map[string]api.Node {
 		t.Helper()
-		ns, err := s.Nodes(ctx)
+		ns, err := servers(s).List(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -446,14 +455,14 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	}
 
 	// Each token comes with a new worker token; the join hands it out.
-	j, err := s.NodeJoinToken(ctx)
+	j, err := servers(s).JoinToken(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if sw.rotated != 1 {
 		t.Fatalf("the worker token was rotated %d times for one join token", sw.rotated)
 	}
-	joined, err := s.JoinNode(ctx, api.NodeJoinRequest{Token: j.Token, Name: "n4", Addr: "127.0.1.4:7443", PublicKey: testPublicKey(t)})
+	joined, err := servers(s).Join(ctx, api.NodeJoinRequest{Token: j.Token, Name: "n4", Addr: "127.0.1.4:7443", PublicKey: testPublicKey(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +532,7 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 	}
 
 	// Labels are kept in the swarm; a server removed leaves it.
-	if _, err := s.LabelNode(ctx, "n2", map[string]string{"ssd": "yes"}); err != nil {
+	if _, err := servers(s).Label(ctx, "n2", map[string]string{"ssd": "yes"}); err != nil {
 		t.Fatal(err)
 	}
 	if sw.labelled["s2"]["ssd"] != "yes" {
@@ -538,7 +547,7 @@ func TestTheSwarmSaysWhoIsUp(t *testing.T) {
 		}
 	}
 	waitTomb(t, s)
-	if err := s.RemoveNode(ctx, "n4"); err != nil {
+	if err := servers(s).Remove(ctx, "n4"); err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(sw.removed, []string{"s4"}) {
@@ -640,7 +649,7 @@ func TestDrainedTakesNothing(t *testing.T) {
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "n3"}); err == nil || !strings.Contains(err.Error(), "drained") {
 		t.Fatalf("a box asked for on a drained server: %v", err)
 	}
-	if err := s.UndrainNode(ctx, "n3"); err != nil {
+	if err := servers(s).Undrain(ctx, "n3"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "x", Node: "n3"}); err != nil {

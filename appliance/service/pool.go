@@ -74,8 +74,8 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box, want string) (bool, error
 		on = undrained(ns, labelled(ns, b.NodeLabels))
 	}
 	if want != "" {
-		n, err := s.wanted(want, ns)
-		if err != nil || !hasLabels(ns, n, b.NodeLabels) {
+		n, err := s.Wanted(want, ns)
+		if err != nil || !store.HasLabels(ns, n, b.NodeLabels) {
 			return false, nil // placeOn says why
 		}
 		on = []string{n}
@@ -95,7 +95,7 @@ func (s *Service) takePool(tx *store.Tx, b *store.Box, want string) (bool, error
 // hostname, then its observed state. If that cannot be done in place, a
 // reconcile does it. The pool is refilled after the answer.
 func (s *Service) settleClaim(ctx context.Context, b store.Box) error {
-	defer s.poolChanged()
+	defer s.NotePoolChange()
 	if err := s.Rec.Claimed(ctx, b); err != nil {
 		s.Log.Warn("claimed box: finishing it with a reconcile", "box", b.Name, "err", err)
 		return s.reconcileFor(ctx, "box."+b.Name)
@@ -160,7 +160,9 @@ func (s *Service) ForegroundClaimed(ctx context.Context) {
 	}
 }
 
-func (s *Service) poolChanged() {
+// NotePoolChange tells the pool's keeper (PoolChanged) that what it
+// keeps changed.
+func (s *Service) NotePoolChange() {
 	if s.PoolChanged != nil {
 		s.PoolChanged()
 	}
@@ -248,12 +250,12 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 	var add []addition
 	if imageID != "" { // no image, no pool boxes (and no box at all)
 		for _, node := range slices.Sorted(maps.Keys(own)) {
-			if _, err := s.wanted(s.nodeDisplay(node), ns); err != nil {
+			if _, err := s.Wanted(s.NodeDisplay(node), ns); err != nil {
 				continue // down or drained: its own pool waits for it
 			}
 			for _, t := range slices.Sorted(maps.Keys(own[node])) {
 				if n := own[node][t] - haveOwn[node][t]; n > 0 {
-					add = append(add, addition{s.nodeDisplay(node), t, n})
+					add = append(add, addition{s.NodeDisplay(node), t, n})
 				}
 			}
 		}

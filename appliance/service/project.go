@@ -236,7 +236,7 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 	}
 	res.Plan = plan
 	rr, err := s.Rec.Run(ctx)
-	s.poolChanged() // boxes may have been claimed from it
+	s.NotePoolChange() // boxes may have been claimed from it
 	if err != nil {
 		return res, err
 	}
@@ -387,7 +387,7 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 		if !claimed {
 			want := ""
 			if strings.HasPrefix(nb.Image, s.Cfg.Instance+"/") {
-				want = s.localNodeName() // a user's image is on this server only
+				want = s.LocalNodeName() // a user's image is on this server only
 			}
 			if err := s.placeOn(tx, &nb, want); err != nil {
 				return err

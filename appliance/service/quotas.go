@@ -276,7 +276,7 @@ func (s *Service) quotaUser(ctx context.Context, name string) (store.User, error
 
 // SetQuota changes a user's quota (the owner's).
 func (s *Service) SetQuota(ctx context.Context, name string, p api.QuotaPut) (api.UserQuota, error) {
-	if err := requireAdmin(ctx, "set quotas"); err != nil {
+	if err := caller.RequireAdmin(ctx, "set quotas"); err != nil {
 		return api.UserQuota{}, err
 	}
 	u, err := s.quotaUser(ctx, name)

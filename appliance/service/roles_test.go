@@ -45,7 +45,7 @@ func TestAdminRole(t *testing.T) {
 	for what, err := range map[string]error{
 		"invite an owner": func() error { _, err := s.Invite(asAda, api.InvitePost{Role: "owner"}); return err }(),
 		"remove an owner": s.RemoveUser(asAda, "boss"),
-		"list servers":    func() error { _, err := s.Nodes(asAda); return err }(),
+		"list servers":    func() error { _, err := servers(s).List(asAda); return err }(),
 		"share a secret":  s.SetSecret(asAda, "SHARED_KEY", []byte("v"), true, nil),
 	} {
 		if !isForbidden(err) {

@@ -96,6 +96,9 @@ type Service struct {
 	// their refresh tokens in the store (sso.go).
 	SSO    *sso.Set
 	SSOKey []byte
+	// Moves moves boxes between servers (package nodes), for a fork onto
+	// another server; nil: none.
+	Moves Mover
 	// Metrics is the sampler of boxes' use (package metrics), which the
 	// events stream reads and the disk check tells; nil: none.
 	Metrics Sampler
@@ -267,7 +270,7 @@ func (s *Service) AssignMissingIPs() error {
 			if b.IP != "" || !s.Net.Subnet.IsValid() {
 				continue
 			}
-			if err := s.address(tx, &b, ns); err != nil {
+			if err := s.Address(tx, &b, ns); err != nil {
 				return err
 			}
 			if err := tx.UpdateBox(b); err != nil {
@@ -278,10 +281,10 @@ func (s *Service) AssignMissingIPs() error {
 	})
 }
 
-// settle finishes a verb on a box: if declaring it failed, that error;
+// Settle finishes a verb on a box: if declaring it failed, that error;
 // otherwise reconcile and return the box as it now is, with the errors of
 // the changes about addrs.
-func (s *Service) settle(ctx context.Context, name string, declErr error, addrs ...string) (api.Box, error) {
+func (s *Service) Settle(ctx context.Context, name string, declErr error, addrs ...string) (api.Box, error) {
 	if declErr != nil {
 		return api.Box{}, declErr
 	}

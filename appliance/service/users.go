@@ -16,21 +16,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-func requireOwner(ctx context.Context, what string) error {
-	if u, ok := caller.From(ctx); ok && u.Role != store.RoleOwner {
-		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
-	}
-	return nil
-}
-
-// requireAdmin refuses all but owners and admins.
-func requireAdmin(ctx context.Context, what string) error {
-	if u, ok := caller.From(ctx); ok && !u.SeesAll() {
-		return &api.Error{Code: api.CodeForbidden, Message: "only the owner or an admin may " + what}
-	}
-	return nil
-}
-
 // LinkTTL bounds one-time links when the config does not say.
 const LinkTTL = 24 * time.Hour
 
@@ -56,7 +41,7 @@ func (s *Service) SetupLink() (string, error) {
 
 // Invite makes a one-time link that creates a user with a role.
 func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreated, error) {
-	if err := requireAdmin(ctx, "invite users"); err != nil {
+	if err := caller.RequireAdmin(ctx, "invite users"); err != nil {
 		return api.InviteCreated{}, err
 	}
 	if p.Role == "" {
@@ -66,7 +51,7 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 		return api.InviteCreated{}, api.Invalid("role", "role must be %q, %q, %q or %q, not %q", store.RoleMember, store.RoleViewer, store.RoleAdmin, store.RoleOwner, p.Role)
 	}
 	if p.Role == store.RoleOwner {
-		if err := requireOwner(ctx, "invite an owner"); err != nil {
+		if err := caller.RequireOwner(ctx, "invite an owner"); err != nil {
 			return api.InviteCreated{}, err
 		}
 	}
@@ -92,7 +77,7 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 // or an admin): who made each, for what role, until when. Their links
 // are not kept, and not shown.
 func (s *Service) Invites(ctx context.Context) ([]api.Invite, error) {
-	if err := requireAdmin(ctx, "list invitations"); err != nil {
+	if err := caller.RequireAdmin(ctx, "list invitations"); err != nil {
 		return nil, err
 	}
 	links, err := s.Store.Links(store.LinkInvite, s.now())
@@ -117,7 +102,7 @@ func (s *Service) Invites(ctx context.Context) ([]api.Invite, error) {
 // RevokeInvite takes an invitation back: its link signs nobody up. An
 // owner's invitation is the owner's to revoke, as it is to make.
 func (s *Service) RevokeInvite(ctx context.Context, id string) error {
-	if err := requireAdmin(ctx, "revoke invitations"); err != nil {
+	if err := caller.RequireAdmin(ctx, "revoke invitations"); err != nil {
 		return err
 	}
 	links, err := s.Store.Links(store.LinkInvite, s.now())
@@ -129,7 +114,7 @@ func (s *Service) RevokeInvite(ctx context.Context, id string) error {
 			continue
 		}
 		if l.Role == store.RoleOwner {
-			if err := requireOwner(ctx, "revoke an owner's invitation"); err != nil {
+			if err := caller.RequireOwner(ctx, "revoke an owner's invitation"); err != nil {
 				return err
 			}
 		}
@@ -288,7 +273,7 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 // RemoveUser removes a user, their tokens, sessions and keys. Their boxes
 // and drives stay, and the owner can remove them.
 func (s *Service) RemoveUser(ctx context.Context, name string) error {
-	if err := requireAdmin(ctx, "remove users"); err != nil {
+	if err := caller.RequireAdmin(ctx, "remove users"); err != nil {
 		return err
 	}
 	u, err := s.Store.UserByName(name)
@@ -299,7 +284,7 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 		return err
 	}
 	if u.Role == store.RoleOwner {
-		if err := requireOwner(ctx, "remove an owner"); err != nil {
+		if err := caller.RequireOwner(ctx, "remove an owner"); err != nil {
 			return err
 		}
 	}

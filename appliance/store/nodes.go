@@ -392,3 +392,23 @@ func (s *Store) Moves() ([]Move, error) {
 		return m, nil
 	})
 }
+
+// HasLabels says whether server name, one of ns, has all of labels (the
+// control plane's own server, which is not in ns, has none).
+func HasLabels(ns []Node, name string, labels map[string]string) bool {
+	if len(labels) == 0 {
+		return true
+	}
+	for _, n := range ns {
+		if n.Name != name {
+			continue
+		}
+		for k, v := range labels {
+			if n.Labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
