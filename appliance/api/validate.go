@@ -393,3 +393,15 @@ func HasLabels(labels, want map[string]string) bool {
 	}
 	return true
 }
+
+// ValidGroup checks a group's name (without its '@'): NAME, or a sign-in
+// provider's PROVIDER/NAME.
+func ValidGroup(g string) error {
+	if p, n, ok := strings.Cut(g, "/"); ok {
+		if err := ValidName("sign-in provider", p); err != nil {
+			return err
+		}
+		return ValidName("group", n)
+	}
+	return ValidName("group", g)
+}

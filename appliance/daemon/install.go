@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -90,7 +92,7 @@ func setupState(o installOptions, out io.Writer) error {
 	}
 	defer st.Close()
 	svc := &service.Service{Store: st, Cfg: cfg}
-	tok, err := svc.SetupLink()
+	tok, err := access.New(svc, st, &svc.Cfg, slog.New(slog.DiscardHandler)).SetupLink()
 	if err != nil {
 		return err
 	}

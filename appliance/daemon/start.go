@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
@@ -95,7 +96,7 @@ func (d *started) openState() error {
 	if err != nil {
 		return err
 	}
-	return service.CheckUnsafeSetting(d.cfg.UnsafeDockerInRuncBoxes, users)
+	return access.CheckUnsafeSetting(d.cfg.UnsafeDockerInRuncBoxes, users)
 }
 
 // openEngine connects to the engine and makes the box network's bridge;
@@ -247,7 +248,7 @@ func (d *started) startSideServers(ctx context.Context) (sshPort int, sshHostKey
 	}
 	d.onClose(stopBroker)
 	if cfg.ClusterListen != "" {
-		servers, _ := svc.Moves.(*nodes.Nodes) // server.Capabilities made it
+		servers, _ := capability[*nodes.Nodes](d.caps)
 		stopJoins, err := serveJoins(ctx, cfg.ClusterListen, svc.Cluster, servers.Join, log)
 		if err != nil {
 			return 0, "", err
@@ -361,8 +362,9 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 		}
 	})
 	go loop(ctx, nodesEvery, nil, func() { svc.LookAtNodes(ctx) })
-	svc.PruneAudit()
-	go loop(ctx, time.Hour, nil, svc.PruneAudit)
+	acc, _ := capability[*access.Access](d.caps)
+	acc.PruneAudit()
+	go loop(ctx, time.Hour, nil, acc.PruneAudit)
 	// logged is a loop's pass that logs what fails.
 	logged := func(what string, fn func(context.Context) error) func() {
 		return func() {
@@ -378,7 +380,7 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 	})
 	go loop(ctx, cfg.IdleCheckInterval, nil, logged("idle stop", svc.CheckIdle))
 	if svc.SSO != nil {
-		go loop(ctx, cfg.SSORecheck, nil, logged("sso recheck", svc.RecheckSSO))
+		go loop(ctx, cfg.SSORecheck, nil, logged("sso recheck", acc.RecheckSSO))
 	}
 	if m, ok := svc.Metrics.(*metrics.Sampler); ok && cfg.MetricsInterval > 0 {
 		go loop(ctx, cfg.MetricsInterval, nil, logged("metrics", m.Sample))
@@ -386,4 +388,16 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 	if cfg.DiskCheckInterval > 0 {
 		go loop(ctx, cfg.DiskCheckInterval, nil, logged("disk check", svc.CheckDisk))
 	}
+}
+
+// capability is the capability of type T among caps (server.Capabilities
+// makes one of each).
+func capability[T route.Capability](caps []route.Capability) (T, bool) {
+	for _, c := range caps {
+		if t, ok := c.(T); ok {
+			return t, true
+		}
+	}
+	var none T
+	return none, false
 }

@@ -103,7 +103,7 @@ func (p *Pages) signInPage(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r, "") {
 		return
 	}
-	u, err := p.Svc.PeekSignIn(r.PathValue("token"))
+	u, err := p.Access.PeekSignIn(r.PathValue("token"))
 	if err != nil {
 		p.linkGone(w, err)
 		return
@@ -130,7 +130,7 @@ func (p *Pages) signIn(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r, "") {
 		return
 	}
-	u, sess, next, err := p.Svc.RedeemSignIn(r.PathValue("token"))
+	u, sess, next, err := p.Access.RedeemSignIn(r.PathValue("token"))
 	if err != nil {
 		audit.From(r.Context()).Result(err.Error())
 		p.linkGone(w, err)

@@ -27,6 +27,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -73,6 +74,9 @@ type Pages struct {
 	Secure bool
 	// APIDoc gives the API's OpenAPI document (for the reference page).
 	APIDoc func() ([]byte, error)
+	// Access is the users and their ways in (package access): the
+	// sign-in, setup, invitation and device pages use it.
+	Access *access.Access
 	// Servers lists the servers, as 'paddock nodes' does (package
 	// nodes), for the Server page.
 	Servers func(ctx context.Context) ([]api.Node, error)
@@ -131,7 +135,7 @@ type view struct {
 	Token   string
 	Kind    string
 	Code    string
-	Device  *service.DeviceRequest
+	Device  *access.DeviceRequest
 	Next    string
 	Min     int
 	// Providers are the single sign-on providers the login page offers;
@@ -247,7 +251,7 @@ func (p *Pages) setSession(w http.ResponseWriter, s api.Session) {
 
 func (p *Pages) linkPage(w http.ResponseWriter, r *http.Request) {
 	tok := r.PathValue("token")
-	kind, err := p.Svc.LinkKind(tok)
+	kind, err := p.Access.LinkKind(tok)
 	if err != nil || "/"+kind+"/"+tok != r.URL.Path {
 		msg := "This link has been used or has expired."
 		var ae *api.Error
@@ -274,7 +278,7 @@ func (p *Pages) redeem(w http.ResponseWriter, r *http.Request) {
 	if p.limited(w, r, "") {
 		return
 	}
-	if real, err := p.Svc.LinkKind(tok); err != nil || real != kind {
+	if real, err := p.Access.LinkKind(tok); err != nil || real != kind {
 		p.render(w, http.StatusGone, "error", view{Title: "Link not valid", Error: "This link has been used or has expired."})
 		return
 	}
@@ -283,7 +287,7 @@ func (p *Pages) redeem(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusBadRequest, "account", view{Title: titleOf(kind), Kind: kind, Token: tok, Error: "The two passwords differ."})
 		return
 	}
-	u, sess, err := p.Svc.Redeem(tok, name, pw)
+	u, sess, err := p.Access.Redeem(tok, name, pw)
 	rec := audit.From(r.Context())
 	rec.Note("name", name)
 	if err != nil {
@@ -353,12 +357,12 @@ func (p *Pages) login(w http.ResponseWriter, r *http.Request) {
 	}
 	rec := audit.From(r.Context())
 	rec.Note("name", name)
-	u, sess, err := p.Svc.Login(name, r.PostFormValue("password"))
+	u, sess, err := p.Access.Login(name, r.PostFormValue("password"))
 	if err != nil {
 		rec.Result("wrong user name or password")
 		p.Log.Warn("failed login", "user", name, "addr", caller.Addr(r))
 		msg := "Wrong user name or password."
-		if errors.Is(err, service.ErrPasswordOff) {
+		if errors.Is(err, access.ErrPasswordOff) {
 			msg = "Password sign-in is off on this server: sign in with its sign-in provider above (only the owner's password works)."
 			rec.Result("password sign-in is off")
 		}
@@ -413,7 +417,7 @@ func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
 	if action == "review" {
 		// The typed code first shows what would be approved; only a second
 		// click on that page approves it.
-		d, err := p.Svc.DeviceInfo(code)
+		d, err := p.Access.DeviceInfo(code)
 		if err != nil {
 			p.render(w, http.StatusNotFound, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: code, Error: err.Error()})
 			return
@@ -422,7 +426,7 @@ func (p *Pages) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	approve := action == "approve"
-	if err := p.Svc.DeviceApprove(caller.With(r.Context(), u), code, approve); err != nil {
+	if err := p.Access.DeviceApprove(caller.With(r.Context(), u), code, approve); err != nil {
 		p.render(w, http.StatusNotFound, "device", view{Title: "Approve a login", User: u.Name, CSRF: t.CSRF, Code: code, Error: err.Error()})
 		return
 	}

@@ -85,7 +85,7 @@ func (p *Pages) ssoCallback(w http.ResponseWriter, r *http.Request) {
 		p.render(w, http.StatusForbidden, "error", view{Title: "Not let in", Error: err.Error()})
 		return
 	}
-	u, sess, err := p.Svc.SignInSSO(r.Context(), ident, role)
+	u, sess, err := p.Access.SignInSSO(r.Context(), ident, role)
 	if err != nil {
 		rec.Result(err.Error())
 		p.render(w, http.StatusForbidden, "error", view{Title: "Not signed in", Error: err.Error()})

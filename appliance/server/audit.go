@@ -7,9 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/route"
@@ -215,53 +213,3 @@ func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 }
 
 func (w *statusWriter) Flush() { http.NewResponseController(w.ResponseWriter).Flush() }
-
-// GET /v1/audit: the entries the caller may see, oldest first.
-func (s *Server) auditLog(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	f := store.AuditFilter{Box: q.Get("box"), User: q.Get("user"), Action: q.Get("action"), Limit: 1000}
-	if v := q.Get("since"); v != "" {
-		t, err := api.ParseSince(v, time.Now())
-		if err != nil {
-			return err
-		}
-		f.Since = t
-	}
-	if v := q.Get("after"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return &api.Error{Code: api.CodeInvalid, Field: "after", Message: "after is an entry's number"}
-		}
-		f.After = n
-	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 10000 {
-			return &api.Error{Code: api.CodeInvalid, Field: "limit", Message: "limit is from 1 to 10000"}
-		}
-		f.Limit = n
-	}
-	es, err := s.Svc.AuditLog(r.Context(), f)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, es)
-}
-
-// GET /v1/audit/verify: the chain checked (the owner's), against the
-// head the client saw at its last check (seen=SEQ:HASH) too.
-func (s *Server) verifyAudit(w http.ResponseWriter, r *http.Request) error {
-	var seen *api.AuditMark
-	if v := r.URL.Query().Get("seen"); v != "" {
-		m, err := api.ParseAuditMark(v)
-		if err != nil {
-			return err
-		}
-		seen = &m
-	}
-	c, err := s.Svc.VerifyAudit(r.Context(), seen)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, c)
-}

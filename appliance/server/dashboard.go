@@ -47,7 +47,7 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 		}
 		next = s.Preview.StartPath(p.Box, p.Port)
 	}
-	tok, exp, err := s.Svc.SignInLink(r.Context(), next)
+	tok, exp, err := s.access.SignInLink(r.Context(), next)
 	if err != nil {
 		return err
 	}

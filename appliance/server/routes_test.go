@@ -162,7 +162,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	var bossInvite api.InviteCreated
-	if bossInvite, err = svc.Invite(caller.With(context.Background(), boss), api.InvitePost{}); err != nil {
+	if bossInvite, err = accessOf(svc).Invite(caller.With(context.Background(), boss), api.InvitePost{}); err != nil {
 		t.Fatal(err)
 	}
 	const bossImageID = "sha256:b0551111222233334444555566667777888899990000aaaabbbbccccddddeeee"

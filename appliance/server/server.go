@@ -17,7 +17,6 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +26,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -68,6 +68,9 @@ type Server struct {
 	CLI *clients.Handler
 	// Capabilities register their own API routes (nil: Capabilities(Svc)).
 	Capabilities []route.Capability
+	// access is the capability of users and their ways in, found among
+	// Capabilities: the sign-in routes served here ask it.
+	access *access.Access
 
 	// Heavy bounds, per user, the routes that make or copy much (nil:
 	// HeavyBurst, then one per HeavyEvery).
@@ -112,7 +115,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		n = nodes.New(svc, svc.Store, svc.Rec, svc.Cluster, svc.Net.Subnet, &svc.Cfg, svc.Log)
 		svc.Moves = n
 	}
-	return []route.Capability{kernel.New(svc), computer.New(svc), watch.New(svc),
+	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), kernel.New(svc), computer.New(svc), watch.New(svc),
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
 }
@@ -179,24 +182,7 @@ func (s *Server) Handler() http.Handler {
 	add("PUT "+p+"/secrets/{name}", s.setSecret)
 	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
 	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
-	add("GET "+p+"/tokens", s.tokens)
-	add("POST "+p+"/tokens", s.createToken)
-	add("DELETE "+p+"/tokens/{name}", s.revokeToken)
-	add("GET "+p+"/keys", s.keys)
-	add("POST "+p+"/keys", s.addKey)
-	add("DELETE "+p+"/keys/{name}", s.removeKey)
 	add("GET "+p+"/boxes/{name}/policy", s.policyReport)
-	add("GET "+p+"/users", s.users)
-	add("POST "+p+"/users/invites", s.invite)
-	add("GET "+p+"/users/invites", s.invites)
-	add("DELETE "+p+"/users/invites/{id}", s.revokeInvite)
-	add("DELETE "+p+"/users/{user}", s.removeUser)
-	add("GET "+p+"/users/{user}/quota", s.quota)
-	add("PUT "+p+"/users/{user}/quota", s.setQuota)
-	add("GET "+p+"/groups", s.groups)
-	add("PUT "+p+"/groups/{group}/members/{user}", s.addToGroup)
-	add("DELETE "+p+"/groups/{group}/members/{user}", s.removeFromGroup)
-	add("PUT "+p+"/groups/{group}/quota", s.setGroupQuota)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -210,11 +196,22 @@ func (s *Server) Handler() http.Handler {
 	if s.Capabilities == nil {
 		s.Capabilities = Capabilities(s.Svc)
 	}
+	for _, c := range s.Capabilities {
+		if a, ok := c.(*access.Access); ok {
+			s.access = a
+			if a.URL == "" {
+				a.URL = s.URL
+			}
+		}
+	}
 	if s.Pages != nil {
 		s.Pages.APIDoc = s.OpenAPI
 		for _, c := range s.Capabilities {
 			if n, ok := c.(*nodes.Nodes); ok && s.Pages.Servers == nil {
 				s.Pages.Servers = n.List
+			}
+			if a, ok := c.(*access.Access); ok && s.Pages.Access == nil {
+				s.Pages.Access = a
 			}
 		}
 		s.Pages.Routes(mux)
@@ -229,8 +226,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/policies", s.createPolicy)
 	add("PUT "+p+"/policies/{name}", s.updatePolicy)
 	add("DELETE "+p+"/policies/{name}", s.removePolicy)
-	add("GET "+p+"/audit", s.auditLog)
-	add("GET "+p+"/audit/verify", s.verifyAudit)
 	for _, c := range s.Capabilities {
 		c.Routes(apiFunc(add))
 		if pg, ok := c.(route.Pages); ok {
@@ -496,53 +491,6 @@ func (s *Server) logout(w http.ResponseWriter, r *http.Request) error {
 	return nil
 }
 
-func (s *Server) users(w http.ResponseWriter, r *http.Request) error {
-	us, err := s.Svc.Users(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, us)
-}
-
-func (s *Server) invite(w http.ResponseWriter, r *http.Request) error {
-	var p api.InvitePost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	inv, err := s.Svc.Invite(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	if s.URL != "" {
-		inv.URL = s.URL + "/invite/" + inv.Token
-	}
-	return route.WriteJSON(w, http.StatusCreated, inv)
-}
-
-func (s *Server) invites(w http.ResponseWriter, r *http.Request) error {
-	is, err := s.Svc.Invites(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, is)
-}
-
-func (s *Server) revokeInvite(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RevokeInvite(r.Context(), r.PathValue("id")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) removeUser(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveUser(r.Context(), r.PathValue("user")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	if ok, wait := s.deviceLimit.Allow(caller.Addr(r)); !ok {
 		w.Header().Set("Retry-After", fmt.Sprint(int(wait/time.Second)+1))
@@ -552,7 +500,7 @@ func (s *Server) deviceStart(w http.ResponseWriter, r *http.Request) error {
 	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
-	dc, err := s.Svc.DeviceStart(p.Name, caller.Addr(r))
+	dc, err := s.access.DeviceStart(p.Name, caller.Addr(r))
 	if err != nil {
 		return err
 	}
@@ -573,7 +521,7 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
-	tok, err := s.Svc.DevicePoll(p.DeviceCode)
+	tok, err := s.access.DevicePoll(p.DeviceCode)
 	var e *api.Error
 	if errors.As(err, &e) && (e.Code == api.CodePending || e.Code == api.CodeSlowDown) {
 		audit.From(r.Context()).Skip() // polled every few seconds while it waits
@@ -881,45 +829,6 @@ func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
 	return route.WriteJSON(w, http.StatusOK, as)
 }
 
-// groups lists the groups (the owner's and admins').
-func (s *Server) groups(w http.ResponseWriter, r *http.Request) error {
-	gs, err := s.Svc.Groups(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, gs)
-}
-
-func (s *Server) addToGroup(w http.ResponseWriter, r *http.Request) error {
-	audit.From(r.Context()).Note("user", r.PathValue("user"))
-	if err := s.Svc.AddToGroup(r.Context(), r.PathValue("group"), r.PathValue("user")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) removeFromGroup(w http.ResponseWriter, r *http.Request) error {
-	audit.From(r.Context()).Note("user", r.PathValue("user"))
-	if err := s.Svc.RemoveFromGroup(r.Context(), r.PathValue("group"), r.PathValue("user")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) setGroupQuota(w http.ResponseWriter, r *http.Request) error {
-	var p api.QuotaPut
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	g, err := s.Svc.SetGroupQuota(r.Context(), r.PathValue("group"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, g)
-}
-
 // boxGrants lists who a box is shared with.
 func (s *Server) boxGrants(w http.ResponseWriter, r *http.Request) error {
 	gs, err := s.Svc.BoxGrants(r.Context(), r.PathValue("name"))
@@ -1017,94 +926,4 @@ func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func (s *Server) keys(w http.ResponseWriter, r *http.Request) error {
-	ks, err := s.Svc.Keys(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ks)
-}
-
-func (s *Server) addKey(w http.ResponseWriter, r *http.Request) error {
-	var p api.KeyPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Object("keys", p.Name)
-	k, err := s.Svc.AddKey(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, k)
-}
-
-func (s *Server) removeKey(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveKey(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) tokens(w http.ResponseWriter, r *http.Request) error {
-	ts, err := s.Svc.Tokens(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ts)
-}
-
-func (s *Server) createToken(w http.ResponseWriter, r *http.Request) error {
-	var p api.TokenPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Object("tokens", p.Name)
-	t, err := s.Svc.CreateToken(r.Context(), p.Name)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, t)
-}
-
-func (s *Server) revokeToken(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RevokeToken(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func ownerOnly(r *http.Request, what string) error {
-	if u, _ := caller.From(r.Context()); u.Role != store.RoleOwner {
-		return &api.Error{Code: api.CodeForbidden, Message: "only the owner may " + what}
-	}
-	return nil
-}
-
-// GET /v1/users/{user}/quota: a user's quota and use (a member: their
-// own).
-func (s *Server) quota(w http.ResponseWriter, r *http.Request) error {
-	q, err := s.Svc.Quota(r.Context(), r.PathValue("user"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, q)
-}
-
-// PUT /v1/users/{user}/quota: change a member's quota (the owner's).
-func (s *Server) setQuota(w http.ResponseWriter, r *http.Request) error {
-	var p api.QuotaPut
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	b, _ := json.Marshal(p)
-	audit.From(r.Context()).Note("set", json.RawMessage(b))
-	q, err := s.Svc.SetQuota(r.Context(), r.PathValue("user"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, q)
 }

@@ -18,6 +18,7 @@ import (
 	"testing/iotest"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -61,6 +62,12 @@ func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
 func newServer(t *testing.T) (*httptest.Server, string, string) {
 	ts, svc, dir := newBare(t)
 	return ts, addOwner(t, svc), dir
+}
+
+// accessOf is the users' verbs over svc (what lives in the store, as
+// links and invitations do, is the server's too).
+func accessOf(svc *service.Service) *access.Access {
+	return access.New(svc, svc.Store, &svc.Cfg, svc.Log)
 }
 
 // addOwner makes the owner and returns an API token of theirs.

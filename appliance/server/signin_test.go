@@ -22,7 +22,7 @@ import (
 // preview page), changes no session; its form sent from elsewhere is
 // refused and leaves the link good; sent from the page, it signs in.
 func TestSignInLinkSwitchesNoSessionSilently(t *testing.T) {
-	ts, _, svc := wired(t)
+	ts, srv, svc := wired(t)
 	addOwner(t, svc)
 	boss, _ := svc.Store.UserByName("boss")
 	mia, err := svc.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
@@ -30,7 +30,7 @@ func TestSignInLinkSwitchesNoSessionSilently(t *testing.T) {
 		t.Fatal(err)
 	}
 	link := func(u store.User) string {
-		tok, _, err := svc.SignInLink(caller.With(context.Background(), u), "/")
+		tok, _, err := srv.access.SignInLink(caller.With(context.Background(), u), "/")
 		if err != nil {
 			t.Fatal(err)
 		}

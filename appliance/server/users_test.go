@@ -275,11 +275,11 @@ func TestLoginIsRateLimited(t *testing.T) {
 
 func TestSetupLink(t *testing.T) {
 	ts, svc, _ := newBare(t)
-	first, err := svc.SetupLink()
+	first, err := accessOf(svc).SetupLink()
 	if err != nil || first == "" {
 		t.Fatalf("setup link: %q %v", first, err)
 	}
-	tok, _ := svc.SetupLink() // a new link replaces the first
+	tok, _ := accessOf(svc).SetupLink() // a new link replaces the first
 	if code, _ := forms.Get(t, forms.Browser(), ts.URL+"/setup/"+first); code != http.StatusGone {
 		t.Fatalf("a replaced setup link: %d", code)
 	}
@@ -305,7 +305,7 @@ func TestSetupLink(t *testing.T) {
 	if code, _ := forms.Post(t, forms.Browser(), ts.URL, "/setup/"+tok, url.Values{"name": {"eve"}, "password": {"a long password"}, "password2": {"a long password"}}); code != http.StatusGone {
 		t.Fatalf("setup link used twice: %d", code)
 	}
-	if again, err := svc.SetupLink(); err != nil || again != "" {
+	if again, err := accessOf(svc).SetupLink(); err != nil || again != "" {
 		t.Fatalf("a setup link once there is an owner: %q %v", again, err)
 	}
 	// The owner's session shows the home page; a device login makes a token.

@@ -23,7 +23,7 @@ func TestAttackReusedNameSeesNoOldAuditEntries(t *testing.T) {
 	s.Record(audit.Entry{User: "mia", Action: "box.create", Box: "secret-project", Owner: "mia", Result: "ok"})
 	s.Record(audit.Entry{User: "boss", Action: "box.share", Box: "other", Owner: "mia", Result: "ok"})
 	now = now.Add(time.Minute)
-	if err := s.RemoveUser(caller.With(context.Background(), boss), "mia"); err != nil {
+	if err := accessOf(s).RemoveUser(caller.With(context.Background(), boss), "mia"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.Store.GetUser(old.ID); err == nil {
@@ -35,14 +35,14 @@ func TestAttackReusedNameSeesNoOldAuditEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Record(audit.Entry{User: "mia", Action: "box.create", Box: "new", Owner: "mia", Result: "ok"})
-	es, err := s.AuditLog(caller.With(context.Background(), fresh), store.AuditFilter{})
+	es, err := accessOf(s).AuditLog(caller.With(context.Background(), fresh), store.AuditFilter{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(es) != 1 || es[0].Box != "new" {
 		t.Fatalf("the new mia sees %+v", es)
 	}
-	if all, _ := s.AuditLog(caller.With(context.Background(), boss), store.AuditFilter{User: "mia"}); len(all) < 2 {
+	if all, _ := accessOf(s).AuditLog(caller.With(context.Background(), boss), store.AuditFilter{User: "mia"}); len(all) < 2 {
 		t.Fatalf("the owner sees %d entries of either mia", len(all))
 	}
 }

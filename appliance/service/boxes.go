@@ -272,7 +272,7 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 		return nil, err
 	}
 	out := make([]api.Box, 0, len(bs))
-	names := s.ownerNames()
+	names := s.OwnerNames()
 	local := s.boxNode("") // one look at the nodes for the whole list
 	nodeOf := func(n string) string {
 		if n == "" {
@@ -300,9 +300,9 @@ func (s *Service) ListBoxes(ctx context.Context) ([]api.Box, error) {
 	return out, nil
 }
 
-// ownerNames maps user ids to names (empty when the store cannot say:
+// OwnerNames maps user ids to names (empty when the store cannot say:
 // the owner's name is a courtesy, not a check).
-func (s *Service) ownerNames() map[int64]string {
+func (s *Service) OwnerNames() map[int64]string {
 	us, err := s.Store.Users()
 	m := map[int64]string{}
 	if err != nil {

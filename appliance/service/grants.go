@@ -60,7 +60,7 @@ func (s *Service) ShareBox(ctx context.Context, box, user, access string) (api.G
 		return api.Grant{}, err
 	}
 	if g, ok := strings.CutPrefix(user, "@"); ok {
-		if err := groupName(g); err != nil {
+		if err := api.ValidGroup(g); err != nil {
 			return api.Grant{}, err
 		}
 		if err := s.Store.SetGroupGrant(box, g, access); err != nil {
@@ -113,7 +113,7 @@ func (s *Service) BoxGrants(ctx context.Context, box string) ([]api.Grant, error
 	if err != nil {
 		return nil, err
 	}
-	names := s.ownerNames()
+	names := s.OwnerNames()
 	out := []api.Grant{}
 	for _, g := range gs {
 		out = append(out, api.Grant{User: names[g.UserID], Access: g.Access})

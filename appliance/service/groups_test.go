@@ -24,20 +24,20 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	asBoss, asMia := caller.With(context.Background(), boss), caller.With(context.Background(), mia)
 	n := func(v int) *int { return &v }
 	for _, g := range []string{"eng", "ops"} {
-		if err := s.AddToGroup(asBoss, g, "mia"); err != nil {
+		if err := accessOf(s).AddToGroup(asBoss, g, "mia"); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.AddToGroup(asMia, "eng", "mia"); err == nil {
+	if err := accessOf(s).AddToGroup(asMia, "eng", "mia"); err == nil {
 		t.Fatal("a member changed a group")
 	}
-	if _, err := s.SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(3)}); err != nil {
+	if _, err := accessOf(s).SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(3)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.SetGroupQuota(asBoss, "ops", api.QuotaPut{Boxes: n(4)}); err != nil {
+	if _, err := accessOf(s).SetGroupQuota(asBoss, "ops", api.QuotaPut{Boxes: n(4)}); err != nil {
 		t.Fatal(err)
 	}
-	q, err := s.Quota(asMia, "")
+	q, err := accessOf(s).Quota(asMia, "")
 	if err != nil || q.Limits.Boxes != 4 || q.Groups["boxes"] != "ops" || q.Limits.Drives != 5 {
 		t.Fatalf("mia's quota in eng (3) and ops (4): %+v %v", q, err)
 	}
@@ -51,15 +51,15 @@ func TestGroupQuotasAndShares(t *testing.T) {
 		t.Fatalf("a fifth box: %v", err)
 	}
 	// No bound is the most generous.
-	s.SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(0)})
-	if q, _ := s.Quota(asMia, ""); q.Limits.Boxes != 0 || q.Groups["boxes"] != "eng" {
+	accessOf(s).SetGroupQuota(asBoss, "eng", api.QuotaPut{Boxes: n(0)})
+	if q, _ := accessOf(s).Quota(asMia, ""); q.Limits.Boxes != 0 || q.Groups["boxes"] != "eng" {
 		t.Fatalf("with eng unbounded: %+v", q)
 	}
 	// Her own quota comes first.
-	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Boxes: n(1)}); err != nil {
+	if _, err := accessOf(s).SetQuota(asBoss, "mia", api.QuotaPut{Boxes: n(1)}); err != nil {
 		t.Fatal(err)
 	}
-	if q, _ := s.Quota(asMia, ""); q.Limits.Boxes != 1 || q.Groups["boxes"] != "" {
+	if q, _ := accessOf(s).Quota(asMia, ""); q.Limits.Boxes != 1 || q.Groups["boxes"] != "" {
 		t.Fatalf("with her own: %+v", q)
 	}
 
@@ -96,18 +96,18 @@ func TestGroupQuotasAndShares(t *testing.T) {
 
 	// A provider's groups: replaced at each sign-in, names made valid,
 	// in the provider's name space.
-	if err := s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "not a name!"}); err != nil {
+	if err := accessOf(s).SyncSSOGroups(mia.ID, "corp", []string{"Platform", "not a name!"}); err != nil {
 		t.Fatal(err)
 	}
-	s.syncSSOGroups(mia.ID, "corp", []string{"Platform", "Data"})
+	accessOf(s).SyncSSOGroups(mia.ID, "corp", []string{"Platform", "Data"})
 	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "corp/data,corp/platform,eng,ops" {
 		t.Fatalf("mia's groups: %v", gs)
 	}
-	s.syncSSOGroups(mia.ID, "corp", nil)
+	accessOf(s).SyncSSOGroups(mia.ID, "corp", nil)
 	if gs, _ := s.Store.GroupsOf(mia.ID); strings.Join(gs, ",") != "eng,ops" {
 		t.Fatalf("mia's groups after the provider listed none: %v", gs)
 	}
-	if err := s.AddToGroup(asBoss, "corp/data", "mia"); err == nil || !strings.Contains(err.Error(), "sign-in provider corp's group") {
+	if err := accessOf(s).AddToGroup(asBoss, "corp/data", "mia"); err == nil || !strings.Contains(err.Error(), "sign-in provider corp's group") {
 		t.Fatalf("a hand change of a provider's group: %v", err)
 	}
 }
@@ -127,16 +127,16 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 		t.Fatal(err)
 	}
 	ten := 10
-	if _, err := s.SetGroupQuota(asBoss, "admins", api.QuotaPut{Jobs: &ten}); err != nil {
+	if _, err := accessOf(s).SetGroupQuota(asBoss, "admins", api.QuotaPut{Jobs: &ten}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.syncSSOGroups(eve.ID, "corp", []string{"admins"}); err != nil {
+	if err := accessOf(s).SyncSSOGroups(eve.ID, "corp", []string{"admins"}); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := s.AccessOf(asEve, "vault"); a != caller.AccessNone {
 		t.Fatalf("a provider's admins got the owner's admins' box: %q", a)
 	}
-	if q, _ := s.Quota(asEve, ""); q.Groups["jobs"] != "" {
+	if q, _ := accessOf(s).Quota(asEve, ""); q.Groups["jobs"] != "" {
 		t.Fatalf("a provider's admins got the owner's admins' quota: %+v", q)
 	}
 	if _, err := s.ShareBox(asBoss, "vault", "@corp/admins", "viewer"); err != nil {

@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// A sign-in link is good once, and only for SignInTTL: past it, it is
+// A sign-in link is good once, and only for access.SignInTTL: past it, it is
 // gone, as a used one is.
 func TestSignInLinkExpires(t *testing.T) {
 	s, _ := newService(t)
@@ -33,25 +34,25 @@ func TestSignInLinkExpires(t *testing.T) {
 	}
 
 	// In time, once (the positive control).
-	tok, _, err := s.SignInLink(ctx, "/boxes")
+	tok, _, err := accessOf(s).SignInLink(ctx, "/boxes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(SignInTTL - time.Second)
-	if got, _, next, err := s.RedeemSignIn(tok); err != nil || got.ID != u.ID || next != "/boxes" {
+	now = now.Add(access.SignInTTL - time.Second)
+	if got, _, next, err := accessOf(s).RedeemSignIn(tok); err != nil || got.ID != u.ID || next != "/boxes" {
 		t.Fatalf("a link redeemed in time: %v %v %q", got, err, next)
 	}
-	_, _, _, err = s.RedeemSignIn(tok)
+	_, _, _, err = accessOf(s).RedeemSignIn(tok)
 	gone("a link redeemed twice", err)
 
 	// Late.
-	tok, _, err = s.SignInLink(ctx, "/boxes")
+	tok, _, err = accessOf(s).SignInLink(ctx, "/boxes")
 	if err != nil {
 		t.Fatal(err)
 	}
-	now = now.Add(SignInTTL + time.Second)
-	_, _, _, err = s.RedeemSignIn(tok)
-	gone("a link redeemed after SignInTTL", err)
+	now = now.Add(access.SignInTTL + time.Second)
+	_, _, _, err = accessOf(s).RedeemSignIn(tok)
+	gone("a link redeemed after access.SignInTTL", err)
 }
 
 // Restore and fork take a snapshot of the box named, never another box's
@@ -196,30 +197,30 @@ func TestUnsafeSettingTakesNoMembers(t *testing.T) {
 	s, _ := newService(t)
 	olga, _ := s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Created: time.Now()})
 	asOlga := caller.With(context.Background(), olga)
-	early, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleMember})
+	early, err := accessOf(s).Invite(asOlga, api.InvitePost{Role: store.RoleMember})
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.Cfg.UnsafeDockerInRuncBoxes = true
-	if _, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleMember}); !errors.Is(err, ErrUnsafeWithMembers) {
+	if _, err := accessOf(s).Invite(asOlga, api.InvitePost{Role: store.RoleMember}); !errors.Is(err, access.ErrUnsafeWithMembers) {
 		t.Fatalf("a member invited with the setting on: %v", err)
 	}
-	if _, _, err := s.Redeem(early.Token, "mia", "a long enough password"); !errors.Is(err, ErrUnsafeWithMembers) {
+	if _, _, err := accessOf(s).Redeem(early.Token, "mia", "a long enough password"); !errors.Is(err, access.ErrUnsafeWithMembers) {
 		t.Fatalf("an earlier invite redeemed with the setting on: %v", err)
 	}
 	// Owners may still be invited (the positive control).
-	if _, err := s.Invite(asOlga, api.InvitePost{Role: store.RoleOwner}); err != nil {
+	if _, err := accessOf(s).Invite(asOlga, api.InvitePost{Role: store.RoleOwner}); err != nil {
 		t.Fatalf("an owner invited with the setting on: %v", err)
 	}
 	s.Cfg.UnsafeDockerInRuncBoxes = false
-	if _, _, err := s.Redeem(early.Token, "mia", "a long enough password"); err != nil {
+	if _, _, err := accessOf(s).Redeem(early.Token, "mia", "a long enough password"); err != nil {
 		t.Fatalf("the invite with the setting off: %v", err)
 	}
 	users, _ := s.Store.Users()
-	if err := CheckUnsafeSetting(true, users); err == nil || !strings.Contains(err.Error(), "mia") {
+	if err := access.CheckUnsafeSetting(true, users); err == nil || !strings.Contains(err.Error(), "mia") {
 		t.Fatalf("the setting with a member: %v", err)
 	}
-	if err := CheckUnsafeSetting(false, users); err != nil {
+	if err := access.CheckUnsafeSetting(false, users); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -239,36 +240,36 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 			t.Fatalf("%s: %v, want too many", what, err)
 		}
 	}
-	for i := range MintsPerHour {
-		if _, _, err := s.SignInLink(asMia, "/"); err != nil {
+	for i := range access.MintsPerHour {
+		if _, _, err := accessOf(s).SignInLink(asMia, "/"); err != nil {
 			t.Fatalf("sign-in link %d: %v", i, err)
 		}
 	}
-	_, _, err := s.SignInLink(asMia, "/")
+	_, _, err := accessOf(s).SignInLink(asMia, "/")
 	tooMany("one sign-in link past the hour's", err)
-	if _, _, err := s.SignInLink(asOlga, "/"); err != nil {
+	if _, _, err := accessOf(s).SignInLink(asOlga, "/"); err != nil {
 		t.Fatalf("another user's sign-in link: %v", err)
 	}
-	for i := range MintsPerHour {
-		if _, err := s.CreateToken(asMia, fmt.Sprintf("t%d", i)); err != nil {
+	for i := range access.MintsPerHour {
+		if _, err := accessOf(s).CreateToken(asMia, fmt.Sprintf("t%d", i)); err != nil {
 			t.Fatalf("token %d: %v", i, err)
 		}
 	}
-	_, err = s.CreateToken(asMia, "one-more")
+	_, err = accessOf(s).CreateToken(asMia, "one-more")
 	tooMany("one token past the hour's", err)
 	// A device login's approval makes a token too: the same bounds.
-	dc, err := s.DeviceStart("laptop", "127.0.0.1")
+	dc, err := accessOf(s).DeviceStart("laptop", "127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tooMany("a device login approved past the hour's tokens", s.DeviceApprove(asMia, dc.UserCode, true))
-	// Held at once: MaxTokens, whatever the pace.
-	for i := range MaxTokens {
+	tooMany("a device login approved past the hour's tokens", accessOf(s).DeviceApprove(asMia, dc.UserCode, true))
+	// Held at once: access.MaxTokens, whatever the pace.
+	for i := range access.MaxTokens {
 		if err := s.Store.AddToken(store.Token{Hash: fmt.Sprint("h", i), Name: fmt.Sprintf("held%d", i), UserID: olga.ID, Kind: store.TokenAPI, Created: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	_, err = s.CreateToken(asOlga, "one-more")
+	_, err = accessOf(s).CreateToken(asOlga, "one-more")
 	tooMany("one token past the most held", err)
-	tooMany("a device login approved past the most held", s.DeviceApprove(asOlga, dc.UserCode, true))
+	tooMany("a device login approved past the most held", accessOf(s).DeviceApprove(asOlga, dc.UserCode, true))
 }

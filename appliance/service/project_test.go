@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 
 	"pgregory.net/rapid"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
@@ -34,6 +36,17 @@ func newService(t testing.TB) (*Service, *fake.Driver) {
 	drv := fake.New("img", "img2", "owner-snapshot:1", "sha256:0123abcd")
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: Types(cfg), Log: log}
 	return &Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}, drv
+}
+
+// accesses are the users' verbs (package access) of each service a test
+// made: one each, as paddockd has, since sign-in links, device logins and
+// mint budgets are kept in memory.
+var accesses sync.Map
+
+// accessOf is the users' verbs over s.
+func accessOf(s *Service) *access.Access {
+	a, _ := accesses.LoadOrStore(s, access.New(s, s.Store, &s.Cfg, s.Log))
+	return a.(*access.Access)
 }
 
 type fataler interface {

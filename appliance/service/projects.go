@@ -66,7 +66,7 @@ func (s *Service) Projects(ctx context.Context) ([]api.Project, error) {
 			get(p.Project).Policies = append(get(p.Project).Policies, p.Name)
 		}
 	}
-	names := s.ownerNames()
+	names := s.OwnerNames()
 	for _, r := range recs {
 		if !caller.Visible(ctx, r.Owner) {
 			continue

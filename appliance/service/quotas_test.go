@@ -25,16 +25,16 @@ func TestQuotas(t *testing.T) {
 	asMia, asBoss := caller.With(context.Background(), mia), caller.With(context.Background(), boss)
 	one, small := 1, []string{"small"}
 
-	if _, err := s.SetQuota(asMia, "mia", api.QuotaPut{Boxes: &one}); !isForbidden(err) {
+	if _, err := accessOf(s).SetQuota(asMia, "mia", api.QuotaPut{Boxes: &one}); !isForbidden(err) {
 		t.Fatalf("a member set their own quota: %v", err)
 	}
-	if _, err := s.SetQuota(asBoss, "boss", api.QuotaPut{Boxes: &one}); err == nil {
+	if _, err := accessOf(s).SetQuota(asBoss, "boss", api.QuotaPut{Boxes: &one}); err == nil {
 		t.Fatal("the owner was given a quota")
 	}
 	// The box quota under a running quota above it: the refusal is the
 	// box quota's own.
 	three := 3
-	q, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Boxes: &one, Running: &three, Types: &small})
+	q, err := accessOf(s).SetQuota(asBoss, "mia", api.QuotaPut{Boxes: &one, Running: &three, Types: &small})
 	if err != nil || q.Limits.Boxes != 1 || q.Limits.Drives != 3 || strings.Join(q.Own, ",") != "boxes,running,types" {
 		t.Fatalf("mia's quota: %+v %v", q, err)
 	}
@@ -49,7 +49,7 @@ func TestQuotas(t *testing.T) {
 
 	// Back to the server's 3 boxes, and 1 running: the running quota is
 	// next.
-	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Running: &one, Default: []string{"boxes"}}); err != nil {
+	if _, err := accessOf(s).SetQuota(asBoss, "mia", api.QuotaPut{Running: &one, Default: []string{"boxes"}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = s.CreateBox(asMia, api.BoxPost{Name: "m2"})
@@ -62,10 +62,10 @@ func TestQuotas(t *testing.T) {
 	}
 	_, err = s.StartBox(asMia, "m1")
 	wantRefusal(t, err, "mia has 1 box running", "--running N")
-	if q, err := s.Quota(asMia, ""); err != nil || q.Use.Boxes != 2 || q.Use.Running != 1 || q.Limits.Boxes != 3 || strings.Join(q.Own, ",") != "running,types" {
+	if q, err := accessOf(s).Quota(asMia, ""); err != nil || q.Use.Boxes != 2 || q.Use.Running != 1 || q.Limits.Boxes != 3 || strings.Join(q.Own, ",") != "running,types" {
 		t.Fatalf("mia reads her quota: %+v %v", q, err)
 	}
-	if _, err := s.Quota(asMia, "boss"); !api.IsNotFound(err) {
+	if _, err := accessOf(s).Quota(asMia, "boss"); !api.IsNotFound(err) {
 		t.Fatalf("a member read the owner's quota: %v", err)
 	}
 	// The owner is bounded by none of it.
@@ -74,7 +74,7 @@ func TestQuotas(t *testing.T) {
 			t.Fatalf("the owner's box: %v", err)
 		}
 	}
-	if _, err := s.SetQuota(asBoss, "mia", api.QuotaPut{Default: []string{"cpus"}}); err == nil || !strings.Contains(err.Error(), "no quota field") {
+	if _, err := accessOf(s).SetQuota(asBoss, "mia", api.QuotaPut{Default: []string{"cpus"}}); err == nil || !strings.Contains(err.Error(), "no quota field") {
 		t.Fatalf("an unknown field: %v", err)
 	}
 }

@@ -36,15 +36,15 @@ func TestAdminRole(t *testing.T) {
 		t.Fatal("the member lost their box")
 	}
 	one := 1
-	if _, err := s.SetQuota(asAda, "mia", api.QuotaPut{Boxes: &one}); err != nil {
+	if _, err := accessOf(s).SetQuota(asAda, "mia", api.QuotaPut{Boxes: &one}); err != nil {
 		t.Fatalf("the admin sets a quota: %v", err)
 	}
-	if _, err := s.Invite(asAda, api.InvitePost{Role: "admin"}); err != nil {
+	if _, err := accessOf(s).Invite(asAda, api.InvitePost{Role: "admin"}); err != nil {
 		t.Fatalf("the admin invites an admin: %v", err)
 	}
 	for what, err := range map[string]error{
-		"invite an owner": func() error { _, err := s.Invite(asAda, api.InvitePost{Role: "owner"}); return err }(),
-		"remove an owner": s.RemoveUser(asAda, "boss"),
+		"invite an owner": func() error { _, err := accessOf(s).Invite(asAda, api.InvitePost{Role: "owner"}); return err }(),
+		"remove an owner": accessOf(s).RemoveUser(asAda, "boss"),
 		"list servers":    func() error { _, err := servers(s).List(asAda); return err }(),
 		"share a secret":  s.SetSecret(asAda, "SHARED_KEY", []byte("v"), true, nil),
 	} {
@@ -53,16 +53,16 @@ func TestAdminRole(t *testing.T) {
 		}
 	}
 	// What the admin may do, a member may not.
-	if _, err := s.SetQuota(asMia, "mia", api.QuotaPut{Boxes: &one}); !isForbidden(err) {
+	if _, err := accessOf(s).SetQuota(asMia, "mia", api.QuotaPut{Boxes: &one}); !isForbidden(err) {
 		t.Errorf("a member set a quota: %v", err)
 	}
-	if _, err := s.Invite(asMia, api.InvitePost{}); !isForbidden(err) {
+	if _, err := accessOf(s).Invite(asMia, api.InvitePost{}); !isForbidden(err) {
 		t.Errorf("a member invited: %v", err)
 	}
-	if err := s.RemoveUser(asAda, "mia"); err != nil {
+	if err := accessOf(s).RemoveUser(asAda, "mia"); err != nil {
 		t.Fatalf("the admin removes a member: %v", err)
 	}
-	if _, err := s.Invite(asBoss, api.InvitePost{Role: "owner"}); err != nil {
+	if _, err := accessOf(s).Invite(asBoss, api.InvitePost{Role: "owner"}); err != nil {
 		t.Fatalf("the owner invites an owner: %v", err)
 	}
 }

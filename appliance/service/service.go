@@ -65,11 +65,6 @@ type Service struct {
 	// for a lull in them.
 	Fore Foreground
 
-	// Devices holds device logins in progress.
-	Devices Devices
-	// SignIns holds the dashboard's sign-in links not yet used.
-	SignIns SignIns
-	mints   mintLimits
 	watches watches
 	// viewsRead counts the events streams' reads of the store's view
 	// (one per change and audience, however many streams watch).
@@ -295,3 +290,10 @@ func (s *Service) Settle(ctx context.Context, name string, declErr error, addrs 
 	}
 	return b, rerr
 }
+
+// Providers are the single sign-on providers (nil: none); ProvidersKey
+// seals their refresh tokens in the store.
+func (s *Service) Providers() *sso.Set { return s.SSO }
+
+// ProvidersKey is the key that seals the providers' refresh tokens.
+func (s *Service) ProvidersKey() []byte { return s.SSOKey }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/sso"
@@ -78,14 +79,14 @@ func TestSSOUsers(t *testing.T) {
 	if err != nil || role != "member" {
 		t.Fatalf("ana admitted as %q: %v", role, err)
 	}
-	u, sess, err := s.SignInSSO(ctx, id, role)
+	u, sess, err := accessOf(s).SignInSSO(ctx, id, role)
 	if err != nil || u.Name != "ana-2" || u.Role != "member" || sess.Token == "" {
 		t.Fatalf("ana's first sign-in: %+v %v", u, err)
 	}
 	if _, err := prov.Admit(signInAt(t, set, p, "u-eve")); err == nil || !strings.Contains(err.Error(), "its email domain is not corp.test") {
 		t.Fatalf("eve of another domain: %v", err)
 	}
-	again, _, err := s.SignInSSO(ctx, signInAt(t, set, p, "u-ana"), "member")
+	again, _, err := accessOf(s).SignInSSO(ctx, signInAt(t, set, p, "u-ana"), "member")
 	if err != nil || again.ID != u.ID {
 		t.Fatalf("ana's second sign-in is user %d, not %d: %v", again.ID, u.ID, err)
 	}
@@ -96,7 +97,7 @@ func TestSSOUsers(t *testing.T) {
 
 	// Her group at the provider makes her an admin at the next recheck.
 	p.Add(idp.Person{Subject: "u-ana", Username: "Ana", Email: "ana@corp.test", Verified: true, Groups: []string{"admins"}})
-	if err := s.RecheckSSO(ctx); err != nil {
+	if err := accessOf(s).RecheckSSO(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if u, _ := s.Store.GetUser(u.ID); u.Role != "admin" {
@@ -121,7 +122,7 @@ func TestSSOUsers(t *testing.T) {
 	}
 	// Removed at the provider: every token and session goes.
 	p.Remove("u-ana")
-	if err := s.RecheckSSO(ctx); err != nil {
+	if err := accessOf(s).RecheckSSO(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.Store.LookupToken(apiHash, now); err == nil {
@@ -135,7 +136,7 @@ func TestSSOUsers(t *testing.T) {
 	p.Add(idp.Person{Subject: "u-ana", Username: "Ana", Email: "ana@corp.test", Verified: true})
 	id = signInAt(t, set, p, "u-ana")
 	id.Refresh = ""
-	if _, _, err := s.SignInSSO(ctx, id, "member"); err != nil {
+	if _, _, err := accessOf(s).SignInSSO(ctx, id, "member"); err != nil {
 		t.Fatal(err)
 	}
 	_, l, _ := s.Store.SSOUser("corp", "u-ana")
@@ -146,14 +147,14 @@ func TestSSOUsers(t *testing.T) {
 	mu.Lock()
 	now = now.Add(s.Cfg.SSOMaxAge - time.Minute)
 	mu.Unlock()
-	s.RecheckSSO(ctx)
+	accessOf(s).RecheckSSO(ctx)
 	if _, _, err := s.Store.LookupToken(apiHash, now); err != nil {
 		t.Fatalf("a token within sso_max_age of the sign-in: %v", err)
 	}
 	mu.Lock()
 	now = now.Add(2 * time.Minute)
 	mu.Unlock()
-	s.RecheckSSO(ctx)
+	accessOf(s).RecheckSSO(ctx)
 	if _, _, err := s.Store.LookupToken(apiHash, now); err == nil {
 		t.Fatal("a token past sso_max_age with no refresh token still works")
 	}
@@ -164,10 +165,10 @@ func TestSSOUsers(t *testing.T) {
 	hash, _ := auth.HashPassword("a long enough password")
 	s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Password: hash, Created: now})
 	s.Store.CreateUser(store.User{Name: "olga", Role: store.RoleOwner, Password: hash, Created: now})
-	if _, _, err := s.Login("mia", "a long enough password"); err != ErrPasswordOff {
+	if _, _, err := accessOf(s).Login("mia", "a long enough password"); err != access.ErrPasswordOff {
 		t.Fatalf("a member's password with password sign-in off: %v", err)
 	}
-	if _, _, err := s.Login("olga", "a long enough password"); err != nil {
+	if _, _, err := accessOf(s).Login("olga", "a long enough password"); err != nil {
 		t.Fatalf("the owner's password with password sign-in off: %v", err)
 	}
 }

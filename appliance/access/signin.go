@@ -1,4 +1,4 @@
-package service
+package access
 
 import (
 	"context"
@@ -29,31 +29,31 @@ type signIn struct {
 
 // SignInLink makes a single-use link token that gives a browser a session
 // as the user of ctx and then sends it to next (a path on this server).
-func (s *Service) SignInLink(ctx context.Context, next string) (string, time.Time, error) {
+func (a *Access) SignInLink(ctx context.Context, next string) (string, time.Time, error) {
 	u, ok := caller.From(ctx)
 	if !ok {
 		return "", time.Time{}, &api.Error{Code: api.CodeUnauthorized, Message: "a sign-in link is for a user"}
 	}
-	if err := s.mint(ctx, "sign-in links"); err != nil {
+	if err := a.mint(ctx, "sign-in links"); err != nil {
 		return "", time.Time{}, err
 	}
 	tok, hash := auth.NewToken()
-	exp := s.now().Add(SignInTTL)
-	s.SignIns.mu.Lock()
-	defer s.SignIns.mu.Unlock()
-	if s.SignIns.byHash == nil {
-		s.SignIns.byHash = map[string]signIn{}
+	exp := a.core.Time().Add(SignInTTL)
+	a.signIns.mu.Lock()
+	defer a.signIns.mu.Unlock()
+	if a.signIns.byHash == nil {
+		a.signIns.byHash = map[string]signIn{}
 	}
-	now := s.now()
-	for k, v := range s.SignIns.byHash {
+	now := a.core.Time()
+	for k, v := range a.signIns.byHash {
 		if now.After(v.expires) {
-			delete(s.SignIns.byHash, k)
+			delete(a.signIns.byHash, k)
 		}
 	}
-	if len(s.SignIns.byHash) > 1000 {
+	if len(a.signIns.byHash) > 1000 {
 		return "", time.Time{}, &api.Error{Code: api.CodeTooMany, Message: "too many sign-in links waiting; try again in two minutes"}
 	}
-	s.SignIns.byHash[hash] = signIn{user: u.ID, next: next, expires: exp}
+	a.signIns.byHash[hash] = signIn{user: u.ID, next: next, expires: exp}
 	return tok, exp, nil
 }
 
@@ -62,14 +62,14 @@ var errSignInGone = &api.Error{Code: api.CodeGone, Message: "this sign-in link h
 
 // PeekSignIn says whose a live sign-in link is, without using it (the
 // confirmation page names the account before the browser signs in).
-func (s *Service) PeekSignIn(token string) (store.User, error) {
-	s.SignIns.mu.Lock()
-	l, ok := s.SignIns.byHash[auth.Hash(token)]
-	s.SignIns.mu.Unlock()
-	if !ok || s.now().After(l.expires) {
+func (a *Access) PeekSignIn(token string) (store.User, error) {
+	a.signIns.mu.Lock()
+	l, ok := a.signIns.byHash[auth.Hash(token)]
+	a.signIns.mu.Unlock()
+	if !ok || a.core.Time().After(l.expires) {
 		return store.User{}, errSignInGone
 	}
-	u, err := s.Store.GetUser(l.user)
+	u, err := a.store.GetUser(l.user)
 	if err != nil {
 		return store.User{}, errSignInGone
 	}
@@ -78,19 +78,19 @@ func (s *Service) PeekSignIn(token string) (store.User, error) {
 
 // RedeemSignIn uses a sign-in link once: it starts a browser session for
 // the link's user and returns where the browser goes next.
-func (s *Service) RedeemSignIn(token string) (store.User, api.Session, string, error) {
+func (a *Access) RedeemSignIn(token string) (store.User, api.Session, string, error) {
 	hash := auth.Hash(token)
-	s.SignIns.mu.Lock()
-	l, ok := s.SignIns.byHash[hash]
-	delete(s.SignIns.byHash, hash)
-	s.SignIns.mu.Unlock()
-	if !ok || s.now().After(l.expires) {
+	a.signIns.mu.Lock()
+	l, ok := a.signIns.byHash[hash]
+	delete(a.signIns.byHash, hash)
+	a.signIns.mu.Unlock()
+	if !ok || a.core.Time().After(l.expires) {
 		return store.User{}, api.Session{}, "", errSignInGone
 	}
-	u, err := s.Store.GetUser(l.user)
+	u, err := a.store.GetUser(l.user)
 	if err != nil {
 		return store.User{}, api.Session{}, "", errSignInGone // the user was removed meanwhile
 	}
-	sess, err := s.NewSession(u)
+	sess, err := a.NewSession(u)
 	return u, sess, l.next, err
 }

@@ -1,4 +1,4 @@
-package service
+package access
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 
 // CreateToken makes an API token of the user for automation; its value
 // is returned once and only its hash is kept.
-func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreated, error) {
+func (a *Access) CreateToken(ctx context.Context, name string) (api.TokenCreated, error) {
 	if err := api.ValidName("token", name); err != nil {
 		return api.TokenCreated{}, err
 	}
-	ts, err := s.Store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
+	ts, err := a.store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
 	if err != nil {
 		return api.TokenCreated{}, err
 	}
@@ -28,19 +28,19 @@ func (s *Service) CreateToken(ctx context.Context, name string) (api.TokenCreate
 			return api.TokenCreated{}, api.Conflict("a token named %q exists", name)
 		}
 	}
-	if err := s.mayMintToken(ctx, len(ts)); err != nil {
+	if err := a.mayMintToken(ctx, len(ts)); err != nil {
 		return api.TokenCreated{}, err
 	}
 	tok, hash := auth.NewToken()
-	if err := s.Store.AddToken(store.Token{Hash: hash, Name: name, UserID: caller.OwnerID(ctx), Kind: store.TokenAPI, Created: s.now()}); err != nil {
+	if err := a.store.AddToken(store.Token{Hash: hash, Name: name, UserID: caller.OwnerID(ctx), Kind: store.TokenAPI, Created: a.core.Time()}); err != nil {
 		return api.TokenCreated{}, err
 	}
 	return api.TokenCreated{Name: name, Token: tok}, nil
 }
 
 // Tokens lists the user's API tokens by name (never their values).
-func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
-	ts, err := s.Store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
+func (a *Access) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
+	ts, err := a.store.Tokens(caller.OwnerID(ctx), store.TokenAPI)
 	if err != nil {
 		return nil, err
 	}
@@ -53,8 +53,8 @@ func (s *Service) Tokens(ctx context.Context) ([]api.TokenInfo, error) {
 
 // RevokeToken deletes one of the user's tokens; requests with it fail
 // from then on.
-func (s *Service) RevokeToken(ctx context.Context, name string) error {
-	if err := s.Store.DeleteToken(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
+func (a *Access) RevokeToken(ctx context.Context, name string) error {
+	if err := a.store.DeleteToken(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
 		return api.NotFound("token", name)
 	} else if err != nil {
 		return err
@@ -80,20 +80,20 @@ type mintLimits struct {
 // mayMintToken refuses one more API token to the user of ctx, who holds
 // held, past MaxTokens held or MintsPerHour made. Every way of making one
 // passes here: 'paddock token create' and a device login's approval.
-func (s *Service) mayMintToken(ctx context.Context, held int) error {
+func (a *Access) mayMintToken(ctx context.Context, held int) error {
 	if held >= MaxTokens {
 		return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you hold %d API tokens, the most a user may: revoke one first ('paddock token rm NAME')", held)}
 	}
-	return s.mint(ctx, "API tokens")
+	return a.mint(ctx, "API tokens")
 }
 
 // mint takes one of the user's hourly mints of kind, or says when the
 // next comes.
-func (s *Service) mint(ctx context.Context, kind string) error {
-	s.mints.once.Do(func() {
-		s.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}
+func (a *Access) mint(ctx context.Context, kind string) error {
+	a.mints.once.Do(func() {
+		a.mints.l = &auth.Limiter{Every: time.Hour / MintsPerHour, Burst: MintsPerHour}
 	})
-	if ok, wait := s.mints.l.Allow(fmt.Sprint(kind, ":", caller.OwnerID(ctx))); !ok {
+	if ok, wait := a.mints.l.Allow(fmt.Sprint(kind, ":", caller.OwnerID(ctx))); !ok {
 		return &api.Error{Code: api.CodeTooMany, Message: fmt.Sprintf("you made %d %s within the hour, the most a user may: the next in %s", MintsPerHour, kind, wait.Round(time.Second))}
 	}
 	return nil

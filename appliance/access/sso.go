@@ -1,4 +1,4 @@
-package service
+package access
 
 import (
 	"context"
@@ -31,38 +31,38 @@ import (
 
 // SignInSSO makes or finds the user of a person the provider signed in
 // and let in with role, and starts a browser session for them.
-func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (store.User, api.Session, error) {
-	now := s.now()
-	u, l, err := s.Store.SSOUser(id.Provider, id.Subject)
+func (a *Access) SignInSSO(ctx context.Context, id sso.Identity, role string) (store.User, api.Session, error) {
+	now := a.core.Time()
+	u, l, err := a.store.SSOUser(id.Provider, id.Subject)
 	switch {
 	case err == nil:
 		l.Email, l.SignedIn, l.Checked = id.Email, now, now
 		if id.Refresh != "" {
-			l.Refresh = sso.Seal(s.SSOKey, id.Refresh)
+			l.Refresh = sso.Seal(a.core.ProvidersKey(), id.Refresh)
 		}
-		if err := s.Store.UpdateSSO(l, role); err != nil {
+		if err := a.store.UpdateSSO(l, role); err != nil {
 			return u, api.Session{}, err
 		}
 		was := u.Role
-		if u, err = s.Store.GetUser(u.ID); err != nil {
+		if u, err = a.store.GetUser(u.ID); err != nil {
 			return u, api.Session{}, err
 		}
-		s.ssoRoleChanged(u, was, id.Provider, "sign-in")
-		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
+		a.ssoRoleChanged(u, was, id.Provider, "sign-in")
+		if err := a.SyncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
 			return u, api.Session{}, err
 		}
 	case errors.Is(err, store.ErrNotFound):
-		if err := s.membersAllowed(role); err != nil {
+		if err := a.membersAllowed(role); err != nil {
 			return u, api.Session{}, err
 		}
-		l = store.SSOLink{Provider: id.Provider, Subject: id.Subject, Email: id.Email, Refresh: sso.Seal(s.SSOKey, id.Refresh), SignedIn: now, Checked: now}
+		l = store.SSOLink{Provider: id.Provider, Subject: id.Subject, Email: id.Email, Refresh: sso.Seal(a.core.ProvidersKey(), id.Refresh), SignedIn: now, Checked: now}
 		base := ssoName(id)
 		for i := 1; ; i++ {
 			name := base
 			if i > 1 {
 				name = fmt.Sprintf("%s-%d", strings.TrimRight(base[:min(len(base), 58)], "-"), i)
 			}
-			u, err = s.Store.AddSSOUser(store.User{Name: name, Role: role, Created: now}, l)
+			u, err = a.store.AddSSOUser(store.User{Name: name, Role: role, Created: now}, l)
 			if !errors.Is(err, store.ErrConflict) || i >= 100 {
 				break
 			}
@@ -70,28 +70,28 @@ func (s *Service) SignInSSO(ctx context.Context, id sso.Identity, role string) (
 		if err != nil {
 			return u, api.Session{}, err
 		}
-		s.Log.Info("user created", "user", u.Name, "role", u.Role, "by", "sso:"+id.Provider, "email", id.Email)
+		a.log.Info("user created", "user", u.Name, "role", u.Role, "by", "sso:"+id.Provider, "email", id.Email)
 		detail, _ := json.Marshal(map[string]any{"role": u.Role, "email": id.Email, "groups": id.Groups})
-		s.Record(audit.Entry{User: "paddockd", Via: "sso:" + id.Provider, Action: "user.create", Object: u.Name, Result: "ok", Detail: detail})
-		if err := s.syncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
+		a.core.Record(audit.Entry{User: "paddockd", Via: "sso:" + id.Provider, Action: "user.create", Object: u.Name, Result: "ok", Detail: detail})
+		if err := a.SyncSSOGroups(u.ID, id.Provider, id.Groups); err != nil {
 			return u, api.Session{}, err
 		}
 	default:
 		return u, api.Session{}, err
 	}
-	sess, err := s.NewSession(u)
+	sess, err := a.NewSession(u)
 	return u, sess, err
 }
 
 // ssoRoleChanged writes to the log and the audit log a role that a
 // sign-in provider's groups changed (at a sign-in or a recheck).
-func (s *Service) ssoRoleChanged(u store.User, was, provider, at string) {
+func (a *Access) ssoRoleChanged(u store.User, was, provider, at string) {
 	if u.Role == was {
 		return
 	}
-	s.Log.Info("sso role changed", "user", u.Name, "from", was, "to", u.Role, "at", at)
+	a.log.Info("sso role changed", "user", u.Name, "from", was, "to", u.Role, "at", at)
 	detail, _ := json.Marshal(map[string]any{"from": was, "to": u.Role, "at": at})
-	s.Record(audit.Entry{User: "paddockd", Via: "sso:" + provider, Action: "user.role", Object: u.Name, Result: "ok", Detail: detail})
+	a.core.Record(audit.Entry{User: "paddockd", Via: "sso:" + provider, Action: "user.role", Object: u.Name, Result: "ok", Detail: detail})
 }
 
 var notName = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -112,72 +112,72 @@ func ssoName(id sso.Identity) string {
 // RecheckSSO asks each single sign-on user's provider about them again
 // (see above); the users who lost their tokens are named in the log and
 // the audit log.
-func (s *Service) RecheckSSO(ctx context.Context) error {
-	if s.SSO == nil {
+func (a *Access) RecheckSSO(ctx context.Context) error {
+	if a.core.Providers() == nil {
 		return nil
 	}
-	links, err := s.Store.SSOLinks()
+	links, err := a.store.SSOLinks()
 	if err != nil {
 		return err
 	}
 	var errs []error
 	for _, l := range links {
-		u, err := s.Store.GetUser(l.UserID)
+		u, err := a.store.GetUser(l.UserID)
 		if err != nil {
 			continue
 		}
-		now := s.now()
-		refresh, err := sso.Open(s.SSOKey, l.Refresh)
+		now := a.core.Time()
+		refresh, err := sso.Open(a.core.ProvidersKey(), l.Refresh)
 		if err != nil || refresh == "" {
-			if now.Sub(l.SignedIn) >= s.Cfg.SSOMaxAge {
-				s.revokeSSO(u, fmt.Sprintf("no refresh token from the provider, and the last sign-in is older than sso_max_age = %s", s.Cfg.SSOMaxAge))
+			if now.Sub(l.SignedIn) >= a.cfg.SSOMaxAge {
+				a.revokeSSO(u, fmt.Sprintf("no refresh token from the provider, and the last sign-in is older than sso_max_age = %s", a.cfg.SSOMaxAge))
 			}
 			continue
 		}
-		id, err := s.SSO.Refresh(ctx, l.Provider, refresh)
+		id, err := a.core.Providers().Refresh(ctx, l.Provider, refresh)
 		var refused *sso.Refused
 		if errors.As(err, &refused) {
 			l.Refresh = ""
-			errs = append(errs, s.Store.UpdateSSO(l, ""))
-			s.revokeSSO(u, refused.Why)
+			errs = append(errs, a.store.UpdateSSO(l, ""))
+			a.revokeSSO(u, refused.Why)
 			continue
 		}
 		if err != nil {
 			// The provider is away: ask again at the next recheck.
-			s.Log.Warn("sso recheck", "user", u.Name, "provider", l.Provider, "err", err)
+			a.log.Warn("sso recheck", "user", u.Name, "provider", l.Provider, "err", err)
 			continue
 		}
 		role := ""
 		if id.Subject != "" {
-			p, _ := s.SSO.Provider(l.Provider)
+			p, _ := a.core.Providers().Provider(l.Provider)
 			if role, err = p.Admit(id); err != nil {
 				l.Refresh = ""
-				errs = append(errs, s.Store.UpdateSSO(l, ""))
-				s.revokeSSO(u, err.Error())
+				errs = append(errs, a.store.UpdateSSO(l, ""))
+				a.revokeSSO(u, err.Error())
 				continue
 			}
-			errs = append(errs, s.syncSSOGroups(u.ID, l.Provider, id.Groups))
+			errs = append(errs, a.SyncSSOGroups(u.ID, l.Provider, id.Groups))
 		}
-		l.Refresh, l.Checked = sso.Seal(s.SSOKey, id.Refresh), now
-		errs = append(errs, s.Store.UpdateSSO(l, role))
-		if now, err := s.Store.GetUser(u.ID); err == nil {
-			s.ssoRoleChanged(now, u.Role, l.Provider, "recheck")
+		l.Refresh, l.Checked = sso.Seal(a.core.ProvidersKey(), id.Refresh), now
+		errs = append(errs, a.store.UpdateSSO(l, role))
+		if now, err := a.store.GetUser(u.ID); err == nil {
+			a.ssoRoleChanged(now, u.Role, l.Provider, "recheck")
 		}
 	}
 	return errors.Join(errs...)
 }
 
 // revokeSSO removes a single sign-on user's API tokens and sessions.
-func (s *Service) revokeSSO(u store.User, why string) {
-	n, err := s.Store.RevokeTokens(u.ID)
+func (a *Access) revokeSSO(u store.User, why string) {
+	n, err := a.store.RevokeTokens(u.ID)
 	if err != nil {
-		s.Log.Error("revoking tokens", "user", u.Name, "err", err)
+		a.log.Error("revoking tokens", "user", u.Name, "err", err)
 		return
 	}
 	if n == 0 {
 		return
 	}
-	s.Log.Warn("sso user's tokens revoked", "user", u.Name, "tokens", n, "why", why)
+	a.log.Warn("sso user's tokens revoked", "user", u.Name, "tokens", n, "why", why)
 	detail, _ := json.Marshal(map[string]any{"why": why, "tokens": n})
-	s.Record(audit.Entry{User: "paddockd", Via: "sso", Action: "user.sso.revoke", Object: u.Name, Result: "ok", Detail: detail})
+	a.core.Record(audit.Entry{User: "paddockd", Via: "sso", Action: "user.sso.revoke", Object: u.Name, Result: "ok", Detail: detail})
 }

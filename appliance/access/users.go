@@ -1,4 +1,4 @@
-package service
+package access
 
 import (
 	"context"
@@ -19,28 +19,28 @@ import (
 // LinkTTL bounds one-time links when the config does not say.
 const LinkTTL = 24 * time.Hour
 
-func (s *Service) linkTTL() time.Duration {
-	if s.Cfg.LinkTTL > 0 {
-		return s.Cfg.LinkTTL
+func (a *Access) linkTTL() time.Duration {
+	if a.cfg.LinkTTL > 0 {
+		return a.cfg.LinkTTL
 	}
 	return LinkTTL
 }
 
 // SetupLink makes a fresh one-time owner setup link while no owner exists
 // (replacing any earlier one); it returns "" once there is an owner.
-func (s *Service) SetupLink() (string, error) {
-	has, err := s.Store.HasOwner()
+func (a *Access) SetupLink() (string, error) {
+	has, err := a.store.HasOwner()
 	if err != nil || has {
 		return "", err
 	}
 	tok, hash := auth.NewToken()
-	now := s.now()
-	err = s.Store.AddLink(store.Link{Hash: hash, Kind: store.LinkSetup, Role: store.RoleOwner, Created: now, Expires: now.Add(s.linkTTL())})
+	now := a.core.Time()
+	err = a.store.AddLink(store.Link{Hash: hash, Kind: store.LinkSetup, Role: store.RoleOwner, Created: now, Expires: now.Add(a.linkTTL())})
 	return tok, err
 }
 
 // Invite makes a one-time link that creates a user with a role.
-func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreated, error) {
+func (a *Access) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreated, error) {
 	if err := caller.RequireAdmin(ctx, "invite users"); err != nil {
 		return api.InviteCreated{}, err
 	}
@@ -55,19 +55,19 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 			return api.InviteCreated{}, err
 		}
 	}
-	if err := s.membersAllowed(p.Role); err != nil {
+	if err := a.membersAllowed(p.Role); err != nil {
 		return api.InviteCreated{}, err
 	}
-	if !s.Cfg.PasswordLogin && p.Role != store.RoleOwner {
+	if !a.cfg.PasswordLogin && p.Role != store.RoleOwner {
 		return api.InviteCreated{}, api.Conflict("password sign-in is off on this server (password_login = false): people sign in with its single sign-on provider, with no invitation")
 	}
 	tok, hash := auth.NewToken()
-	now := s.now()
-	l := store.Link{Hash: hash, Kind: store.LinkInvite, Role: p.Role, Created: now, Expires: now.Add(s.linkTTL())}
+	now := a.core.Time()
+	l := store.Link{Hash: hash, Kind: store.LinkInvite, Role: p.Role, Created: now, Expires: now.Add(a.linkTTL())}
 	if u, ok := caller.From(ctx); ok {
 		l.By = u.ID
 	}
-	if err := s.Store.AddLink(l); err != nil {
+	if err := a.store.AddLink(l); err != nil {
 		return api.InviteCreated{}, err
 	}
 	return api.InviteCreated{ID: l.ID(), Token: tok, Role: p.Role, Expires: l.Expires}, nil
@@ -76,15 +76,15 @@ func (s *Service) Invite(ctx context.Context, p api.InvitePost) (api.InviteCreat
 // Invites lists the invitations not used yet and not expired (the owner
 // or an admin): who made each, for what role, until when. Their links
 // are not kept, and not shown.
-func (s *Service) Invites(ctx context.Context) ([]api.Invite, error) {
+func (a *Access) Invites(ctx context.Context) ([]api.Invite, error) {
 	if err := caller.RequireAdmin(ctx, "list invitations"); err != nil {
 		return nil, err
 	}
-	links, err := s.Store.Links(store.LinkInvite, s.now())
+	links, err := a.store.Links(store.LinkInvite, a.core.Time())
 	if err != nil {
 		return nil, err
 	}
-	us, err := s.Store.Users()
+	us, err := a.store.Users()
 	if err != nil {
 		return nil, err
 	}
@@ -101,11 +101,11 @@ func (s *Service) Invites(ctx context.Context) ([]api.Invite, error) {
 
 // RevokeInvite takes an invitation back: its link signs nobody up. An
 // owner's invitation is the owner's to revoke, as it is to make.
-func (s *Service) RevokeInvite(ctx context.Context, id string) error {
+func (a *Access) RevokeInvite(ctx context.Context, id string) error {
 	if err := caller.RequireAdmin(ctx, "revoke invitations"); err != nil {
 		return err
 	}
-	links, err := s.Store.Links(store.LinkInvite, s.now())
+	links, err := a.store.Links(store.LinkInvite, a.core.Time())
 	if err != nil {
 		return err
 	}
@@ -118,7 +118,7 @@ func (s *Service) RevokeInvite(ctx context.Context, id string) error {
 				return err
 			}
 		}
-		if err := s.Store.DeleteLink(l.Hash); errors.Is(err, store.ErrNotFound) {
+		if err := a.store.DeleteLink(l.Hash); errors.Is(err, store.ErrNotFound) {
 			return noInvite(id)
 		} else if err != nil {
 			return err
@@ -140,8 +140,8 @@ var ErrUnsafeWithMembers = &api.Error{Code: api.CodeConflict, Message: "this ser
 
 // membersAllowed refuses a member (role) while the server's boxes may
 // run Docker on runc.
-func (s *Service) membersAllowed(role string) error {
-	if role != store.RoleOwner && s.Cfg.UnsafeDockerInRuncBoxes {
+func (a *Access) membersAllowed(role string) error {
+	if role != store.RoleOwner && a.cfg.UnsafeDockerInRuncBoxes {
 		return ErrUnsafeWithMembers
 	}
 	return nil
@@ -167,13 +167,13 @@ func CheckUnsafeSetting(unsafe bool, users []store.User) error {
 
 // LinkKind says what a live one-time link does ("setup" or "invite");
 // a used, expired or unknown link is not found.
-func (s *Service) LinkKind(token string) (string, error) {
-	l, err := s.Store.GetLink(auth.Hash(token), s.now())
+func (a *Access) LinkKind(token string) (string, error) {
+	l, err := a.store.GetLink(auth.Hash(token), a.core.Time())
 	if errors.Is(err, store.ErrNotFound) {
 		return "", &api.Error{Code: api.CodeGone, Message: "this link has been used or has expired"}
 	}
 	if err == nil && l.Kind == store.LinkSetup {
-		if has, herr := s.Store.HasOwner(); herr != nil || has {
+		if has, herr := a.store.HasOwner(); herr != nil || has {
 			return "", errors.Join(herr, &api.Error{Code: api.CodeGone, Message: "this server already has an owner"})
 		}
 	}
@@ -182,15 +182,15 @@ func (s *Service) LinkKind(token string) (string, error) {
 
 // Redeem uses a one-time link to create a user (the owner, for the setup
 // link) and returns a browser session for them.
-func (s *Service) Redeem(token, name, password string) (store.User, api.Session, error) {
+func (a *Access) Redeem(token, name, password string) (store.User, api.Session, error) {
 	if err := api.ValidName("user", name); err != nil {
 		return store.User{}, api.Session{}, err
 	}
 	if err := auth.CheckNewPassword(password); err != nil {
 		return store.User{}, api.Session{}, api.Invalid("password", "%v", err)
 	}
-	if l, err := s.Store.GetLink(auth.Hash(token), s.now()); err == nil {
-		if err := s.membersAllowed(l.Role); err != nil {
+	if l, err := a.store.GetLink(auth.Hash(token), a.core.Time()); err == nil {
+		if err := a.membersAllowed(l.Role); err != nil {
 			return store.User{}, api.Session{}, err
 		}
 	}
@@ -198,7 +198,7 @@ func (s *Service) Redeem(token, name, password string) (store.User, api.Session,
 	if err != nil {
 		return store.User{}, api.Session{}, err
 	}
-	u, err := s.Store.RedeemLink(auth.Hash(token), s.now(), store.User{Name: name, Password: hash, Created: s.now()})
+	u, err := a.store.RedeemLink(auth.Hash(token), a.core.Time(), store.User{Name: name, Password: hash, Created: a.core.Time()})
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return u, api.Session{}, &api.Error{Code: api.CodeGone, Message: "this link has been used or has expired"}
@@ -209,7 +209,7 @@ func (s *Service) Redeem(token, name, password string) (store.User, api.Session,
 	case err != nil:
 		return u, api.Session{}, err
 	}
-	sess, err := s.NewSession(u)
+	sess, err := a.NewSession(u)
 	return u, sess, err
 }
 
@@ -217,11 +217,11 @@ func (s *Service) Redeem(token, name, password string) (store.User, api.Session,
 const SessionTTL = 7 * 24 * time.Hour
 
 // NewSession starts a browser session for u.
-func (s *Service) NewSession(u store.User) (api.Session, error) {
+func (a *Access) NewSession(u store.User) (api.Session, error) {
 	tok, hash := auth.NewToken()
 	csrf, _ := auth.NewToken()
-	exp := s.now().Add(SessionTTL)
-	err := s.Store.AddToken(store.Token{Hash: hash, Name: "session", UserID: u.ID, Kind: store.TokenSession, Created: s.now(), Expires: &exp, CSRF: csrf})
+	exp := a.core.Time().Add(SessionTTL)
+	err := a.store.AddToken(store.Token{Hash: hash, Name: "session", UserID: u.ID, Kind: store.TokenSession, Created: a.core.Time(), Expires: &exp, CSRF: csrf})
 	return api.Session{Token: tok, CSRF: csrf, Expires: exp}, err
 }
 
@@ -231,28 +231,28 @@ var ErrPasswordOff = &api.Error{Code: api.CodeForbidden, Message: "password sign
 
 // Login checks a name and password and starts a session. A wrong name
 // and a wrong password get the same answer, in the same time.
-func (s *Service) Login(name, password string) (store.User, api.Session, error) {
-	u, err := s.Store.UserByName(name)
+func (a *Access) Login(name, password string) (store.User, api.Session, error) {
+	u, err := a.store.UserByName(name)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return u, api.Session{}, err
 	}
 	if !auth.CheckPassword(u.Password, password) {
 		return u, api.Session{}, &api.Error{Code: api.CodeUnauthorized, Message: "wrong user name or password"}
 	}
-	if !s.Cfg.PasswordLogin && u.Role != store.RoleOwner {
+	if !a.cfg.PasswordLogin && u.Role != store.RoleOwner {
 		return u, api.Session{}, ErrPasswordOff
 	}
-	sess, err := s.NewSession(u)
+	sess, err := a.NewSession(u)
 	return u, sess, err
 }
 
 // Users lists users (the owner sees all; a member, themselves).
-func (s *Service) Users(ctx context.Context) ([]api.User, error) {
-	us, err := s.Store.Users()
+func (a *Access) Users(ctx context.Context) ([]api.User, error) {
+	us, err := a.store.Users()
 	if err != nil {
 		return nil, err
 	}
-	links, err := s.Store.SSOLinks()
+	links, err := a.store.SSOLinks()
 	if err != nil {
 		return nil, err
 	}
@@ -272,11 +272,11 @@ func (s *Service) Users(ctx context.Context) ([]api.User, error) {
 
 // RemoveUser removes a user, their tokens, sessions and keys. Their boxes
 // and drives stay, and the owner can remove them.
-func (s *Service) RemoveUser(ctx context.Context, name string) error {
+func (a *Access) RemoveUser(ctx context.Context, name string) error {
 	if err := caller.RequireAdmin(ctx, "remove users"); err != nil {
 		return err
 	}
-	u, err := s.Store.UserByName(name)
+	u, err := a.store.UserByName(name)
 	if errors.Is(err, store.ErrNotFound) {
 		return api.NotFound("user", name)
 	}
@@ -291,7 +291,7 @@ func (s *Service) RemoveUser(ctx context.Context, name string) error {
 	if me, ok := caller.From(ctx); ok && me.ID == u.ID {
 		return api.Conflict("you cannot remove yourself")
 	}
-	return s.Store.DeleteUser(u.ID)
+	return a.store.DeleteUser(u.ID)
 }
 
 // A device login lets the CLI on a laptop get a token that a person
@@ -344,7 +344,7 @@ func normalizeUserCode(c string) string {
 
 // DeviceStart begins a device login for a token to be called name, asked
 // from the client address from.
-func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
+func (a *Access) DeviceStart(name, from string) (api.DeviceCode, error) {
 	if name == "" {
 		name = "cli"
 	}
@@ -354,11 +354,11 @@ func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
 	// Approval needs someone who can log in to the pages (local mode's
 	// owner has no password; a sign-in provider lets people in): say so
 	// now rather than wait ten minutes.
-	us, err := s.Store.Users()
+	us, err := a.store.Users()
 	if err != nil {
 		return api.DeviceCode{}, err
 	}
-	canApprove := len(s.SSO.Providers()) > 0
+	canApprove := len(a.core.Providers().Providers()) > 0
 	for _, u := range us {
 		canApprove = canApprove || u.Password != ""
 	}
@@ -366,29 +366,29 @@ func (s *Service) DeviceStart(name, from string) (api.DeviceCode, error) {
 		return api.DeviceCode{}, api.Conflict("nobody on this server can log in with a password to approve a login: use 'paddock login URL --token TOKEN' (local mode prints the token)")
 	}
 	dev, hash := auth.NewToken()
-	d := &deviceLogin{userCode: newUserCode(), name: name, from: from, started: s.now(), expires: s.now().Add(DeviceTTL)}
-	s.Devices.mu.Lock()
-	defer s.Devices.mu.Unlock()
-	if s.Devices.byCode == nil {
-		s.Devices.byCode = map[string]*deviceLogin{}
+	d := &deviceLogin{userCode: newUserCode(), name: name, from: from, started: a.core.Time(), expires: a.core.Time().Add(DeviceTTL)}
+	a.devices.mu.Lock()
+	defer a.devices.mu.Unlock()
+	if a.devices.byCode == nil {
+		a.devices.byCode = map[string]*deviceLogin{}
 	}
-	now := s.now()
-	for k, v := range s.Devices.byCode {
+	now := a.core.Time()
+	for k, v := range a.devices.byCode {
 		if now.After(v.expires) {
-			delete(s.Devices.byCode, k)
+			delete(a.devices.byCode, k)
 		}
 	}
-	if len(s.Devices.byCode) > 1000 {
+	if len(a.devices.byCode) > 1000 {
 		return api.DeviceCode{}, &api.Error{Code: api.CodeTooMany, Message: "too many logins in progress; try again in a few minutes"}
 	}
-	s.Devices.byCode[hash] = d
+	a.devices.byCode[hash] = d
 	return api.DeviceCode{DeviceCode: dev, UserCode: d.userCode, ExpiresIn: int(DeviceTTL / time.Second), Interval: int(DeviceInterval / time.Second)}, nil
 }
 
-func (s *Service) deviceByUserCode(code string) *deviceLogin {
+func (a *Access) deviceByUserCode(code string) *deviceLogin {
 	code = normalizeUserCode(code)
-	for _, d := range s.Devices.byCode {
-		if d.userCode == code && s.now().Before(d.expires) && d.token == "" && !d.denied {
+	for _, d := range a.devices.byCode {
+		if d.userCode == code && a.core.Time().Before(d.expires) && d.token == "" && !d.denied {
 			return d
 		}
 	}
@@ -402,10 +402,10 @@ type DeviceRequest struct {
 }
 
 // DeviceInfo tells what the device login waiting for a user code asks for.
-func (s *Service) DeviceInfo(code string) (DeviceRequest, error) {
-	s.Devices.mu.Lock()
-	defer s.Devices.mu.Unlock()
-	d := s.deviceByUserCode(code)
+func (a *Access) DeviceInfo(code string) (DeviceRequest, error) {
+	a.devices.mu.Lock()
+	defer a.devices.mu.Unlock()
+	d := a.deviceByUserCode(code)
 	if d == nil {
 		return DeviceRequest{}, &api.Error{Code: api.CodeNotFound, Field: "code", Message: fmt.Sprintf("no login waits for the code %q (codes last %d minutes)", code, int(DeviceTTL/time.Minute))}
 	}
@@ -414,14 +414,14 @@ func (s *Service) DeviceInfo(code string) (DeviceRequest, error) {
 
 // DeviceApprove gives the device login with a user code a new API token
 // of the user of ctx (approve false denies it).
-func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) error {
+func (a *Access) DeviceApprove(ctx context.Context, code string, approve bool) error {
 	u, ok := caller.From(ctx)
 	if !ok {
 		return errors.New("device approval needs a user")
 	}
-	s.Devices.mu.Lock()
-	defer s.Devices.mu.Unlock()
-	d := s.deviceByUserCode(code)
+	a.devices.mu.Lock()
+	defer a.devices.mu.Unlock()
+	d := a.deviceByUserCode(code)
 	if d == nil {
 		return &api.Error{Code: api.CodeNotFound, Field: "code", Message: fmt.Sprintf("no login waits for the code %q (codes last %d minutes)", code, int(DeviceTTL/time.Minute))}
 	}
@@ -429,15 +429,15 @@ func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) 
 		d.denied = true
 		return nil
 	}
-	held, err := s.Store.Tokens(u.ID, store.TokenAPI)
+	held, err := a.store.Tokens(u.ID, store.TokenAPI)
 	if err != nil {
 		return err
 	}
-	if err := s.mayMintToken(ctx, len(held)); err != nil {
+	if err := a.mayMintToken(ctx, len(held)); err != nil {
 		return err
 	}
 	tok, hash := auth.NewToken()
-	if err := s.Store.AddToken(store.Token{Hash: hash, Name: d.name, UserID: u.ID, Kind: store.TokenAPI, Created: s.now()}); err != nil {
+	if err := a.store.AddToken(store.Token{Hash: hash, Name: d.name, UserID: u.ID, Kind: store.TokenAPI, Created: a.core.Time()}); err != nil {
 		return err
 	}
 	d.token = tok
@@ -447,22 +447,22 @@ func (s *Service) DeviceApprove(ctx context.Context, code string, approve bool) 
 // DevicePoll answers the CLI's poll: the token once approved (then the
 // login is gone), or an api.Error with code authorization_pending,
 // slow_down, access_denied or expired_token.
-func (s *Service) DevicePoll(deviceCode string) (string, error) {
-	s.Devices.mu.Lock()
-	defer s.Devices.mu.Unlock()
+func (a *Access) DevicePoll(deviceCode string) (string, error) {
+	a.devices.mu.Lock()
+	defer a.devices.mu.Unlock()
 	h := auth.Hash(deviceCode)
-	d, ok := s.Devices.byCode[h]
-	now := s.now()
+	d, ok := a.devices.byCode[h]
+	now := a.core.Time()
 	if !ok || now.After(d.expires) {
-		delete(s.Devices.byCode, h)
+		delete(a.devices.byCode, h)
 		return "", &api.Error{Code: api.CodeExpiredToken, Message: "the login expired; run 'paddock login' again"}
 	}
 	switch {
 	case d.denied:
-		delete(s.Devices.byCode, h)
+		delete(a.devices.byCode, h)
 		return "", &api.Error{Code: api.CodeAccessDenied, Message: "the login was denied in the browser"}
 	case d.token != "":
-		delete(s.Devices.byCode, h)
+		delete(a.devices.byCode, h)
 		return d.token, nil
 	case now.Sub(d.lastPoll) < DeviceInterval/2:
 		d.lastPoll = now

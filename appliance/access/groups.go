@@ -1,4 +1,4 @@
-package service
+package access
 
 import (
 	"context"
@@ -21,36 +21,24 @@ import (
 // group named like one of the owner's gets none of its shares or quota,
 // and the owner gives its own to the provider's by that full name.
 
-// groupName checks a group's name (without its '@'): NAME, or a
-// provider's PROVIDER/NAME.
-func groupName(g string) error {
-	if p, n, ok := strings.Cut(g, "/"); ok {
-		if err := api.ValidName("sign-in provider", p); err != nil {
-			return err
-		}
-		return api.ValidName("group", n)
-	}
-	return api.ValidName("group", g)
-}
-
 // providerGroup is a provider's group's name as Paddock keeps it.
 func providerGroup(provider, group string) string { return provider + "/" + group }
 
 // Groups lists every group with members or a quota (the owner's and
 // admins').
-func (s *Service) Groups(ctx context.Context) ([]api.Group, error) {
+func (a *Access) Groups(ctx context.Context) ([]api.Group, error) {
 	if err := caller.RequireAdmin(ctx, "list groups"); err != nil {
 		return nil, err
 	}
-	ms, err := s.Store.GroupMembers()
+	ms, err := a.store.GroupMembers()
 	if err != nil {
 		return nil, err
 	}
-	withQuota, err := s.Store.GroupQuotas()
+	withQuota, err := a.store.GroupQuotas()
 	if err != nil {
 		return nil, err
 	}
-	names := s.ownerNames()
+	names := a.core.OwnerNames()
 	by := map[string]*api.Group{}
 	get := func(g string) *api.Group {
 		if by[g] == nil {
@@ -62,7 +50,7 @@ func (s *Service) Groups(ctx context.Context) ([]api.Group, error) {
 		get(m.Group).Members = append(get(m.Group).Members, api.GroupMember{User: names[m.UserID], Source: m.Source})
 	}
 	for _, g := range withQuota {
-		q, err := s.Store.GroupQuota(g)
+		q, err := a.store.GroupQuota(g)
 		if err != nil {
 			return nil, err
 		}
@@ -82,39 +70,39 @@ func quotaPut(q store.Quota) api.QuotaPut {
 
 // AddToGroup puts a user in a group by hand (not in a provider's: its
 // members are those the provider lists).
-func (s *Service) AddToGroup(ctx context.Context, group, user string) error {
-	u, err := s.groupChange(ctx, group, user)
+func (a *Access) AddToGroup(ctx context.Context, group, user string) error {
+	u, err := a.groupChange(ctx, group, user)
 	if err != nil {
 		return err
 	}
 	if p, _, ok := strings.Cut(group, "/"); ok {
 		return api.Invalid("group", "@%s is the sign-in provider %s's group: its members are those %s lists at their sign-in", group, p, p)
 	}
-	return s.Store.AddToGroup(u.ID, group, store.GroupByOwner)
+	return a.store.AddToGroup(u.ID, group, store.GroupByOwner)
 }
 
 // RemoveFromGroup takes a user put in a group by hand out of it (a
 // provider's groups are the provider's).
-func (s *Service) RemoveFromGroup(ctx context.Context, group, user string) error {
-	u, err := s.groupChange(ctx, group, user)
+func (a *Access) RemoveFromGroup(ctx context.Context, group, user string) error {
+	u, err := a.groupChange(ctx, group, user)
 	if err != nil {
 		return err
 	}
-	err = s.Store.RemoveFromGroup(u.ID, group, store.GroupByOwner)
+	err = a.store.RemoveFromGroup(u.ID, group, store.GroupByOwner)
 	if errors.Is(err, store.ErrNotFound) {
 		return api.NotFound("member of group "+group+" put there by hand", user)
 	}
 	return err
 }
 
-func (s *Service) groupChange(ctx context.Context, group, user string) (store.User, error) {
+func (a *Access) groupChange(ctx context.Context, group, user string) (store.User, error) {
 	if err := caller.RequireAdmin(ctx, "change groups"); err != nil {
 		return store.User{}, err
 	}
-	if err := groupName(group); err != nil {
+	if err := api.ValidGroup(group); err != nil {
 		return store.User{}, err
 	}
-	u, err := s.Store.UserByName(user)
+	u, err := a.store.UserByName(user)
 	if errors.Is(err, store.ErrNotFound) {
 		return u, api.NotFound("user", user)
 	}
@@ -123,24 +111,24 @@ func (s *Service) groupChange(ctx context.Context, group, user string) (store.Us
 
 // SetGroupQuota changes a group's quota: each field given is set (0: no
 // bound); those in Default are unset.
-func (s *Service) SetGroupQuota(ctx context.Context, group string, p api.QuotaPut) (api.Group, error) {
+func (a *Access) SetGroupQuota(ctx context.Context, group string, p api.QuotaPut) (api.Group, error) {
 	if err := caller.RequireAdmin(ctx, "set quotas"); err != nil {
 		return api.Group{}, err
 	}
-	if err := groupName(group); err != nil {
+	if err := api.ValidGroup(group); err != nil {
 		return api.Group{}, err
 	}
-	set, err := s.Store.GroupQuota(group)
+	set, err := a.store.GroupQuota(group)
 	if err != nil {
 		return api.Group{}, err
 	}
 	if set, err = applyQuotaPut(set, p); err != nil {
 		return api.Group{}, err
 	}
-	if err := s.Store.SetGroupQuota(group, set); err != nil {
+	if err := a.store.SetGroupQuota(group, set); err != nil {
 		return api.Group{}, err
 	}
-	gs, err := s.Groups(ctx)
+	gs, err := a.Groups(ctx)
 	for _, g := range gs {
 		if g.Name == group {
 			return g, err
@@ -149,14 +137,14 @@ func (s *Service) SetGroupQuota(ctx context.Context, group string, p api.QuotaPu
 	return api.Group{Name: group, Members: []api.GroupMember{}, Quota: quotaPut(set)}, err
 }
 
-// syncSSOGroups puts a provider's user in the groups it listed (valid
+// SyncSSOGroups puts a provider's user in the groups it listed (valid
 // names only, as PROVIDER/NAME), and out of those it no longer lists.
-func (s *Service) syncSSOGroups(user int64, provider string, groups []string) error {
+func (a *Access) SyncSSOGroups(user int64, provider string, groups []string) error {
 	var ok []string
 	for _, g := range groups {
-		if g = providerGroup(provider, strings.ToLower(g)); groupName(g) == nil {
+		if g = providerGroup(provider, strings.ToLower(g)); api.ValidGroup(g) == nil {
 			ok = append(ok, g)
 		}
 	}
-	return s.Store.SetGroupsFrom(user, "sso:"+provider, ok)
+	return a.store.SetGroupsFrom(user, "sso:"+provider, ok)
 }

@@ -1,20 +1,19 @@
-package service
+package access
 
 import (
 	"context"
 	"errors"
 	"strings"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/store"
+	"golang.org/x/crypto/ssh"
 )
 
 // AddKey registers a public key (authorized_keys form) for SSH to boxes.
 // The name defaults to the key's comment.
-func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
+func (a *Access) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 	pub, comment, _, _, err := ssh.ParseAuthorizedKey([]byte(p.Key))
 	if err != nil {
 		return api.Key{}, api.Invalid("key", "not a public key in authorized_keys form: %v", err)
@@ -27,8 +26,8 @@ func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 		name = ssh.FingerprintSHA256(pub)
 	}
 	k := store.SSHKey{Fingerprint: ssh.FingerprintSHA256(pub), Name: name,
-		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: s.now(), Owner: caller.OwnerID(ctx)}
-	if err := s.Store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
+		Key: strings.TrimSpace(string(ssh.MarshalAuthorizedKey(pub))), Created: a.core.Time(), Owner: caller.OwnerID(ctx)}
+	if err := a.store.AddSSHKey(k); errors.Is(err, store.ErrConflict) {
 		return api.Key{}, api.Conflict("this key, or a key named %q, is already registered", name)
 	} else if err != nil {
 		return api.Key{}, err
@@ -37,8 +36,8 @@ func (s *Service) AddKey(ctx context.Context, p api.KeyPost) (api.Key, error) {
 }
 
 // Keys lists the user's registered keys.
-func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
-	ks, err := s.Store.SSHKeys(caller.OwnerID(ctx))
+func (a *Access) Keys(ctx context.Context) ([]api.Key, error) {
+	ks, err := a.store.SSHKeys(caller.OwnerID(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -51,8 +50,8 @@ func (s *Service) Keys(ctx context.Context) ([]api.Key, error) {
 }
 
 // RemoveKey removes one of the user's keys by name or fingerprint.
-func (s *Service) RemoveKey(ctx context.Context, nameOrFingerprint string) error {
-	if err := s.Store.DeleteSSHKey(caller.OwnerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
+func (a *Access) RemoveKey(ctx context.Context, nameOrFingerprint string) error {
+	if err := a.store.DeleteSSHKey(caller.OwnerID(ctx), nameOrFingerprint); errors.Is(err, store.ErrNotFound) {
 		return api.NotFound("key", nameOrFingerprint)
 	} else if err != nil {
 		return err
