@@ -553,13 +553,17 @@ func (r *Reconciler) setHostname(ctx context.Context, b store.Box, o driver.BoxS
 }
 
 // recoverLost points each box that had a container and lost it (removed
-// outside Paddock) at its newest snapshot, so that it is made again with
-// what it held then rather than from the bare image. A box whose
+// outside Paddock, or being removed) at its newest snapshot, so that it is
+// made again with what it held then rather than from the bare image. A box whose
 // filesystem already comes from a snapshot as new or newer keeps it.
 func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, error) {
 	have := map[string]bool{}
 	for _, b := range observed.Boxes {
-		have[b.Name] = true // by key
+		// A container another hand is removing is lost already: the
+		// pass that sees it so fails to start it (and records an
+		// error), and the next, which finds it gone, would make the box
+		// from its image.
+		have[b.Name] = b.Status != "removing" // by key
 	}
 	images := map[string]bool{}
 	for _, s := range observed.Snapshots {

@@ -233,6 +233,64 @@ func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
 	}
 }
 
+// beingRemoved is an engine on which another hand's removal of box
+// victim's container has begun: the container is listed as "removing",
+// and starting it fails, as Docker answers.
+type beingRemoved struct {
+	*fake.Driver
+	victim string
+}
+
+func (d beingRemoved) Boxes(ctx context.Context) ([]driver.BoxState, error) {
+	bs, err := d.Driver.Boxes(ctx)
+	for i := range bs {
+		if bs[i].Name == d.victim {
+			bs[i].Running, bs[i].Status, bs[i].Pid = false, "removing", 0
+		}
+	}
+	return bs, err
+}
+
+func (d beingRemoved) StartBox(ctx context.Context, name string) error {
+	if name == d.victim {
+		return fmt.Errorf("%w: container is marked for removal and cannot be started", driver.ErrInUse)
+	}
+	return d.Driver.StartBox(ctx, name)
+}
+
+// A container seen while another hand removes it is lost already: the
+// box is made again from its newest snapshot, not from its image, though
+// the run that saw it going failed to start it (and recorded an error).
+func TestContainerSeenBeingRemovedComesBackFromItsSnapshot(t *testing.T) {
+	rec, drv := newRec(t)
+	ctx := context.Background()
+	declare(t, rec.Store, "keep")
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := rec.Store.Declare(func(tx *store.Tx) error {
+		return tx.AddSnapshot(store.Snapshot{ID: "keep-1", Box: "keep", Reason: "user", State: "pending", Created: time.Now()})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec.Driver = beingRemoved{drv, "keep"}
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	drv.RemoveBox(ctx, "keep") // the removal ends
+	rec.Driver = drv
+	if _, err := rec.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := rec.Store.GetBox("keep"); b.From != "keep-1" || b.Observed != "running" {
+		t.Fatalf("keep made again from %q (%s), want its snapshot keep-1, running", b.From, b.Observed)
+	}
+}
+
 // While people wait on a request, a run leaves the warm pool's changes to
 // a later one and makes the declared boxes; once no one waits, the pool
 // box is made.
