@@ -93,6 +93,12 @@ const DefaultMax = 64 << 30
 // ErrTooBig is the error of an archive whose contents pass the bound.
 var ErrTooBig = errors.New("archive too big")
 
+// Refused reports whether err is an archive's refusal (an unsafe entry,
+// not tar, or too big): the client's fault, and nothing written.
+func Refused(err error) bool {
+	return errors.Is(err, ErrUnsafe) || errors.Is(err, ErrMalformed) || errors.Is(err, ErrTooBig)
+}
+
 // Entry checks one header and returns its clean name.
 func (c *Checker) Entry(h *tar.Header) (string, error) {
 	name, err := cleanName(h.Name)

@@ -27,6 +27,14 @@ func NewToken() (token, hash string) {
 	return token, Hash(token)
 }
 
+// RandomHex is n random bytes in hex: the names of builds, jobs and
+// staging folders.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // Hash is the stored form of a token.
 func Hash(token string) string {
 	h := sha256.Sum256([]byte(token))

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/nodes"
@@ -202,8 +203,12 @@ func (d *started) takeUp(ctx context.Context) error {
 		return err
 	}
 	d.svc.LookAtNodes(ctx)
-	if err := d.svc.RecoverJobs(); err != nil {
-		return err
+	// Jobs that ran when paddockd last stopped lost their output stream
+	// with it.
+	if jb, ok := capability[*jobs.Jobs](d.caps); ok {
+		if err := jb.MarkLost(); err != nil {
+			return err
+		}
 	}
 	return d.svc.AssignMissingIPs()
 }

@@ -64,7 +64,7 @@ type Core interface {
 	RunningBox(name string) (store.Box, error)
 	CheckExecIn(b store.Box, p api.ExecPost) (driver.ExecSpec, error)
 	RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (int, error)
-	KeepsOfBox(what string, forget func(t store.Tombstone))
+	KeepsOfBox(what string, forget func(t store.Tombstone, jobs []string))
 }
 
 // Desktop serves box desktops: the API's routes, the page, noVNC and

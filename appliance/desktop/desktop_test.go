@@ -23,7 +23,7 @@ type core struct {
 	mu     sync.Mutex
 	uses   int
 	run    func(spec driver.ExecSpec) (int, error)
-	forget map[string]func(store.Tombstone)
+	forget map[string]func(store.Tombstone, []string)
 }
 
 func (c *core) AccessOf(ctx context.Context, box string) (string, error) {
@@ -59,9 +59,9 @@ func (c *core) RunIn(ctx context.Context, b store.Box, spec driver.ExecSpec) (in
 	return c.run(spec)
 }
 
-func (c *core) KeepsOfBox(what string, forget func(store.Tombstone)) {
+func (c *core) KeepsOfBox(what string, forget func(store.Tombstone, []string)) {
 	if c.forget == nil {
-		c.forget = map[string]func(store.Tombstone){}
+		c.forget = map[string]func(store.Tombstone, []string){}
 	}
 	c.forget[what] = forget
 }
@@ -177,7 +177,7 @@ func TestGalleryKeepsTheNewest(t *testing.T) {
 	if forget == nil {
 		t.Fatal("the desktop does not say that its gallery goes with a box")
 	}
-	forget(store.Tombstone{Name: "d", UID: "u1"})
+	forget(store.Tombstone{Name: "d", UID: "u1"}, nil)
 	if _, err := os.Stat(filepath.Join(d.Dir, "id-u1")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the removed box's gallery: %v", err)
 	}

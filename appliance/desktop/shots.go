@@ -111,7 +111,7 @@ func (d *Desktop) gallery(name string) (string, error) {
 }
 
 // forget removes a removed box's gallery.
-func (d *Desktop) forget(t store.Tombstone) {
+func (d *Desktop) forget(t store.Tombstone, _ []string) {
 	if !strings.ContainsAny(t.UID+t.Name, "/.") {
 		os.RemoveAll(d.galleryOf(t.UID, t.Name))
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -218,7 +219,7 @@ func (c *Catalog) Build(ctx context.Context, b ImageBuild, body io.Reader, logw 
 	}
 	defer c.builds.end(owner)
 	t0 := time.Now()
-	build := store.Build{ID: randomID(), Owner: owner, Name: b.Name, Tag: b.Tag, Started: c.core.Time()}
+	build := store.Build{ID: auth.RandomHex(8), Owner: owner, Name: b.Name, Tag: b.Tag, Started: c.core.Time()}
 	build.Box = "build-" + build.ID
 	if err := c.store.StartBuild(build); err != nil {
 		return api.Image{}, err

@@ -18,8 +18,6 @@ package images
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -93,11 +91,4 @@ func (c *Catalog) userName(id int64) (string, error) {
 		return "", fmt.Errorf("the user %d: %w", id, err)
 	}
 	return u.Name, nil
-}
-
-// randomID is a build's id: 16 hex digits.
-func randomID() string {
-	b := make([]byte, 8)
-	rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -1,4 +1,4 @@
-package service
+package jobs
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // says so; one whose exec breaks while the box runs on is lost; one that
 // ends by itself exited with its code.
 func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
-	s, drv := newService(t)
+	jb, s, drv := withCore(t)
 	s.Cfg.StateDir = t.TempDir()
 	ctx := context.Background()
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "b"}); err != nil {
@@ -33,7 +33,7 @@ func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
 	ended := func(id string) api.Job {
 		t.Helper()
 		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-			if j, err := s.Job("b", id); err != nil || j.State != "running" {
+			if j, err := jb.Get("b", id); err != nil || j.State != "running" {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -45,7 +45,7 @@ func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
 	}
 	broken := errors.New("the box's warm exec ended while the command ran: EOF")
 
-	lost, err := s.StartJob("b", api.ExecPost{Cmd: []string{"sleep", "1"}})
+	lost, err := jb.Start("b", api.ExecPost{Cmd: []string{"sleep", "1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
 		t.Fatalf("a broken exec in a running box: %+v", j)
 	}
 
-	done, err := s.StartJob("b", api.ExecPost{Cmd: []string{"true"}})
+	done, err := jb.Start("b", api.ExecPost{Cmd: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
 		t.Fatalf("a job that ended: %+v", j)
 	}
 
-	killed, err := s.StartJob("b", api.ExecPost{Cmd: []string{"sleep", "infinity"}})
+	killed, err := jb.Start("b", api.ExecPost{Cmd: []string{"sleep", "infinity"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestAJobOfAStoppedBoxIsKilled(t *testing.T) {
 	if j := ended(killed.ID); j.State != "killed" || j.ExitCode != nil {
 		t.Fatalf("a job whose box stopped: %+v", j)
 	}
-	log, err := os.ReadFile(s.jobLog(killed.ID))
+	log, err := os.ReadFile(jb.jobLog(killed.ID))
 	if err != nil || !strings.Contains(string(log), "paddock: job killed: its box stopped while it ran") || strings.Contains(string(log), "EOF") {
 		t.Fatalf("its log: %q %v", log, err)
 	}

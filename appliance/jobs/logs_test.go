@@ -1,4 +1,4 @@
-package service
+package jobs
 
 import (
 	"bytes"
@@ -76,7 +76,7 @@ func TestJobLogKeepsTheTail(t *testing.T) {
 // their oldest ended jobs are replaced by a note until the rest fit;
 // newer logs, running jobs' logs and other users' logs stay.
 func TestJobLogsPerUserBound(t *testing.T) {
-	s, _ := newService(t)
+	jb, s, _ := withCore(t)
 	s.Cfg.JobLogsPerUserMiB = 1
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	bob, _ := s.Store.CreateUser(store.User{Name: "bob", Role: store.RoleMember, Created: time.Now()})
@@ -88,7 +88,7 @@ func TestJobLogsPerUserBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	os.MkdirAll(s.jobsDir(), 0o700)
+	os.MkdirAll(jb.jobsDir(), 0o700)
 	t0 := time.Now().Add(-time.Hour)
 	add := func(id, box string, ended int, kib int) {
 		t.Helper()
@@ -102,7 +102,7 @@ func TestJobLogsPerUserBound(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := os.WriteFile(s.jobLog(id), bytes.Repeat([]byte("x"), kib<<10), 0o600); err != nil {
+		if err := os.WriteFile(jb.jobLog(id), bytes.Repeat([]byte("x"), kib<<10), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -114,9 +114,9 @@ func TestJobLogsPerUserBound(t *testing.T) {
 	add("jm4", "mbox", 4, 300)
 	add("jmrun", "mbox", -1, 300)
 	add("jb1", "bbox", 0, 900)
-	s.pruneJobLogs(mia.ID)
+	jb.pruneJobLogs(mia.ID)
 	size := func(id string) int64 {
-		fi, err := os.Stat(s.jobLog(id))
+		fi, err := os.Stat(jb.jobLog(id))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -127,7 +127,7 @@ func TestJobLogsPerUserBound(t *testing.T) {
 			t.Errorf("%s kept: %v, want %v (%d bytes)", id, got, kept, size(id))
 		}
 	}
-	b, _ := os.ReadFile(s.jobLog("jm1"))
+	b, _ := os.ReadFile(jb.jobLog("jm1"))
 	if !strings.Contains(string(b), "job_logs_per_user_mib = 1") {
 		t.Errorf("a pruned log says: %q", b)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -135,4 +137,27 @@ func (c *Counted) Read(p []byte) (int, error) {
 	n, err := c.R.Read(p)
 	c.N += int64(n)
 	return n, err
+}
+
+// SendTar streams a tar a verb opened (rc, or its error err). Once the
+// status is sent, an error can only cut the stream short: the connection is broken off
+// (http.ErrAbortHandler), so that the client reads an error. Ended
+// cleanly, a tar cut between two entries would read as a whole one with
+// files missing.
+func SendTar(w http.ResponseWriter, r *http.Request, rc io.ReadCloser, err error, log *slog.Logger, what, name string) error {
+	if err != nil {
+		return err
+	}
+	defer rc.Close()
+	w.Header().Set("Content-Type", "application/x-tar")
+	w.WriteHeader(http.StatusOK)
+	n, err := io.Copy(w, rc)
+	rec := audit.From(r.Context())
+	rec.Note("bytes", n)
+	if err != nil {
+		rec.Result("cut short: " + err.Error())
+		log.Warn(what+" interrupted", "name", name, "err", err)
+		panic(http.ErrAbortHandler)
+	}
+	return nil
 }

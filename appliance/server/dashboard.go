@@ -1,16 +1,12 @@
 package server
 
 import (
-	"archive/tar"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
-	"path"
 	"strconv"
 	"time"
 
@@ -211,42 +207,6 @@ func (w *wsWriter) Write(p []byte) (int, error) {
 }
 
 // listDir lists a directory of a box.
-func (s *Server) listDir(w http.ResponseWriter, r *http.Request) error {
-	d, err := s.Svc.ListDir(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, d)
-}
-
-// download sends one regular file of a box as itself, for a browser's
-// download (a directory comes as a tar from GET .../files).
-func (s *Server) download(w http.ResponseWriter, r *http.Request) error {
-	name, p := r.PathValue("name"), r.URL.Query().Get("path")
-	rc, err := s.Svc.Pull(r.Context(), name, p)
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	tr := tar.NewReader(rc)
-	h, err := tr.Next()
-	if err != nil {
-		return fmt.Errorf("reading %s from box %q: %w", p, name, err)
-	}
-	if h.Typeflag != tar.TypeReg {
-		return &api.Error{Code: api.CodeInvalid, Field: "path", Message: fmt.Sprintf("%s in box %q is not a regular file; download a folder as a tar", p, name)}
-	}
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Length", strconv.FormatInt(h.Size, 10))
-	w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": path.Base(p)}))
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(http.StatusOK)
-	if _, err := io.Copy(w, tr); err != nil && !errors.Is(err, context.Canceled) {
-		s.Log.Warn("download interrupted", "box", name, "path", p, "err", err)
-	}
-	return nil
-}
-
 func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
 	var p api.TTLPut
 	if err := route.Decode(r, &p); err != nil {

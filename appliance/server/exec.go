@@ -136,94 +136,9 @@ func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan<- [2]ui
 	}
 }
 
-func (s *Server) startJob(w http.ResponseWriter, r *http.Request) error {
-	var p api.ExecPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("argv", p.Cmd)
-	j, err := s.Svc.StartJob(r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, j)
-}
-
-func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	js, err := s.Svc.Jobs(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, js)
-}
-
-func (s *Server) getJob(w http.ResponseWriter, r *http.Request) error {
-	j, err := s.Svc.Job(r.PathValue("name"), r.PathValue("id"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, j)
-}
-
-func (s *Server) signalJob(w http.ResponseWriter, r *http.Request) error {
-	var p api.SignalPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("signal", p.Signal)
-	j, err := s.Svc.SignalJob(r.Context(), r.PathValue("name"), r.PathValue("id"), p.Signal)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, j)
-}
-
-func (s *Server) jobInput(w http.ResponseWriter, r *http.Request) error {
-	eof := r.URL.Query().Get("eof")
-	if eof != "" && eof != "0" && eof != "1" {
-		return &api.Error{Code: api.CodeInvalid, Field: "eof", Message: fmt.Sprintf("eof=%q: give 1 (end the job's input after this send) or 0", eof)}
-	}
-	in, err := s.Svc.JobInput(r.Context(), r.PathValue("name"), r.PathValue("id"), r.Body, eof == "1")
-	audit.From(r.Context()).Note("bytes", in.Bytes)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, in)
-}
-
-func (s *Server) jobLog(w http.ResponseWriter, r *http.Request) error {
-	name, id := r.PathValue("name"), r.PathValue("id")
-	if _, err := s.Svc.Job(name, id); err != nil {
-		return err
-	}
-	follow := r.URL.Query().Get("follow") == "1"
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusOK)
-	rc := http.NewResponseController(w)
-	return s.Svc.JobLog(r.Context(), name, id, follow, w, func() { rc.Flush() })
-}
-
-func (s *Server) push(w http.ResponseWriter, r *http.Request) error {
-	rec := audit.From(r.Context())
-	rec.Note("path", r.URL.Query().Get("path"))
-	body := &route.Counted{R: r.Body}
-	defer func() { rec.Note("bytes", body.N) }()
-	if err := s.Svc.Push(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"), body); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) pull(w http.ResponseWriter, r *http.Request) error {
-	audit.From(r.Context()).Note("path", r.URL.Query().Get("path"))
-	rc, err := s.Svc.Pull(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
-	return s.sendTar(w, r, rc, err, "pull", r.PathValue("name"))
-}
-
 func (s *Server) backupDrive(w http.ResponseWriter, r *http.Request) error {
 	rc, err := s.Svc.BackupDrive(r.Context(), r.PathValue("name"))
-	return s.sendTar(w, r, rc, err, "drive backup", r.PathValue("name"))
+	return route.SendTar(w, r, rc, err, s.Log, "drive backup", r.PathValue("name"))
 }
 
 func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
@@ -231,28 +146,5 @@ func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// sendTar streams a tar the service opened. Once the status is sent, an
-// error can only cut the stream short: the connection is broken off
-// (http.ErrAbortHandler), so that the client reads an error. Ended
-// cleanly, a tar cut between two entries would read as a whole one with
-// files missing.
-func (s *Server) sendTar(w http.ResponseWriter, r *http.Request, rc io.ReadCloser, err error, what, name string) error {
-	if err != nil {
-		return err
-	}
-	defer rc.Close()
-	w.Header().Set("Content-Type", "application/x-tar")
-	w.WriteHeader(http.StatusOK)
-	n, err := io.Copy(w, rc)
-	rec := audit.From(r.Context())
-	rec.Note("bytes", n)
-	if err != nil {
-		rec.Result("cut short: " + err.Error())
-		s.Log.Warn(what+" interrupted", "name", name, "err", err)
-		panic(http.ErrAbortHandler)
-	}
 	return nil
 }

@@ -34,7 +34,9 @@ import (
 	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
+	"github.com/paddock-dev/paddock/appliance/files"
 	"github.com/paddock-dev/paddock/appliance/images"
+	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/kernel"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/nodes"
@@ -108,6 +110,12 @@ func Capabilities(svc *service.Service) []route.Capability {
 		m = metrics.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)
 		svc.Metrics = m
 	}
+	// The jobs start the agents' prompts.
+	j, ok := svc.Jobs.(*jobs.Jobs)
+	if !ok {
+		j = jobs.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log, svc.Life)
+		svc.Jobs = j
+	}
 	// The servers' verbs move boxes, which a fork onto another server
 	// asks of them.
 	n, ok := svc.Moves.(*nodes.Nodes)
@@ -117,7 +125,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 	}
 	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), kernel.New(svc), computer.New(svc), watch.New(svc),
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
-		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
+		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -151,14 +159,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/restore", s.restore)
 	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
-	add("GET "+p+"/boxes/{name}/jobs", s.listJobs)
-	add("POST "+p+"/boxes/{name}/jobs", s.startJob)
-	add("GET "+p+"/boxes/{name}/jobs/{id}", s.getJob)
-	add("GET "+p+"/boxes/{name}/jobs/{id}/log", s.jobLog)
-	add("POST "+p+"/boxes/{name}/jobs/{id}/signal", s.signalJob)
-	add("POST "+p+"/boxes/{name}/jobs/{id}/input", s.jobInput)
-	add("PUT "+p+"/boxes/{name}/files", s.push)
-	add("GET "+p+"/boxes/{name}/files", s.pull)
 	add("GET "+p+"/drives", s.listDrives)
 	add("POST "+p+"/drives", s.createDrive)
 	add("DELETE "+p+"/drives/{name}", s.removeDrive)
@@ -188,8 +188,6 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/openapi.json", s.openapiDoc)
 	add("GET "+p+"/events", s.events)
 	add("GET "+p+"/boxes/{name}/terminal", s.terminal)
-	add("GET "+p+"/boxes/{name}/dir", s.listDir)
-	add("GET "+p+"/boxes/{name}/download", s.download)
 	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
 	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))
 	mux.Add("POST "+p+"/login/device/token", route.Public, s.open(s.deviceToken))

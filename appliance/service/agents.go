@@ -175,7 +175,10 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		env[k] = v
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
-	return s.startJob(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
+	if s.Jobs == nil {
+		return api.Job{}, api.Conflict("this server runs no jobs")
+	}
+	return s.Jobs.StartWith(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
 }
 
 // askerOf is the user of ctx, whose secrets a prompt in box b runs with:

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
+	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -71,12 +72,12 @@ func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader)
 	if len(running) > 0 {
 		return api.Conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
 	}
-	left := store.Leftover{Kind: "volume", Target: name, Path: "restore-" + randHex(6)}
-	if err := s.addLeftover(left); err != nil {
+	left := store.Leftover{Kind: "volume", Target: name, Path: "restore-" + auth.RandomHex(6)}
+	if err := s.AddLeftover(left); err != nil {
 		return err
 	}
-	defer s.doneLeftover(left)
-	err = s.checked(body, "", func(tar io.Reader) error {
+	defer s.DoneLeftover(left)
+	err = s.Checked(body, "", func(tar io.Reader) error {
 		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
 	})
 
@@ -108,14 +109,14 @@ func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error
 // errAbandoned ends the checking of an archive whose consumer stopped.
 var errAbandoned = errors.New("the archive's consumer stopped")
 
-// checked streams an uploaded archive through the archive checks (every
+// Checked streams an uploaded archive through the archive checks (every
 // entry given to the box user) into use, which must write nothing where
 // it belongs unless its reader ends cleanly: a refused entry cuts the
 // stream, and its error is the answer (nothing was written), whatever use
 // made of the cut stream. Nothing is spooled on the server. With under
 // set, every entry goes under that folder, made by the archive's first
 // entry and owned by the box user.
-func (s *Service) checked(body io.Reader, under string, use func(io.Reader) error) error {
+func (s *Service) Checked(body io.Reader, under string, use func(io.Reader) error) error {
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
@@ -151,7 +152,7 @@ func (s *Service) checked(body io.Reader, under string, use func(io.Reader) erro
 			err = errors.New("the archive was not read to its end")
 		}
 		return err
-	case refusedArchive(ferr):
+	case archive.Refused(ferr):
 		return api.Invalid("archive", "%v; nothing was written", ferr)
 	case ferr != nil:
 		return ferr
@@ -159,15 +160,9 @@ func (s *Service) checked(body io.Reader, under string, use func(io.Reader) erro
 	return err
 }
 
-// refusedArchive reports whether err is an archive's refusal (an unsafe
-// entry, not tar, or too big): the client's fault, and nothing written.
-func refusedArchive(err error) bool {
-	return errors.Is(err, archive.ErrUnsafe) || errors.Is(err, archive.ErrMalformed) || errors.Is(err, archive.ErrTooBig)
-}
-
-// addLeftover lists a staging folder, in the store (for the next start,
+// AddLeftover lists a staging folder, in the store (for the next start,
 // should this process die) and as in use by this process.
-func (s *Service) addLeftover(l store.Leftover) error {
+func (s *Service) AddLeftover(l store.Leftover) error {
 	s.memMu.Lock()
 	if s.live == nil {
 		s.live = map[store.Leftover]bool{}
@@ -177,8 +172,8 @@ func (s *Service) addLeftover(l store.Leftover) error {
 	return s.Store.AddLeftover(l)
 }
 
-// doneLeftover forgets a staging folder that its upload removed.
-func (s *Service) doneLeftover(l store.Leftover) {
+// DoneLeftover forgets a staging folder that its upload removed.
+func (s *Service) DoneLeftover(l store.Leftover) {
 	s.Store.DoneLeftover(l)
 	s.memMu.Lock()
 	delete(s.live, l)

@@ -13,7 +13,6 @@ var boxState = []struct {
 	What   string
 	forget func(s *Service, t store.Tombstone, jobs []string)
 }{
-	{"job logs", func(s *Service, _ store.Tombstone, jobs []string) { s.ForgetJobLogs(jobs) }},
 	{"staging leftovers", func(s *Service, t store.Tombstone, _ []string) {
 		// The box's files went with it; a push to a later box of the same
 		// name that is under way keeps its own.
@@ -30,10 +29,11 @@ var boxState = []struct {
 }
 
 // KeepsOfBox is how a capability that keeps state of a box outside the
-// engine and the declared state (the desktop's gallery, say) has it go
-// with the box: forget runs when the box's tombstone goes. what names it
+// engine and the declared state (the desktop's gallery, the jobs' logs)
+// has it go with the box: forget runs when the box's tombstone goes,
+// with the ids of the box's jobs. what names it
 // (the test of boxState's items names each).
-func (s *Service) KeepsOfBox(what string, forget func(t store.Tombstone)) {
+func (s *Service) KeepsOfBox(what string, forget func(t store.Tombstone, jobs []string)) {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	s.kept = append(s.kept, keptOfBox{what, forget})
@@ -41,7 +41,7 @@ func (s *Service) KeepsOfBox(what string, forget func(t store.Tombstone)) {
 
 type keptOfBox struct {
 	What   string
-	forget func(t store.Tombstone)
+	forget func(t store.Tombstone, jobs []string)
 }
 
 // keptOfBox is what the capabilities keep of boxes (KeepsOfBox).
@@ -59,6 +59,6 @@ func (s *Service) ForgetBox(t store.Tombstone, jobs []string) {
 		st.forget(s, t, jobs)
 	}
 	for _, k := range s.keptOfBox() {
-		k.forget(t)
+		k.forget(t, jobs)
 	}
 }

@@ -28,18 +28,18 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 		seen  func(t *testing.T, s *Service, box string) int
 		files func(s *Service) []string
 	}
-	// The desktop keeps its gallery here (KeepsOfBox); each run makes its
-	// own over its own service.
+	// The desktop keeps its gallery, and the jobs their logs, here
+	// (KeepsOfBox); each run makes its own over its own service.
 	var dk *desktop.Desktop
 	items := map[string]item{
 		"job logs": {
 			make: func(t *testing.T, s *Service, box string) {
-				j, err := s.StartJob(box, api.ExecPost{Cmd: []string{"job"}})
+				j, err := jobsOf(s).Start(box, api.ExecPost{Cmd: []string{"job"}})
 				if err != nil {
 					t.Fatal(err)
 				}
 				for i := 0; ; i++ {
-					if j, _ := s.Job(box, j.ID); j.State != "running" {
+					if j, _ := jobsOf(s).Get(box, j.ID); j.State != "running" {
 						break
 					}
 					if i == 500 {
@@ -49,14 +49,14 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 				}
 			},
 			seen: func(t *testing.T, s *Service, box string) int {
-				js, err := s.Jobs(box)
+				js, err := jobsOf(s).List(box)
 				if err != nil {
 					t.Fatal(err)
 				}
 				return len(js)
 			},
 			files: func(s *Service) []string {
-				m, _ := filepath.Glob(filepath.Join(s.jobsDir(), "*"))
+				m, _ := filepath.Glob(filepath.Join(s.Cfg.StateDir, "jobs", "*"))
 				return m
 			},
 		},
@@ -142,6 +142,7 @@ func TestRemovedBoxLeavesNothingBehind(t *testing.T) {
 			s, drv := newService(t)
 			s.Rec.Forget = s.ForgetBox
 			dk = desktop.New(s, s.Log, filepath.Join(s.Cfg.StateDir, "screenshots"))
+			jobsOf(s) // the jobs keep their logs here (KeepsOfBox)
 			lines(t, s)
 			drv.ExecFunc = func(_ string, spec driver.ExecSpec) (int, error) {
 				if spec.Stdout != nil {

@@ -230,7 +230,7 @@ func (s *Service) view(ctx context.Context) (map[string]watched, error) {
 			return nil, err
 		}
 		for _, j := range jobs {
-			add("job", map[string]string{"id": j.ID, "box": b.Name}, toAPIJob(j))
+			add("job", map[string]string{"id": j.ID, "box": b.Name}, j.API())
 		}
 		sns, err := s.Store.ListSnapshots(b.Name)
 		if err != nil {

@@ -22,7 +22,7 @@ func TestRemovedBoxHoldsItsName(t *testing.T) {
 	if err != nil || old.UID == "" {
 		t.Fatalf("box has no id: %+v %v", old, err)
 	}
-	job, err := s.StartJob("web", api.ExecPost{Cmd: []string{"true"}})
+	job, err := jobsOf(s).Start("web", api.ExecPost{Cmd: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,11 +48,11 @@ func TestRemovedBoxHoldsItsName(t *testing.T) {
 	if nb.UID == "" || nb.UID == old.UID {
 		t.Fatalf("the new box has id %q, the old one had %q", nb.UID, old.UID)
 	}
-	jobs, err := s.Jobs("web")
+	jobs, err := jobsOf(s).List("web")
 	if err != nil || len(jobs) != 0 {
 		t.Fatalf("the new box sees jobs %v (%v)", jobs, err)
 	}
-	if _, err := s.Job("web", job.ID); !api.IsNotFound(err) {
+	if _, err := jobsOf(s).Get("web", job.ID); !api.IsNotFound(err) {
 		t.Fatalf("the old box's job %s: %v, want not found", job.ID, err)
 	}
 }

@@ -177,7 +177,7 @@ func TestAJobKeepsItsBoxAwake(t *testing.T) {
 	if err := s.CheckIdle(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartJob("worker", api.ExecPost{Cmd: []string{"sleep", "infinity"}}); err != nil {
+	if _, err := jobsOf(s).Start("worker", api.ExecPost{Cmd: []string{"sleep", "infinity"}}); err != nil {
 		t.Fatal(err)
 	}
 	desired := func() string {

@@ -29,10 +29,10 @@ func TestCleanLeftoversSparesUploadsInProgress(t *testing.T) {
 	gone := store.Leftover{Kind: "box", Target: "nobox", Path: "/x/.paddock-push-gone"}
 	liveVol := store.Leftover{Kind: "volume", Target: "dr", Path: "restore-live"}
 	deadVol := store.Leftover{Kind: "volume", Target: "dr", Path: "restore-dead"}
-	if err := s.addLeftover(live); err != nil {
+	if err := s.AddLeftover(live); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.addLeftover(liveVol); err != nil {
+	if err := s.AddLeftover(liveVol); err != nil {
 		t.Fatal(err)
 	}
 	for _, l := range []store.Leftover{dead, gone, deadVol} {
@@ -57,7 +57,7 @@ func TestCleanLeftoversSparesUploadsInProgress(t *testing.T) {
 	if strings.Join(removed, ";") != "up:rm -rf -- /config/.paddock-push-dead" {
 		t.Fatalf("removed in boxes: %q", removed)
 	}
-	s.doneLeftover(liveVol)
+	s.DoneLeftover(liveVol)
 	if err := s.CleanLeftovers(ctx); err != nil {
 		t.Fatal(err)
 	}

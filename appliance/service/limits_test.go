@@ -61,10 +61,10 @@ func TestMemberLimits(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.StartJob("m3", api.ExecPost{Cmd: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "limits.jobs = 2") {
+	if _, err := jobsOf(s).Start("m3", api.ExecPost{Cmd: []string{"true"}}); err == nil || !strings.Contains(err.Error(), "limits.jobs = 2") {
 		t.Fatalf("a third running job: %v", err)
 	}
-	if _, err := s.StartJob("b1", api.ExecPost{Cmd: []string{"true"}}); err != nil {
+	if _, err := jobsOf(s).Start("b1", api.ExecPost{Cmd: []string{"true"}}); err != nil {
 		t.Fatalf("the owner's job: %v", err)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -47,6 +48,22 @@ var accesses sync.Map
 func accessOf(s *Service) *access.Access {
 	a, _ := accesses.LoadOrStore(s, access.New(s, s.Store, &s.Cfg, s.Log))
 	return a.(*access.Access)
+}
+
+// jobses are the jobs (package jobs) of each service a test made: one
+// each, as paddockd has (running jobs are kept in memory), which also
+// start the service's prompts.
+var jobses sync.Map
+
+// jobsOf is the jobs over s.
+func jobsOf(s *Service) *jobs.Jobs {
+	if j, ok := jobses.Load(s); ok {
+		return j.(*jobs.Jobs)
+	}
+	j := jobs.New(s, s.Store, s.Driver, &s.Cfg, s.Log, s.Life)
+	jobses.Store(s, j)
+	s.Jobs = j
+	return j
 }
 
 type fataler interface {

@@ -9,7 +9,6 @@ package service
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -70,10 +69,8 @@ type Service struct {
 	// (one per change and audience, however many streams watch).
 	viewsRead atomic.Int64
 
-	jobsMu  sync.Mutex
-	pruneMu sync.Mutex              // one prune of job logs at a time
-	memMu   sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
-	live    map[store.Leftover]bool // staging folders of uploads in progress
+	memMu sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
+	live  map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
 	// diskGrace holds when boxes stopped for their disk were started again.
@@ -81,7 +78,6 @@ type Service struct {
 	// coldPool holds the pool boxes whose warm exec could not start (an
 	// image without python3): not tried again while paddockd runs.
 	coldPool map[string]bool
-	jobs     map[string]*runningJob // running jobs (jobs.go)
 	// uses is each box's use, for its idle stop (idle.go).
 	uses map[string]*boxUse
 	// kept is what capabilities keep of boxes (KeepsOfBox).
@@ -91,6 +87,9 @@ type Service struct {
 	// their refresh tokens in the store (sso.go).
 	SSO    *sso.Set
 	SSOKey []byte
+	// Jobs starts jobs (package jobs), for the agents' prompts; nil:
+	// none.
+	Jobs JobStarter
 	// Moves moves boxes between servers (package nodes), for a fork onto
 	// another server; nil: none.
 	Moves Mover
@@ -114,9 +113,9 @@ func (s *Service) now() time.Time {
 	return time.Now().UTC()
 }
 
-// engineName is the name of box's engine objects: its own, or the warm
+// EngineName is the name of box's engine objects: its own, or the warm
 // pool's for a box claimed from it. A box that is gone keeps its name.
-func (s *Service) engineName(box string) string {
+func (s *Service) EngineName(box string) string {
 	if b, err := s.Store.GetBox(box); err == nil {
 		return b.Key()
 	}
@@ -201,17 +200,11 @@ func pick(words []string) string {
 	return words[n.Int64()]
 }
 
-func randHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
 func (s *Service) generateName() (string, error) {
 	for i := 0; i < 50; i++ {
 		name := pick(adjectives) + "-" + pick(animals)
 		if i > 10 {
-			name += "-" + randHex(2)
+			name += "-" + auth.RandomHex(2)
 		}
 		if _, err := s.Store.GetBox(name); errors.Is(err, store.ErrNotFound) {
 			return name, nil

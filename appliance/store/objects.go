@@ -6,6 +6,8 @@ import (
 	"errors"
 	"strings"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
 )
 
 // Drive is a declared drive. State is "ready" or "deleting" (a tombstone the
@@ -206,6 +208,11 @@ type Job struct {
 	ExitCode *int
 	Started  time.Time
 	Ended    *time.Time
+}
+
+// API is the job as the API shows it.
+func (j Job) API() api.Job {
+	return api.Job{ID: j.ID, Box: j.Box, Cmd: j.Cmd, State: j.State, ExitCode: j.ExitCode, Started: j.Started, Ended: j.Ended}
 }
 
 // AddJob records a started job.

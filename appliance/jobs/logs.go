@@ -1,13 +1,44 @@
-package service
+package jobs
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
 )
+
+func (jb *Jobs) jobsDir() string { return filepath.Join(jb.cfg.StateDir, "jobs") }
+
+func (jb *Jobs) jobLog(id string) string { return filepath.Join(jb.jobsDir(), id+".log") }
+
+// ForgetLogs removes the logs of jobs that went with a removed box.
+func (jb *Jobs) ForgetLogs(ids []string) {
+	for _, id := range ids {
+		os.Remove(jb.jobLog(id) + ".1")
+		if err := os.Remove(jb.jobLog(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			jb.log.Warn("removing a job log", "job", id, "err", err)
+		}
+	}
+}
+
+// MarkLost marks jobs that were running when the daemon last stopped as
+// lost: their output stream is gone with the old process.
+func (jb *Jobs) MarkLost() error {
+	jobs, err := jb.store.ListJobs("", "running")
+	if err != nil {
+		return err
+	}
+	for _, j := range jobs {
+		if err := jb.store.EndJob(j.ID, "lost", nil, jb.core.Time()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // jobLogWriter keeps a job's output within max bytes on disk, as its tail:
 // the log is two segments, path.1 (older) and path (newer). When path holds
@@ -144,14 +175,14 @@ const PrunedLogNote = "[paddock: this job's log was removed to keep your job log
 // per-user bound: while they hold more, the log of the job that ended
 // first is replaced by a line that says why. Running jobs' logs are
 // counted but kept (each is bounded by job_log_max_mib).
-func (s *Service) pruneJobLogs(owner int64) {
-	limit := s.Cfg.JobLogsPerUserMiB << 20
+func (jb *Jobs) pruneJobLogs(owner int64) {
+	limit := jb.cfg.JobLogsPerUserMiB << 20
 	if limit <= 0 {
 		return
 	}
-	s.pruneMu.Lock()
-	defer s.pruneMu.Unlock()
-	jobs, err := s.Store.ListJobs("", "")
+	jb.pruneMu.Lock()
+	defer jb.pruneMu.Unlock()
+	jobs, err := jb.store.ListJobs("", "")
 	if err != nil {
 		return
 	}
@@ -166,7 +197,7 @@ func (s *Service) pruneJobLogs(owner int64) {
 	for _, j := range jobs {
 		o, ok := owners[j.Box]
 		if !ok {
-			if b, err := s.Store.GetBox(j.Box); err == nil {
+			if b, err := jb.store.GetBox(j.Box); err == nil {
 				o = b.Owner
 			} else {
 				o = -1
@@ -177,7 +208,7 @@ func (s *Service) pruneJobLogs(owner int64) {
 			continue
 		}
 		var size int64
-		for _, p := range []string{s.jobLog(j.ID), s.jobLog(j.ID) + ".1"} {
+		for _, p := range []string{jb.jobLog(j.ID), jb.jobLog(j.ID) + ".1"} {
 			if fi, err := os.Stat(p); err == nil {
 				size += fi.Size()
 			}
@@ -192,13 +223,13 @@ func (s *Service) pruneJobLogs(owner int64) {
 		if total <= limit {
 			return
 		}
-		os.Remove(s.jobLog(l.id) + ".1")
-		note := fmt.Sprintf(PrunedLogNote, s.Cfg.JobLogsPerUserMiB)
-		if err := os.WriteFile(s.jobLog(l.id), []byte(note), 0o600); err != nil {
-			s.Log.Error("pruning a job log", "job", l.id, "err", err)
+		os.Remove(jb.jobLog(l.id) + ".1")
+		note := fmt.Sprintf(PrunedLogNote, jb.cfg.JobLogsPerUserMiB)
+		if err := os.WriteFile(jb.jobLog(l.id), []byte(note), 0o600); err != nil {
+			jb.log.Error("pruning a job log", "job", l.id, "err", err)
 			continue
 		}
 		total -= l.size - int64(len(note))
-		s.Log.Info("job log pruned", "job", l.id, "bytes", l.size, "user", owner)
+		jb.log.Info("job log pruned", "job", l.id, "bytes", l.size, "user", owner)
 	}
 }

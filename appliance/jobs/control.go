@@ -1,4 +1,4 @@
-package service
+package jobs
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 )
 
-// Job control: signals for a running job's process group, and input for
+// Get control: signals for a running job's process group, and input for
 // a job started with its input open.
 //
 // A job's signals go to the driver with its command (ExecSpec.Signals):
@@ -85,14 +85,14 @@ func ParseSignal(name string) (syscall.Signal, error) {
 
 // runningJobOf is job id of box name while it runs; a job that has ended
 // is a conflict that says how.
-func (s *Service) runningJobOf(name, id string) (*runningJob, error) {
-	j, err := s.Job(name, id)
+func (jb *Jobs) runningJobOf(name, id string) (*runningJob, error) {
+	j, err := jb.Get(name, id)
 	if err != nil {
 		return nil, err
 	}
-	s.jobsMu.Lock()
-	rj := s.jobs[id]
-	s.jobsMu.Unlock()
+	jb.mu.Lock()
+	rj := jb.running[id]
+	jb.mu.Unlock()
 	if rj == nil || j.State != "running" {
 		how := j.State
 		if j.ExitCode != nil {
@@ -103,13 +103,13 @@ func (s *Service) runningJobOf(name, id string) (*runningJob, error) {
 	return rj, nil
 }
 
-// SignalJob sends a signal to a running job's process group.
-func (s *Service) SignalJob(ctx context.Context, name, id, signal string) (api.Job, error) {
+// Signal sends a signal to a running job's process group.
+func (jb *Jobs) Signal(ctx context.Context, name, id, signal string) (api.Job, error) {
 	sig, err := ParseSignal(signal)
 	if err != nil {
 		return api.Job{}, err
 	}
-	rj, err := s.runningJobOf(name, id)
+	rj, err := jb.runningJobOf(name, id)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -120,13 +120,13 @@ func (s *Service) SignalJob(ctx context.Context, name, id, signal string) (api.J
 	case <-ctx.Done():
 		return api.Job{}, ctx.Err()
 	}
-	return s.Job(name, id)
+	return jb.Get(name, id)
 }
 
-// JobInput writes body to a running job's input; with eof, the input
+// Input writes body to a running job's input; with eof, the input
 // ends after it. A job started without its input open refuses it.
-func (s *Service) JobInput(ctx context.Context, name, id string, body io.Reader, eof bool) (api.JobInput, error) {
-	rj, err := s.runningJobOf(name, id)
+func (jb *Jobs) Input(ctx context.Context, name, id string, body io.Reader, eof bool) (api.JobInput, error) {
+	rj, err := jb.runningJobOf(name, id)
 	if err != nil {
 		return api.JobInput{}, err
 	}
