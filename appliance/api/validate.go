@@ -6,6 +6,7 @@ import (
 	"maps"
 	"net/netip"
 	"path"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -405,3 +406,10 @@ func ValidGroup(g string) error {
 	}
 	return ValidName("group", g)
 }
+
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// SecretName says whether n may name a secret: an environment variable's
+// name (letters, digits and _, not starting with a digit), at most 128
+// characters.
+func SecretName(n string) bool { return secretName.MatchString(n) }

@@ -16,6 +16,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/policies"
 )
@@ -50,7 +51,7 @@ func refused(ip netip.Addr, boxes netip.Prefix) bool {
 // startBroker serves the credential broker on the box network's gateway
 // (broker_port), when it is on: its stand-ins' key is made on first use
 // and kept in the state folder.
-func startBroker(cfg config.Config, svc *service.Service, boxNet policies.Network, log *slog.Logger) (stop func(), err error) {
+func startBroker(cfg config.Config, svc *service.Service, sec *secrets.Secrets, boxNet policies.Network, log *slog.Logger) (stop func(), err error) {
 	if boxNet.BrokerPort == 0 {
 		return func() {}, nil
 	}
@@ -77,7 +78,7 @@ func startBroker(cfg config.Config, svc *service.Service, boxNet policies.Networ
 	}
 	var d net.Dialer
 	b := &broker.Broker{
-		Grant: svc.BrokerGrant, Done: svc.BrokerDone, RootCAs: roots,
+		Grant: sec.Grant, Done: sec.Done, RootCAs: roots,
 		Resolver: &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
 			return d.DialContext(ctx, network, upstream)
 		}},

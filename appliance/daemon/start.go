@@ -29,6 +29,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/sshgate"
@@ -247,7 +248,8 @@ func (d *started) startSideServers(ctx context.Context) (sshPort int, sshHostKey
 		return 0, "", err
 	}
 	d.onClose(func() { resolver.Shutdown() })
-	stopBroker, err := startBroker(cfg, svc, d.boxNet, log)
+	sec, _ := capability[*secrets.Secrets](d.caps)
+	stopBroker, err := startBroker(cfg, svc, sec, d.boxNet, log)
 	if err != nil {
 		return 0, "", err
 	}

@@ -19,7 +19,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"path/filepath"
@@ -42,6 +41,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/nodes"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/appliance/version"
@@ -125,7 +125,8 @@ func Capabilities(svc *service.Service) []route.Capability {
 	}
 	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), kernel.New(svc), computer.New(svc), watch.New(svc),
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
-		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j}
+		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
+		secrets.New(svc, svc.Store, svc.Log)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -178,10 +179,6 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
 	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
 	add("DELETE "+p+"/boxes/{name}/grants/{user}", s.unshareBox)
-	add("GET "+p+"/secrets", s.secrets)
-	add("PUT "+p+"/secrets/{name}", s.setSecret)
-	add("PUT "+p+"/secrets/{name}/broker", s.setSecretBroker)
-	add("DELETE "+p+"/secrets/{name}", s.removeSecret)
 	add("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
@@ -876,52 +873,4 @@ func (s *Server) boxPorts(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	return route.WriteJSON(w, http.StatusOK, ps)
-}
-
-func (s *Server) secrets(w http.ResponseWriter, r *http.Request) error {
-	out, err := s.Svc.Secrets(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, out)
-}
-
-// setSecret takes the value as the raw body; ?shared=true shares an
-// owner's secret with every user's boxes.
-func (s *Server) setSecret(w http.ResponseWriter, r *http.Request) error {
-	v, err := io.ReadAll(io.LimitReader(r.Body, 64<<10+1))
-	if err != nil {
-		return err
-	}
-	q := r.URL.Query()
-	var brk *api.SecretBroker
-	if q.Has("broker") || q.Has("header") || q.Has("limit") {
-		brk = &api.SecretBroker{Hosts: q["broker"], Header: q.Get("header"), Limit: q.Get("limit")}
-	}
-	if err := s.Svc.SetSecret(r.Context(), r.PathValue("name"), v, q.Get("shared") == "true", brk); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-// setSecretBroker changes how a secret is brokered, keeping its value.
-func (s *Server) setSecretBroker(w http.ResponseWriter, r *http.Request) error {
-	var p api.SecretBroker
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	if err := s.Svc.SetSecretBroker(r.Context(), r.PathValue("name"), &p); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) removeSecret(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveSecret(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }

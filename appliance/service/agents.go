@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -15,62 +14,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
-
-var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
-// SetSecret stores a secret of the user of ctx, encrypted; it is never
-// shown back. It goes into that user's boxes only; an owner may share it,
-// and then members' boxes that have no secret of that name get it too
-// (where their members can read it).
-//
-// With a broker (hosts to send it to), boxes get a stand-in instead of
-// the value, and the value goes only to those hosts, through the broker.
-func (s *Service) SetSecret(ctx context.Context, name string, value []byte, shared bool, brk *api.SecretBroker) error {
-	if !secretName.MatchString(name) {
-		return api.Invalid("name", "bad secret name %q: use an environment variable name (letters, digits, _)", name)
-	}
-	if len(value) == 0 || len(value) > 64<<10 {
-		return api.Invalid("value", "a secret must have 1 byte to 64 KiB")
-	}
-	if shared {
-		if err := caller.RequireOwner(ctx, "share secrets"); err != nil {
-			return err
-		}
-	}
-	b, err := checkBroker(brk)
-	if err != nil {
-		return err
-	}
-	if s.Sealer == nil {
-		return errors.New("secrets are not configured on this server")
-	}
-	return s.Store.PutSecret(caller.OwnerID(ctx), name, s.Sealer.Seal(name, value), shared, b, s.now())
-}
-
-// Secrets lists the names (never the values) of the secrets of the user of
-// ctx and of those shared with everyone.
-func (s *Service) Secrets(ctx context.Context) ([]api.Secret, error) {
-	me := caller.OwnerID(ctx)
-	infos, err := s.Store.Secrets(me)
-	if err != nil {
-		return nil, err
-	}
-	out := []api.Secret{}
-	for _, i := range infos {
-		out = append(out, api.Secret{Name: i.Name, Updated: i.Updated, Shared: i.Shared, Mine: i.Owner == me, Broker: apiBroker(i.Broker)})
-	}
-	return out, nil
-}
-
-// RemoveSecret removes a secret of the user of ctx.
-func (s *Service) RemoveSecret(ctx context.Context, name string) error {
-	if err := s.Store.DeleteSecret(caller.OwnerID(ctx), name); errors.Is(err, store.ErrNotFound) {
-		return api.NotFound("secret", name)
-	} else if err != nil {
-		return err
-	}
-	return nil
-}
 
 // Agents lists the agent table.
 func (s *Service) Agents() []api.Agent {
@@ -143,7 +86,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 				return api.Job{}, api.Invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
 					sec, name, s.noBroker(b))
 			}
-			env[sec] = s.standIn(b, asker, row)
+			env[sec] = s.StandIn(b, asker, row)
 			continue
 		}
 		v, err := s.Sealer.Open(sec, row.Sealed)

@@ -37,7 +37,7 @@ func TestBrokerGrants(t *testing.T) {
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	asBoss, asMia := caller.With(ctx, boss), caller.With(ctx, mia)
 	brk := &api.SecretBroker{Hosts: []string{"api.anthropic.com"}, Header: "x-api-key", Limit: "10/min"}
-	if err := s.SetSecret(asBoss, "ANTHROPIC_API_KEY", []byte("sk-real"), false, brk); err != nil {
+	if err := secretsOf(s).Set(asBoss, "ANTHROPIC_API_KEY", []byte("sk-real"), false, brk); err != nil {
 		t.Fatal(err)
 	}
 	for _, b := range []struct {
@@ -72,7 +72,7 @@ func TestBrokerGrants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return s.BrokerGrant(ctx, netip.MustParseAddr(b.IP), secret, 0)
+		return secretsOf(s).Grant(ctx, netip.MustParseAddr(b.IP), secret, 0)
 	}
 	refused := func(err error, reason string) bool {
 		var r *broker.Refusal
@@ -104,14 +104,14 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := grant("m", "ANTHROPIC_API_KEY"); !refused(err, "box m has no brokered secret") {
 		t.Fatalf("the member's box, unshared: %v", err)
 	}
-	if err := s.SetSecret(asBoss, "ANTHROPIC_API_KEY", []byte("sk-real"), true, brk); err != nil {
+	if err := secretsOf(s).Set(asBoss, "ANTHROPIC_API_KEY", []byte("sk-real"), true, brk); err != nil {
 		t.Fatal(err)
 	}
 	me := env("m")["ANTHROPIC_API_KEY"]
 	if g, err := grant("m", "ANTHROPIC_API_KEY"); err != nil || g.StandIn != me || me == env("a")["ANTHROPIC_API_KEY"] {
 		t.Fatalf("the member's box, shared: %q %+v %v", me, g, err)
 	}
-	if err := s.SetSecret(asMia, "ANTHROPIC_API_KEY", []byte("sk-mia"), false, nil); err != nil {
+	if err := secretsOf(s).Set(asMia, "ANTHROPIC_API_KEY", []byte("sk-mia"), false, nil); err != nil {
 		t.Fatal(err)
 	}
 	if e := env("m"); e["ANTHROPIC_API_KEY"] != "" {
@@ -125,7 +125,7 @@ func TestBrokerGrants(t *testing.T) {
 	// any more, or stopping the box, ends the grant.
 	old := env("a")["ANTHROPIC_API_KEY"]
 	time.Sleep(2 * time.Millisecond)
-	if err := s.SetSecret(asBoss, "ANTHROPIC_API_KEY", []byte("sk-new"), true, brk); err != nil {
+	if err := secretsOf(s).Set(asBoss, "ANTHROPIC_API_KEY", []byte("sk-new"), true, brk); err != nil {
 		t.Fatal(err)
 	}
 	if now := env("a")["ANTHROPIC_API_KEY"]; now == old {
@@ -137,29 +137,29 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := grant("a", "ANTHROPIC_API_KEY"); !refused(err, "box a is not running") {
 		t.Fatalf("a stopped box: %v", err)
 	}
-	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", nil); err != nil {
+	if err := secretsOf(s).SetBroker(asBoss, "ANTHROPIC_API_KEY", nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := grant("m", "ANTHROPIC_API_KEY"); !refused(err, "no brokered secret") {
 		t.Fatalf("unbrokered: %v", err)
 	}
-	if _, err := s.BrokerGrant(ctx, netip.MustParseAddr("10.9.0.200"), "ANTHROPIC_API_KEY", 0); !refused(err, "is no box of this server") {
+	if _, err := secretsOf(s).Grant(ctx, netip.MustParseAddr("10.9.0.200"), "ANTHROPIC_API_KEY", 0); !refused(err, "is no box of this server") {
 		t.Fatalf("no box: %v", err)
 	}
 	// A stand-in that names a user (a prompt of theirs in a box shared
 	// with them) gets their brokered secret while they may work in the
 	// box, and nothing once they may not.
-	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
+	if err := secretsOf(s).SetBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.StartBox(asBoss, "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetSecret(asMia, "ANTHROPIC_API_KEY", []byte("sk-mia"), false, brk); err != nil {
+	if err := secretsOf(s).Set(asMia, "ANTHROPIC_API_KEY", []byte("sk-mia"), false, brk); err != nil {
 		t.Fatal(err)
 	}
 	userGrant := func() (broker.Grant, error) {
-		return s.BrokerGrant(ctx, netip.MustParseAddr(mustBox(t, s, "a").IP), "ANTHROPIC_API_KEY", mia.ID)
+		return secretsOf(s).Grant(ctx, netip.MustParseAddr(mustBox(t, s, "a").IP), "ANTHROPIC_API_KEY", mia.ID)
 	}
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
 		t.Fatalf("a user the box is not shared with: %v", err)
@@ -186,7 +186,7 @@ func TestBrokerGrants(t *testing.T) {
 
 	// Where there is no broker, a prompt goes without the brokered
 	// secret rather than with its value.
-	if err := s.SetSecretBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
+	if err := secretsOf(s).SetBroker(asBoss, "ANTHROPIC_API_KEY", brk); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "c"}); err != nil {
@@ -206,7 +206,7 @@ func TestBrokerGrants(t *testing.T) {
 		t.Fatalf("no broker, yet: %v", e)
 	}
 	for _, bad := range []*api.SecretBroker{{Hosts: []string{"1.2.3.4"}}, {Hosts: []string{"a.b"}, Header: "x y"}, {Hosts: []string{"a.b"}, Limit: "5"}, {Header: "bearer"}} {
-		if err := s.SetSecret(asBoss, "X", []byte("v"), false, bad); err == nil {
+		if err := secretsOf(s).Set(asBoss, "X", []byte("v"), false, bad); err == nil {
 			t.Errorf("%+v was taken", bad)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/project"
@@ -142,7 +143,7 @@ func validProject(spec api.ProjectSpec) error {
 	seen := map[string]bool{}
 	for _, sec := range spec.Secrets {
 		addr := "secret." + sec.Name
-		if !secretName.MatchString(sec.Name) {
+		if !api.SecretName(sec.Name) {
 			return api.Invalid(addr, "%s: bad secret name: use an environment variable name (letters, digits, _)", addr)
 		}
 		if seen[sec.Name] {
@@ -153,7 +154,7 @@ func validProject(spec api.ProjectSpec) error {
 		if len(brk.Hosts) == 0 {
 			return api.Invalid(addr, "%s: give the host(s) its value may be sent to (broker)", addr)
 		}
-		if _, err := checkBroker(&brk); err != nil {
+		if _, err := broker.Check(&brk); err != nil {
 			return api.Invalid(addr, "%s: %v", addr, err)
 		}
 	}
@@ -346,10 +347,10 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 		case "box":
 			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now, owner)
 		case "secret":
-			var b store.Broker
+			var b api.SecretBroker
 			brk := secrets[name].Broker
-			if b, err = checkBroker(&brk); err == nil {
-				err = tx.SetSecretBroker(owner, name, b)
+			if b, err = broker.Check(&brk); err == nil {
+				err = tx.SetSecretBroker(owner, name, store.Broker(b))
 			}
 		}
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
+	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -65,6 +66,10 @@ func jobsOf(s *Service) *jobs.Jobs {
 	s.Jobs = j
 	return j
 }
+
+// secretsOf is the secrets (package secrets) over s: what they keep is
+// in the store, so one made at each call is as good as paddockd's.
+func secretsOf(s *Service) *secrets.Secrets { return secrets.New(s, s.Store, s.Log) }
 
 type fataler interface {
 	Helper()

@@ -46,7 +46,7 @@ func TestAdminRole(t *testing.T) {
 		"invite an owner": func() error { _, err := accessOf(s).Invite(asAda, api.InvitePost{Role: "owner"}); return err }(),
 		"remove an owner": accessOf(s).RemoveUser(asAda, "boss"),
 		"list servers":    func() error { _, err := servers(s).List(asAda); return err }(),
-		"share a secret":  s.SetSecret(asAda, "SHARED_KEY", []byte("v"), true, nil),
+		"share a secret":  secretsOf(s).Set(asAda, "SHARED_KEY", []byte("v"), true, nil),
 	} {
 		if !isForbidden(err) {
 			t.Errorf("the admin may %s: %v", what, err)
