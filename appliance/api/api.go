@@ -46,6 +46,10 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &e) && e.Code == CodeNotFound
 }
 
+// ErrNoImage is the one answer for an image a box may not be made from,
+// whether the engine has it or not, so that the answer tells nothing.
+var ErrNoImage = errors.New("is not on the server")
+
 // Error codes.
 const (
 	CodeNotFound     = "not_found"

@@ -15,7 +15,7 @@ import (
 )
 
 // withCore is the jobs over the real core and store, on a fake engine
-// that has the image img; the core starts its prompts' jobs with them.
+// that has the image img.
 func withCore(t *testing.T) (*Jobs, *service.Service, *fake.Driver) {
 	dir := t.TempDir()
 	st, err := store.Open(dir)
@@ -31,7 +31,5 @@ func withCore(t *testing.T) (*Jobs, *service.Service, *fake.Driver) {
 	drv := fake.New("img")
 	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
 	s := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}
-	jb := New(s, st, drv, &s.Cfg, log, s.Life)
-	s.Jobs = jb
-	return jb, s, drv
+	return New(s, st, drv, &s.Cfg, log, s.Life), s, drv
 }

@@ -1,8 +1,10 @@
-// Package project plans a Boxfile project against paddockd's declared state:
-// which boxes, drives and policies to create, update in place, replace or
-// delete, with the attributes that change and the reasons (what forces a
-// replacement, what drifted outside Paddock). Plan is pure; the service
-// applies a plan by writing the declared state and reconciling.
+// Package project is Boxfile projects: it plans a project against
+// paddockd's declared state (which boxes, drives and policies to create,
+// update in place, replace or delete, with the attributes that change and
+// the reasons: what forces a replacement, what drifted outside Paddock),
+// and, as the projects capability (Projects, over the core's Core),
+// applies a plan by writing the declared state and reconciling, lists
+// projects with their drift, and serves their API routes. Plan is pure.
 //
 // What updates in place: a box's ttl, policy, env (for the next exec) and
 // agent; a drive's size and labels; a policy's lists. What forces

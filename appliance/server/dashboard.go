@@ -236,11 +236,3 @@ func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	return route.WriteJSON(w, http.StatusOK, out)
 }
-
-func (s *Server) projects(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.Svc.Projects(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ps)
-}

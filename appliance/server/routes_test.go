@@ -20,7 +20,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -154,7 +153,7 @@ func TestMembersFindNothingOfOthers(t *testing.T) {
 	pub, _, _ := ed25519.GenerateKey(rand.Reader)
 	k, _ := ssh.NewPublicKey(pub)
 	ownerCall("POST", "/v1/keys", `{"name":"bosskey","key":"`+strings.TrimSpace(string(ssh.MarshalAuthorizedKey(k)))+`"}`)
-	job, err := svc.Jobs.(*jobs.Jobs).Start("bossbox", api.ExecPost{Cmd: []string{"true"}})
+	job, err := jobsIn(srv).Start("bossbox", api.ExecPost{Cmd: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +301,7 @@ func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
 			t.Fatalf("owner %s %s: %d %+v", c[0], c[1], code, e)
 		}
 	}
-	job, err := svc.Jobs.(*jobs.Jobs).Start("bossbox", api.ExecPost{Cmd: []string{"true"}})
+	job, err := jobsIn(srv).Start("bossbox", api.ExecPost{Cmd: []string{"true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

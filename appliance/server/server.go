@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/access"
+	"github.com/paddock-dev/paddock/appliance/agents"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
@@ -40,6 +41,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/nodes"
 	"github.com/paddock-dev/paddock/appliance/preview"
+	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/service"
@@ -111,11 +113,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		svc.Metrics = m
 	}
 	// The jobs start the agents' prompts.
-	j, ok := svc.Jobs.(*jobs.Jobs)
-	if !ok {
-		j = jobs.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log, svc.Life)
-		svc.Jobs = j
-	}
+	j := jobs.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log, svc.Life)
 	// The servers' verbs move boxes, which a fork onto another server
 	// asks of them.
 	n, ok := svc.Moves.(*nodes.Nodes)
@@ -126,7 +124,8 @@ func Capabilities(svc *service.Service) []route.Capability {
 	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), kernel.New(svc), computer.New(svc), watch.New(svc),
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
-		secrets.New(svc, svc.Store, svc.Log)}
+		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
+		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -166,15 +165,8 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/drives/{name}/archive", s.backupDrive)
 	add("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
 	add("POST "+p+"/reconcile", s.reconcile)
-	add("POST "+p+"/plan", s.plan)
-	add("POST "+p+"/apply", s.apply)
-	add("GET "+p+"/projects", s.projects)
-	add("POST "+p+"/boxes/{name}/setup", s.setupDone)
 	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
-	add("POST "+p+"/boxes/{name}/prompt", s.prompt)
-	add("GET "+p+"/agents", s.agents)
-	add("GET "+p+"/boxes/{name}/agents", s.boxAgents)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
 	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
 	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
@@ -711,43 +703,6 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 	return route.WriteJSON(w, http.StatusOK, out)
 }
 
-func (s *Server) plan(w http.ResponseWriter, r *http.Request) error {
-	var req api.PlanRequest
-	if err := route.Decode(r, &req); err != nil {
-		return err
-	}
-	p, err := s.Svc.PlanProject(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, p)
-}
-
-func (s *Server) apply(w http.ResponseWriter, r *http.Request) error {
-	var req api.ApplyRequest
-	if err := route.Decode(r, &req); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Note("project", req.Spec.Project)
-	res, err := s.Svc.ApplyProject(r.Context(), req)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, res)
-}
-
-func (s *Server) setupDone(w http.ResponseWriter, r *http.Request) error {
-	var p api.SetupPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	if err := s.Svc.SetupDone(r.PathValue("name"), p); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
 func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
 	var p api.PolicyPut
 	if err := route.Decode(r, &p); err != nil {
@@ -795,33 +750,6 @@ func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
-}
-
-func (s *Server) prompt(w http.ResponseWriter, r *http.Request) error {
-	var p api.PromptPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	rec := audit.From(r.Context())
-	rec.Note("agent", p.Agent)
-	rec.Note("task", p.Task)
-	j, err := s.Svc.Prompt(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, j)
-}
-
-func (s *Server) agents(w http.ResponseWriter, r *http.Request) error {
-	return route.WriteJSON(w, http.StatusOK, s.Svc.Agents())
-}
-
-func (s *Server) boxAgents(w http.ResponseWriter, r *http.Request) error {
-	as, err := s.Svc.BoxAgents(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, as)
 }
 
 // boxGrants lists who a box is shared with.

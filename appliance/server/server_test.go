@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -65,6 +66,17 @@ func newServer(t *testing.T) (*httptest.Server, string, string) {
 // links and invitations do, is the server's too).
 func accessOf(svc *service.Service) *access.Access {
 	return access.New(svc, svc.Store, &svc.Cfg, svc.Log)
+}
+
+// jobsIn is the jobs among the server's capabilities (its Handler made
+// them).
+func jobsIn(srv *Server) *jobs.Jobs {
+	for _, c := range srv.Capabilities {
+		if j, ok := c.(*jobs.Jobs); ok {
+			return j
+		}
+	}
+	panic("the server has no jobs")
 }
 
 // addOwner makes the owner and returns an API token of theirs.

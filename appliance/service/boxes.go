@@ -52,15 +52,15 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 			return err
 		}
 		var err error
-		if claimed, err = s.takePool(tx, &b, p.Node); err != nil {
+		if claimed, err = s.TakePool(tx, &b, p.Node); err != nil {
 			return err
 		}
 		if !claimed {
-			if err := s.placeOn(tx, &b, p.Node); err != nil {
+			if err := s.PlaceOn(tx, &b, p.Node); err != nil {
 				return err
 			}
 		}
-		return s.createBox(tx, b)
+		return s.DeclareBox(tx, b)
 	})
 	if err == nil && claimed {
 		if s.claimCut != nil {
@@ -76,9 +76,9 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 	return s.Settle(ctx, b.Name, err, "box."+b.Name, "volume.boxdata."+b.Name)
 }
 
-// createBox declares b, saying why a name cannot be had or a member may
+// DeclareBox declares b, saying why a name cannot be had or a member may
 // have no more boxes.
-func (s *Service) createBox(tx *store.Tx, b store.Box) error {
+func (s *Service) DeclareBox(tx *store.Tx, b store.Box) error {
 	q, err := s.quotaOf(tx, b.Owner)
 	if err != nil {
 		return err
@@ -114,14 +114,10 @@ func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
 	return q.owned(tx, owner, what)
 }
 
-// errNoImage is the one answer for an image a box may not be made from,
-// whether the engine has it or not, so that the answer tells nothing.
-var errNoImage = errors.New("is not on the server")
-
-// noImage is errNoImage for ref, with what a box may be made from: the
+// NoImage is api.ErrNoImage for ref, with what a box may be made from: the
 // same for every ref, so it tells nothing of ref.
-func (s *Service) noImage(ref string) error {
-	return fmt.Errorf("image %q %w: boxes are made from %s (the first is the default), or from your own images ('paddock images')", ref, errNoImage, strings.Join(s.ServerImages(), ", "))
+func (s *Service) NoImage(ref string) error {
+	return fmt.Errorf("image %q %w: boxes are made from %s (the first is the default), or from your own images ('paddock images')", ref, api.ErrNoImage, strings.Join(s.ServerImages(), ", "))
 }
 
 // ServerImages are the images of the configuration any box may be made
@@ -144,15 +140,15 @@ func (s *Service) ServerImages() []string {
 // Boxes made from snapshots do not come here: a snapshot is named by its
 // id and checked against the caller's own snapshots.
 func (s *Service) CheckImage(ctx context.Context, ref string) error {
-	if !s.allowedImage(ref) {
-		return s.noImage(ref)
+	if !s.AllowedImage(ref) {
+		return s.NoImage(ref)
 	}
 	ok, err := s.Driver.ImageExists(ctx, ref)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		return s.noImage(ref)
+		return s.NoImage(ref)
 	}
 	return nil
 }
@@ -162,18 +158,18 @@ func (s *Service) CheckImage(ctx context.Context, ref string) error {
 // (own true, img its server name OWNER/NAME:TAG). Anything else, by name,
 // id or prefix, gets checkImage's one answer.
 func (s *Service) boxImage(ctx context.Context, ref string) (img string, own bool, err error) {
-	if s.allowedImage(ref) {
+	if s.AllowedImage(ref) {
 		return ref, false, s.CheckImage(ctx, ref)
 	}
 	u, _ := caller.From(ctx)
 	if im, err := s.UsableImage(ctx, u, ref); err == nil {
 		img = s.ImageRef(im)
 		if ok, err := s.Driver.ImageExists(ctx, img); err != nil || !ok {
-			return "", false, s.noImage(ref)
+			return "", false, s.NoImage(ref)
 		}
 		return img, true, nil
 	}
-	return "", false, s.noImage(ref)
+	return "", false, s.NoImage(ref)
 }
 
 // newBox validates a BoxPost and fills in defaults.
@@ -314,8 +310,8 @@ func (s *Service) OwnerNames() map[int64]string {
 	return m
 }
 
-// update changes one declared box in a transaction.
-func (s *Service) update(name string, fn func(tx *store.Tx, b *store.Box) error) error {
+// UpdateBox changes one declared box in a transaction.
+func (s *Service) UpdateBox(name string, fn func(tx *store.Tx, b *store.Box) error) error {
 	return s.Store.Declare(func(tx *store.Tx) error {
 		b, err := tx.GetBox(name)
 		if errors.Is(err, store.ErrNotFound) {
@@ -359,7 +355,7 @@ func (s *Service) addSnapshot(tx *store.Tx, box, reason string) (store.Snapshot,
 // recorded on the snapshot ("stop", "ttl").
 func (s *Service) StopBox(ctx context.Context, name, reason string) (api.Box, error) {
 	var snap string
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Desired == "stopped" {
 			if b.Slept {
 				// Stopped by hand now: its next use does not start it.
@@ -394,7 +390,7 @@ func (s *Service) StartBox(ctx context.Context, name string) (api.Box, error) {
 // startBox starts a stopped box; its TTL starts again unless keepTTL (a
 // wake on use: a TTL ends a box whatever its use). A start counts as use.
 func (s *Service) startBox(ctx context.Context, name string, keepTTL bool) (api.Box, error) {
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Desired == "running" {
 			return nil
 		}
@@ -444,7 +440,7 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 // Snapshot takes a snapshot of a box's filesystem now.
 func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, error) {
 	var sn store.Snapshot
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		if b.Observed != "running" && b.Observed != "stopped" {
 			return api.Conflict("box %q has no filesystem yet (status %s)", name, b.Observed)
 		}
@@ -521,7 +517,7 @@ func readySnapshot(tx *store.Tx, box, id string) (store.Snapshot, error) {
 // box's /var/lib/docker volume are untouched.
 func (s *Service) Restore(ctx context.Context, name, snapshot string) (api.Box, error) {
 	var before string
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		sn, err := readySnapshot(tx, name, snapshot)
 		if err != nil {
 			return err
@@ -597,7 +593,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 		if err := s.place(tx, &nb); err != nil {
 			return err
 		}
-		if err := s.createBox(tx, nb); err != nil {
+		if err := s.DeclareBox(tx, nb); err != nil {
 			return err
 		}
 		return nil
@@ -681,7 +677,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 		note := fmt.Sprintf("stopped at %s: it had written %.2f GiB, past types.%s.disk_gib = %g; start it and free space, or give it a larger type",
 			s.now().UTC().Format(time.RFC3339), float64(used)/(1<<30), b.Type, limit)
 		s.Log.Warn("box past its disk bound, stopping", "box", b.Name, "bytes", used, "disk_gib", limit)
-		err = s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
+		err = s.UpdateBox(b.Name, func(_ *store.Tx, sb *store.Box) error {
 			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
@@ -749,7 +745,7 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 		note := fmt.Sprintf("stopped at %s: your drives hold %.2f GiB, past %s; start it and free space on a drive, or remove one (or %s)",
 			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), q.source("drive_gib", limit), q.raise("drive_gib"))
 		s.Log.Warn("a member's drives past their bound, stopping a box that mounts one", "box", b.Name, "bytes", n, "drive_gib", limit)
-		err := s.update(b.Name, func(_ *store.Tx, sb *store.Box) error {
+		err := s.UpdateBox(b.Name, func(_ *store.Tx, sb *store.Box) error {
 			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true
 			return nil
 		})
@@ -793,7 +789,7 @@ func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, 
 		if err := s.checkLimit(tx, caller.OwnerID(ctx), "drives"); err != nil {
 			return err
 		}
-		where, err := s.driveNode(tx)
+		where, err := s.DriveNode(tx)
 		if err != nil {
 			return err
 		}
@@ -885,7 +881,7 @@ func (s *Service) SetTTL(ctx context.Context, name, ttl string) (api.Box, error)
 	if err != nil {
 		return api.Box{}, err
 	}
-	err = s.update(name, func(_ *store.Tx, b *store.Box) error {
+	err = s.UpdateBox(name, func(_ *store.Tx, b *store.Box) error {
 		b.TTL = d
 		b.ExpiresAt = nil
 		if d > 0 && b.Desired == "running" {

@@ -20,13 +20,13 @@ import (
 // the broker. A box on another server gets none of this: the broker
 // serves the boxes of the server paddockd runs on.
 
-// brokerOn says whether box b can use the broker.
-func (s *Service) brokerOn(b store.Box) bool {
+// BrokerOn says whether box b can use the broker.
+func (s *Service) BrokerOn(b store.Box) bool {
 	return s.BrokerURL != "" && len(s.BrokerKey) > 0 && b.Node == ""
 }
 
-// noBroker says why box b cannot use the broker.
-func (s *Service) noBroker(b store.Box) string {
+// NoBroker says why box b cannot use the broker.
+func (s *Service) NoBroker(b store.Box) string {
 	if b.Node != "" {
 		return fmt.Sprintf("it is on server %s, and only the boxes of the server paddockd runs on have one yet", b.Node)
 	}
@@ -36,7 +36,7 @@ func (s *Service) noBroker(b store.Box) string {
 // standIns are the stand-ins of box b, by secret: one for each brokered
 // secret its owner has (their own, or one shared).
 func (s *Service) standIns(b store.Box) (map[string]string, error) {
-	if !s.brokerOn(b) {
+	if !s.BrokerOn(b) {
 		return nil, nil
 	}
 	infos, err := s.Store.Secrets(b.Owner)
@@ -119,10 +119,10 @@ func (s *Service) BrokerUses(box string) ([]api.BrokerUse, error) {
 	return out, nil
 }
 
-// agentBaseURLs are the variables an agent reads its API's address from,
+// AgentBaseURLs are the variables an agent reads its API's address from,
 // for those of its secrets (user via's) that are brokered for box b.
-func (s *Service) agentBaseURLs(b store.Box, via int64, urls map[string]string) (map[string]string, error) {
-	if !s.brokerOn(b) || len(urls) == 0 {
+func (s *Service) AgentBaseURLs(b store.Box, via int64, urls map[string]string) (map[string]string, error) {
+	if !s.BrokerOn(b) || len(urls) == 0 {
 		return nil, nil
 	}
 	out := map[string]string{}

@@ -88,11 +88,11 @@ func TestBrokerGrants(t *testing.T) {
 		!slices.Equal(g.Hosts, brk.Hosts) || g.Header.Name != "X-Api-Key" || g.Limit.N != 10 {
 		t.Fatalf("box a's grant: %+v %v", g, err)
 	}
-	urls, err := s.agentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["claude"].BaseURLs)
+	urls, err := s.AgentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["claude"].BaseURLs)
 	if err != nil || urls["ANTHROPIC_BASE_URL"] != s.BrokerURL+"/api.anthropic.com" {
 		t.Fatalf("claude's base URL: %v %v", urls, err)
 	}
-	if urls, _ := s.agentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["codex"].BaseURLs); len(urls) != 0 {
+	if urls, _ := s.AgentBaseURLs(mustBox(t, s, "a"), mustBox(t, s, "a").Owner, s.Cfg.Agents["codex"].BaseURLs); len(urls) != 0 {
 		t.Fatalf("codex's base URL without a brokered OPENAI_API_KEY: %v", urls)
 	}
 
@@ -199,7 +199,7 @@ func TestBrokerGrants(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.BrokerURL = ""
-	if _, err := s.Prompt(ctx, "c", api.PromptPost{Agent: "claude", Task: "x"}); err == nil || !strings.Contains(err.Error(), "secret ANTHROPIC_API_KEY is brokered, so its value never enters a box, and box c has no broker: the broker is off") {
+	if _, err := agentsOf(s).Prompt(ctx, "c", api.PromptPost{Agent: "claude", Task: "x"}); err == nil || !strings.Contains(err.Error(), "secret ANTHROPIC_API_KEY is brokered, so its value never enters a box, and box c has no broker: the broker is off") {
 		t.Fatalf("a prompt with no broker: %v", err)
 	}
 	if e := env("c"); e["ANTHROPIC_API_KEY"] != "" || e["PADDOCK_BROKER"] != "" {

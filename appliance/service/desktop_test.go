@@ -36,7 +36,7 @@ func TestDesktopDefault(t *testing.T) {
 		}
 	}
 	// Applying again changes nothing: the default is not drift.
-	p, err := s.PlanProject(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{{Name: "pb"}, {Name: "pn", Desktop: &no}}}})
+	p, err := projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{{Name: "pb"}, {Name: "pn", Desktop: &no}}}})
 	if err != nil || len(p.Changes) != 0 {
 		t.Fatalf("second plan: %+v %v", p.Changes, err)
 	}

@@ -167,9 +167,9 @@ elif [ "$s" = up ]; then s=down; fi
 echo "$s"`)
 }
 
-// output runs a short command in a running box and returns what it
+// Output runs a short command in a running box and returns what it
 // printed on stdout and on stderr, and its exit code.
-func (s *Service) output(ctx context.Context, box string, cmd []string) (stdout, stderr string, code int, err error) {
+func (s *Service) Output(ctx context.Context, box string, cmd []string) (stdout, stderr string, code int, err error) {
 	spec, err := s.CheckExec(box, api.ExecPost{Cmd: cmd})
 	if err != nil {
 		return "", "", 0, err

@@ -164,11 +164,11 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
 	asOlga, asMia := caller.With(context.Background(), olga), caller.With(context.Background(), mia)
 	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "secret-plans", Boxes: []api.BoxSpec{{Name: "web"}}}}
-	p, err := s.PlanProject(asOlga, req)
+	p, err := projectsOf(s).MakePlan(asOlga, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyProject(asOlga, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+	if _, err := projectsOf(s).Apply(asOlga, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateDrive(asOlga, api.DrivePost{Name: "cache"}); err != nil {
@@ -178,13 +178,13 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 		{Project: "mine", Boxes: []api.BoxSpec{{Name: "web"}}},
 		{Project: "mine", Drives: []api.DriveSpec{{Name: "cache"}}},
 	} {
-		_, err := s.PlanProject(asMia, api.PlanRequest{Spec: spec})
+		_, err := projectsOf(s).MakePlan(asMia, api.PlanRequest{Spec: spec})
 		if err == nil || !strings.Contains(err.Error(), "is taken") || strings.Contains(err.Error(), "secret-plans") || strings.Contains(err.Error(), "paddock new") {
 			t.Fatalf("a member's Boxfile naming another user's object: %v", err)
 		}
 	}
 	// The positive control: the owner's own object of another project.
-	_, err = s.PlanProject(asOlga, api.PlanRequest{Spec: api.ProjectSpec{Project: "other", Boxes: []api.BoxSpec{{Name: "web"}}}})
+	_, err = projectsOf(s).MakePlan(asOlga, api.PlanRequest{Spec: api.ProjectSpec{Project: "other", Boxes: []api.BoxSpec{{Name: "web"}}}})
 	if err == nil || !strings.Contains(err.Error(), `belongs to project "secret-plans"`) {
 		t.Fatalf("the owner's Boxfile naming their own box of another project: %v", err)
 	}

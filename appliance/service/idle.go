@@ -92,7 +92,7 @@ func (s *Service) Use(ctx context.Context, name string) (done func(), woke bool,
 		case b.ExpiresAt != nil && !b.ExpiresAt.After(s.now()):
 			// Its TTL ran out while it slept: it stays stopped, as a TTL
 			// leaves a box, and says so.
-			err = s.update(name, func(_ *store.Tx, sb *store.Box) error {
+			err = s.UpdateBox(name, func(_ *store.Tx, sb *store.Box) error {
 				sb.Slept = false
 				sb.Note = fmt.Sprintf("its TTL ran out at %s while it slept: 'paddock start %s' starts it again", b.ExpiresAt.UTC().Format(time.RFC3339), name)
 				return nil
@@ -221,7 +221,7 @@ var errUsedAgain = errors.New("used again")
 // note; it wakes on use. A use that began meanwhile keeps it running.
 func (s *Service) sleep(ctx context.Context, name string, idle time.Duration) error {
 	var snap string
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		s.memMu.Lock()
 		u := s.useOf(name)
 		used := u.open > 0 || s.now().Sub(u.last) < idle

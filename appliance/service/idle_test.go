@@ -124,7 +124,7 @@ func TestIdleStopAndWake(t *testing.T) {
 		t.Fatalf("a box with idle_stop off: %s", b.Desired)
 	}
 	// A TTL that ran out while it slept: no wake, and a note.
-	if err := s.update("keep", func(_ *store.Tx, sb *store.Box) error {
+	if err := s.UpdateBox("keep", func(_ *store.Tx, sb *store.Box) error {
 		exp := now.Add(-time.Minute)
 		sb.ExpiresAt = &exp
 		return nil

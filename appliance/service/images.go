@@ -3,10 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
-	"path"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -43,10 +41,10 @@ func (s *Service) NewBuilder(ctx context.Context, build store.Build, policy stri
 		if err := s.checkPolicy(ctx, tx, bx.Policy); err != nil {
 			return err
 		}
-		if err := s.placeOn(tx, &bx, s.LocalNodeName()); err != nil {
+		if err := s.PlaceOn(tx, &bx, s.LocalNodeName()); err != nil {
 			return err
 		}
-		return s.createBox(tx, bx)
+		return s.DeclareBox(tx, bx)
 	})
 	if _, err := s.Settle(ctx, bx.Name, err, "box."+bx.Name, "volume.buildcache."+strconv.FormatInt(build.Owner, 10)); err != nil {
 		return fmt.Errorf("the builder box: %w", err)
@@ -54,8 +52,8 @@ func (s *Service) NewBuilder(ctx context.Context, build store.Build, policy stri
 	return nil
 }
 
-// allowedImage says whether ref is one of the server's images.
-func (s *Service) allowedImage(ref string) bool {
+// AllowedImage says whether ref is one of the server's images.
+func (s *Service) AllowedImage(ref string) bool {
 	return ref == s.Cfg.Image || slices.Contains(s.Cfg.Images, ref)
 }
 
@@ -125,104 +123,16 @@ func (s *Service) SharedWith(u store.User, im store.Image) (bool, error) {
 // the server's images (a user may be named as an image's repository is)
 // nor another instance's on the same engine.
 func (s *Service) ImageRef(im store.Image) string {
-	n, _ := s.userName(im.Owner)
+	n, _ := s.UserName(im.Owner)
 	return s.EngineRef(imagefmt.Ref(n, im.Name, im.Tag))
 }
 
 func (s *Service) EngineRef(ref string) string { return s.Cfg.Instance + "/" + ref }
 
-func (s *Service) userName(id int64) (string, error) {
+func (s *Service) UserName(id int64) (string, error) {
 	u, err := s.Store.GetUser(id)
 	if err != nil {
 		return "", fmt.Errorf("the user %d: %w", id, err)
 	}
 	return u.Name, nil
-}
-
-// projectImages makes the images a project's boxes name what the engine
-// calls them: a box's image that is one of the project's own image blocks
-// (NAME:TAG), or one of the user's images the user may use, becomes its
-// engine name, which is what the box is stored with (so that a plan
-// compares like with like). The server's images stay as they are. It
-// returns the engine names it gave, each true when the project builds it
-// (read before any transaction: checkImages, within one, reads no store).
-func (s *Service) projectImages(ctx context.Context, spec *api.ProjectSpec) map[string]bool {
-	refs := map[string]bool{}
-	u, _ := caller.From(ctx)
-	uname, err := s.userName(caller.OwnerID(ctx))
-	if err != nil {
-		return refs
-	}
-	declared := map[string]bool{}
-	for _, im := range spec.Images {
-		declared[im.Name+":"+im.Tag] = true
-	}
-	spec.Boxes = slices.Clone(spec.Boxes) // the caller's spec stays as it was
-	for i, b := range spec.Boxes {
-		if b.Image == "" || s.allowedImage(b.Image) {
-			continue
-		}
-		owner, name, tag := imagefmt.SplitRef(b.Image)
-		if owner == "" && declared[name+":"+tag] {
-			spec.Boxes[i].Image = s.EngineRef(imagefmt.Ref(uname, name, tag))
-			refs[spec.Boxes[i].Image] = true
-			continue
-		}
-		if im, err := s.UsableImage(ctx, u, b.Image); err == nil {
-			spec.Boxes[i].Image = s.ImageRef(im)
-			refs[spec.Boxes[i].Image] = false
-		}
-	}
-	return refs
-}
-
-// planImages is what a project's image blocks change: an image not built
-// yet (create), or one whose last build had another context or Dockerfile
-// (update). The CLI builds them before it applies the rest.
-func (s *Service) planImages(ctx context.Context, spec api.ProjectSpec) []api.Change {
-	var out []api.Change
-	for _, im := range spec.Images {
-		addr := "image." + im.Name
-		cur, err := s.Store.GetImage(caller.OwnerID(ctx), im.Name, im.Tag)
-		if err != nil {
-			out = append(out, api.Change{Address: addr, Action: api.ActionCreate,
-				Attrs: []api.AttrChange{{Name: "tag", After: strconv.Quote(im.Tag)}, {Name: "context", After: strconv.Quote(im.Context)}}})
-			continue
-		}
-		var attrs []api.AttrChange
-		if cur.ContextDigest != im.ContextDigest {
-			attrs = append(attrs, api.AttrChange{Name: "context_digest", Before: strconv.Quote(imagefmt.Short(cur.ContextDigest)), After: strconv.Quote(imagefmt.Short(im.ContextDigest))})
-		}
-		if df := path.Clean(im.Dockerfile); cur.Dockerfile != df {
-			attrs = append(attrs, api.AttrChange{Name: "dockerfile", Before: strconv.Quote(cur.Dockerfile), After: strconv.Quote(df)})
-		}
-		if len(attrs) > 0 {
-			out = append(out, api.Change{Address: addr, Action: api.ActionUpdate, Attrs: attrs})
-		}
-	}
-	return out
-}
-
-// projectImage is checkImage for a project's box: one of the server's
-// images, or a user's image that projectImages resolved (refs) and the
-// engine has; an image the project builds need not be there yet when only
-// planning. It reads no store (it runs within an apply's transaction).
-func (s *Service) projectImage(ctx context.Context, ref string, refs map[string]bool, applying bool) error {
-	if s.allowedImage(ref) {
-		return s.CheckImage(ctx, ref)
-	}
-	builds, ok := refs[ref]
-	if !ok {
-		return s.noImage(ref)
-	}
-	if builds && !applying {
-		return nil
-	}
-	shown := strings.TrimPrefix(ref, s.Cfg.Instance+"/")
-	if ok, err := s.Driver.ImageExists(ctx, ref); err != nil {
-		return err
-	} else if !ok {
-		return s.noImage(shown)
-	}
-	return nil
 }

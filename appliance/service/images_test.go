@@ -37,7 +37,7 @@ func TestImagesWhoMayUse(t *testing.T) {
 		t.Helper()
 		for _, ref := range []string{"boss/tools:1", "paddock/boss/tools:1", "sha256:b0551111"} {
 			_, _, err := s.boxImage(c, ref)
-			if !errors.Is(err, errNoImage) || strings.Replace(err.Error(), ref, "X", 1) != strings.Replace(missing.Error(), "nosuch:1", "X", 1) {
+			if !errors.Is(err, api.ErrNoImage) || strings.Replace(err.Error(), ref, "X", 1) != strings.Replace(missing.Error(), "nosuch:1", "X", 1) {
 				t.Errorf("%s's box from %s: %v (a missing one: %v)", who, ref, err, missing)
 			}
 		}
@@ -91,7 +91,7 @@ func TestProjectImages(t *testing.T) {
 	ctx := caller.With(context.Background(), boss)
 	spec := api.ProjectSpec{Project: "p", Images: []api.ImageSpec{{Name: "tools", Tag: "1", Context: ".", Dockerfile: "Dockerfile", ContextDigest: "sha256:aaa"}},
 		Boxes: []api.BoxSpec{{Name: "dev", Image: "tools:1"}}}
-	plan, err := s.PlanProject(ctx, api.PlanRequest{Spec: spec})
+	plan, err := projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: spec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestProjectImages(t *testing.T) {
 		t.Fatalf("the first plan: %+v", plan.Changes)
 	}
 	// Not built: applying is refused (the CLI builds first).
-	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: api.PlanRequest{Spec: spec}, Serial: plan.Serial}); err == nil || !strings.Contains(err.Error(), "is not on the server") {
+	if _, err := projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: api.PlanRequest{Spec: spec}, Serial: plan.Serial}); err == nil || !strings.Contains(err.Error(), "is not on the server") {
 		t.Fatalf("applying before the image is built: %v", err)
 	}
 	// Built (as the CLI's build would leave it).
@@ -108,22 +108,22 @@ func TestProjectImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	drv.AddImage(s.ImageRef(im))
-	plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec})
+	plan, err = projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: spec})
 	if err != nil || len(plan.Changes) != 1 || plan.Changes[0].Address != "box.dev" {
 		t.Fatalf("the plan once built: %+v %v", plan.Changes, err)
 	}
-	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: api.PlanRequest{Spec: spec}, Serial: plan.Serial}); err != nil {
+	if _, err := projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: api.PlanRequest{Spec: spec}, Serial: plan.Serial}); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := s.Store.GetBox("dev"); err != nil || b.Image != "paddock/boss/tools:1" {
 		t.Fatalf("the box's image: %q %v", b.Image, err)
 	}
-	if plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 0 || plan.Changes == nil {
+	if plan, err = projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 0 || plan.Changes == nil {
 		t.Fatalf("the plan after applying (an empty list, not none): %#v %v", plan.Changes, err)
 	}
 	// Another context: the image changes, the box does not.
 	spec.Images[0].ContextDigest = "sha256:bbb"
-	if plan, err = s.PlanProject(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 1 || plan.Changes[0].Action != api.ActionUpdate {
+	if plan, err = projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: spec}); err != nil || len(plan.Changes) != 1 || plan.Changes[0].Action != api.ActionUpdate {
 		t.Fatalf("the plan with another context: %+v %v", plan.Changes, err)
 	}
 }

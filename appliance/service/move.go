@@ -9,12 +9,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// JobStarter starts a job with secrets in its environment only, its
-// command labelled (package jobs).
-type JobStarter interface {
-	StartWith(name string, p api.ExecPost, secrets map[string]string, label string) (api.Job, error)
-}
-
 // Mover moves a box to another server (package nodes has the moves).
 type Mover interface {
 	MoveBox(ctx context.Context, name, to string) (api.Box, error)

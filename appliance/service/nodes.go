@@ -72,12 +72,12 @@ func (s *Service) NodeDisplay(n string) string {
 // up with the most memory not yet promised to its boxes (their types'
 // memory), then the most CPUs so promised, then by name. With no node but
 // the control plane's, every box is there, as on a single server.
-func (s *Service) place(tx *store.Tx, b *store.Box) error { return s.placeOn(tx, b, "") }
+func (s *Service) place(tx *store.Tx, b *store.Box) error { return s.PlaceOn(tx, b, "") }
 
-// placeOn is place on the server named want (its name as 'paddock nodes'
+// PlaceOn is place on the server named want (its name as 'paddock nodes'
 // shows it), when not empty: it must be up, and where the box's drives
 // and snapshot are.
-func (s *Service) placeOn(tx *store.Tx, b *store.Box, want string) error {
+func (s *Service) PlaceOn(tx *store.Tx, b *store.Box, want string) error {
 	if b.IP != "" {
 		return nil
 	}
@@ -241,9 +241,9 @@ func labelled(ns []store.Node, labels map[string]string) []string {
 	return out
 }
 
-// driveNode is the node a new drive goes on: as a box would, with no
+// DriveNode is the node a new drive goes on: as a box would, with no
 // drives nor snapshot of its own.
-func (s *Service) driveNode(tx *store.Tx) (string, error) {
+func (s *Service) DriveNode(tx *store.Tx) (string, error) {
 	ns, err := tx.ListNodes()
 	if err != nil || len(ns) == 0 || s.Cluster == nil {
 		return "", err

@@ -43,7 +43,7 @@ func (s *Service) checkPolicy(ctx context.Context, tx *store.Tx, name string) er
 // SetPolicy changes a box's policy; it takes effect on the running box at
 // once (the rules are rebuilt before this returns).
 func (s *Service) SetPolicy(ctx context.Context, name, policy string) (api.Box, error) {
-	err := s.update(name, func(tx *store.Tx, b *store.Box) error {
+	err := s.UpdateBox(name, func(tx *store.Tx, b *store.Box) error {
 		if policy == "" {
 			return api.Invalid("policy", "no policy given")
 		}

@@ -54,11 +54,11 @@ func (s *Service) poolFits(b store.Box) bool {
 	return b.Image == s.Cfg.Image && b.Desktop == s.Cfg.DesktopDefault && len(b.Mounts) == 0 && b.From == ""
 }
 
-// takePool, in the transaction that declares b, gives b a ready pool
+// TakePool, in the transaction that declares b, gives b a ready pool
 // box's container: its engine name, id and address. False when none fits
 // or is ready (b is then made cold). want is the server the user asked
 // for ("": any).
-func (s *Service) takePool(tx *store.Tx, b *store.Box, want string) (bool, error) {
+func (s *Service) TakePool(tx *store.Tx, b *store.Box, want string) (bool, error) {
 	if !s.poolFits(*b) {
 		return false, nil
 	}
@@ -289,7 +289,7 @@ func (s *Service) declarePool(ctx context.Context) (bool, error) {
 				p := store.PoolBox{Key: "pool-" + uid, UID: uid, Type: a.typ, Image: s.Cfg.Image, ImageID: imageID,
 					Desktop: s.Cfg.DesktopDefault, Created: s.now()}
 				b := reconcile.PoolAsBox(p)
-				if err := s.placeOn(tx, &b, a.node); err != nil {
+				if err := s.PlaceOn(tx, &b, a.node); err != nil {
 					if a.node != "" {
 						// Gone down or drained since: its own pool waits
 						// until it takes boxes again.

@@ -24,7 +24,7 @@ func (s *Service) BoxPorts(ctx context.Context, name string) ([]api.Port, error)
 	if err != nil {
 		return nil, err
 	}
-	out, errs, code, err := s.output(ctx, name, []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"})
+	out, errs, code, err := s.Output(ctx, name, []string{"cat", "/proc/net/tcp", "/proc/net/tcp6"})
 	if err != nil {
 		return nil, err
 	}

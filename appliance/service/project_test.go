@@ -13,10 +13,12 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/paddock-dev/paddock/appliance/access"
+	"github.com/paddock-dev/paddock/appliance/agents"
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/jobs"
+	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -52,8 +54,7 @@ func accessOf(s *Service) *access.Access {
 }
 
 // jobses are the jobs (package jobs) of each service a test made: one
-// each, as paddockd has (running jobs are kept in memory), which also
-// start the service's prompts.
+// each, as paddockd has (running jobs are kept in memory).
 var jobses sync.Map
 
 // jobsOf is the jobs over s.
@@ -63,13 +64,22 @@ func jobsOf(s *Service) *jobs.Jobs {
 	}
 	j := jobs.New(s, s.Store, s.Driver, &s.Cfg, s.Log, s.Life)
 	jobses.Store(s, j)
-	s.Jobs = j
 	return j
 }
 
 // secretsOf is the secrets (package secrets) over s: what they keep is
 // in the store, so one made at each call is as good as paddockd's.
 func secretsOf(s *Service) *secrets.Secrets { return secrets.New(s, s.Store, s.Log) }
+
+// agentsOf is the agents (package agents) over s, whose prompts run as
+// jobsOf(s)'s jobs.
+func agentsOf(s *Service) *agents.Agents { return agents.New(s, s.Store, jobsOf(s), &s.Cfg) }
+
+// projectsOf is the projects (package project) over s: what they keep
+// is in the store, so one made at each call is as good as paddockd's.
+func projectsOf(s *Service) *project.Projects {
+	return project.New(s, s.Store, s.Rec, s.Driver, &s.Cfg)
+}
 
 type fataler interface {
 	Helper()
@@ -79,11 +89,11 @@ type fataler interface {
 func planApply(t fataler, s *Service, req api.PlanRequest) (api.Plan, api.ApplyResult) {
 	t.Helper()
 	ctx := context.Background()
-	p, err := s.PlanProject(ctx, req)
+	p, err := projectsOf(s).MakePlan(ctx, req)
 	if err != nil {
 		t.Fatalf("plan: %v", err)
 	}
-	res, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial})
+	res, err := projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial})
 	if err != nil {
 		t.Fatalf("apply: %v", err)
 	}
@@ -177,7 +187,7 @@ func TestProjectProperties(t *testing.T) {
 					}
 				}
 			}
-			again, err := s.PlanProject(ctx, req)
+			again, err := projectsOf(s).MakePlan(ctx, req)
 			if err != nil {
 				rt.Fatal(err)
 			}
@@ -192,14 +202,14 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	s, _ := newService(t)
 	ctx := context.Background()
 	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Boxes: []api.BoxSpec{{Name: "web"}}}}
-	p, err := s.PlanProject(ctx, req)
+	p, err := projectsOf(s).MakePlan(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateDrive(ctx, api.DrivePost{Name: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial})
+	_, err = projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial})
 	if e, ok := err.(*api.Error); !ok || e.Code != api.CodeConflict || !strings.Contains(e.Message, "plan again") {
 		t.Fatalf("stale apply: %v", err)
 	}
@@ -215,18 +225,18 @@ func TestProjectsDoNotTouchEachOther(t *testing.T) {
 		t.Fatal(err)
 	}
 	planApply(t, s, api.PlanRequest{Spec: api.ProjectSpec{Project: "one", Boxes: []api.BoxSpec{{Name: "web"}}}})
-	p, err := s.PlanProject(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "api"}}}, Destroy: false})
+	p, err := projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "api"}}}, Destroy: false})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Changes) != 1 || p.Changes[0].Address != "box.api" {
 		t.Fatalf("project two plans %+v", p.Changes)
 	}
-	_, err = s.PlanProject(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "web"}}}})
+	_, err = projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "web"}}}})
 	if e, ok := err.(*api.Error); !ok || e.Field != "box.web" || !strings.Contains(e.Message, `project "one"`) {
 		t.Fatalf("taking another project's name: %v", err)
 	}
-	_, err = s.PlanProject(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "adhoc"}}}})
+	_, err = projectsOf(s).MakePlan(ctx, api.PlanRequest{Spec: api.ProjectSpec{Project: "two", Boxes: []api.BoxSpec{{Name: "adhoc"}}}})
 	if err == nil || !strings.Contains(err.Error(), "paddock new") {
 		t.Fatalf("taking a 'paddock new' box's name: %v", err)
 	}
@@ -246,14 +256,14 @@ func TestFailedSetupForcesReplacement(t *testing.T) {
 	if len(res.Setup) != 1 || res.Setup[0] != "web" {
 		t.Fatalf("setup list %v", res.Setup)
 	}
-	if err := s.SetupDone("web", api.SetupPost{OK: false, Error: "step 1 exited with code 1"}); err != nil {
+	if err := projectsOf(s).SetupDone("web", api.SetupPost{OK: false, Error: "step 1 exited with code 1"}); err != nil {
 		t.Fatal(err)
 	}
 	b, _ := s.GetBox("web")
 	if b.Status != "failed" || !strings.Contains(b.Error, "code 1") {
 		t.Fatalf("box after failed setup: %+v", b)
 	}
-	p, err := s.PlanProject(ctx, req)
+	p, err := projectsOf(s).MakePlan(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,15 +17,15 @@ func TestProjectsDrift(t *testing.T) {
 	s, _ := newService(t)
 	ctx := caller.With(context.Background(), store.User{ID: 1, Name: "olga", Role: store.RoleOwner})
 	req := api.PlanRequest{Spec: api.ProjectSpec{Project: "shop", Boxes: []api.BoxSpec{{Name: "web"}}}}
-	p, err := s.PlanProject(ctx, req)
+	p, err := projectsOf(s).MakePlan(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+	if _, err := projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
 		t.Fatal(err)
 	}
 	serial, _ := s.Store.Serial()
-	ps, err := s.Projects(ctx)
+	ps, err := projectsOf(s).List(ctx)
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("projects: %+v %v", ps, err)
 	}
@@ -36,20 +36,20 @@ func TestProjectsDrift(t *testing.T) {
 	if _, err := s.SetPolicy(ctx, "web", api.PolicyDenyAll); err != nil {
 		t.Fatal(err)
 	}
-	ps, _ = s.Projects(ctx)
+	ps, _ = projectsOf(s).List(ctx)
 	if len(ps) != 1 || len(ps[0].Drift) != 1 || ps[0].Drift[0].Address != "box.web" {
 		t.Fatalf("after a policy change outside the Boxfile, drift %+v", ps)
 	}
 	// A member sees nothing of it.
-	if mine, err := s.Projects(caller.With(context.Background(), store.User{ID: 2, Name: "mia", Role: store.RoleMember})); err != nil || len(mine) != 0 {
+	if mine, err := projectsOf(s).List(caller.With(context.Background(), store.User{ID: 2, Name: "mia", Role: store.RoleMember})); err != nil || len(mine) != 0 {
 		t.Fatalf("a member sees %+v %v", mine, err)
 	}
 	req.Destroy = true
-	p, _ = s.PlanProject(ctx, req)
-	if _, err := s.ApplyProject(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
+	p, _ = projectsOf(s).MakePlan(ctx, req)
+	if _, err := projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
 		t.Fatal(err)
 	}
-	if ps, _ = s.Projects(ctx); len(ps) != 0 {
+	if ps, _ = projectsOf(s).List(ctx); len(ps) != 0 {
 		t.Fatalf("after a destroy: %+v", ps)
 	}
 }

@@ -87,9 +87,6 @@ type Service struct {
 	// their refresh tokens in the store (sso.go).
 	SSO    *sso.Set
 	SSOKey []byte
-	// Jobs starts jobs (package jobs), for the agents' prompts; nil:
-	// none.
-	Jobs JobStarter
 	// Moves moves boxes between servers (package nodes), for a fork onto
 	// another server; nil: none.
 	Moves Mover

@@ -1,4 +1,10 @@
-package service
+// Package agents is the coding agents of the server's agent table: the
+// table (List), what a box has of each for a user (InBox: installed, and
+// where its credentials would come from), and a prompt: an agent run on
+// a task as a job, with the secrets of the user who asks in its
+// environment only (Prompt), with their API routes (Routes), over the
+// core's Core and the jobs.
+package agents
 
 import (
 	"context"
@@ -15,10 +21,45 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// Agents lists the agent table.
-func (s *Service) Agents() []api.Agent {
+// Core is what the agents need of paddockd's core (package service's
+// Service has it): a running box; a short command's output from one;
+// whether a box has the credential broker (and why not); a box's
+// stand-in for a brokered secret; a sealed secret's value; and an
+// agent's base-URL variables pointed at the broker.
+type Core interface {
+	RunningBox(name string) (store.Box, error)
+	Output(ctx context.Context, box string, cmd []string) (stdout, stderr string, code int, err error)
+	BrokerOn(b store.Box) bool
+	NoBroker(b store.Box) string
+	StandIn(b store.Box, via int64, row store.SecretRow) string
+	OpenSecret(name string, sealed []byte) ([]byte, error)
+	AgentBaseURLs(b store.Box, via int64, urls map[string]string) (map[string]string, error)
+}
+
+// JobStarter starts a job with secrets in its environment only, its
+// command labelled (package jobs).
+type JobStarter interface {
+	StartWith(name string, p api.ExecPost, secrets map[string]string, label string) (api.Job, error)
+}
+
+// Agents is the agent table of one server, and its prompts.
+type Agents struct {
+	core  Core
+	store *store.Store
+	jobs  JobStarter
+	cfg   *config.Config
+}
+
+// New is the agents over core, the store, the jobs and the
+// configuration (its agent table).
+func New(core Core, st *store.Store, jobs JobStarter, cfg *config.Config) *Agents {
+	return &Agents{core: core, store: st, jobs: jobs, cfg: cfg}
+}
+
+// List lists the agent table.
+func (ag *Agents) List() []api.Agent {
 	out := []api.Agent{}
-	for n, a := range s.Cfg.Agents {
+	for n, a := range ag.cfg.Agents {
 		out = append(out, api.Agent{Name: n, Command: a.Command, Secrets: a.Secrets, Required: a.Required})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -35,8 +76,8 @@ func (s *Service) Agents() []api.Agent {
 // an agent on their own keys, never on the owner's (which they could
 // read from the agent's environment). A brokered one goes in as a
 // stand-in that names them, so the broker spends it under their name.
-func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (api.Job, error) {
-	b, err := s.RunningBox(name)
+func (ag *Agents) Prompt(ctx context.Context, name string, p api.PromptPost) (api.Job, error) {
+	b, err := ag.core.RunningBox(name)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -46,12 +87,12 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		agentName = b.Agent
 	}
 	if agentName == "" {
-		agentName = s.Cfg.DefaultAgent
+		agentName = ag.cfg.DefaultAgent
 	}
-	agent, ok := s.Cfg.Agents[agentName]
+	agent, ok := ag.cfg.Agents[agentName]
 	if !ok {
 		var names []string
-		for n := range s.Cfg.Agents {
+		for n := range ag.cfg.Agents {
 			names = append(names, n)
 		}
 		sort.Strings(names)
@@ -69,7 +110,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		if _, done := env[sec]; done {
 			continue
 		}
-		row, err := s.Store.SecretFor(asker, sec)
+		row, err := ag.store.SecretFor(asker, sec)
 		if errors.Is(err, store.ErrNotFound) {
 			if slices.Contains(agent.Required, sec) {
 				missing = append(missing, sec)
@@ -82,14 +123,14 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 			// Brokered: the command's environment has the box's
 			// stand-in (CheckExec), never the value; where there is no
 			// broker, the agent goes without.
-			if !s.brokerOn(b) {
+			if !ag.core.BrokerOn(b) {
 				return api.Job{}, api.Invalid("secrets", "secret %s is brokered, so its value never enters a box, and box %s has no broker: %s",
-					sec, name, s.noBroker(b))
+					sec, name, ag.core.NoBroker(b))
 			}
-			env[sec] = s.StandIn(b, asker, row)
+			env[sec] = ag.core.StandIn(b, asker, row)
 			continue
 		}
-		v, err := s.Sealer.Open(sec, row.Sealed)
+		v, err := ag.core.OpenSecret(sec, row.Sealed)
 		if err != nil {
 			return api.Job{}, fmt.Errorf("secret %s cannot be opened: %w", sec, err)
 		}
@@ -103,14 +144,14 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 	// credentials when it runs on a secret or its own login.
 	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	st, err := s.agentStates(actx, b, asker, []string{agentName})
+	st, err := ag.agentStates(actx, b, asker, []string{agentName})
 	if err != nil {
 		return api.Job{}, err
 	}
 	if st[0].Hint != "" {
 		return api.Job{}, api.Invalid("agent", "%s", st[0].Hint)
 	}
-	urls, err := s.agentBaseURLs(b, asker, agent.BaseURLs)
+	urls, err := ag.core.AgentBaseURLs(b, asker, agent.BaseURLs)
 	if err != nil {
 		return api.Job{}, err
 	}
@@ -118,10 +159,7 @@ func (s *Service) Prompt(ctx context.Context, name string, p api.PromptPost) (ap
 		env[k] = v
 	}
 	cmd := append(append([]string{}, agent.Command...), p.Task)
-	if s.Jobs == nil {
-		return api.Job{}, api.Conflict("this server runs no jobs")
-	}
-	return s.Jobs.StartWith(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
+	return ag.jobs.StartWith(name, api.ExecPost{Cmd: cmd, WorkDir: p.WorkDir}, env, "agent "+agentName)
 }
 
 // askerOf is the user of ctx, whose secrets a prompt in box b runs with:
@@ -153,27 +191,27 @@ func agentHint(box, name string, a config.Agent, ba api.BoxAgent) string {
 	return ""
 }
 
-// BoxAgents tells, for each agent of the table, whether the box has it
+// InBox tells, for each agent of the table, whether the box has it
 // installed and where its credentials would come from for a prompt of
 // the user of ctx: a secret of theirs, or the agent's own login in the
 // box (for subscriptions). No value is read: the box is asked whether the
 // files exist.
-func (s *Service) BoxAgents(ctx context.Context, name string) ([]api.BoxAgent, error) {
-	b, err := s.RunningBox(name)
+func (ag *Agents) InBox(ctx context.Context, name string) ([]api.BoxAgent, error) {
+	b, err := ag.core.RunningBox(name)
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(s.Cfg.Agents))
-	for n := range s.Cfg.Agents {
+	names := make([]string, 0, len(ag.cfg.Agents))
+	for n := range ag.cfg.Agents {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	return s.agentStates(ctx, b, askerOf(ctx, b), names)
+	return ag.agentStates(ctx, b, askerOf(ctx, b), names)
 }
 
 // agentStates asks a running box about the named agents, in one exec, for
 // a prompt with user via's secrets.
-func (s *Service) agentStates(ctx context.Context, b store.Box, via int64, names []string) ([]api.BoxAgent, error) {
+func (ag *Agents) agentStates(ctx context.Context, b store.Box, via int64, names []string) ([]api.BoxAgent, error) {
 	name := b.Name
 	// One exec asks the box for every agent: a line "NAME installed|absent
 	// login|none" each. Names and paths go in as arguments, not as code.
@@ -183,12 +221,12 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do [ -s "$HOME/$1" ] && l=login; shift; do
 echo "$n $i $l"; done`
 	cmd := []string{"sh", "-c", script, "agents"}
 	for _, n := range names {
-		a := s.Cfg.Agents[n]
+		a := ag.cfg.Agents[n]
 		cmd = append(cmd, n, a.Command[0])
 		cmd = append(cmd, a.Logins...)
 		cmd = append(cmd, "--")
 	}
-	out, errs, code, err := s.output(ctx, name, cmd)
+	out, errs, code, err := ag.core.Output(ctx, name, cmd)
 	if err != nil {
 		return nil, err
 	}
@@ -203,12 +241,12 @@ echo "$n $i $l"; done`
 	}
 	res := []api.BoxAgent{}
 	for _, n := range names {
-		a := s.Cfg.Agents[n]
+		a := ag.cfg.Agents[n]
 		ba := api.BoxAgent{Name: n, Installed: seen[n][0] == "installed"}
 		for _, sec := range append(append([]string{}, a.Required...), a.Secrets...) {
-			row, err := s.Store.SecretFor(via, sec)
+			row, err := ag.store.SecretFor(via, sec)
 			switch {
-			case err == nil && ba.Credentials == "" && len(row.Broker.Hosts) > 0 && s.brokerOn(b):
+			case err == nil && ba.Credentials == "" && len(row.Broker.Hosts) > 0 && ag.core.BrokerOn(b):
 				ba.Credentials = "brokered secret " + sec
 			case err == nil && ba.Credentials == "":
 				ba.Credentials = "secret " + sec

@@ -1,4 +1,4 @@
-package service
+package project
 
 import (
 	"context"
@@ -11,12 +11,11 @@ import (
 	"github.com/paddock-dev/paddock/appliance/broker"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/driver"
-	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// declared is what the store and a transaction both read.
-type declared interface {
+// stateReader is what the store and a transaction both read.
+type stateReader interface {
 	Serial() (int64, error)
 	ListBoxes() ([]store.Box, error)
 	ListDrives() ([]store.Drive, error)
@@ -26,9 +25,9 @@ type declared interface {
 
 // projectState reads what a project plan is computed against, from the
 // store or from within a transaction.
-func (s *Service) projectState(ctx context.Context, from declared) (project.State, error) {
-	var st project.State
-	obs, err := s.Driver.Boxes(ctx)
+func (pr *Projects) projectState(ctx context.Context, from stateReader) (State, error) {
+	var st State
+	obs, err := pr.drv.Boxes(ctx)
 	if err != nil {
 		return st, err
 	}
@@ -63,27 +62,27 @@ func (s *Service) projectState(ctx context.Context, from declared) (project.Stat
 // maskForeign keeps another user's objects in st by their names (one
 // namespace) but not where they belong: a plan that meets one says only
 // that the name is taken. After checkProjectOwner, which needs them.
-func maskForeign(ctx context.Context, st *project.State) {
+func maskForeign(ctx context.Context, st *State) {
 	for i := range st.Boxes {
 		if !caller.Visible(ctx, st.Boxes[i].Owner) {
-			st.Boxes[i].Project = project.Foreign
+			st.Boxes[i].Project = Foreign
 		}
 	}
 	for i := range st.Drives {
 		if !caller.Visible(ctx, st.Drives[i].Owner) {
-			st.Drives[i].Project = project.Foreign
+			st.Drives[i].Project = Foreign
 		}
 	}
 	for i := range st.Policies {
 		if !caller.Visible(ctx, st.Policies[i].Owner) {
-			st.Policies[i].Project = project.Foreign
+			st.Policies[i].Project = Foreign
 		}
 	}
 }
 
 // checkProjectOwner refuses a project whose objects belong to a user that
 // the user of ctx may not touch.
-func checkProjectOwner(ctx context.Context, proj string, st project.State) error {
+func checkProjectOwner(ctx context.Context, proj string, st State) error {
 	owners := []int64{}
 	for _, b := range st.Boxes {
 		if b.Project == proj {
@@ -113,8 +112,8 @@ func checkProjectOwner(ctx context.Context, proj string, st project.State) error
 // engine name, in refs from projectImages). An image the project builds
 // itself need not be there yet when only planning (applying: the CLI has
 // built it).
-func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan, refs map[string]bool, applying bool) error {
-	spec = project.Normalize(spec, s.Cfg.Image, s.Cfg.DesktopDefault)
+func (pr *Projects) checkImages(ctx context.Context, spec api.ProjectSpec, plan api.Plan, refs map[string]bool, applying bool) error {
+	spec = Normalize(spec, pr.cfg.Image, pr.cfg.DesktopDefault)
 	made := map[string]bool{}
 	for _, c := range plan.Changes {
 		if c.Action == api.ActionCreate || c.Action == api.ActionReplace {
@@ -125,7 +124,7 @@ func (s *Service) checkImages(ctx context.Context, spec api.ProjectSpec, plan ap
 		if !made["box."+b.Name] {
 			continue
 		}
-		if err := s.projectImage(ctx, b.Image, refs, applying); errors.Is(err, errNoImage) {
+		if err := pr.projectImage(ctx, b.Image, refs, applying); errors.Is(err, api.ErrNoImage) {
 			return &api.Error{Code: api.CodeInvalid, Field: "box." + b.Name + ".image",
 				Message: fmt.Sprintf("box.%s: %v", b.Name, err)}
 		} else if err != nil {
@@ -161,15 +160,15 @@ func validProject(spec api.ProjectSpec) error {
 	return nil
 }
 
-// PlanProject computes what applying a project's spec would change.
-func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Plan, error) {
+// MakePlan computes what applying a project's spec would change.
+func (pr *Projects) MakePlan(ctx context.Context, req api.PlanRequest) (api.Plan, error) {
 	if err := validProject(req.Spec); err != nil {
 		return api.Plan{}, err
 	}
 	if req.Spec.Project == "" {
 		return api.Plan{}, api.Invalid("project", "a Boxfile project needs a name")
 	}
-	st, err := s.projectState(ctx, s.Store)
+	st, err := pr.projectState(ctx, pr.store)
 	if err != nil {
 		return api.Plan{}, err
 	}
@@ -177,28 +176,28 @@ func (s *Service) PlanProject(ctx context.Context, req api.PlanRequest) (api.Pla
 		return api.Plan{}, err
 	}
 	maskForeign(ctx, &st)
-	refs := s.projectImages(ctx, &req.Spec)
-	plan, err := project.Plan(req.Spec, st, s.planOptions(req))
+	refs := pr.projectImages(ctx, &req.Spec)
+	plan, err := Plan(req.Spec, st, pr.planOptions(req))
 	if err != nil {
 		return plan, err
 	}
 	if !req.Destroy {
 		// Images first: the CLI builds them before it applies the rest.
-		if ic := s.planImages(ctx, req.Spec); len(ic) > 0 {
+		if ic := pr.planImages(ctx, req.Spec); len(ic) > 0 {
 			plan.Changes = append(ic, plan.Changes...)
 		}
 	}
-	return plan, s.checkImages(ctx, req.Spec, plan, refs, false)
+	return plan, pr.checkImages(ctx, req.Spec, plan, refs, false)
 }
 
-func (s *Service) planOptions(req api.PlanRequest) project.Options {
-	return project.Options{Destroy: req.Destroy, Drives: req.Drives, DefaultImage: s.Cfg.Image, DefaultDesktop: s.Cfg.DesktopDefault}
+func (pr *Projects) planOptions(req api.PlanRequest) Options {
+	return Options{Destroy: req.Destroy, Drives: req.Drives, DefaultImage: pr.cfg.Image, DefaultDesktop: pr.cfg.DesktopDefault}
 }
 
-// ApplyProject applies a plan made at req.Serial: it writes the declared
+// Apply applies a plan made at req.Serial: it writes the declared
 // state in one transaction (refused if the serial moved), reconciles, and
 // reports object by object.
-func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
+func (pr *Projects) Apply(ctx context.Context, req api.ApplyRequest) (api.ApplyResult, error) {
 	var res api.ApplyResult
 	if err := validProject(req.Spec); err != nil {
 		return res, err
@@ -206,11 +205,11 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 	if req.Spec.Project == "" {
 		return res, api.Invalid("project", "a Boxfile project needs a name")
 	}
-	spec := project.Normalize(req.Spec, s.Cfg.Image, s.Cfg.DesktopDefault)
-	refs := s.projectImages(ctx, &spec)
+	spec := Normalize(req.Spec, pr.cfg.Image, pr.cfg.DesktopDefault)
+	refs := pr.projectImages(ctx, &spec)
 	var plan api.Plan
-	err := s.Store.Declare(func(tx *store.Tx) error {
-		st, err := s.projectState(ctx, tx)
+	err := pr.store.Declare(func(tx *store.Tx) error {
+		st, err := pr.projectState(ctx, tx)
 		if err != nil {
 			return err
 		}
@@ -221,23 +220,23 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 		if st.Serial != req.Serial {
 			return api.Conflict("the state changed since this plan was made (serial %d, now %d): plan again", req.Serial, st.Serial)
 		}
-		if plan, err = project.Plan(spec, st, s.planOptions(req.PlanRequest)); err != nil {
+		if plan, err = Plan(spec, st, pr.planOptions(req.PlanRequest)); err != nil {
 			return err
 		}
-		if err := s.checkImages(ctx, spec, plan, refs, true); err != nil {
+		if err := pr.checkImages(ctx, spec, plan, refs, true); err != nil {
 			return err
 		}
-		if err := s.writePlan(tx, spec, plan, caller.OwnerID(ctx)); err != nil {
+		if err := pr.writePlan(tx, spec, plan, caller.OwnerID(ctx)); err != nil {
 			return err
 		}
-		return s.recordApply(ctx, tx, req.PlanRequest, st.Serial+1)
+		return pr.recordApply(ctx, tx, req.PlanRequest, st.Serial+1)
 	})
 	if err != nil {
 		return res, err
 	}
 	res.Plan = plan
-	rr, err := s.Rec.Run(ctx)
-	s.NotePoolChange() // boxes may have been claimed from it
+	rr, err := pr.rec.Run(ctx)
+	pr.core.NotePoolChange() // boxes may have been claimed from it
 	if err != nil {
 		return res, err
 	}
@@ -249,10 +248,10 @@ func (s *Service) ApplyProject(ctx context.Context, req api.ApplyRequest) (api.A
 			res.Done = append(res.Done, c.Address)
 		}
 	}
-	if res.Serial, err = s.Store.Serial(); err != nil {
+	if res.Serial, err = pr.store.Serial(); err != nil {
 		return res, err
 	}
-	boxes, err := s.Store.ListBoxes()
+	boxes, err := pr.store.ListBoxes()
 	if err != nil {
 		return res, err
 	}
@@ -300,7 +299,7 @@ func specBox(b api.BoxSpec, into *store.Box) {
 func hasSetup(b api.BoxSpec) bool { return len(b.Push) > 0 || len(b.Setup) > 0 }
 
 // writePlan turns a plan into declared state.
-func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, owner int64) error {
+func (pr *Projects) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, owner int64) error {
 	boxes := map[string]api.BoxSpec{}
 	for _, b := range spec.Boxes {
 		boxes[b.Name] = b
@@ -317,7 +316,7 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 	for _, sec := range spec.Secrets {
 		secrets[sec.Name] = sec
 	}
-	now := s.now()
+	now := pr.core.Time()
 	for _, c := range plan.Changes {
 		kind, name, _ := strings.Cut(c.Address, ".")
 		var err error
@@ -336,7 +335,7 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 			switch c.Action {
 			case api.ActionCreate:
 				var where string
-				if where, err = s.driveNode(tx); err == nil {
+				if where, err = pr.core.DriveNode(tx); err == nil {
 					err = tx.CreateDrive(store.Drive{Name: name, State: "ready", Created: now, Project: spec.Project, Size: d.Size, Labels: d.Labels, Owner: owner, Node: where})
 				}
 			case api.ActionUpdate:
@@ -345,7 +344,7 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 				err = tx.SetDriveState(name, "deleting")
 			}
 		case "box":
-			err = s.writeBox(tx, spec.Project, name, boxes[name], c, now, owner)
+			err = pr.writeBox(tx, spec.Project, name, boxes[name], c, now, owner)
 		case "secret":
 			var b api.SecretBroker
 			brk := secrets[name].Broker
@@ -360,7 +359,7 @@ func (s *Service) writePlan(tx *store.Tx, spec api.ProjectSpec, plan api.Plan, o
 	return nil
 }
 
-func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api.Change, now time.Time, owner int64) error {
+func (pr *Projects) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api.Change, now time.Time, owner int64) error {
 	if c.Action == api.ActionDelete {
 		if err := tx.DeleteBox(name); err != nil {
 			return err
@@ -381,20 +380,20 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 		// A box that fits the warm pool takes a pool box's container; the
 		// apply's reconcile gives it its policy and hostname, and the pool
 		// is refilled after the apply.
-		claimed, err := s.takePool(tx, &nb, "")
+		claimed, err := pr.core.TakePool(tx, &nb, "")
 		if err != nil {
 			return err
 		}
 		if !claimed {
 			want := ""
-			if strings.HasPrefix(nb.Image, s.Cfg.Instance+"/") {
-				want = s.LocalNodeName() // a user's image is on this server only
+			if strings.HasPrefix(nb.Image, pr.cfg.Instance+"/") {
+				want = pr.core.LocalNodeName() // a user's image is on this server only
 			}
-			if err := s.placeOn(tx, &nb, want); err != nil {
+			if err := pr.core.PlaceOn(tx, &nb, want); err != nil {
 				return err
 			}
 		}
-		return s.createBox(tx, nb)
+		return pr.core.DeclareBox(tx, nb)
 	}
 	if err != nil {
 		return err
@@ -425,8 +424,8 @@ func (s *Service) writeBox(tx *store.Tx, proj, name string, b api.BoxSpec, c api
 
 // SetupDone records the outcome of a box's one-time push and setup steps. A
 // failed setup marks the box failed; the next plan replaces it.
-func (s *Service) SetupDone(name string, p api.SetupPost) error {
-	return s.update(name, func(_ *store.Tx, b *store.Box) error {
+func (pr *Projects) SetupDone(name string, p api.SetupPost) error {
+	return pr.core.UpdateBox(name, func(_ *store.Tx, b *store.Box) error {
 		if b.Setup != "pending" {
 			return api.Conflict("box %q has no setup waiting (setup is %q)", name, b.Setup)
 		}

@@ -1,4 +1,4 @@
-package service
+package project
 
 import (
 	"context"
@@ -7,13 +7,12 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
-	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // recordApply keeps what was applied to a project, when and by whom, and
 // the serial the apply leaves; a destroy forgets the project.
-func (s *Service) recordApply(ctx context.Context, tx *store.Tx, req api.PlanRequest, serial int64) error {
+func (pr *Projects) recordApply(ctx context.Context, tx *store.Tx, req api.PlanRequest, serial int64) error {
 	if req.Destroy {
 		return tx.DeleteProject(req.Spec.Project)
 	}
@@ -26,19 +25,19 @@ func (s *Service) recordApply(ctx context.Context, tx *store.Tx, req api.PlanReq
 	if err != nil {
 		return err
 	}
-	return tx.PutProject(store.Project{Name: req.Spec.Project, Owner: caller.OwnerID(ctx), Request: string(raw), Applied: s.now(), AppliedBy: by, Serial: serial})
+	return tx.PutProject(store.Project{Name: req.Spec.Project, Owner: caller.OwnerID(ctx), Request: string(raw), Applied: pr.core.Time(), AppliedBy: by, Serial: serial})
 }
 
-// Projects lists the Boxfile projects the user of ctx sees: each with its
+// List lists the Boxfile projects the user of ctx sees: each with its
 // objects, its last apply, and its drift: the plan its last applied
 // Boxfile would make now against the declared and observed state (empty
 // when the machine matches it).
-func (s *Service) Projects(ctx context.Context) ([]api.Project, error) {
-	recs, err := s.Store.ListProjects()
+func (pr *Projects) List(ctx context.Context) ([]api.Project, error) {
+	recs, err := pr.store.ListProjects()
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.projectState(ctx, s.Store)
+	st, err := pr.projectState(ctx, pr.store)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +65,7 @@ func (s *Service) Projects(ctx context.Context) ([]api.Project, error) {
 			get(p.Project).Policies = append(get(p.Project).Policies, p.Name)
 		}
 	}
-	names := s.OwnerNames()
+	names := pr.core.OwnerNames()
 	for _, r := range recs {
 		if !caller.Visible(ctx, r.Owner) {
 			continue
@@ -79,7 +78,7 @@ func (s *Service) Projects(ctx context.Context) ([]api.Project, error) {
 			p.DriftError = "the recorded Boxfile cannot be read: " + err.Error()
 			continue
 		}
-		plan, err := project.Plan(req.Spec, st, s.planOptions(req))
+		plan, err := Plan(req.Spec, st, pr.planOptions(req))
 		if err != nil {
 			p.DriftError = err.Error()
 			continue
