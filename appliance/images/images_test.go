@@ -3,42 +3,24 @@ package images
 import (
 	"context"
 	"errors"
-	"io"
-	"log/slog"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
-	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
-	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/service/coretest"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // withCore is a catalog over the real core and store, on a fake engine
 // that has the server's images img and img2.
 func withCore(t *testing.T) (*Catalog, *service.Service, *fake.Driver) {
-	dir := t.TempDir()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + os.DevNull, "PADDOCK_STATE_DIR=" + dir, "PADDOCK_IMAGE=img"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.Images = []string{"img2"}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv := fake.New("img", "img2")
-	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
-	s := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background()}
-	return New(s, st, drv, &s.Cfg, log), s, drv
+	s, drv := coretest.New(t, "img", "img2")
+	return New(s, s.Store, drv, &s.Cfg, s.Log), s, drv
 }
 
 // Who may build on, see, share and remove a user's image: its builder;

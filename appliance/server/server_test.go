@@ -2,11 +2,9 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,39 +17,26 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
-	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
-	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/jobs"
-	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/service/coretest"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // newBare serves the API over a real store and the fake driver, with no
 // users yet.
 func newBare(t *testing.T) (*httptest.Server, *service.Service, string) {
-	dir := t.TempDir()
-	st, err := store.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	cfg, err := config.Load(nil, []string{"PADDOCK_CONFIG=" + os.DevNull, "PADDOCK_STATE_DIR=" + dir, "PADDOCK_IMAGE=img"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	drv := fake.New("img")
-	rec := &reconcile.Reconciler{Store: st, Driver: drv, Types: service.Types(cfg), Log: log}
+	svc, _ := coretest.New(t)
+	dir := svc.Cfg.StateDir
 	sealer, err := auth.LoadSealer(filepath.Join(dir, "secret.key"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := &service.Service{Store: st, Rec: rec, Driver: drv, Cfg: cfg, Log: log, Life: context.Background(), Sealer: sealer,
-		Audit: &service.Auditor{Key: audit.Key("a key of thirty-two bytes, for t")}}
-	pages := dashboard.New(svc, st, log, "", false)
-	ts := httptest.NewServer((&Server{Svc: svc, Store: st, Log: log, Name: "test", Pages: pages}).Handler())
+	svc.Sealer = sealer
+	svc.Audit = &service.Auditor{Key: audit.Key("a key of thirty-two bytes, for t")}
+	pages := dashboard.New(svc, svc.Store, svc.Log, "", false)
+	ts := httptest.NewServer((&Server{Svc: svc, Store: svc.Store, Log: svc.Log, Name: "test", Pages: pages}).Handler())
 	t.Cleanup(ts.Close)
 	return ts, svc, dir
 }
