@@ -199,11 +199,10 @@ func (d removing) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 	return nil
 }
 
-// A container removed by another hand while a run makes something else
-// is found lost by the next run, which makes it again from the box's
-// newest snapshot: the run it vanished in does not record the box as
-// never made.
-func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
+// keptWithSnapshot is a reconciler that has made box keep and taken its
+// snapshot keep-1.
+func keptWithSnapshot(t *testing.T) (*Reconciler, *fake.Driver) {
+	t.Helper()
 	rec, drv := newRec(t)
 	ctx := context.Background()
 	declare(t, rec.Store, "keep")
@@ -219,6 +218,16 @@ func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
 	if _, err := rec.Run(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return rec, drv
+}
+
+// A container removed by another hand while a run makes something else
+// is found lost by the next run, which makes it again from the box's
+// newest snapshot: the run it vanished in does not record the box as
+// never made.
+func TestContainerRemovedDuringARunComesBackFromItsSnapshot(t *testing.T) {
+	rec, drv := keptWithSnapshot(t)
+	ctx := context.Background()
 	rec.Driver = removing{drv, "keep"}
 	declare(t, rec.Store, "other")
 	if _, err := rec.Run(ctx); err != nil { // makes other; keep vanishes meanwhile
@@ -262,21 +271,8 @@ func (d beingRemoved) StartBox(ctx context.Context, name string) error {
 // box is made again from its newest snapshot, not from its image, though
 // the run that saw it going failed to start it (and recorded an error).
 func TestContainerSeenBeingRemovedComesBackFromItsSnapshot(t *testing.T) {
-	rec, drv := newRec(t)
+	rec, drv := keptWithSnapshot(t)
 	ctx := context.Background()
-	declare(t, rec.Store, "keep")
-	if _, err := rec.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
-	err := rec.Store.Declare(func(tx *store.Tx) error {
-		return tx.AddSnapshot(store.Snapshot{ID: "keep-1", Box: "keep", Reason: "user", State: "pending", Created: time.Now()})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rec.Run(ctx); err != nil {
-		t.Fatal(err)
-	}
 	rec.Driver = beingRemoved{drv, "keep"}
 	if _, err := rec.Run(ctx); err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/config"
@@ -139,18 +138,6 @@ func (s *Service) counted(name string) func() {
 			u.last = s.now()
 		}
 	}
-}
-
-// usedReader is a pull's stream: a use of its box until it is closed.
-type usedReader struct {
-	io.ReadCloser
-	done func()
-}
-
-func (u *usedReader) Close() error {
-	err := u.ReadCloser.Close()
-	u.done()
-	return err
 }
 
 // CheckIdle stops the running boxes that went unused for their idle stop:
