@@ -162,9 +162,11 @@ func (p *Pages) app(route string) http.HandlerFunc {
 			sort.Strings(v.Types)
 			v.Images = p.Svc.ServerImages()
 			v.DesktopDefault = p.Svc.Cfg.DesktopDefault
-			if pols, err := p.Svc.ListPolicies(ctx); err == nil {
-				for _, pol := range pols {
-					v.Policies = append(v.Policies, pol.Name)
+			if p.Policies != nil {
+				if pols, err := p.Policies(ctx); err == nil {
+					for _, pol := range pols {
+						v.Policies = append(v.Policies, pol.Name)
+					}
 				}
 			}
 			if ds, err := p.Svc.ListDrives(ctx); err == nil {

@@ -80,6 +80,9 @@ type Pages struct {
 	// Servers lists the servers, as 'paddock nodes' does (package
 	// nodes), for the Server page.
 	Servers func(ctx context.Context) ([]api.Node, error)
+	// Policies lists the policies the caller sees, as 'paddock policy
+	// ls' does (package policy), for the New box form.
+	Policies func(ctx context.Context) ([]api.Policy, error)
 
 	perAddr auth.Limiter
 	perName auth.Limiter

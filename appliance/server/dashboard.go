@@ -218,21 +218,3 @@ func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
 	}
 	return s.boxJSON(w, r, b)
 }
-
-func (s *Server) updatePolicy(w http.ResponseWriter, r *http.Request) error {
-	var p api.PolicySpec
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	if p.Name == "" {
-		p.Name = r.PathValue("name")
-	}
-	if p.Name != r.PathValue("name") {
-		return &api.Error{Code: api.CodeInvalid, Field: "name", Message: "a policy cannot be renamed; make a new one"}
-	}
-	out, err := s.Svc.UpdatePolicy(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, out)
-}

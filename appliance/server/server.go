@@ -40,6 +40,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/kernel"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/nodes"
+	"github.com/paddock-dev/paddock/appliance/policy"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/route"
@@ -125,7 +126,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
-		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg)}
+		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -165,13 +166,11 @@ func (s *Server) Handler() http.Handler {
 	add("GET "+p+"/drives/{name}/archive", s.backupDrive)
 	add("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
 	add("POST "+p+"/reconcile", s.reconcile)
-	add("PUT "+p+"/boxes/{name}/policy", s.setPolicy)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
 	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
 	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
 	add("DELETE "+p+"/boxes/{name}/grants/{user}", s.unshareBox)
-	add("GET "+p+"/boxes/{name}/policy", s.policyReport)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -197,6 +196,9 @@ func (s *Server) Handler() http.Handler {
 			if n, ok := c.(*nodes.Nodes); ok && s.Pages.Servers == nil {
 				s.Pages.Servers = n.List
 			}
+			if ps, ok := c.(*policy.Policies); ok && s.Pages.Policies == nil {
+				s.Pages.Policies = ps.List
+			}
 			if a, ok := c.(*access.Access); ok && s.Pages.Access == nil {
 				s.Pages.Access = a
 			}
@@ -209,10 +211,6 @@ func (s *Server) Handler() http.Handler {
 	if s.CLI != nil {
 		s.CLI.Routes(mux)
 	}
-	add("GET "+p+"/policies", s.listPolicies)
-	add("POST "+p+"/policies", s.createPolicy)
-	add("PUT "+p+"/policies/{name}", s.updatePolicy)
-	add("DELETE "+p+"/policies/{name}", s.removePolicy)
 	for _, c := range s.Capabilities {
 		c.Routes(apiFunc(add))
 		if pg, ok := c.(route.Pages); ok {
@@ -701,55 +699,6 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 		out.Errors[a] = e.Error()
 	}
 	return route.WriteJSON(w, http.StatusOK, out)
-}
-
-func (s *Server) setPolicy(w http.ResponseWriter, r *http.Request) error {
-	var p api.PolicyPut
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	b, err := s.Svc.SetPolicy(r.Context(), r.PathValue("name"), p.Policy)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, b)
-}
-
-func (s *Server) policyReport(w http.ResponseWriter, r *http.Request) error {
-	rep, err := s.Svc.PolicyReport(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, rep)
-}
-
-func (s *Server) listPolicies(w http.ResponseWriter, r *http.Request) error {
-	ps, err := s.Svc.ListPolicies(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ps)
-}
-
-func (s *Server) createPolicy(w http.ResponseWriter, r *http.Request) error {
-	var p api.PolicyPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Object("policies", p.Name)
-	out, err := s.Svc.CreatePolicy(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, out)
-}
-
-func (s *Server) removePolicy(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemovePolicy(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // boxGrants lists who a box is shared with.

@@ -48,7 +48,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 				return err
 			}
 		}
-		if err := s.checkPolicy(ctx, tx, b.Policy); err != nil {
+		if err := s.CheckPolicy(ctx, tx, b.Policy); err != nil {
 			return err
 		}
 		var err error

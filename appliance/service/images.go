@@ -38,7 +38,7 @@ func (s *Service) NewBuilder(ctx context.Context, build store.Build, policy stri
 	bx.Image = s.Cfg.Image
 	bx.Labels = map[string]string{"paddock.build": build.Name + "." + build.Tag}
 	err = s.Store.Declare(func(tx *store.Tx) error {
-		if err := s.checkPolicy(ctx, tx, bx.Policy); err != nil {
+		if err := s.CheckPolicy(ctx, tx, bx.Policy); err != nil {
 			return err
 		}
 		if err := s.PlaceOn(tx, &bx, s.LocalNodeName()); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/jobs"
+	"github.com/paddock-dev/paddock/appliance/policy"
 	"github.com/paddock-dev/paddock/appliance/project"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/secrets"
@@ -80,6 +81,9 @@ func agentsOf(s *Service) *agents.Agents { return agents.New(s, s.Store, jobsOf(
 func projectsOf(s *Service) *project.Projects {
 	return project.New(s, s.Store, s.Rec, s.Driver, &s.Cfg)
 }
+
+// policiesOf is the policy verbs (package policy) over s.
+func policiesOf(s *Service) *policy.Policies { return policy.New(s, s.Store, s.Rec, nil) }
 
 type fataler interface {
 	Helper()

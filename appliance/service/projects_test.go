@@ -33,7 +33,7 @@ func TestProjectsDrift(t *testing.T) {
 	if got.Name != "shop" || got.AppliedBy != "olga" || got.AppliedAt == nil || got.Serial != p.Serial+1 || got.Serial > serial || len(got.Boxes) != 1 || len(got.Drift) != 0 {
 		t.Fatalf("after the apply: %+v (serial now %d)", got, serial)
 	}
-	if _, err := s.SetPolicy(ctx, "web", api.PolicyDenyAll); err != nil {
+	if _, err := policiesOf(s).Set(ctx, "web", api.PolicyDenyAll); err != nil {
 		t.Fatal(err)
 	}
 	ps, _ = projectsOf(s).List(ctx)

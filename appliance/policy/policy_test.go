@@ -1,4 +1,4 @@
-package service
+package policy_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/policy"
+	"github.com/paddock-dev/paddock/appliance/service/coretest"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -16,7 +18,8 @@ import (
 // found to them; a Boxfile's policy is changed in its Boxfile only; a
 // bad list changes nothing.
 func TestPolicyCreateAndUpdate(t *testing.T) {
-	s, _ := newService(t)
+	s, _ := coretest.New(t)
+	ps := policy.New(s, s.Store, s.Rec, nil)
 	ctx := context.Background()
 	ann, _ := s.Store.CreateUser(store.User{Name: "ann", Role: store.RoleMember, Created: time.Now()})
 	mia, _ := s.Store.CreateUser(store.User{Name: "mia", Role: store.RoleMember, Created: time.Now()})
@@ -28,30 +31,35 @@ func TestPolicyCreateAndUpdate(t *testing.T) {
 		}
 		return "other: " + err.Error()
 	}
-	if _, err := s.CreatePolicy(asAnn, api.PolicyPost{Name: "web", AllowDomains: []string{"a.test"}}); err != nil {
+	if _, err := ps.Create(asAnn, api.PolicyPost{Name: "web", AllowDomains: []string{"a.test"}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreatePolicy(asMia, api.PolicyPost{Name: "web"}); err == nil || code(err) != api.CodeConflict {
+	if _, err := ps.Create(asMia, api.PolicyPost{Name: "web"}); err == nil || code(err) != api.CodeConflict {
 		t.Fatalf("another user's name taken again: %v", err)
 	}
-	if _, err := s.UpdatePolicy(asMia, api.PolicySpec{Name: "web", AllowDomains: []string{"evil.test"}}); err == nil || code(err) != api.CodeNotFound {
+	if _, err := ps.Update(asMia, api.PolicySpec{Name: "web", AllowDomains: []string{"evil.test"}}); err == nil || code(err) != api.CodeNotFound {
 		t.Fatalf("another member changed ann's policy: %v", err)
 	}
-	got, err := s.UpdatePolicy(asAnn, api.PolicySpec{Name: "web", AllowDomains: []string{"b.test"}})
+	got, err := ps.Update(asAnn, api.PolicySpec{Name: "web", AllowDomains: []string{"b.test"}})
 	if err != nil || len(got.AllowDomains) != 1 || got.AllowDomains[0] != "b.test" {
 		t.Fatalf("ann's update: %+v %v", got, err)
 	}
-	if _, err := s.UpdatePolicy(asAnn, api.PolicySpec{Name: "web", AllowCIDRs: []string{"10.1.2.3/16"}}); err == nil || code(err) != api.CodeInvalid {
+	if _, err := ps.Update(asAnn, api.PolicySpec{Name: "web", AllowCIDRs: []string{"10.1.2.3/16"}}); err == nil || code(err) != api.CodeInvalid {
 		t.Fatalf("a bad list: %v", err)
 	}
-	if _, err := s.UpdatePolicy(asAnn, api.PolicySpec{Name: "none"}); err == nil || code(err) != api.CodeNotFound {
+	if _, err := ps.Update(asAnn, api.PolicySpec{Name: "none"}); err == nil || code(err) != api.CodeNotFound {
 		t.Fatalf("a policy that is not there: %v", err)
 	}
-	planApply(t, s, api.PlanRequest{Spec: api.ProjectSpec{Project: "p", Policies: []api.PolicySpec{{Name: "fromfile", AllowDomains: []string{"c.test"}}}}})
-	if _, err := s.UpdatePolicy(ctx, api.PolicySpec{Name: "fromfile"}); err == nil || code(err) != api.CodeConflict {
+	// A Boxfile's policy: its project's.
+	if err := s.Store.Declare(func(tx *store.Tx) error {
+		return tx.PutPolicy(store.Policy{Name: "fromfile", AllowDomains: []string{"c.test"}, Project: "p"})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ps.Update(ctx, api.PolicySpec{Name: "fromfile"}); err == nil || code(err) != api.CodeConflict {
 		t.Fatalf("a Boxfile's policy changed outside it: %v", err)
 	}
-	pols, err := s.ListPolicies(ctx)
+	pols, err := ps.List(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
