@@ -135,16 +135,3 @@ func readClientFrames(r *bufio.Reader, stdin *io.PipeWriter, resize chan<- [2]ui
 		}
 	}
 }
-
-func (s *Server) backupDrive(w http.ResponseWriter, r *http.Request) error {
-	rc, err := s.Svc.BackupDrive(r.Context(), r.PathValue("name"))
-	return route.SendTar(w, r, rc, err, s.Log, "drive backup", r.PathValue("name"))
-}
-
-func (s *Server) restoreDrive(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RestoreDrive(r.Context(), r.PathValue("name"), r.Body); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}

@@ -34,6 +34,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
+	"github.com/paddock-dev/paddock/appliance/drives"
 	"github.com/paddock-dev/paddock/appliance/files"
 	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/jobs"
@@ -126,7 +127,8 @@ func Capabilities(svc *service.Service) []route.Capability {
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
-		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall)}
+		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
+		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -160,11 +162,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/boxes/{name}/restore", s.restore)
 	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
-	add("GET "+p+"/drives", s.listDrives)
-	add("POST "+p+"/drives", s.createDrive)
-	add("DELETE "+p+"/drives/{name}", s.removeDrive)
-	add("GET "+p+"/drives/{name}/archive", s.backupDrive)
-	add("PUT "+p+"/drives/{name}/archive", s.restoreDrive)
 	add("POST "+p+"/reconcile", s.reconcile)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
@@ -655,35 +652,6 @@ func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	return route.WriteJSON(w, http.StatusCreated, b)
-}
-
-func (s *Server) listDrives(w http.ResponseWriter, r *http.Request) error {
-	ds, err := s.Svc.ListDrives(r.Context())
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, ds)
-}
-
-func (s *Server) createDrive(w http.ResponseWriter, r *http.Request) error {
-	var p api.DrivePost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	audit.From(r.Context()).Object("drives", p.Name)
-	d, err := s.Svc.CreateDrive(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, d)
-}
-
-func (s *Server) removeDrive(w http.ResponseWriter, r *http.Request) error {
-	if err := s.Svc.RemoveDrive(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {

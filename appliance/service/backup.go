@@ -6,85 +6,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/archive"
-	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// BackupDrive streams a tar of a drive's contents, names relative to the
-// drive's root. Boxes may go on using the drive meanwhile; for a copy of
-// one moment, stop them first.
-func (s *Service) BackupDrive(ctx context.Context, name string) (io.ReadCloser, error) {
-	if _, err := s.readyDrive(ctx, name); err != nil {
-		return nil, err
-	}
-	rc, err := s.Driver.ReadVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image)
-	if errors.Is(err, driver.ErrNotFound) {
-		return nil, api.Conflict("drive %q has no volume yet; try again in a moment", name)
-	}
-	return rc, err
-}
-
-// RestoreDrive replaces a drive's contents with an archive's. It is refused
-// while a box that mounts the drive runs. The archive is checked whole
-// before anything is written (as for push), its files are given to the box
-// user, and a failure on the way leaves the old contents.
-func (s *Service) RestoreDrive(ctx context.Context, name string, body io.Reader) error {
-	d, err := s.readyDrive(ctx, name)
-	if err != nil {
-		return err
-	}
-	// The drive is marked before the check: a box started after the mark
-	// is not started by the reconciler until the restore ends (its status
-	// says so), and one started before it is seen by the check. Either
-	// way no box mounts the drive while its contents are swapped.
+// MarkRestoring marks a drive as being restored (the reconciler starts
+// no box that mounts it meanwhile), or says it is already; done ends it.
+func (s *Service) MarkRestoring(name string) (done func(), err error) {
 	s.memMu.Lock()
+	defer s.memMu.Unlock()
 	if s.restoring[name] {
-		s.memMu.Unlock()
-		return api.Conflict("drive %q is being restored already", name)
+		return nil, api.Conflict("drive %q is being restored already", name)
 	}
 	if s.restoring == nil {
 		s.restoring = map[string]bool{}
 	}
 	s.restoring[name] = true
-	s.memMu.Unlock()
-	defer func() {
+	return func() {
 		s.memMu.Lock()
 		delete(s.restoring, name)
 		s.memMu.Unlock()
-	}()
-	boxes, err := s.Store.ListBoxes()
-	if err != nil {
-		return err
-	}
-	var running []string
-	for _, b := range boxes {
-		if (b.Desired == "running" || b.Observed == "running") && slices.Contains(d.UsedBy, b.Name) {
-			running = append(running, b.Name)
-		}
-	}
-	if len(running) > 0 {
-		return api.Conflict("drive %q is mounted by running box(es) %s: stop them first", name, strings.Join(running, ", "))
-	}
-	left := store.Leftover{Kind: "volume", Target: name, Path: "restore-" + auth.RandomHex(6)}
-	if err := s.AddLeftover(left); err != nil {
-		return err
-	}
-	defer s.DoneLeftover(left)
-	err = s.Checked(body, "", func(tar io.Reader) error {
-		return s.Driver.WriteVolume(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: name}, s.Cfg.Image, tar)
-	})
-
-	if errors.Is(err, driver.ErrNotFound) {
-		return api.Conflict("drive %q has no volume yet; try again in a moment", name)
-	}
-	return err
+	}, nil
 }
 
 // DriveRestoring says whether a restore of the drive is under way (the
@@ -93,17 +39,6 @@ func (s *Service) DriveRestoring(name string) bool {
 	s.memMu.Lock()
 	defer s.memMu.Unlock()
 	return s.restoring[name]
-}
-
-func (s *Service) readyDrive(ctx context.Context, name string) (api.Drive, error) {
-	d, err := s.GetDrive(ctx, name)
-	if err != nil {
-		return d, err
-	}
-	if d.State != "ready" {
-		return d, api.Conflict("drive %q is %s", name, d.State)
-	}
-	return d, nil
 }
 
 // errAbandoned ends the checking of an archive whose consumer stopped.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -104,9 +103,9 @@ func (s *Service) DeclareBox(tx *store.Tx, b store.Box) error {
 	}
 }
 
-// checkLimit refuses one more box or drive to a member who has the most
+// CheckLimit refuses one more box or drive to a member who has the most
 // their quota allows, naming it.
-func (s *Service) checkLimit(tx *store.Tx, owner int64, what string) error {
+func (s *Service) CheckLimit(tx *store.Tx, owner int64, what string) error {
 	q, err := s.quotaOf(tx, owner)
 	if err != nil {
 		return err
@@ -434,7 +433,7 @@ func (s *Service) RemoveBox(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return s.reconcileFor(ctx, "box."+name, "volume.boxdata."+name)
+	return s.ReconcileFor(ctx, "box."+name, "volume.boxdata."+name)
 }
 
 // Snapshot takes a snapshot of a box's filesystem now.
@@ -451,7 +450,7 @@ func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, erro
 	if err != nil {
 		return api.Snapshot{}, err
 	}
-	rerr := s.reconcileFor(ctx, "snapshot."+sn.ID)
+	rerr := s.ReconcileFor(ctx, "snapshot."+sn.ID)
 	out, err := s.getSnapshot(sn.ID)
 	if err != nil {
 		return out, err
@@ -765,55 +764,6 @@ func (s *Service) inDiskGrace(name string) bool {
 	return ok && s.now().Sub(started) < diskGrace(s.Cfg)
 }
 
-// usedBy lists the boxes that mount a drive.
-func usedBy(boxes []store.Box, drive string) []string {
-	var out []string
-	for _, b := range boxes {
-		for _, m := range b.Mounts {
-			if m.Drive == drive {
-				out = append(out, b.Name)
-				break
-			}
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// CreateDrive declares a drive and makes its volume.
-func (s *Service) CreateDrive(ctx context.Context, p api.DrivePost) (api.Drive, error) {
-	if err := api.ValidName("drive", p.Name); err != nil {
-		return api.Drive{}, err
-	}
-	err := s.Store.Declare(func(tx *store.Tx) error {
-		if err := s.checkLimit(tx, caller.OwnerID(ctx), "drives"); err != nil {
-			return err
-		}
-		where, err := s.DriveNode(tx)
-		if err != nil {
-			return err
-		}
-		err = tx.CreateDrive(store.Drive{Name: p.Name, State: "ready", Created: s.now(), Owner: caller.OwnerID(ctx), Node: where})
-		if errors.Is(err, store.ErrConflict) {
-			d, _ := tx.GetDrive(p.Name)
-			if d.State == "deleting" {
-				return api.Conflict("drive %q is being removed; try again in a moment", p.Name)
-			}
-			return api.Conflict("a drive named %q already exists", p.Name)
-		}
-		return err
-	})
-	if err != nil {
-		return api.Drive{}, err
-	}
-	rerr := s.reconcileFor(ctx, "volume.drive."+p.Name)
-	d, err := s.GetDrive(ctx, p.Name)
-	if err != nil {
-		return d, err
-	}
-	return d, rerr
-}
-
 func (s *Service) GetDrive(ctx context.Context, name string) (api.Drive, error) {
 	ds, err := s.ListDrives(ctx)
 	if err != nil {
@@ -843,34 +793,9 @@ func (s *Service) ListDrives(ctx context.Context) ([]api.Drive, error) {
 		if !caller.Visible(ctx, d.Owner) {
 			continue
 		}
-		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: usedBy(boxes, d.Name), Project: d.Project, Size: d.Size, Labels: d.Labels, Node: s.boxNode(d.Node)})
+		out = append(out, api.Drive{Name: d.Name, State: d.State, Created: d.Created, UsedBy: store.UsedBy(boxes, d.Name), Project: d.Project, Size: d.Size, Labels: d.Labels, Node: s.boxNode(d.Node)})
 	}
 	return out, nil
-}
-
-// RemoveDrive removes a drive and its data. A drive that a box mounts is
-// refused, naming the boxes.
-func (s *Service) RemoveDrive(ctx context.Context, name string) error {
-	err := s.Store.Declare(func(tx *store.Tx) error {
-		d, err := tx.GetDrive(name)
-		if errors.Is(err, store.ErrNotFound) || (err == nil && (d.State == "deleting" || !caller.Visible(ctx, d.Owner))) {
-			return api.NotFound("drive", name)
-		} else if err != nil {
-			return err
-		}
-		boxes, err := tx.ListBoxes()
-		if err != nil {
-			return err
-		}
-		if users := usedBy(boxes, name); len(users) > 0 {
-			return api.Conflict("drive %q is mounted by %s: remove those boxes first", name, strings.Join(users, ", "))
-		}
-		return tx.SetDriveState(name, "deleting")
-	})
-	if err != nil {
-		return err
-	}
-	return s.reconcileFor(ctx, "volume.drive."+name, "drive."+name)
 }
 
 // SetTTL gives a box a new TTL counted from now ("" or "0": none); a

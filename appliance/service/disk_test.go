@@ -79,7 +79,7 @@ func TestCheckDiskBoundsAMembersDrives(t *testing.T) {
 		ctx  context.Context
 		name string
 	}{{asMia, "data"}, {asMia, "more"}, {asBoss, "bossdata"}} {
-		if _, err := s.CreateDrive(d.ctx, api.DrivePost{Name: d.name}); err != nil {
+		if _, err := drivesOf(s).Create(d.ctx, api.DrivePost{Name: d.name}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -171,7 +171,7 @@ func TestBoxfileTakenNamesSayNotWhose(t *testing.T) {
 	if _, err := projectsOf(s).Apply(asOlga, api.ApplyRequest{PlanRequest: req, Serial: p.Serial}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateDrive(asOlga, api.DrivePost{Name: "cache"}); err != nil {
+	if _, err := drivesOf(s).Create(asOlga, api.DrivePost{Name: "cache"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, spec := range []api.ProjectSpec{

@@ -36,10 +36,10 @@ func TestMemberLimits(t *testing.T) {
 	if _, err := s.Fork(asMia, "m1", api.ForkPost{Name: "m1fork"}); err == nil || !strings.Contains(err.Error(), "limits.boxes") {
 		t.Fatalf("a fork past the limit: %v", err)
 	}
-	if _, err := s.CreateDrive(asMia, api.DrivePost{Name: "d1"}); err != nil {
+	if _, err := drivesOf(s).Create(asMia, api.DrivePost{Name: "d1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateDrive(asMia, api.DrivePost{Name: "d2"}); err == nil || !strings.Contains(err.Error(), "limits.drives = 1") {
+	if _, err := drivesOf(s).Create(asMia, api.DrivePost{Name: "d2"}); err == nil || !strings.Contains(err.Error(), "limits.drives = 1") {
 		t.Fatalf("a second drive: %v", err)
 	}
 	for _, n := range []string{"b1", "b2", "b3"} {

@@ -161,7 +161,7 @@ func TestPlacement(t *testing.T) {
 	}
 
 	// Drives: boxes that mount one go where it is.
-	if _, err := s.CreateDrive(ctx, api.DrivePost{Name: "d1"}); err != nil {
+	if _, err := drivesOf(s).Create(ctx, api.DrivePost{Name: "d1"}); err != nil {
 		t.Fatal(err)
 	}
 	d1, _ := s.Store.ListDrives()

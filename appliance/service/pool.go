@@ -98,7 +98,7 @@ func (s *Service) settleClaim(ctx context.Context, b store.Box) error {
 	defer s.NotePoolChange()
 	if err := s.Rec.Claimed(ctx, b); err != nil {
 		s.Log.Warn("claimed box: finishing it with a reconcile", "box", b.Name, "err", err)
-		return s.reconcileFor(ctx, "box."+b.Name)
+		return s.ReconcileFor(ctx, "box."+b.Name)
 	}
 	s.Log.Info("box claimed from the warm pool", "box", b.Name, "key", b.Engine)
 	s.foregroundClaimed(ctx, b)

@@ -132,7 +132,7 @@ func TestClaimKeepsThePoolBoxContainer(t *testing.T) {
 func TestColdWhenThePoolDoesNotFit(t *testing.T) {
 	s, _ := poolService(t, 1)
 	ctx := context.Background()
-	if _, err := s.CreateDrive(ctx, api.DrivePost{Name: "dr"}); err != nil {
+	if _, err := drivesOf(s).Create(ctx, api.DrivePost{Name: "dr"}); err != nil {
 		t.Fatal(err)
 	}
 	yes := true

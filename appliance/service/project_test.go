@@ -17,6 +17,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
+	"github.com/paddock-dev/paddock/appliance/drives"
 	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/policy"
 	"github.com/paddock-dev/paddock/appliance/project"
@@ -81,6 +82,9 @@ func agentsOf(s *Service) *agents.Agents { return agents.New(s, s.Store, jobsOf(
 func projectsOf(s *Service) *project.Projects {
 	return project.New(s, s.Store, s.Rec, s.Driver, &s.Cfg)
 }
+
+// drivesOf is the drive verbs (package drives) over s.
+func drivesOf(s *Service) *drives.Drives { return drives.New(s, s.Store, s.Driver, &s.Cfg, s.Log) }
 
 // policiesOf is the policy verbs (package policy) over s.
 func policiesOf(s *Service) *policy.Policies { return policy.New(s, s.Store, s.Rec, nil) }
@@ -210,7 +214,7 @@ func TestApplyRefusesAStalePlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CreateDrive(ctx, api.DrivePost{Name: "other"}); err != nil {
+	if _, err := drivesOf(s).Create(ctx, api.DrivePost{Name: "other"}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = projectsOf(s).Apply(ctx, api.ApplyRequest{PlanRequest: req, Serial: p.Serial})

@@ -119,9 +119,9 @@ func (s *Service) EngineName(box string) string {
 	return box
 }
 
-// reconcileFor runs the reconciler and returns the error, if any, of the
+// ReconcileFor runs the reconciler and returns the error, if any, of the
 // changes about one address (e.g. "box.web").
-func (s *Service) reconcileFor(ctx context.Context, addrs ...string) error {
+func (s *Service) ReconcileFor(ctx context.Context, addrs ...string) error {
 	res, err := s.Rec.Run(ctx)
 	if err != nil {
 		return err
@@ -273,7 +273,7 @@ func (s *Service) Settle(ctx context.Context, name string, declErr error, addrs 
 	if declErr != nil {
 		return api.Box{}, declErr
 	}
-	rerr := s.reconcileFor(ctx, addrs...)
+	rerr := s.ReconcileFor(ctx, addrs...)
 	b, err := s.GetBox(name)
 	if err != nil {
 		return b, err

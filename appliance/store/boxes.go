@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 	"time"
 )
@@ -448,3 +449,18 @@ func (s *Store) ListBoxes() ([]Box, error) { return listAll(s.q, listBoxes, scan
 
 // ListBoxes lists every declared box in the transaction.
 func (t *Tx) ListBoxes() ([]Box, error) { return listAll(t.tx, listBoxes, scanBox) }
+
+// UsedBy lists the boxes that mount a drive.
+func UsedBy(boxes []Box, drive string) []string {
+	var out []string
+	for _, b := range boxes {
+		for _, m := range b.Mounts {
+			if m.Drive == drive {
+				out = append(out, b.Name)
+				break
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}

@@ -1,4 +1,4 @@
-package service
+package drives_test
 
 import (
 	"archive/tar"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/drives"
+	"github.com/paddock-dev/paddock/appliance/service/coretest"
 )
 
 // No box mounts a drive while a restore swaps its contents: a box started
@@ -18,11 +20,12 @@ import (
 // restore ends; a box that runs makes the restore refuse; two restores of
 // one drive do not overlap.
 func TestRestoreHoldsTheBoxesOfItsDrive(t *testing.T) {
-	s, drv := newService(t)
+	s, drv := coretest.New(t)
 	s.Rec.Restoring = s.DriveRestoring
+	dv := drives.New(s, s.Store, s.Driver, &s.Cfg, s.Log)
 	ctx := context.Background()
 	mounts := []api.Mount{{Drive: "dr", Path: "/mnt/data"}}
-	if _, err := s.CreateDrive(ctx, api.DrivePost{Name: "dr"}); err != nil {
+	if _, err := dv.Create(ctx, api.DrivePost{Name: "dr"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "user", Mounts: mounts}); err != nil {
@@ -45,7 +48,7 @@ func TestRestoreHoldsTheBoxesOfItsDrive(t *testing.T) {
 		return err
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- s.RestoreDrive(ctx, "dr", bytes.NewReader(archive.Bytes())) }()
+	go func() { errc <- dv.Restore(ctx, "dr", bytes.NewReader(archive.Bytes())) }()
 	<-entered
 
 	running := func(name string) bool {
@@ -70,7 +73,7 @@ func TestRestoreHoldsTheBoxesOfItsDrive(t *testing.T) {
 	if running("late") {
 		t.Fatal("a box made during the restore runs with the drive mounted")
 	}
-	if err := s.RestoreDrive(ctx, "dr", bytes.NewReader(archive.Bytes())); !isConflict(err) || !strings.Contains(err.Error(), "being restored already") {
+	if err := dv.Restore(ctx, "dr", bytes.NewReader(archive.Bytes())); !isConflict(err) || !strings.Contains(err.Error(), "being restored already") {
 		t.Fatalf("a second restore during the first: %v", err)
 	}
 
@@ -94,7 +97,7 @@ func TestRestoreHoldsTheBoxesOfItsDrive(t *testing.T) {
 		t.Error("a drive was written under a running box")
 		return nil
 	}
-	if err := s.RestoreDrive(ctx, "dr", bytes.NewReader(archive.Bytes())); !isConflict(err) || !strings.Contains(err.Error(), "mounted by running box(es) late, user") {
+	if err := dv.Restore(ctx, "dr", bytes.NewReader(archive.Bytes())); !isConflict(err) || !strings.Contains(err.Error(), "mounted by running box(es) late, user") {
 		t.Fatalf("a restore under running boxes: %v", err)
 	}
 }
