@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"time"
 
 	"github.com/coder/websocket"
 
@@ -52,66 +51,6 @@ func (s *Server) signInLink(w http.ResponseWriter, r *http.Request) error {
 		base = "http://" + r.Host
 	}
 	return route.WriteJSON(w, http.StatusCreated, api.SignInLink{URL: base + "/signin/" + tok, Expires: exp})
-}
-
-// events streams the caller's boxes, drives, jobs and snapshots as
-// server-sent events: everything first, then "ready", then each change.
-// A comment line every 15 s keeps proxies from closing a quiet stream.
-func (s *Server) events(w http.ResponseWriter, r *http.Request) error {
-	release, err := s.Svc.OpenWatch(r.Context())
-	if err != nil {
-		return err
-	}
-	defer release()
-	rc := http.NewResponseController(w)
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Accel-Buffering", "no")
-	w.WriteHeader(http.StatusOK)
-	rc.Flush()
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	errc := make(chan error, 1)
-	msgs := make(chan service.Event, 64)
-	go func() {
-		errc <- s.Svc.Watch(ctx, 0, r.URL.Query().Get("metrics") == "1", func(e service.Event) error {
-			select {
-			case msgs <- e:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		})
-		close(msgs)
-	}()
-	keep := time.NewTicker(15 * time.Second)
-	defer keep.Stop()
-	for {
-		select {
-		case e, ok := <-msgs:
-			if !ok {
-				if err := <-errc; err != nil && ctx.Err() == nil {
-					fmt.Fprintf(w, "event: error\ndata: %s\n\n", mustJSON(map[string]string{"message": err.Error()}))
-					rc.Flush()
-				}
-				return nil
-			}
-			if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", e.Kind, mustJSON(e.Data)); err != nil {
-				return nil
-			}
-			if len(msgs) == 0 {
-				if rc.Flush() != nil {
-					return nil
-				}
-			}
-		case <-keep.C:
-			if _, err := io.WriteString(w, ": keep-alive\n\n"); err != nil || rc.Flush() != nil {
-				return nil
-			}
-		case <-ctx.Done():
-			return nil
-		}
-	}
 }
 
 func mustJSON(v any) []byte {

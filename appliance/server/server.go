@@ -35,6 +35,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/drives"
+	"github.com/paddock-dev/paddock/appliance/events"
 	"github.com/paddock-dev/paddock/appliance/files"
 	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/jobs"
@@ -128,7 +129,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
-		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log)}
+		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -171,7 +172,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
-	add("GET "+p+"/events", s.events)
 	add("GET "+p+"/boxes/{name}/terminal", s.terminal)
 	s.deviceLimit = auth.Limiter{Every: 6 * time.Second, Burst: 10}
 	mux.Add("POST "+p+"/login/device", route.Public, s.open(s.deviceStart))

@@ -11,7 +11,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
-	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/events"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/testbed/forms"
 )
@@ -114,7 +114,7 @@ func TestEventsStreamsAreBoundedPerUser(t *testing.T) {
 			c()
 		}
 	}()
-	for i := range service.MaxWatchesPerUser {
+	for i := range events.MaxWatchesPerUser {
 		resp, cancel := open(owner)
 		cancels = append(cancels, cancel)
 		if resp.StatusCode != 200 {

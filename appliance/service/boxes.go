@@ -458,10 +458,6 @@ func (s *Service) Snapshot(ctx context.Context, name string) (api.Snapshot, erro
 	return out, rerr
 }
 
-func toAPISnapshot(sn store.Snapshot) api.Snapshot {
-	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created, Size: sn.Size}
-}
-
 func (s *Service) getSnapshot(id string) (api.Snapshot, error) {
 	all, err := s.Store.ListSnapshots("")
 	if err != nil {
@@ -469,7 +465,7 @@ func (s *Service) getSnapshot(id string) (api.Snapshot, error) {
 	}
 	for _, sn := range all {
 		if sn.ID == id {
-			return toAPISnapshot(sn), nil
+			return sn.API(), nil
 		}
 	}
 	return api.Snapshot{}, api.NotFound("snapshot", id)
@@ -487,7 +483,7 @@ func (s *Service) Snapshots(name string) ([]api.Snapshot, error) {
 	out := []api.Snapshot{}
 	for _, sn := range sns {
 		if sn.State != "deleting" {
-			out = append(out, toAPISnapshot(sn))
+			out = append(out, sn.API())
 		}
 	}
 	return out, nil

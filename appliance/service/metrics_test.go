@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/events"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -64,8 +65,8 @@ func TestMetricsWithTheCore(t *testing.T) {
 
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	with := make(chan Event, 64)
-	go s.Watch(wctx, 10*time.Millisecond, true, func(e Event) error { with <- e; return nil })
+	with := make(chan events.Event, 64)
+	go events.New(s, s.Store, f).Watch(wctx, 10*time.Millisecond, true, func(e events.Event) error { with <- e; return nil })
 	for e := range with {
 		if e.Kind == "ready" {
 			break

@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"math/big"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -63,11 +62,6 @@ type Service struct {
 	// Fore counts the requests people wait on; background work waits
 	// for a lull in them.
 	Fore Foreground
-
-	watches watches
-	// viewsRead counts the events streams' reads of the store's view
-	// (one per change and audience, however many streams watch).
-	viewsRead atomic.Int64
 
 	memMu sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
 	live  map[store.Leftover]bool // staging folders of uploads in progress

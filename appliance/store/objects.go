@@ -210,6 +210,11 @@ type Job struct {
 	Ended    *time.Time
 }
 
+// API is the snapshot as the API shows it.
+func (sn Snapshot) API() api.Snapshot {
+	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created, Size: sn.Size}
+}
+
 // API is the job as the API shows it.
 func (j Job) API() api.Job {
 	return api.Job{ID: j.ID, Box: j.Box, Cmd: j.Cmd, State: j.State, ExitCode: j.ExitCode, Started: j.Started, Ended: j.Ended}

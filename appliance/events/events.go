@@ -1,4 +1,13 @@
-package service
+// Package events is the events stream (GET /v1/events): every object
+// a user sees (boxes, drives, jobs, snapshots), then each change as it is
+// written, whoever wrote it, and, if asked, each sampling pass's figures;
+// with its bounds on the streams open and its API route (Routes).
+//
+// Changes are found by comparing views of the store, read once per
+// audience and store change (the store's Seen counter), not by events
+// sent by each writer: nothing that writes the store has to know the
+// stream exists.
+package events
 
 import (
 	"bytes"
@@ -6,10 +15,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // Event is one change on the events stream: Kind is "box", "drive",
@@ -28,6 +39,39 @@ const (
 	MaxWatchesPerUser = 16
 	MaxWatches        = 256
 )
+
+// Core is what the events stream needs of paddockd's core (package
+// service's Service has it): the boxes and drives the caller of ctx sees,
+// as the API shows them.
+type Core interface {
+	ListBoxes(ctx context.Context) ([]api.Box, error)
+	ListDrives(ctx context.Context) ([]api.Drive, error)
+}
+
+// Metrics is the sampler of boxes' use (package metrics), as the stream
+// follows it: Pass counts the sampling passes done; LatestSeen is the
+// newest pass's sample of each running box the caller of ctx sees.
+type Metrics interface {
+	Pass() int64
+	LatestSeen(ctx context.Context) ([]api.Sample, error)
+}
+
+// Events is the events streams of one server.
+type Events struct {
+	core    Core
+	store   *store.Store
+	metrics Metrics
+	watches watches
+	// viewsRead counts the streams' reads of the store's view (the
+	// tests see that streams of one audience share them).
+	viewsRead atomic.Int64
+}
+
+// New is the events streams over core and the store, following metrics'
+// passes (nil: no metrics events).
+func New(core Core, st *store.Store, metrics Metrics) *Events {
+	return &Events{core: core, store: st, metrics: metrics}
+}
 
 // watches counts the events streams open, and keeps the newest view of
 // the store each audience (all, for owners; a member's own) was shown, so
@@ -49,11 +93,11 @@ type sharedView struct {
 	err   error
 }
 
-// OpenWatch admits one more events stream for the user of ctx, or says
+// Open admits one more events stream for the user of ctx, or says
 // why not (too many open: theirs, or the server's); release ends it.
-func (s *Service) OpenWatch(ctx context.Context) (release func(), err error) {
+func (ev *Events) Open(ctx context.Context) (release func(), err error) {
 	u, _ := caller.From(ctx)
-	w := &s.watches
+	w := &ev.watches
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.perUser == nil {
@@ -92,9 +136,9 @@ func audience(ctx context.Context) string {
 
 // sharedViewAt is the view of the audience of ctx at Seen counter n,
 // computed by the first stream that asks and shared with the others.
-func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched, error) {
+func (ev *Events) sharedViewAt(ctx context.Context, n int64) (map[string]watched, error) {
 	key := audience(ctx)
-	w := &s.watches
+	w := &ev.watches
 	w.mu.Lock()
 	if w.views == nil {
 		w.views = map[string]*sharedView{}
@@ -105,8 +149,8 @@ func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched
 		w.views[key] = sv
 		w.mu.Unlock()
 		// For every stream of the audience: not ended by the first one's end.
-		sv.view, sv.err = s.view(context.WithoutCancel(ctx))
-		s.viewsRead.Add(1)
+		sv.view, sv.err = ev.view(context.WithoutCancel(ctx))
+		ev.viewsRead.Add(1)
 		close(sv.ready)
 	} else {
 		w.mu.Unlock()
@@ -128,26 +172,26 @@ func (s *Service) sharedViewAt(ctx context.Context, n int64) (map[string]watched
 // counter moved: an idle follower costs one small query per interval.
 // With metrics, after "ready" each sampling pass (package metrics) sends a
 // "metrics" event (an api.Sample) for each running box the user sees.
-func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, send func(Event) error) error {
+func (ev *Events) Watch(ctx context.Context, every time.Duration, metrics bool, send func(Event) error) error {
 	if every <= 0 {
 		every = WatchEvery
 	}
 	seen := map[string]watched{}
 	first := true
 	var last int64
-	pass := s.metricsPass()
+	pass := ev.pass()
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		// Read before the view: a write after this read moves it again,
 		// so the next tick looks.
-		n, err := s.Store.Seen()
+		n, err := ev.store.Seen()
 		if err != nil {
 			return err
 		}
 		if first || n != last {
 			last = n
-			if seen, err = s.sendChanges(ctx, n, seen, send); err != nil {
+			if seen, err = ev.sendChanges(ctx, n, seen, send); err != nil {
 				return err
 			}
 		}
@@ -157,9 +201,9 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, 
 				return err
 			}
 		}
-		if p := s.metricsPass(); metrics && p != pass {
+		if p := ev.pass(); metrics && p != pass {
 			pass = p
-			ms, err := s.Metrics.LatestSeen(ctx)
+			ms, err := ev.metrics.LatestSeen(ctx)
 			if err != nil {
 				return err
 			}
@@ -179,8 +223,8 @@ func (s *Service) Watch(ctx context.Context, every time.Duration, metrics bool, 
 
 // sendChanges sends what differs between the view seen and the user's
 // view now, and returns the view now.
-func (s *Service) sendChanges(ctx context.Context, n int64, seen map[string]watched, send func(Event) error) (map[string]watched, error) {
-	now, err := s.sharedViewAt(ctx, n)
+func (ev *Events) sendChanges(ctx context.Context, n int64, seen map[string]watched, send func(Event) error) (map[string]watched, error) {
+	now, err := ev.sharedViewAt(ctx, n)
 	if err != nil {
 		return seen, err
 	}
@@ -209,7 +253,7 @@ type watched struct {
 }
 
 // view is what the user of ctx sees now, by "kind:key".
-func (s *Service) view(ctx context.Context) (map[string]watched, error) {
+func (ev *Events) view(ctx context.Context) (map[string]watched, error) {
 	out := map[string]watched{}
 	add := func(kind string, key map[string]string, v any) {
 		raw, _ := json.Marshal(v)
@@ -219,30 +263,30 @@ func (s *Service) view(ctx context.Context) (map[string]watched, error) {
 		}
 		out[kind+":"+id] = watched{kind: kind, raw: raw, key: key}
 	}
-	boxes, err := s.ListBoxes(ctx)
+	boxes, err := ev.core.ListBoxes(ctx)
 	if err != nil {
 		return nil, err
 	}
 	for _, b := range boxes {
 		add("box", map[string]string{"name": b.Name}, b)
-		jobs, err := s.Store.ListJobs(b.Name, "")
+		jobs, err := ev.store.ListJobs(b.Name, "")
 		if err != nil {
 			return nil, err
 		}
 		for _, j := range jobs {
 			add("job", map[string]string{"id": j.ID, "box": b.Name}, j.API())
 		}
-		sns, err := s.Store.ListSnapshots(b.Name)
+		sns, err := ev.store.ListSnapshots(b.Name)
 		if err != nil {
 			return nil, err
 		}
 		for _, sn := range sns {
 			if sn.State != "deleting" {
-				add("snapshot", map[string]string{"id": sn.ID, "box": b.Name}, toAPISnapshot(sn))
+				add("snapshot", map[string]string{"id": sn.ID, "box": b.Name}, sn.API())
 			}
 		}
 	}
-	drives, err := s.ListDrives(ctx)
+	drives, err := ev.core.ListDrives(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -250,4 +294,12 @@ func (s *Service) view(ctx context.Context) (map[string]watched, error) {
 		add("drive", map[string]string{"name": d.Name}, d)
 	}
 	return out, nil
+}
+
+// pass is the number of sampling passes done (0 with no sampler).
+func (ev *Events) pass() int64 {
+	if ev.metrics == nil {
+		return 0
+	}
+	return ev.metrics.Pass()
 }

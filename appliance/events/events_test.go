@@ -1,4 +1,4 @@
-package service
+package events
 
 import (
 	"context"
@@ -9,20 +9,22 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/service/coretest"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // The events stream shows a change whoever wrote it (the API, the
 // reconciler's observation, a job), and nothing while nothing changes.
 func TestWatchShowsEveryWriterAndIsQuietWhenIdle(t *testing.T) {
-	s, _ := newService(t)
+	s, _ := coretest.New(t)
+	ev := New(s, s.Store, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "one"}); err != nil {
 		t.Fatal(err)
 	}
 	events := make(chan Event, 100)
-	go s.Watch(ctx, 10*time.Millisecond, false, func(e Event) error { events <- e; return nil })
+	go ev.Watch(ctx, 10*time.Millisecond, false, func(e Event) error { events <- e; return nil })
 	next := func(what string) Event {
 		t.Helper()
 		select {
@@ -73,7 +75,8 @@ func raw(e Event) string {
 // Many streams of one audience read the store's view once per change, not
 // once each: the change is computed for all of them together.
 func TestWatchReadsEachChangeOnceForAllStreams(t *testing.T) {
-	s, _ := newService(t)
+	s, _ := coretest.New(t)
+	ev := New(s, s.Store, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	const streams = 20
@@ -83,7 +86,7 @@ func TestWatchReadsEachChangeOnceForAllStreams(t *testing.T) {
 	for range streams {
 		go func() {
 			readied, saw := false, false
-			s.Watch(ctx, 20*time.Millisecond, false, func(e Event) error {
+			ev.Watch(ctx, 20*time.Millisecond, false, func(e Event) error {
 				if e.Kind == "ready" && !readied {
 					readied = true
 					ready.Done()
@@ -97,12 +100,12 @@ func TestWatchReadsEachChangeOnceForAllStreams(t *testing.T) {
 		}()
 	}
 	ready.Wait()
-	before := s.viewsRead.Load()
+	before := ev.viewsRead.Load()
 	if _, err := s.CreateBox(context.Background(), api.BoxPost{Name: "web"}); err != nil {
 		t.Fatal(err)
 	}
 	sawBox.Wait()
-	if n := s.viewsRead.Load() - before; n >= streams {
+	if n := ev.viewsRead.Load() - before; n >= streams {
 		t.Fatalf("%d streams read the view %d times for one change", streams, n)
 	}
 }
