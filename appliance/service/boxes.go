@@ -12,6 +12,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/quota"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -82,14 +83,14 @@ func (s *Service) DeclareBox(tx *store.Tx, b store.Box) error {
 	if err != nil {
 		return err
 	}
-	if err := q.typeAllowed(b.Type); err != nil {
+	if err := q.TypeAllowed(b.Type); err != nil {
 		return err
 	}
-	if err := q.owned(tx, b.Owner, "boxes"); err != nil {
+	if err := q.CheckOwned(tx, b.Owner, "boxes"); err != nil {
 		return err
 	}
 	if b.Desired == "running" {
-		if err := q.running(tx, b.Owner, b.Name); err != nil {
+		if err := q.CheckRunning(tx, b.Owner, b.Name); err != nil {
 			return err
 		}
 	}
@@ -110,7 +111,7 @@ func (s *Service) CheckLimit(tx *store.Tx, owner int64, what string) error {
 	if err != nil {
 		return err
 	}
-	return q.owned(tx, owner, what)
+	return q.CheckOwned(tx, owner, what)
 }
 
 // NoImage is api.ErrNoImage for ref, with what a box may be made from: the
@@ -696,13 +697,13 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 	}
 	// The members whose quota bounds their drives.
 	member := map[int64]bool{}
-	quotas := map[int64]quota{}
+	quotas := map[int64]quota.Quota{}
 	for _, u := range users {
 		q, err := s.quotaOf(s.Store, u.ID)
 		if err != nil {
 			return err
 		}
-		member[u.ID], quotas[u.ID] = q.member && q.DriveGiB > 0, q
+		member[u.ID], quotas[u.ID] = q.Member && q.DriveGiB > 0, q
 	}
 	drives, err := s.Store.ListDrives()
 	if err != nil {
@@ -738,7 +739,7 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 			continue
 		}
 		note := fmt.Sprintf("stopped at %s: your drives hold %.2f GiB, past %s; start it and free space on a drive, or remove one (or %s)",
-			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), q.source("drive_gib", limit), q.raise("drive_gib"))
+			s.now().UTC().Format(time.RFC3339), float64(n)/(1<<30), q.Source("drive_gib", limit), q.Raise("drive_gib"))
 		s.Log.Warn("a member's drives past their bound, stopping a box that mounts one", "box", b.Name, "bytes", n, "drive_gib", limit)
 		err := s.UpdateBox(b.Name, func(_ *store.Tx, sb *store.Box) error {
 			sb.Desired, sb.Note, sb.DiskStopped = "stopped", note, true

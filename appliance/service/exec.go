@@ -210,12 +210,12 @@ func (s *Service) AddJob(j store.Job) error {
 		return err
 	}
 	max := 0
-	if q.member {
+	if q.Member {
 		max = q.Jobs
 	}
 	n, err := s.Store.AddJobUnder(j, b.Owner, max)
 	if errors.Is(err, store.ErrOverLimit) {
-		return q.over("jobs", n, q.Jobs, "jobs running")
+		return q.Over("jobs", n, q.Jobs, "jobs running")
 	}
 	return err
 }
