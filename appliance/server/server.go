@@ -37,6 +37,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/drives"
 	"github.com/paddock-dev/paddock/appliance/events"
 	"github.com/paddock-dev/paddock/appliance/files"
+	"github.com/paddock-dev/paddock/appliance/grants"
 	"github.com/paddock-dev/paddock/appliance/images"
 	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/kernel"
@@ -129,7 +130,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
-		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m)}
+		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -166,9 +167,6 @@ func (s *Server) Handler() http.Handler {
 	add("POST "+p+"/reconcile", s.reconcile)
 	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
 	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
-	add("GET "+p+"/boxes/{name}/grants", s.boxGrants)
-	add("PUT "+p+"/boxes/{name}/grants/{user}", s.shareBox)
-	add("DELETE "+p+"/boxes/{name}/grants/{user}", s.unshareBox)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -667,41 +665,6 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 		out.Errors[a] = e.Error()
 	}
 	return route.WriteJSON(w, http.StatusOK, out)
-}
-
-// boxGrants lists who a box is shared with.
-func (s *Server) boxGrants(w http.ResponseWriter, r *http.Request) error {
-	gs, err := s.Svc.BoxGrants(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, gs)
-}
-
-// shareBox shares a box with a user.
-func (s *Server) shareBox(w http.ResponseWriter, r *http.Request) error {
-	var p api.GrantPut
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	rec := audit.From(r.Context())
-	rec.Note("user", r.PathValue("user"))
-	rec.Note("access", p.Access)
-	g, err := s.Svc.ShareBox(r.Context(), r.PathValue("name"), r.PathValue("user"), p.Access)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, g)
-}
-
-// unshareBox stops sharing a box with a user.
-func (s *Server) unshareBox(w http.ResponseWriter, r *http.Request) error {
-	audit.From(r.Context()).Note("user", r.PathValue("user"))
-	if err := s.Svc.UnshareBox(r.Context(), r.PathValue("name"), r.PathValue("user")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
 }
 
 // boxPorts lists what listens in a box, with each port's preview URL when

@@ -164,20 +164,20 @@ func TestBrokerGrants(t *testing.T) {
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
 		t.Fatalf("a user the box is not shared with: %v", err)
 	}
-	if _, err := s.ShareBox(asBoss, "a", "mia", caller.AccessViewer); err != nil {
+	if _, err := sharesOf(s).Share(asBoss, "a", "mia", caller.AccessViewer); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {
 		t.Fatalf("a viewer of the box: %v", err)
 	}
-	if _, err := s.ShareBox(asBoss, "a", "mia", caller.AccessMember); err != nil {
+	if _, err := sharesOf(s).Share(asBoss, "a", "mia", caller.AccessMember); err != nil {
 		t.Fatal(err)
 	}
 	g, err = userGrant()
 	if err != nil || string(g.Value) != "sk-mia" || g.User != "mia" || g.StandIn == env("a")["ANTHROPIC_API_KEY"] || !strings.HasPrefix(g.StandIn, fmt.Sprintf("pdk-ANTHROPIC_API_KEY-u%d-", mia.ID)) {
 		t.Fatalf("a member's grant: %+v %v", g, err)
 	}
-	if err := s.UnshareBox(asBoss, "a", "mia"); err != nil {
+	if err := sharesOf(s).Unshare(asBoss, "a", "mia"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := userGrant(); !refused(err, "names a user who may not work in box a") {

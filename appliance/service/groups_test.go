@@ -67,10 +67,10 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "team"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ShareBox(asMia, "team", "@eng", "member"); err == nil {
+	if _, err := sharesOf(s).Share(asMia, "team", "@eng", "member"); err == nil {
 		t.Fatal("a member shared the owner's box")
 	}
-	if _, err := s.ShareBox(asBoss, "team", "@eng", "member"); err != nil {
+	if _, err := sharesOf(s).Share(asBoss, "team", "@eng", "member"); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := s.AccessOf(asMia, "team"); a != caller.AccessMember {
@@ -84,10 +84,10 @@ func TestGroupQuotasAndShares(t *testing.T) {
 	if !found {
 		t.Fatalf("the group's box is not in mia's list: %+v", bs)
 	}
-	if gs, _ := s.BoxGrants(asBoss, "team"); len(gs) != 1 || gs[0].User != "@eng" {
+	if gs, _ := sharesOf(s).List(asBoss, "team"); len(gs) != 1 || gs[0].User != "@eng" {
 		t.Fatalf("grants: %+v", gs)
 	}
-	if err := s.UnshareBox(asBoss, "team", "@eng"); err != nil {
+	if err := sharesOf(s).Unshare(asBoss, "team", "@eng"); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := s.AccessOf(asMia, "team"); a != caller.AccessNone {
@@ -123,7 +123,7 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 	if _, err := s.CreateBox(asBoss, api.BoxPost{Name: "vault"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ShareBox(asBoss, "vault", "@admins", "member"); err != nil {
+	if _, err := sharesOf(s).Share(asBoss, "vault", "@admins", "member"); err != nil {
 		t.Fatal(err)
 	}
 	ten := 10
@@ -139,7 +139,7 @@ func TestAttackProviderGroupNamedLikeOwners(t *testing.T) {
 	if q, _ := accessOf(s).Quota(asEve, ""); q.Groups["jobs"] != "" {
 		t.Fatalf("a provider's admins got the owner's admins' quota: %+v", q)
 	}
-	if _, err := s.ShareBox(asBoss, "vault", "@corp/admins", "viewer"); err != nil {
+	if _, err := sharesOf(s).Share(asBoss, "vault", "@corp/admins", "viewer"); err != nil {
 		t.Fatal(err)
 	}
 	if a, _ := s.AccessOf(asEve, "vault"); a != caller.AccessViewer {

@@ -18,6 +18,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/drives"
+	"github.com/paddock-dev/paddock/appliance/grants"
 	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/policy"
 	"github.com/paddock-dev/paddock/appliance/project"
@@ -85,6 +86,9 @@ func projectsOf(s *Service) *project.Projects {
 
 // drivesOf is the drive verbs (package drives) over s.
 func drivesOf(s *Service) *drives.Drives { return drives.New(s, s.Store, s.Driver, &s.Cfg, s.Log) }
+
+// sharesOf is the box shares (package grants) over s.
+func sharesOf(s *Service) *grants.Grants { return grants.New(s, s.Store) }
 
 // policiesOf is the policy verbs (package policy) over s.
 func policiesOf(s *Service) *policy.Policies { return policy.New(s, s.Store, s.Rec, nil) }
