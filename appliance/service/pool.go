@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/placement"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
@@ -69,10 +70,7 @@ func (s *Service) TakePool(tx *store.Tx, b *store.Box, want string) (bool, error
 	if err != nil {
 		return false, err
 	}
-	var on []string
-	if len(b.NodeLabels) > 0 || len(undrained(ns, names(ns))) < len(ns) {
-		on = undrained(ns, labelled(ns, b.NodeLabels))
-	}
+	on := placement.Candidates(ns, b.NodeLabels)
 	if want != "" {
 		n, err := s.Wanted(want, ns)
 		if err != nil || !store.HasLabels(ns, n, b.NodeLabels) {
