@@ -67,7 +67,7 @@ func (s *Service) CreateBox(ctx context.Context, p api.BoxPost) (api.Box, error)
 			return api.Box{}, s.claimCut()
 		}
 		t2 := time.Now()
-		if err := s.settleClaim(ctx, b); err != nil {
+		if err := s.keeper().SettleClaim(ctx, b); err != nil {
 			return api.Box{}, err
 		}
 		s.Log.Debug("claim", "box", b.Name, "image", t1.Sub(t0), "declare", t2.Sub(t1), "settle", time.Since(t2))

@@ -56,10 +56,3 @@ func (f *Foreground) Lull(ctx context.Context, quiet, max time.Duration) time.Du
 		}
 	}
 }
-
-// How long background work waits for a lull: a second without a request
-// people wait on, and at most lullMax.
-const (
-	lullQuiet = time.Second
-	lullMax   = 30 * time.Second
-)

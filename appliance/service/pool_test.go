@@ -289,7 +289,7 @@ func TestStoppedPoolBoxIsNotClaimed(t *testing.T) {
 	if err := drv.StopBox(ctx, pool[0].Key); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.probePool(ctx); err != nil {
+	if _, err := s.KeepPool(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "a"}); err != nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/node"
+	"github.com/paddock-dev/paddock/appliance/pool"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -63,15 +64,15 @@ type Service struct {
 	// for a lull in them.
 	Fore Foreground
 
-	memMu sync.Mutex              // guards live, restoring, diskGrace, coldPool, uses and kept
+	memMu sync.Mutex              // guards live, restoring, diskGrace, uses and kept
 	live  map[store.Leftover]bool // staging folders of uploads in progress
 	// restoring holds the drives whose restore is under way.
 	restoring map[string]bool
 	// diskGrace holds when boxes stopped for their disk were started again.
 	diskGrace map[string]time.Time
-	// coldPool holds the pool boxes whose warm exec could not start (an
+	// cold holds the pool boxes whose warm exec could not start (an
 	// image without python3): not tried again while paddockd runs.
-	coldPool map[string]bool
+	cold pool.Cold
 	// uses is each box's use, for its idle stop (idle.go).
 	uses map[string]*boxUse
 	// kept is what capabilities keep of boxes (KeepsOfBox).
