@@ -1,0 +1,17 @@
+-- Projects (Boxfiles), policies, and one-time setup of boxes.
+ALTER TABLE boxes ADD COLUMN project TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE boxes ADD COLUMN policy TEXT NOT NULL DEFAULT 'allow-all';
+	 ALTER TABLE boxes ADD COLUMN agent TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE boxes ADD COLUMN desktop INTEGER NOT NULL DEFAULT 0;
+	 ALTER TABLE boxes ADD COLUMN setup TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE boxes ADD COLUMN setup_error TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE boxes ADD COLUMN generation INTEGER NOT NULL DEFAULT 0;
+	 ALTER TABLE drives ADD COLUMN project TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE drives ADD COLUMN size TEXT NOT NULL DEFAULT '';
+	 ALTER TABLE drives ADD COLUMN labels TEXT NOT NULL DEFAULT '{}';
+	 CREATE TABLE policies (
+		name TEXT PRIMARY KEY,
+		project TEXT NOT NULL DEFAULT '',
+		allow_domains TEXT NOT NULL DEFAULT '[]',
+		allow_cidrs TEXT NOT NULL DEFAULT '[]'
+	 );
