@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/driver/docker/procs"
 )
 
 // The machine's time during the load, and whose it was: so that a run
@@ -122,7 +122,7 @@ func sampleCPU(daemonPID int, boxPIDs []int) cpuSample {
 	s := cpuSample{at: time.Now(), busy: machineBusy(), daemon: procCPU(daemonPID), engine: engineCPU(),
 		client: rusage(syscall.RUSAGE_SELF), probes: rusage(syscall.RUSAGE_CHILDREN), boxesOK: len(boxPIDs) > 0}
 	for _, pid := range boxPIDs {
-		u, err := docker.CgroupUsage(pid)
+		u, err := procs.Usage(pid)
 		s.boxes += u.CPU
 		s.boxesOK = s.boxesOK && err == nil
 	}

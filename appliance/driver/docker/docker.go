@@ -40,6 +40,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/docker/procs"
 	"github.com/paddock-dev/paddock/appliance/images/imagefmt"
 )
 
@@ -600,7 +601,7 @@ func (d *Driver) BoxUsage(ctx context.Context, box string) (driver.Usage, error)
 	if err != nil {
 		return driver.Usage{}, err
 	}
-	return cgroupUsage(pid)
+	return procs.Usage(pid)
 }
 
 // DiskUsage is what a box has written: its writable layer, as the
@@ -881,7 +882,7 @@ func containerCgroup(id string, pid int) (string, error) {
 	if pid <= 0 {
 		return "", fmt.Errorf("container %.12s is not running", id)
 	}
-	cg, err := cgroupOf(pid)
+	cg, err := procs.CgroupOf(pid)
 	if err != nil {
 		return "", err
 	}
@@ -1116,7 +1117,7 @@ func (d *Driver) execSignaller(ctx context.Context, cg, id string, want bool) fu
 	return func(sig syscall.Signal) {
 		<-found
 		if pid > 0 {
-			signalGroup(cg, pid, sig)
+			procs.SignalGroup(cg, pid, sig)
 		}
 	}
 }
@@ -1137,7 +1138,7 @@ func (d *Driver) killExec(ctx context.Context, box, id string) {
 		case err != nil:
 			return
 		case ins.Running && ins.PID > 0:
-			signalTree(cg, ins.PID, syscall.SIGKILL)
+			procs.SignalTree(cg, ins.PID, syscall.SIGKILL)
 		case ins.PID > 0 || ins.ExitCode != 0:
 			return // ended
 		}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/docker/confine"
 )
 
 var _ driver.Hostnamer = (*Driver)(nil)
@@ -65,7 +66,7 @@ func (d *Driver) SetHostname(ctx context.Context, box, hostname string) error {
 // from a thread that then ends (onSpareThread).
 func setUTSHostname(pid int, hostname string) error {
 	var err error
-	onSpareThread(func() {
+	confine.OnSpareThread(func() {
 		var f *os.File
 		if f, err = os.Open(fmt.Sprintf("/proc/%d/ns/uts", pid)); err != nil {
 			return

@@ -3,12 +3,10 @@ package docker
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/paddock-dev/paddock/appliance/driver/docker/procs"
 )
 
 // The end of an empty input.
@@ -52,13 +50,13 @@ func (d *Driver) endEmptyInput(ctx context.Context, id string) {
 // process is pid, until its shim no longer holds the fifo, ctx ends, or
 // a minute has gone by.
 func endInput(ctx context.Context, pid int, id string) {
-	shim, fifo := stdinFifo(pid, id)
+	shim, fifo := procs.StdinFifo(pid, id)
 	if fifo == "" {
 		return
 	}
 	wait := 5 * time.Millisecond
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); {
-		if !holds(shim, fifo) {
+		if !procs.Holds(shim, fifo) {
 			return
 		}
 		fd, err := syscall.Open(fifo, syscall.O_WRONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
@@ -74,50 +72,4 @@ func endInput(ctx context.Context, pid int, id string) {
 		}
 		wait = min(2*wait, time.Second)
 	}
-}
-
-// stdinFifo finds the input fifo of exec id, whose process is pid,
-// among what its parent (the shim, which adopts the processes it
-// starts) holds open: the shim and the fifo's path, or "" when the shim
-// holds none (its copy of the input has ended) or cannot be read.
-func stdinFifo(pid int, id string) (shim int, fifo string) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, ""
-	}
-	// pid (comm) state ppid ...: comm may hold spaces and parentheses.
-	i := strings.LastIndexByte(string(b), ')')
-	if i < 0 {
-		return 0, ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 2 {
-		return 0, ""
-	}
-	if shim, err = strconv.Atoi(f[1]); err != nil || shim <= 1 {
-		return 0, ""
-	}
-	suffix := "/" + id + "-stdin"
-	return shim, opened(shim, func(p string) bool { return strings.HasSuffix(p, suffix) })
-}
-
-// holds says whether process pid has path open (as a handle, for reading
-// or for writing).
-func holds(pid int, path string) bool {
-	return opened(pid, func(p string) bool { return p == path }) != ""
-}
-
-// opened is the first path that process pid has open and ok accepts.
-func opened(pid int, ok func(string) bool) string {
-	dir := filepath.Join("/proc", strconv.Itoa(pid), "fd")
-	fds, err := os.ReadDir(dir)
-	if err != nil {
-		return ""
-	}
-	for _, e := range fds {
-		if p, err := os.Readlink(filepath.Join(dir, e.Name())); err == nil && ok(p) {
-			return p
-		}
-	}
-	return ""
 }

@@ -14,10 +14,10 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
-	"golang.org/x/sys/unix"
 
 	"github.com/paddock-dev/paddock/appliance/archive"
 	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/docker/confine"
 )
 
 // Drive backups and restores work on the volume's folder where the engine
@@ -82,8 +82,8 @@ func (d *Driver) ReadVolume(ctx context.Context, v driver.VolumeRef, image strin
 	// machine (inVolume), else through a helper.
 	if dir != "" {
 		pr, pw := io.Pipe()
-		go onSpareThread(func() {
-			pw.CloseWithError(inVolume(dir, volumeCaps, func() error { return archive.PackContents(pw, "/") }))
+		go confine.OnSpareThread(func() {
+			pw.CloseWithError(confine.InVolume(dir, confine.VolumeCaps, func() error { return archive.PackContents(pw, "/") }))
 		})
 		return pr, nil
 	}
@@ -201,13 +201,13 @@ rmdir "$1"`
 // renames and removals, never a link followed).
 func restoreInPlace(dir, stage string, v driver.VolumeRef, tar io.Reader) error {
 	var err error
-	onSpareThread(func() {
-		err = inVolume(dir, restoreCaps, func() error {
+	confine.OnSpareThread(func() {
+		err = confine.InVolume(dir, confine.RestoreCaps, func() error {
 			if err := archive.UnpackOwned(tar, "/"+stage, archive.Checker{}); err != nil {
 				os.RemoveAll("/" + stage)
 				return fmt.Errorf("writing volume %s (its contents are unchanged): %w", v, err)
 			}
-			if err := swapStage(stage); err != nil {
+			if err := confine.SwapStage(stage); err != nil {
 				return fmt.Errorf("swapping in the new contents of volume %s: %w", v, err)
 			}
 			return nil
@@ -231,76 +231,6 @@ func (d *Driver) localFolder(ctx context.Context, v driver.VolumeRef) (string, e
 	return vol.Mountpoint, nil
 }
 
-// The capabilities a thread in a volume keeps (inVolume): to read and
-// remove what any user of the box made, and, for a restore, to give the
-// files their owners.
-const (
-	volumeCaps  = 1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH | 1<<unix.CAP_FOWNER
-	restoreCaps = volumeCaps | 1<<unix.CAP_CHOWN
-)
-
-// inVolume runs fn on this (locked, spare) thread with / the folder dir
-// (a volume's): a private copy of this machine's mounts in which dir is
-// bound onto itself nodev and nosuid, then chroot to it, and then only
-// the capabilities keep (volumeCaps or restoreCaps) left: no chroot
-// again, no mount, no device node. Whatever the box left in the volume
-// resolves inside it, and a device node in it does not open.
-func inVolume(dir string, keep uint32, fn func() error) error {
-	if err := unix.Unshare(unix.CLONE_FS | unix.CLONE_NEWNS); err != nil {
-		return err
-	}
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("a private view of the mounts: %w", err)
-	}
-	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
-		return fmt.Errorf("binding the volume's folder: %w", err)
-	}
-	attr := unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NODEV | unix.MOUNT_ATTR_NOSUID}
-	if err := unix.MountSetattr(unix.AT_FDCWD, dir, 0, &attr); err != nil {
-		return fmt.Errorf("marking the volume's folder nodev: %w", err)
-	}
-	if err := unix.Chroot(dir); err != nil {
-		return err
-	}
-	if err := unix.Chdir("/"); err != nil {
-		return err
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	caps := [2]unix.CapUserData{{Effective: keep, Permitted: keep}}
-	if err := unix.Capset(&hdr, &caps[0]); err != nil {
-		return fmt.Errorf("dropping capabilities: %w", err)
-	}
-	return fn()
-}
-
-// swapStage replaces what / holds with what /stage holds, and removes
-// /stage (the helper's script, in Go).
-func swapStage(stage string) error {
-	// The staging folder is read first: were this not the volume, it
-	// would not be there, and nothing is removed.
-	staged, err := os.ReadDir("/" + stage)
-	if err != nil {
-		return err
-	}
-	old, err := os.ReadDir("/")
-	if err != nil {
-		return err
-	}
-	for _, e := range old {
-		if e.Name() != stage {
-			if err := os.RemoveAll("/" + e.Name()); err != nil {
-				return err
-			}
-		}
-	}
-	for _, e := range staged {
-		if err := os.Rename("/"+stage+"/"+e.Name(), "/"+e.Name()); err != nil {
-			return err
-		}
-	}
-	return os.Remove("/" + stage)
-}
-
 // CleanVolume removes staging folders of WriteVolume calls that a crash
 // cut off.
 func (d *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image string) error {
@@ -309,8 +239,8 @@ func (d *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image stri
 		return err
 	}
 	if dir != "" {
-		onSpareThread(func() {
-			err = inVolume(dir, volumeCaps, func() error {
+		confine.OnSpareThread(func() {
+			err = confine.InVolume(dir, confine.VolumeCaps, func() error {
 				left, err := filepath.Glob("/.paddock-restore-*")
 				for _, p := range left {
 					if err == nil {

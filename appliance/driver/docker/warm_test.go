@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/driver/docker/procs"
+	"github.com/paddock-dev/paddock/appliance/driver/docker/procs/procstest"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -78,7 +80,7 @@ func startScript(t *testing.T, user string) *scriptPeer {
 	t.Cleanup(func() { in.Close(); c.Process.Kill(); c.Wait() })
 	// In a cgroup of its own, as in a box: only there may a timeout's
 	// signal go.
-	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out), cg: cgroupFor(t, c.Process.Pid), user: user}
+	p := &scriptPeer{t: t, cmd: c, in: in, out: bufio.NewReader(out), cg: procstest.CgroupFor(t, c.Process.Pid), user: user}
 	if m, _ := p.recv(); m != 'R' {
 		t.Fatalf("first frame %q, want R", m)
 	}
@@ -167,7 +169,7 @@ func servesCommandsInTurn(t *testing.T, user string) {
 		// any command), holds nothing but its socket to the program and
 		// /dev/null: not the program's stream, through which the user's
 		// processes could otherwise answer for root's commands.
-		kids := childrenOf(p.cmd.Process.Pid)
+		kids := procs.ChildrenOf(p.cmd.Process.Pid)
 		if len(kids) != 1 {
 			t.Fatalf("the program's children before any command: %v, want its spawner", kids)
 		}
@@ -205,7 +207,7 @@ func servesCommandsInTurn(t *testing.T, user string) {
 		spawner = kids[0]
 	}
 	want(p.run("cat; echo err >&2; exit 3", "hel", "lo\n"), `out "hello\n" err "err\n" code 3`)
-	if now := childrenOf(p.cmd.Process.Pid); spawner != 0 && (len(now) != 1 || now[0] != spawner) {
+	if now := procs.ChildrenOf(p.cmd.Process.Pid); spawner != 0 && (len(now) != 1 || now[0] != spawner) {
 		t.Fatalf("after the signals and a command, the program's children are %v, want its spawner %d", now, spawner)
 	}
 	// Input for a command that has ended, as a slow reader of the caller's
@@ -260,7 +262,7 @@ func servesCommandsInTurn(t *testing.T, user string) {
 	p.send('c', nil)
 	time.Sleep(300 * time.Millisecond)
 	w := &warmExec{pid: p.cmd.Process.Pid, cg: p.cg}
-	if kids := childrenOf(w.pid); len(kids) != 1 {
+	if kids := procs.ChildrenOf(w.pid); len(kids) != 1 {
 		t.Fatalf("children of the program while a command's output is open: %v, want its child", kids)
 	}
 	w.signal(syscall.SIGKILL)

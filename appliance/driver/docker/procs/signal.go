@@ -1,4 +1,10 @@
-package docker
+// Package procs is a box's processes as this machine sees them: what
+// its cgroup used (CPU, memory, processes, OOM kills) and its network
+// namespace moved, a process's cgroup, parent and group, its children,
+// and signals sent only inside the box's cgroup, through pidfds (the
+// docker driver's timeouts and a warm exec's signals). Linux only; an
+// engine on another machine is never read this way.
+package procs
 
 import (
 	"fmt"
@@ -23,9 +29,9 @@ import (
 // then sends the signal through that pidfd. A host process can never be
 // signalled, whatever numbers the box arranges.
 
-// cgroupOf is the cgroup of process pid as the pids controller sees it
+// CgroupOf is the cgroup of process pid as the pids controller sees it
 // (cgroup v1), or its unified cgroup (v2).
-func cgroupOf(pid int) (string, error) {
+func CgroupOf(pid int) (string, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return "", err
@@ -57,9 +63,9 @@ func inCgroup(c, box string) bool {
 	return box != "" && box != "/" && (c == box || strings.HasPrefix(c, box+"/"))
 }
 
-// procStat is what /proc/PID/stat says of a process: its parent and its
+// Stat is what /proc/PID/stat says of a process: its parent and its
 // process group.
-func procStat(pid int) (ppid, pgid int, err error) {
+func Stat(pid int) (ppid, pgid int, err error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, 0, err
@@ -79,7 +85,7 @@ func procStat(pid int) (ppid, pgid int, err error) {
 }
 
 // signalInBox sends sig to every process in the box's cgroup (box, as
-// cgroupOf says) that match says yes to (given its parent and group),
+// CgroupOf says) that match says yes to (given its parent and group),
 // each through a pidfd; it returns how many it signalled.
 func signalInBox(box string, sig syscall.Signal, match func(pid, ppid, pgid int) bool) int {
 	if box == "" || box == "/" {
@@ -96,8 +102,8 @@ func signalInBox(box string, sig syscall.Signal, match func(pid, ppid, pgid int)
 		if err != nil {
 			continue
 		}
-		ppid, pgid, err := procStat(pid)
-		cg, cerr := cgroupOf(pid)
+		ppid, pgid, err := Stat(pid)
+		cg, cerr := CgroupOf(pid)
 		// Alive after the reads: the number was not yet anyone else's, so
 		// what was read is the pidfd's process.
 		alive := unix.PidfdSendSignal(fd, 0, nil, 0) == nil
@@ -111,19 +117,19 @@ func signalInBox(box string, sig syscall.Signal, match func(pid, ppid, pgid int)
 	return n
 }
 
-// signalGroup signals the process group pgid, of the box's processes only.
-func signalGroup(box string, pgid int, sig syscall.Signal) int {
+// SignalGroup signals the process group pgid, of the box's processes only.
+func SignalGroup(box string, pgid int, sig syscall.Signal) int {
 	if pgid <= 1 {
 		return 0
 	}
 	return signalInBox(box, sig, func(_, _, g int) bool { return g == pgid })
 }
 
-// signalTree signals root's process group and root and every process
+// SignalTree signals root's process group and root and every process
 // below it (of the box's processes only): a command's whole tree, also
 // what it started in groups of their own, as long as it did not leave
 // the tree (a daemon that reparented itself).
-func signalTree(box string, root int, sig syscall.Signal) int {
+func SignalTree(box string, root int, sig syscall.Signal) int {
 	if root <= 1 {
 		return 0
 	}
@@ -131,7 +137,7 @@ func signalTree(box string, root int, sig syscall.Signal) int {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		if pid, err := strconv.Atoi(e.Name()); err == nil && pid > 1 {
-			if ppid, _, err := procStat(pid); err == nil {
+			if ppid, _, err := Stat(pid); err == nil {
 				parent[pid] = ppid
 			}
 		}
@@ -150,4 +156,39 @@ func signalTree(box string, root int, sig syscall.Signal) int {
 		// is the same process's.
 		return pgid == root || (under(pid) && (pid == root || parent[pid] == ppid))
 	})
+}
+
+// ChildrenOf lists the children of process pid (none for pid <= 0), from
+// its task's children file, or where the kernel has none, from the
+// parent of every process.
+func ChildrenOf(pid int) []int {
+	if pid <= 0 {
+		return nil
+	}
+	var kids []int
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+		for _, f := range strings.Fields(string(b)) {
+			if k, err := strconv.Atoi(f); err == nil && k > 0 {
+				kids = append(kids, k)
+			}
+		}
+		return kids
+	}
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		k, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses.
+		i := strings.LastIndexByte(string(b), ')')
+		if f := strings.Fields(string(b[i+1:])); i > 0 && len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			kids = append(kids, k)
+		}
+	}
+	return kids
 }

@@ -1,4 +1,4 @@
-package docker
+package confine_test
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/paddock-dev/paddock/appliance/driver/docker/confine"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -18,7 +19,7 @@ func TestSpareThreadIsNeverTheFirst(t *testing.T) {
 	firsts := 0
 	for range 2000 {
 		var tid int
-		onSpareThread(func() { tid = unix.Gettid() })
+		confine.OnSpareThread(func() { tid = unix.Gettid() })
 		if tid == unix.Getpid() {
 			firsts++
 		}
@@ -43,8 +44,8 @@ func TestInVolume(t *testing.T) {
 	before, _ := os.ReadFile("/proc/self/mountinfo")
 	var nodeErr, readErr error
 	var got []byte
-	onSpareThread(func() {
-		err := inVolume(dir, volumeCaps, func() error {
+	confine.OnSpareThread(func() {
+		err := confine.InVolume(dir, confine.VolumeCaps, func() error {
 			f, err := os.Open("/node")
 			if err == nil {
 				f.Close()

@@ -1,4 +1,4 @@
-package docker
+package procs
 
 import (
 	"bufio"
@@ -14,15 +14,13 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 )
 
-// CgroupUsage is what the cgroup of process pid uses, as BoxUsage reads
-// it for a box (the testbed's load reads its boxes' CPU time with it).
-func CgroupUsage(pid int) (driver.Usage, error) { return cgroupUsage(pid) }
-
-// cgroupUsage is what the cgroup of process pid uses (its CPU time,
+// Usage is what the cgroup of process pid uses (its CPU time,
 // memory, bound, processes, OOM kills: cgroup v1's cpuacct, memory and
 // pids controllers, else v2's files) and what the interfaces of its
 // network namespace moved.
-func cgroupUsage(pid int) (driver.Usage, error) {
+// The driver reads a box's with it (BoxUsage), the testbed's load its
+// boxes' CPU time.
+func Usage(pid int) (driver.Usage, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
 	if err != nil {
 		return driver.Usage{}, err
