@@ -1,15 +1,14 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // Shell completion. The scripts that 'paddock completion SHELL' prints
@@ -54,9 +53,9 @@ Register-ArgumentCompleter -Native -CommandName paddock -ScriptBlock {
 `,
 }
 
-func cmdCompletion(e *env, args []string) error {
-	fs := flags("completion")
-	if err := parse(fs, args); err != nil {
+func cmdCompletion(e *cmdenv.Env, args []string) error {
+	fs := cmdenv.Flags("completion")
+	if err := cmdenv.Parse(fs, args); err != nil {
 		return err
 	}
 	shells := make([]string, 0, len(completionScripts))
@@ -65,18 +64,18 @@ func cmdCompletion(e *env, args []string) error {
 	}
 	sort.Strings(shells)
 	if fs.NArg() != 1 {
-		return usagef("name a shell: %s", strings.Join(shells, ", "))
+		return cmdenv.Usagef("name a shell: %s", strings.Join(shells, ", "))
 	}
 	script, ok := completionScripts[fs.Arg(0)]
 	if !ok {
-		return invalidf("no completion for %q: the shells are %s", fs.Arg(0), strings.Join(shells, ", "))
+		return cmdenv.Invalidf("no completion for %q: the shells are %s", fs.Arg(0), strings.Join(shells, ", "))
 	}
-	_, err := io.WriteString(e.stdout, script)
+	_, err := io.WriteString(e.Stdout, script)
 	return err
 }
 
 // complete prints the candidates for the last of words after the others.
-func complete(e *env, words []string) {
+func complete(e *cmdenv.Env, words []string) {
 	if len(words) == 0 {
 		words = []string{""}
 	}
@@ -85,12 +84,12 @@ func complete(e *env, words []string) {
 	sort.Strings(cs)
 	for _, c := range cs {
 		if strings.HasPrefix(c, cur) {
-			fmt.Fprintln(e.stdout, c)
+			fmt.Fprintln(e.Stdout, c)
 		}
 	}
 }
 
-func candidates(e *env, before []string, cur string) []string {
+func candidates(e *cmdenv.Env, before []string, cur string) []string {
 	if len(before) == 0 {
 		var out []string
 		for _, c := range commands {
@@ -115,9 +114,9 @@ func candidates(e *env, before []string, cur string) []string {
 	}
 	switch before[len(before)-1] {
 	case "--policy":
-		return append([]string{"allow-all", "deny-all"}, names(e, "policies")...)
+		return append([]string{"allow-all", "deny-all"}, cmdenv.Names(e, "policies")...)
 	case "--drive":
-		return names(e, "drives")
+		return cmdenv.Names(e, "drives")
 	case "--type":
 		return api.BoxTypes
 	}
@@ -147,24 +146,24 @@ func candidates(e *env, before []string, cur string) []string {
 			return subs
 		}
 		if strings.Contains(cmd.name, "drive") && positional == 1 {
-			return names(e, "drives")
+			return cmdenv.Names(e, "drives")
 		}
 		if cmd.name == "policy" && positional == 1 && (before[len(before)-1] == "set" || before[len(before)-1] == "log") {
-			return names(e, "boxes")
+			return cmdenv.Names(e, "boxes")
 		}
 		if cmd.name == "policy" && ((positional == 2 && before[1] == "set") || (positional == 1 && before[len(before)-1] == "rm")) {
 			if before[1] == "set" {
-				return append([]string{"allow-all", "deny-all"}, names(e, "policies")...)
+				return append([]string{"allow-all", "deny-all"}, cmdenv.Names(e, "policies")...)
 			}
-			return names(e, "policies")
+			return cmdenv.Names(e, "policies")
 		}
 		return nil
 	}
 	if positional == 0 && (strings.HasPrefix(cmd.args, "BOX") || strings.HasPrefix(cmd.args, "[BOX]")) {
-		return names(e, "boxes")
+		return cmdenv.Names(e, "boxes")
 	}
 	if cmd.name == "rm" {
-		return names(e, "boxes")
+		return cmdenv.Names(e, "boxes")
 	}
 	return nil
 }
@@ -207,45 +206,6 @@ func alternatives(usage string) []string {
 }
 
 // commandFlags are a command's flags, learnt as --help learns them.
-func commandFlags(e *env, c command) []string {
-	return append(commandHelpFlags(e, c).names, "--help")
-}
-
-// names asks the server for box or drive names, briefly: a shell waits
-// for the answer.
-func names(e *env, what string) []string {
-	c, err := e.client()
-	if err != nil {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(e.ctx, time.Second)
-	defer cancel()
-	var out []string
-	switch what {
-	case "boxes":
-		bs, err := c.Boxes(ctx)
-		if err != nil {
-			return nil
-		}
-		for _, b := range bs {
-			out = append(out, b.Name)
-		}
-	case "drives":
-		ds, err := c.Drives(ctx)
-		if err != nil {
-			return nil
-		}
-		for _, d := range ds {
-			out = append(out, d.Name)
-		}
-	case "policies":
-		ps, err := c.Policies(ctx)
-		if err != nil {
-			return nil
-		}
-		for _, p := range ps {
-			out = append(out, p.Name)
-		}
-	}
-	return out
+func commandFlags(e *cmdenv.Env, c command) []string {
+	return append(commandHelpFlags(e, c).Names, "--help")
 }

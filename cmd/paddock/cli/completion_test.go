@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // Completion, driven from the real command table: every command's name
@@ -34,7 +35,7 @@ func TestCompletion(t *testing.T) {
 	vars := map[string]string{"PADDOCK_HOST": ts.URL, "PADDOCK_TOKEN": "pdk_x", "PADDOCK_CONFIG_DIR": t.TempDir()}
 	call := func(args ...string) string {
 		var out strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		if code := run(e, args); code != 0 {
 			t.Fatalf("paddock %v: exit %d: %s", args, code, out.String())
 		}

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // Every command of the real table answers --help, -h and 'help CMD' with
@@ -25,7 +27,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 	vars := map[string]string{"PADDOCK_HOST": ts.URL, "PADDOCK_TOKEN": "pdk_x", "PADDOCK_CONFIG_DIR": dir}
 	call := func(args ...string) (int, string, string) {
 		var out, errb strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		return run(e, args), out.String(), errb.String()
 	}
 	withFlags := 0
@@ -53,7 +55,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 		t.Errorf("help wrote the configuration: %v", left)
 	}
 	// After "--" the words belong to the command in the box.
-	if wantsHelp([]string{"box", "--", "ls", "-h"}) {
+	if cmdenv.WantsHelp([]string{"box", "--", "ls", "-h"}) {
 		t.Error("a -h after -- was taken as a request for help")
 	}
 	if code, _, errs := call("new", "--no-such-flag"); code != 2 || !strings.Contains(errs, "usage: paddock new") {
@@ -64,7 +66,7 @@ func TestEveryCommandHasHelp(t *testing.T) {
 // Every command's help has examples, and each example passes the
 // command's own argument parsing; a group's help names its subcommands.
 func TestEveryCommandHasExamples(t *testing.T) {
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, ctx: context.Background()}
+	e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }, Ctx: context.Background()}
 	for _, c := range commands {
 		ex := examples[c.name]
 		if len(ex) == 0 {
@@ -72,7 +74,7 @@ func TestEveryCommandHasExamples(t *testing.T) {
 		}
 		var out strings.Builder
 		probe := *e
-		probe.stdout = &out
+		probe.Stdout = &out
 		showHelp(&probe, c)
 		if len(ex) > 0 && !strings.Contains(out.String(), "\nexamples:\n  "+ex[0]+"\n") {
 			t.Errorf("%s --help does not show its examples:\n%s", c.name, out.String())
@@ -93,9 +95,9 @@ func TestEveryCommandHasExamples(t *testing.T) {
 				continue
 			}
 			probe := *e
-			probe.helpOnly = true
-			var ue usageError
-			var ie invalidError
+			probe.HelpOnly = true
+			var ue cmdenv.UsageError
+			var ie cmdenv.InvalidError
 			if err := c.run(&probe, args[2:]); errors.As(err, &ue) || errors.As(err, &ie) {
 				t.Errorf("example %q: %v", x, err)
 			}
@@ -131,7 +133,7 @@ func outsideBrackets(usage, word string) bool {
 func TestBadValuesAreSaidAlone(t *testing.T) {
 	call := func(args ...string) (int, string) {
 		var stderr strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: &stderr, getenv: func(string) string { return "" }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: &stderr, Getenv: func(string) string { return "" }, Ctx: context.Background()}
 		return run(e, args), stderr.String()
 	}
 	for _, args := range [][]string{
@@ -184,8 +186,8 @@ func TestBorrowedWordsNameCommands(t *testing.T) {
 // flags (paddock secret set --help: --header, --limit, --shared; jobs kill
 // --help: --signal), from the command table's usage lines.
 func TestHelpIsGroupedAndSubcommandsHaveTheirOwn(t *testing.T) {
-	e := func(out *strings.Builder) *env {
-		return &env{stdin: strings.NewReader(""), stdout: out, stderr: io.Discard, getenv: func(string) string { return "" }, ctx: context.Background()}
+	e := func(out *strings.Builder) *cmdenv.Env {
+		return &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: out, Stderr: io.Discard, Getenv: func(string) string { return "" }, Ctx: context.Background()}
 	}
 	var top strings.Builder
 	if code := run(e(&top), []string{"help"}); code != 0 {

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // Every command that prints state takes --json and prints JSON that
@@ -97,7 +98,7 @@ func TestEveryStateCommandHasJSON(t *testing.T) {
 	}
 	for _, args := range forms {
 		var out, errb strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		code := run(e, append(append([]string{}, args...), "--json"))
 		// One JSON value; or, for a stream (watch, top), one a line.
 		var v any

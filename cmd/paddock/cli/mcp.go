@@ -12,24 +12,25 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/mcpserver"
 	"github.com/paddock-dev/paddock/appliance/version"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // cmdMCP serves the Model Context Protocol on stdin and stdout as the
 // logged-in user ('paddock mcp'), or adds that server to an agent's
 // configuration ('paddock mcp install --agent A').
-func cmdMCP(e *env, args []string) error {
+func cmdMCP(e *cmdenv.Env, args []string) error {
 	if len(args) > 0 && args[0] == "install" {
 		return mcpInstall(e, args[1:])
 	}
-	fs := flags("mcp")
+	fs := cmdenv.Flags("mcp")
 	root := fs.String("root", ".", "the folder on this computer that push and pull may read and write (links out of it are refused)")
-	if err := parse(fs, args); err != nil {
+	if err := cmdenv.Parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 0 {
-		return usagef("mcp takes no arguments (or: mcp install --agent A)")
+		return cmdenv.Usagef("mcp takes no arguments (or: mcp install --agent A)")
 	}
-	c, err := e.client()
+	c, err := e.Client()
 	if err != nil {
 		return err
 	}
@@ -37,22 +38,22 @@ func cmdMCP(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	return srv.Run(e.ctx, &mcp.StdioTransport{})
+	return srv.Run(e.Ctx, &mcp.StdioTransport{})
 }
 
 // mcpInstall writes the server into an agent's MCP configuration, keeping
 // what else is there: Claude Code's project file .mcp.json, OpenCode's
 // opencode.json (both in --dir, default the current folder), Codex's
 // ~/.codex/config.toml.
-func mcpInstall(e *env, args []string) error {
-	fs := flags("mcp install")
+func mcpInstall(e *cmdenv.Env, args []string) error {
+	fs := cmdenv.Flags("mcp install")
 	agent := fs.String("agent", "", "claude, codex or opencode")
 	dir := fs.String("dir", ".", "the project folder (claude, opencode)")
-	if err := parse(fs, args); err != nil {
+	if err := cmdenv.Parse(fs, args); err != nil {
 		return err
 	}
-	if e.helpOnly {
-		return errHelpOnly
+	if e.HelpOnly {
+		return cmdenv.ErrHelpOnly
 	}
 	exe := "paddock"
 	switch *agent {
@@ -69,7 +70,7 @@ func mcpInstall(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "added the paddock MCP server to %s (Claude Code asks to trust it once)\n", p)
+		fmt.Fprintf(e.Stdout, "added the paddock MCP server to %s (Claude Code asks to trust it once)\n", p)
 	case "opencode":
 		p := filepath.Join(*dir, "opencode.json")
 		err := mergeJSON(p, func(m map[string]any) {
@@ -86,9 +87,9 @@ func mcpInstall(e *env, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "added the paddock MCP server to %s\n", p)
+		fmt.Fprintf(e.Stdout, "added the paddock MCP server to %s\n", p)
 	case "codex":
-		home := e.getenv("CODEX_HOME")
+		home := e.Getenv("CODEX_HOME")
 		if home == "" {
 			h, err := os.UserHomeDir()
 			if err != nil {
@@ -102,7 +103,7 @@ func mcpInstall(e *env, args []string) error {
 			return err
 		}
 		if strings.Contains(string(old), "[mcp_servers.paddock]") {
-			fmt.Fprintf(e.stdout, "%s already has the paddock MCP server\n", p)
+			fmt.Fprintf(e.Stdout, "%s already has the paddock MCP server\n", p)
 			return nil
 		}
 		if err := os.MkdirAll(home, 0o700); err != nil {
@@ -112,9 +113,9 @@ func mcpInstall(e *env, args []string) error {
 		if err := os.WriteFile(p, append(old, add...), 0o600); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "added the paddock MCP server to %s\n", p)
+		fmt.Fprintf(e.Stdout, "added the paddock MCP server to %s\n", p)
 	default:
-		return usagef("give --agent claude, codex or opencode")
+		return cmdenv.Usagef("give --agent claude, codex or opencode")
 	}
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // 'paddock mcp install' adds the server to each agent's configuration and
@@ -17,7 +19,7 @@ func TestMCPInstall(t *testing.T) {
 	vars := map[string]string{"CODEX_HOME": codex, "PADDOCK_CONFIG_DIR": t.TempDir()}
 	call := func(args ...string) (int, string) {
 		var out strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		return run(e, args), out.String()
 	}
 	os.WriteFile(filepath.Join(dir, ".mcp.json"), []byte(`{"mcpServers":{"other":{"command":"x"}}}`), 0o644)

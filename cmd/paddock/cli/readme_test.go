@@ -2,7 +2,9 @@ package cli
 
 import (
 	"os"
+	"reflect"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -44,7 +46,8 @@ func TestReadmeListsEveryCommand(t *testing.T) {
 }
 
 // The README's map of commands to folders names every command of the
-// CLI's table once (and none it does not have), and every folder and
+// CLI's table once (and none it does not have), with the CLI folder its
+// function is in (read from the function itself), and every folder and
 // file it names is there: a newcomer finds a verb's code from it.
 func TestReadmeMapsEveryCommand(t *testing.T) {
 	b, err := os.ReadFile("../../../README.md")
@@ -57,6 +60,7 @@ func TestReadmeMapsEveryCommand(t *testing.T) {
 	}
 	table, _, _ = strings.Cut(table, "\n## ")
 	listed := map[string]int{}
+	rowOf := map[string]string{}
 	rows := 0
 	for _, line := range strings.Split(table, "\n") {
 		cells := strings.Split(line, " | ")
@@ -66,6 +70,7 @@ func TestReadmeMapsEveryCommand(t *testing.T) {
 		rows++
 		for _, m := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllStringSubmatch(cells[0], -1) {
 			listed[m[1]]++
+			rowOf[m[1]] = cells[1]
 		}
 		// Each folder, and the files named after it in parentheses.
 		for _, m := range regexp.MustCompile("`([a-z][a-z/]*)`(?: \\(([a-z_, .]+)\\))?").FindAllStringSubmatch(cells[1], -1) {
@@ -91,6 +96,13 @@ func TestReadmeMapsEveryCommand(t *testing.T) {
 		have[c.name] = true
 		if listed[c.name] != 1 {
 			t.Errorf("the README's map names %q %d times, want once", c.name, listed[c.name])
+		}
+		// github.com/…/cmd/paddock/cli/boxcmd.New → cmd/paddock/cli/boxcmd
+		fn := runtime.FuncForPC(reflect.ValueOf(c.run).Pointer()).Name()
+		pkg := fn[:strings.LastIndex(fn, "/")+1] + strings.SplitN(fn[strings.LastIndex(fn, "/")+1:], ".", 2)[0]
+		_, folder, _ := strings.Cut(pkg, "/paddock/cmd/")
+		if folder = "cmd/" + folder; !strings.Contains(rowOf[c.name], "`"+folder+"`") {
+			t.Errorf("the README's map does not name %s for %q (its function is %s)", folder, c.name, fn)
 		}
 	}
 	for name := range listed {

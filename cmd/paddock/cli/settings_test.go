@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // The current box lives in its own file: new, use and rm change it and
@@ -42,7 +43,7 @@ func TestCurrentBoxBesideTheSettings(t *testing.T) {
 	vars := map[string]string{"PADDOCK_CONFIG_DIR": dir}
 	call := func(args ...string) (string, int) {
 		var out strings.Builder
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		code := run(e, args)
 		return strings.TrimSpace(out.String()), code
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/paddock-dev/paddock/appliance/skill"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // skillDirs is where each agent reads user-level skills from.
@@ -18,14 +19,14 @@ var skillDirs = map[string][]string{
 }
 
 // commandReference is every command's help, as 'paddock help CMD' prints it.
-func commandReference(e *env) string {
+func commandReference(e *cmdenv.Env) string {
 	var b strings.Builder
 	for _, c := range commands {
 		if c.name == "help" {
 			continue
 		}
 		probe := *e
-		probe.stdout = &b
+		probe.Stdout = &b
 		fmt.Fprintf(&b, "## paddock %s\n\n```\n", c.name)
 		showHelp(&probe, c)
 		b.WriteString("```\n\n")
@@ -33,35 +34,35 @@ func commandReference(e *env) string {
 	return b.String()
 }
 
-func cmdSkill(e *env, args []string) error {
+func cmdSkill(e *cmdenv.Env, args []string) error {
 	if len(args) == 0 {
-		return usagef("give show or install")
+		return cmdenv.Usagef("give show or install")
 	}
 	switch args[0] {
 	case "show":
-		fs := flags("skill show")
+		fs := cmdenv.Flags("skill show")
 		all := fs.Bool("all", false, "print every file of the skill, not only SKILL.md")
-		if err := parse(fs, args[1:]); err != nil {
+		if err := cmdenv.Parse(fs, args[1:]); err != nil {
 			return err
 		}
 		files := skill.Files(commandReference(e))
 		if !*all {
-			_, err := e.stdout.Write(files["SKILL.md"])
+			_, err := e.Stdout.Write(files["SKILL.md"])
 			return err
 		}
 		for _, p := range skill.Paths(files) {
-			fmt.Fprintf(e.stdout, "==> %s <==\n%s\n", p, files[p])
+			fmt.Fprintf(e.Stdout, "==> %s <==\n%s\n", p, files[p])
 		}
 		return nil
 	case "install":
-		fs := flags("skill install")
+		fs := cmdenv.Flags("skill install")
 		agent := fs.String("agent", "all", "claude, codex, opencode, pi or all")
 		dir := fs.String("dir", "", "write the skill into DIR/paddock instead of the agents' own folders")
-		if err := parse(fs, args[1:]); err != nil {
+		if err := cmdenv.Parse(fs, args[1:]); err != nil {
 			return err
 		}
-		if e.helpOnly {
-			return errHelpOnly
+		if e.HelpOnly {
+			return cmdenv.ErrHelpOnly
 		}
 		var targets []string
 		if *dir != "" {
@@ -78,7 +79,7 @@ func cmdSkill(e *env, args []string) error {
 			for _, a := range names {
 				parts, ok := skillDirs[a]
 				if !ok {
-					return invalidf("no agent %q: use claude, codex, opencode, pi or all", a)
+					return cmdenv.Invalidf("no agent %q: use claude, codex, opencode, pi or all", a)
 				}
 				targets = append(targets, filepath.Join(append([]string{home}, parts...)...))
 			}
@@ -95,9 +96,9 @@ func cmdSkill(e *env, args []string) error {
 					return err
 				}
 			}
-			fmt.Fprintf(e.stdout, "wrote the paddock skill to %s\n", root)
+			fmt.Fprintf(e.Stdout, "wrote the paddock skill to %s\n", root)
 		}
 		return nil
 	}
-	return usagef("unknown skill command %q: use show or install", args[0])
+	return cmdenv.Usagef("unknown skill command %q: use show or install", args[0])
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/skill"
 	"github.com/paddock-dev/paddock/boxfiles"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // words splits a shell command line: spaces, single and double quotes.
@@ -55,7 +56,7 @@ var (
 // command it shows (in code blocks and inline) passes the real CLI's
 // argument parsing; its Boxfile example decodes with the real decoder.
 func TestSkill(t *testing.T) {
-	e := &env{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }, ctx: context.Background()}
+	e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: io.Discard, Stderr: io.Discard, Getenv: func(string) string { return "" }, Ctx: context.Background()}
 	files := skill.Files(commandReference(e))
 	m := frontMatter.FindStringSubmatch(string(files["SKILL.md"]))
 	if m == nil {
@@ -115,9 +116,9 @@ func TestSkill(t *testing.T) {
 				continue
 			}
 			probe := *e
-			probe.helpOnly = true
+			probe.HelpOnly = true
 			err := c.run(&probe, args[1:])
-			var ue usageError
+			var ue cmdenv.UsageError
 			if errors.As(err, &ue) {
 				t.Errorf("%s: %q: %v", p, line, err)
 			}
@@ -143,7 +144,7 @@ func TestSkill(t *testing.T) {
 func TestSkillInstall(t *testing.T) {
 	dir := t.TempDir()
 	var out strings.Builder
-	e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &out, getenv: func(string) string { return "" }, ctx: context.Background()}
+	e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &out, Getenv: func(string) string { return "" }, Ctx: context.Background()}
 	if code := run(e, []string{"skill", "install", "--dir", dir}); code != 0 {
 		t.Fatalf("install: %d %s", code, out.String())
 	}

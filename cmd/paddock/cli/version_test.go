@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/paddock-dev/paddock/appliance/version"
+	"github.com/paddock-dev/paddock/cmd/paddock/cli/cmdenv"
 )
 
 // When the server runs another version, version says so and how to get
@@ -20,7 +21,7 @@ func TestVersionWarnsOnMismatch(t *testing.T) {
 		}))
 		var out, errb strings.Builder
 		vars := map[string]string{"PADDOCK_HOST": ts.URL, "PADDOCK_TOKEN": "pdk_x", "PADDOCK_CONFIG_DIR": t.TempDir()}
-		e := &env{stdin: strings.NewReader(""), stdout: &out, stderr: &errb, getenv: func(k string) string { return vars[k] }, ctx: context.Background()}
+		e := &cmdenv.Env{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return vars[k] }, Ctx: context.Background()}
 		if code := run(e, []string{"version"}); code != 0 {
 			t.Fatalf("exit %d: %s", code, errb.String())
 		}
