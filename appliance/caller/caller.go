@@ -1,8 +1,9 @@
 // Package caller is who a request acts as, and what they may see and
-// touch. The API, the dashboard, previews and the SSH gate each learn the
-// caller their own way (a token, a session cookie, a key) and put the
-// user in the request's context with With; everything below reads it
-// with From. The daemon's own work (the reconcile loop, the idle timer)
+// touch. The API, the dashboard and previews learn the caller here, from
+// a bearer token (Bearer) or the dashboard's session cookie (Session);
+// previews then keep a cookie of their own per preview host, and the SSH
+// gate knows a key. Each puts the user in the request's context with
+// With; everything below reads it with From. The daemon's own work (the reconcile loop, the idle timer)
 // carries no user and sees all.
 package caller
 
@@ -125,8 +126,9 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 }
 
 // Bearer finds who a request's API token (Authorization: Bearer …) acts
-// as, at now. The API and previews take a token this way; the dashboard
-// and previews also know their own cookies.
+// as, at now. The API and previews take a token this way; the API and the
+// dashboard also take a session cookie (Session), previews their own
+// cookie for one preview host.
 func Bearer(st *store.Store, r *http.Request, now time.Time) (store.Token, store.User, error) {
 	tok, err := auth.FromHeader(r.Header.Get("Authorization"))
 	if err != nil {
@@ -137,6 +139,23 @@ func Bearer(st *store.Store, r *http.Request, now time.Time) (store.Token, store
 		err = errors.New("invalid token: log in again with 'paddock login'")
 	}
 	return t, u, err
+}
+
+// Session finds who the session in a request's cookie named cookie acts
+// as, at now: a live token of the session kind, as the dashboard's
+// sign-in made it. The dashboard's pages and the API's requests from
+// them (package server adds their CSRF and origin checks) take it, and a
+// preview's start, before it hands a browser a preview cookie.
+func Session(st *store.Store, r *http.Request, cookie string, now time.Time) (store.Token, store.User, bool) {
+	c, err := r.Cookie(cookie)
+	if err != nil || c.Value == "" {
+		return store.Token{}, store.User{}, false
+	}
+	t, u, err := st.LookupToken(auth.Hash(c.Value), now)
+	if err != nil || t.Kind != store.TokenSession {
+		return store.Token{}, store.User{}, false
+	}
+	return t, u, true
 }
 
 // Addr is the address a request came from: the peer's, or behind the

@@ -230,16 +230,11 @@ func (p *Pages) limited(w http.ResponseWriter, r *http.Request, name string) boo
 
 // Session returns the session of a request's cookie, if it has a live one.
 func (p *Pages) Session(r *http.Request) (store.Token, store.User, bool) {
-	c, err := r.Cookie(p.cookie())
-	if err != nil || c.Value == "" {
-		return store.Token{}, store.User{}, false
+	t, u, ok := caller.Session(p.Store, r, p.cookie(), time.Now())
+	if ok {
+		audit.From(r.Context()).Who(u.Name, "session")
 	}
-	t, u, err := p.Store.LookupToken(auth.Hash(c.Value), time.Now())
-	if err != nil || t.Kind != store.TokenSession {
-		return store.Token{}, store.User{}, false
-	}
-	audit.From(r.Context()).Who(u.Name, "session")
-	return t, u, true
+	return t, u, ok
 }
 
 // CSRFOK reports whether a value matches the session's CSRF value.

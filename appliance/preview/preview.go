@@ -35,7 +35,6 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/caller"
 
-	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/caddy"
@@ -62,10 +61,20 @@ const (
 	SessionTTL = 12 * time.Hour
 )
 
+// Pages is what a preview's start asks of the server's own pages: that
+// the request came to their host, and the session of its cookie
+// (caller.Session, under the pages' cookie).
+type Pages interface {
+	HostOK(r *http.Request) bool
+	Session(r *http.Request) (store.Token, store.User, bool)
+}
+
 // Handler serves preview hosts, the /preview page and the ask endpoint.
 type Handler struct {
-	Store    *store.Store
-	Pages    *dashboard.Pages
+	Store *store.Store
+	// Pages are the server's own pages (package dashboard): a browser
+	// that starts a preview is signed in there, with their session.
+	Pages    Pages
 	Hostname string
 	// Scheme and Port are how browsers reach the preview hosts ("https",
 	// and "" for the default port).

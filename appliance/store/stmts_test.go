@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/store/sqlstmt"
 )
 
 // The reads a request makes are parsed once: the same text twice is one
@@ -21,7 +22,7 @@ func TestQueriesArePreparedOnce(t *testing.T) {
 		t.Fatalf("a box not made: %v", err)
 	}
 	q := `SELECT ` + boxCols + ` FROM boxes WHERE name = ?`
-	st := s.q.m[q]
+	st := s.q.Prepared(q)
 	if st == nil {
 		t.Fatal("GetBox's query was not kept prepared")
 	}
@@ -33,7 +34,7 @@ func TestQueriesArePreparedOnce(t *testing.T) {
 	if b, err := s.GetBox("web"); err != nil || b.Name != "web" {
 		t.Fatalf("the prepared read after a write: %+v %v", b, err)
 	}
-	if s.q.m[q] != st {
+	if s.q.Prepared(q) != st {
 		t.Fatal("the same text was prepared again")
 	}
 }
@@ -85,21 +86,21 @@ func TestPreparedReadsLetTheWALCheckpoint(t *testing.T) {
 	}
 }
 
-// Past maxStmts texts, queries run unprepared, and still run.
+// Past sqlstmt.Max texts, queries run unprepared, and still run.
 func TestPreparedTextsAreBounded(t *testing.T) {
 	s, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	for i := range maxStmts + 10 {
+	for i := range sqlstmt.Max + 10 {
 		var n int
 		if err := s.q.QueryRow(fmt.Sprintf(`SELECT %d`, i)).Scan(&n); err != nil || n != i {
 			t.Fatalf("query %d: %d %v", i, n, err)
 		}
 	}
-	if len(s.q.m) > maxStmts {
-		t.Fatalf("%d texts kept prepared, bound %d", len(s.q.m), maxStmts)
+	if s.q.Len() > sqlstmt.Max {
+		t.Fatalf("%d texts kept prepared, bound %d", s.q.Len(), sqlstmt.Max)
 	}
 	if _, err := s.q.Exec(`NOT SQL`); err == nil {
 		t.Fatal("a text that does not prepare ran")

@@ -6,7 +6,8 @@
 // transaction, so a plan can name the state it was computed from. The
 // database runs in WAL mode; migrations are SQL files (migrations/NNN.sql),
 // applied in order at open. Queries made outside a transaction run from statements prepared
-// once and kept (stmtCache), not parsed again at each call.
+// once and kept (package sqlstmt), not parsed again at each call. The audit
+// log's table is package auditlog's, whose methods the Store has.
 package store
 
 import (
@@ -24,6 +25,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/store/auditlog"
+	"github.com/paddock-dev/paddock/appliance/store/sqlstmt"
 	_ "modernc.org/sqlite"
 )
 
@@ -56,13 +59,15 @@ func (s *Store) write(fn func(tx *sql.Tx) error) error {
 // Store is the state database.
 type Store struct {
 	db *sql.DB
-	// q runs the queries made outside transactions (stmtCache).
-	q *stmtCache
+	// q runs the queries made outside transactions (sqlstmt.Cache).
+	q *sqlstmt.Cache
 	// rd reads what is committed on connections of its own, beside the
 	// one connection the writes and views hold (Placement).
 	rd *sql.DB
 	// boxReads counts GetBox's reads (BoxReads).
 	boxReads atomic.Int64
+	// Log is the audit log: its appends, reads, walks and pruning.
+	*auditlog.Log
 }
 
 // migrationFiles are the schema's migrations, one SQL file each, applied
@@ -149,7 +154,8 @@ func Open(dir string) (*Store, error) {
 	}
 	// One writer at a time keeps SQLite's locking simple; reads are fast.
 	db.SetMaxOpenConns(1)
-	s := &Store{db: db, q: newStmtCache(db)}
+	s := &Store{db: db, q: sqlstmt.New(db)}
+	s.Log = auditlog.New(db, s.q)
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("migrating %s: %w", dir, err)
@@ -165,7 +171,7 @@ func Open(dir string) (*Store, error) {
 
 // Close closes the database.
 func (s *Store) Close() error {
-	s.q.close()
+	s.q.Close()
 	s.rd.Close()
 	return s.db.Close()
 }

@@ -143,3 +143,21 @@ func TestCapabilitiesStandOnTheCoreOnly(t *testing.T) {
 		}
 	}
 }
+
+// The front ends find the caller through package caller (a bearer token,
+// the dashboard's session) and do not lean on one another: the dashboard,
+// previews, the SSH gate and the MCP server import none of the others
+// (package server, which serves them all on one listener, composes them).
+func TestViewsStandApart(t *testing.T) {
+	const app = "github.com/paddock-dev/paddock/appliance/"
+	views := []string{"dashboard", "preview", "sshgate", "mcpserver", "server"}
+	for _, v := range views[:4] {
+		for _, imp := range goList(t, "-f", "{{join .Imports \"\\n\"}}", app+v) {
+			for _, other := range views {
+				if other != v && imp == app+other {
+					t.Errorf("view %s imports %s", v, imp)
+				}
+			}
+		}
+	}
+}

@@ -1,4 +1,8 @@
-package store
+// Package auditlog is the audit log's table in the store: entries
+// appended in order, each chained to the one before by a seal the caller
+// makes (package audit), read by filter, walked, and pruned to an anchor
+// the rest chains to. The store (package store) has its methods.
+package auditlog
 
 import (
 	"database/sql"
@@ -7,11 +11,24 @@ import (
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/audit"
+	"github.com/paddock-dev/paddock/appliance/store/sqlstmt"
 )
+
+// Log is the audit log of a store's database.
+type Log struct {
+	db *sql.DB
+	q  *sqlstmt.Cache
+}
+
+// New is the audit log of db, whose queries q keeps prepared.
+func New(db *sql.DB, q *sqlstmt.Cache) *Log { return &Log{db: db, q: q} }
+
+// unix is how the store keeps times: Unix milliseconds.
+func unix(t time.Time) int64 { return t.UnixMilli() }
 
 const auditCols = `seq, at_text, user, via, addr, agent, action, box, box_owner, object, detail, result, prev, hash`
 
-func scanAudit(r scanner) (audit.Entry, error) {
+func scanAudit(r interface{ Scan(...any) error }) (audit.Entry, error) {
 	var e audit.Entry
 	var at, detail string
 	err := r.Scan(&e.Seq, &at, &e.User, &e.Via, &e.Addr, &e.Agent, &e.Action, &e.Box, &e.Owner, &e.Object, &detail, &e.Result, &e.Prev, &e.Hash)
@@ -29,16 +46,16 @@ func scanAudit(r scanner) (audit.Entry, error) {
 
 // AppendAudit adds e at the end of the audit log, numbered and chained to
 // the last entry (or the anchor) by seal, and returns it as written.
-func (s *Store) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string) string) (audit.Entry, error) {
-	last, anchor, insert := s.q.stmt(lastAuditQ), s.q.stmt(auditAnchorQ), s.q.stmt(insertAuditQ)
+func (s *Log) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string) string) (audit.Entry, error) {
+	last, anchor, insert := s.q.Stmt(lastAuditQ), s.q.Stmt(auditAnchorQ), s.q.Stmt(insertAuditQ)
 	tx, err := s.db.Begin()
 	if err != nil {
 		return e, err
 	}
 	defer tx.Rollback()
-	err = txQueryRow(tx, last, lastAuditQ).Scan(&e.Seq, &e.Prev)
+	err = sqlstmt.TxQueryRow(tx, last, lastAuditQ).Scan(&e.Seq, &e.Prev)
 	if errors.Is(err, sql.ErrNoRows) {
-		err = txQueryRow(tx, anchor, auditAnchorQ).Scan(&e.Seq, &e.Prev)
+		err = sqlstmt.TxQueryRow(tx, anchor, auditAnchorQ).Scan(&e.Seq, &e.Prev)
 		if errors.Is(err, sql.ErrNoRows) {
 			e.Seq, e.Prev, err = 0, "", nil
 		}
@@ -49,7 +66,7 @@ func (s *Store) AppendAudit(e audit.Entry, seal func(e audit.Entry, prev string)
 	e.Seq++
 	e.At = e.At.UTC()
 	e.Hash = seal(e, e.Prev)
-	if _, err := txExec(tx, insert, insertAuditQ,
+	if _, err := sqlstmt.TxExec(tx, insert, insertAuditQ,
 		e.Seq, e.At.Format(time.RFC3339Nano), e.User, e.Via, e.Addr, e.Agent, e.Action, e.Box, e.Owner, e.Object, string(e.Detail), e.Result, e.Prev, e.Hash, unix(e.At)); err != nil {
 		return e, err
 	}
@@ -62,8 +79,8 @@ const (
 	insertAuditQ = `INSERT INTO audit (` + auditCols + `, at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)`
 )
 
-// AuditFilter picks entries; zero fields pick all.
-type AuditFilter struct {
+// Filter picks entries; zero fields pick all.
+type Filter struct {
 	Box, User, Action string // Action also picks its kind: "box" picks box.create, box.stop...
 	Since             time.Time
 	After             int64 // entries after this sequence number
@@ -77,7 +94,7 @@ type AuditFilter struct {
 }
 
 // Audit lists entries in order.
-func (s *Store) Audit(f AuditFilter) ([]audit.Entry, error) {
+func (s *Log) Audit(f Filter) ([]audit.Entry, error) {
 	var where []string
 	var args []any
 	add := func(cond string, a ...any) { where = append(where, cond); args = append(args, a...) }
@@ -130,7 +147,7 @@ func (s *Store) Audit(f AuditFilter) ([]audit.Entry, error) {
 
 // AuditAnchor is where the log starts: the last pruned entry's sequence
 // number, hash and seal (0 and "" when nothing was pruned).
-func (s *Store) AuditAnchor() (seq int64, hash, seal string, err error) {
+func (s *Log) AuditAnchor() (seq int64, hash, seal string, err error) {
 	err = s.q.QueryRow(`SELECT seq, hash, seal FROM audit_anchor`).Scan(&seq, &hash, &seal)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, "", "", nil
@@ -139,7 +156,7 @@ func (s *Store) AuditAnchor() (seq int64, hash, seal string, err error) {
 }
 
 // WalkAudit calls fn on every entry, in order, until it returns an error.
-func (s *Store) WalkAudit(fn func(audit.Entry) error) error {
+func (s *Log) WalkAudit(fn func(audit.Entry) error) error {
 	// In pages, so that the one connection is not held for the whole walk.
 	var after int64
 	for {
@@ -175,7 +192,7 @@ func (s *Store) WalkAudit(fn func(audit.Entry) error) error {
 // PruneAudit removes the entries older than before, and keeps the last
 // one removed as the anchor (sealed by anchor) that the rest chains to.
 // It returns how many went.
-func (s *Store) PruneAudit(before time.Time, anchor func(seq int64, hash string) string) (int64, error) {
+func (s *Log) PruneAudit(before time.Time, anchor func(seq int64, hash string) string) (int64, error) {
 	tx, err := s.db.Begin()
 	if err != nil {
 		return 0, err
