@@ -183,12 +183,11 @@ func (f *Files) rootRun(ctx context.Context, key string, cmd ...string) error {
 // pushParent is the folder a push into dir stages in: dir, or its
 // nearest existing parent, which must be a folder.
 func (f *Files) pushParent(ctx context.Context, box, key, dir string) (string, error) {
-	st, ok := f.drv.(driver.PathStater)
-	if !ok {
+	if !driver.StatPath.Has(f.drv) {
 		return "", errors.New("this engine driver cannot tell what a box's files are")
 	}
 	for p := dir; ; p = path.Dir(p) {
-		isDir, err := st.StatPath(ctx, key, p)
+		isDir, err := driver.StatPath.Do(ctx, f.drv, driver.BoxPath{Box: key, Path: p})
 		// Not there, or under a file (engines answer that one as a
 		// server error): look at the parent, which says which.
 		if err != nil && p != "/" {

@@ -533,9 +533,8 @@ func (c *Catalog) buildBase(ctx context.Context, u store.User, ref string) (stri
 
 // imageID is what ref names in the server's engine now ("" for nothing).
 func (c *Catalog) imageID(ctx context.Context, ref string) (string, error) {
-	ider, ok := c.drv.(driver.ImageIDer)
-	if !ok {
+	if !driver.ImageID.Has(c.drv) {
 		return "", errors.New("this engine driver cannot tell images' ids")
 	}
-	return ider.ImageID(ctx, ref)
+	return driver.ImageID.Do(ctx, c.drv, ref)
 }

@@ -67,7 +67,7 @@ type Store interface {
 type Sampler struct {
 	core  Core
 	store Store
-	drv   any // a driver.Meter (and driver.DiskMeter) where the engine measures
+	drv   driver.Driver // asked driver.BoxUsage (and DiskUsage) where the engine measures
 	cfg   *config.Config
 	log   *slog.Logger
 
@@ -92,7 +92,7 @@ type diskSeen struct {
 // New is the sampler of the boxes of st, read through drv (nothing is
 // sampled where the driver is no driver.Meter), following cfg as it is at
 // each pass.
-func New(core Core, st Store, drv any, cfg *config.Config, log *slog.Logger) *Sampler {
+func New(core Core, st Store, drv driver.Driver, cfg *config.Config, log *slog.Logger) *Sampler {
 	return &Sampler{core: core, store: st, drv: drv, cfg: cfg, log: log}
 }
 
@@ -111,15 +111,14 @@ func (m *Sampler) NoteDisk(name string, bytes int64) {
 // Sample reads the use of every running box, records it, and records
 // the kernel's new kills for a box's memory bound.
 func (m *Sampler) Sample(ctx context.Context) error {
-	meter, ok := m.drv.(driver.Meter)
-	if !ok {
+	if !driver.BoxUsage.Has(m.drv) {
 		return nil
 	}
 	boxes, err := m.store.ListBoxes()
 	if err != nil {
 		return err
 	}
-	diskMeter, _ := m.drv.(driver.DiskMeter)
+	diskMeter := driver.DiskUsage.Has(m.drv)
 	var samples []store.Sample
 	var errs []error
 	running := map[string]bool{}
@@ -127,7 +126,7 @@ func (m *Sampler) Sample(ctx context.Context) error {
 		if b.Desired != "running" || b.Observed != "running" {
 			continue
 		}
-		u, err := meter.BoxUsage(ctx, b.Key())
+		u, err := driver.BoxUsage.Do(ctx, m.drv, b.Key())
 		if err != nil {
 			// Stopped between the list and the look, or its server is
 			// away: no sample.
@@ -161,8 +160,8 @@ func (m *Sampler) Sample(ctx context.Context) error {
 		// A box with a disk bound is measured by the disk check (the
 		// sampler takes its figure); another, every metrics_disk_interval.
 		checked := diskGiB > 0 && m.cfg.DiskCheckInterval > 0
-		if diskMeter != nil && (!measured || (!checked && now.Sub(disk.at) >= m.cfg.MetricsDiskInterval)) {
-			if n, err := diskMeter.DiskUsage(ctx, b.Key()); err == nil {
+		if diskMeter && (!measured || (!checked && now.Sub(disk.at) >= m.cfg.MetricsDiskInterval)) {
+			if n, err := driver.DiskUsage.Do(ctx, m.drv, b.Key()); err == nil {
 				m.NoteDisk(b.Name, n)
 				disk = diskSeen{bytes: n}
 			}

@@ -52,8 +52,10 @@ func (c *core) Time() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now
 
 func (c *core) later(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
-// meter is the engine's measures, as set by the test.
+// meter is the engine's measures, as set by the test: a driver that
+// has only these (its other methods are not called).
 type meter struct {
+	driver.Driver
 	mu   sync.Mutex
 	use  map[string]driver.Usage
 	disk map[string]int64

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -271,85 +272,14 @@ func (a *Agent) Handler() http.Handler {
 		writeJSON(w, nil)
 	})
 
-	// What the node's driver may do besides (driver's optional interfaces).
-	call("GET "+p+"boxes/{name}/stat", func(r *http.Request) (any, error) {
-		st, ok := d.(driver.PathStater)
-		if !ok {
-			return nil, ErrUnsupported
+	// Every op of the driver seam (driver.Op: what the node's driver may
+	// do besides its own methods), by name.
+	call("POST "+p+"ops/{op}", func(r *http.Request) (any, error) {
+		in, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, 1<<20))
+		if err != nil {
+			return nil, fmt.Errorf("the request's body: %w", err)
 		}
-		dir, err := st.StatPath(r.Context(), r.PathValue("name"), r.URL.Query().Get("path"))
-		return map[string]bool{"dir": dir}, err
-	})
-	call("GET "+p+"boxes/{name}/disk", func(r *http.Request) (any, error) {
-		m, ok := d.(driver.DiskMeter)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		n, err := m.DiskUsage(r.Context(), r.PathValue("name"))
-		return map[string]int64{"bytes": n}, err
-	})
-	call("GET "+p+"boxes/{name}/usage", func(r *http.Request) (any, error) {
-		m, ok := d.(driver.Meter)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		return m.BoxUsage(r.Context(), r.PathValue("name"))
-	})
-	call("GET "+p+"volumes/{kind}/{name}/usage", func(r *http.Request) (any, error) {
-		m, ok := d.(driver.DiskMeter)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		n, err := m.VolumeUsage(r.Context(), volumeOf(r))
-		return map[string]int64{"bytes": n}, err
-	})
-	call("POST "+p+"boxes/{name}/foreground", func(r *http.Request) (any, error) {
-		f, ok := d.(driver.Foregrounder)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		return nil, f.Foreground(r.Context(), r.PathValue("name"))
-	})
-	call("POST "+p+"boxes/{name}/hostname", func(r *http.Request) (any, error) {
-		h, ok := d.(driver.Hostnamer)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		var in struct{ Hostname string }
-		if err := readJSON(r, &in); err != nil {
-			return nil, err
-		}
-		return nil, h.SetHostname(r.Context(), r.PathValue("name"), in.Hostname)
-	})
-	call("POST "+p+"boxes/{name}/warm", func(r *http.Request) (any, error) {
-		wd, ok := d.(driver.ExecWarmer)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		started, err := wd.WarmExec(r.Context(), r.PathValue("name"))
-		return map[string]bool{"started": started}, err
-	})
-	call("DELETE "+p+"boxes/{name}/warm", func(r *http.Request) (any, error) {
-		if wd, ok := d.(driver.ExecWarmer); ok {
-			wd.DropWarm(r.PathValue("name"))
-		}
-		return nil, nil
-	})
-	call("GET "+p+"images/id", func(r *http.Request) (any, error) {
-		ider, ok := d.(driver.ImageIDer)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		id, err := ider.ImageID(r.Context(), r.URL.Query().Get("ref"))
-		return map[string]string{"id": id}, err
-	})
-	call("GET "+p+"snapshots/{id}/size", func(r *http.Request) (any, error) {
-		sz, ok := d.(driver.SnapshotSizer)
-		if !ok {
-			return nil, ErrUnsupported
-		}
-		n, err := sz.SnapshotSize(r.Context(), r.PathValue("id"))
-		return map[string]int64{"bytes": n}, err
+		return driver.Serve(r.Context(), d, r.PathValue("op"), in)
 	})
 	return m
 }

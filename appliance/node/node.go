@@ -84,7 +84,7 @@ func uidOf(r *http.Request) (int, error) {
 
 // ErrUnsupported is a call the node's driver does not have (an optional
 // driver interface).
-var ErrUnsupported = errors.New("the node's driver does not do this")
+var ErrUnsupported = fmt.Errorf("the node's driver does not do this: %w", errors.ErrUnsupported)
 
 type wireError struct {
 	Error string `json:"error"`
@@ -97,7 +97,7 @@ func kindOf(err error) string {
 		return kindNotFound
 	case errors.Is(err, driver.ErrInUse):
 		return kindInUse
-	case errors.Is(err, ErrUnsupported):
+	case errors.Is(err, errors.ErrUnsupported):
 		return kindUnsupported
 	case errors.Is(err, archive.ErrUnsafe):
 		return kindUnsafe

@@ -35,18 +35,13 @@ type Remote struct {
 	fence []netip.Prefix // sent with every firewall Sync
 }
 
+// The driver's own methods, the streamed abilities, and every op
+// (driver.Op), carried by Send.
 var (
 	_ driver.Driver          = (*Remote)(nil)
-	_ driver.PathStater      = (*Remote)(nil)
-	_ driver.DiskMeter       = (*Remote)(nil)
-	_ driver.Hostnamer       = (*Remote)(nil)
-	_ driver.ExecWarmer      = (*Remote)(nil)
 	_ driver.UserFiles       = (*Remote)(nil)
-	_ driver.Meter           = (*Remote)(nil)
-	_ driver.ImageIDer       = (*Remote)(nil)
-	_ driver.SnapshotSizer   = (*Remote)(nil)
 	_ driver.SnapshotShipper = (*Remote)(nil)
-	_ driver.Foregrounder    = (*Remote)(nil)
+	_ driver.Sender          = (*Remote)(nil)
 )
 
 // NewRemote is the driver of the node called name whose agent is at addr
@@ -343,69 +338,9 @@ func (r *Remote) LoadSnapshots(ctx context.Context, ids []string, img io.Reader)
 	return r.put(ctx, "snapshot-images?"+url.Values{"id": ids}.Encode(), img)
 }
 
-// StatPath says whether path in a box is a folder.
-func (r *Remote) StatPath(ctx context.Context, box, path string) (bool, error) {
-	var out struct{ Dir bool }
-	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/stat?path="+url.QueryEscape(path), nil, &out)
-	return out.Dir, err
-}
-
-// DiskUsage is what a box has written on its node.
-func (r *Remote) DiskUsage(ctx context.Context, box string) (int64, error) {
-	var out struct{ Bytes int64 }
-	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/disk", nil, &out)
-	return out.Bytes, err
-}
-
-// BoxUsage is what a box of the node uses.
-func (r *Remote) BoxUsage(ctx context.Context, box string) (driver.Usage, error) {
-	var out driver.Usage
-	err := r.do(ctx, "GET", "boxes/"+pathEscape(box)+"/usage", nil, &out)
-	return out, err
-}
-
-// VolumeUsage is what a volume of the node holds.
-func (r *Remote) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, error) {
-	var out struct{ Bytes int64 }
-	err := r.do(ctx, "GET", volPath(v)+"/usage", nil, &out)
-	return out.Bytes, err
-}
-
-// Foreground gives a box of the node made in the background a box's CPU
-// share.
-func (r *Remote) Foreground(ctx context.Context, box string) error {
-	return r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/foreground", nil, nil)
-}
-
-// SetHostname gives a running box of the node another hostname.
-func (r *Remote) SetHostname(ctx context.Context, box, hostname string) error {
-	return r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/hostname", map[string]string{"Hostname": hostname}, nil)
-}
-
-// WarmExec starts a box's warm exec on its node.
-func (r *Remote) WarmExec(ctx context.Context, box string) (bool, error) {
-	var out struct{ Started bool }
-	err := r.do(ctx, "POST", "boxes/"+pathEscape(box)+"/warm", nil, &out)
-	return out.Started, err
-}
-
-// DropWarm ends a box's warm exec.
-func (r *Remote) DropWarm(box string) {
-	r.do(context.Background(), "DELETE", "boxes/"+pathEscape(box)+"/warm", nil, nil)
-}
-
-// ImageID says which image a reference names on the node.
-func (r *Remote) ImageID(ctx context.Context, ref string) (string, error) {
-	var out struct{ ID string }
-	err := r.do(ctx, "GET", "images/id?ref="+url.QueryEscape(ref), nil, &out)
-	return out.ID, err
-}
-
-// SnapshotSize is what a snapshot of the node adds to its base.
-func (r *Remote) SnapshotSize(ctx context.Context, id string) (int64, error) {
-	var out struct{ Bytes int64 }
-	err := r.do(ctx, "GET", "snapshots/"+pathEscape(id)+"/size", nil, &out)
-	return out.Bytes, err
+// Send carries an op (driver.Op) to the node's agent.
+func (r *Remote) Send(ctx context.Context, op, kind, name string, args, reply any) error {
+	return r.do(ctx, "POST", "ops/"+pathEscape(op), args, reply)
 }
 
 // Info is what the node says of itself.

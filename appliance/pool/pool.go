@@ -176,14 +176,13 @@ const (
 // the box keeps the small share, which matters only while every CPU is
 // busy. A box left with it still works: the error is said, not returned.
 func (k Keeper) foregroundClaimed(ctx context.Context, b store.Box) {
-	fg, ok := k.Driver.(driver.Foregrounder)
-	if !ok {
+	if !driver.Foreground.Has(k.Driver) {
 		return
 	}
 	ctx = context.WithoutCancel(ctx)
 	go func() {
 		k.Fore.Lull(ctx, claimShareQuiet, claimShareMax)
-		if err := fg.Foreground(ctx, b.Key()); err != nil {
+		if _, err := driver.Foreground.Do(ctx, k.Driver, b.Key()); err != nil {
 			k.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
 		}
 	}()
@@ -195,8 +194,7 @@ func (k Keeper) foregroundClaimed(ctx context.Context, b store.Box) {
 // share for good. paddockd runs it once at its start; a box that has the
 // usual share is only looked at.
 func (k Keeper) ForegroundClaimed(ctx context.Context) {
-	fg, ok := k.Driver.(driver.Foregrounder)
-	if !ok {
+	if !driver.Foreground.Has(k.Driver) {
 		return
 	}
 	boxes, err := k.Store.ListBoxes()
@@ -209,7 +207,7 @@ func (k Keeper) ForegroundClaimed(ctx context.Context) {
 		if b.Engine == "" || b.Observed != "running" {
 			continue
 		}
-		if err := fg.Foreground(ctx, b.Key()); err != nil {
+		if _, err := driver.Foreground.Do(ctx, k.Driver, b.Key()); err != nil {
 			k.Log.Warn("claimed box keeps a pool box's CPU share", "box", b.Name, "err", err)
 		}
 	}
@@ -260,8 +258,8 @@ func (k Keeper) declare(ctx context.Context) (bool, error) {
 		return false, nil // no pool (nor the image to look at)
 	}
 	imageID := ""
-	if ider, ok := k.Driver.(driver.ImageIDer); ok {
-		id, err := ider.ImageID(ctx, k.Cfg.Image)
+	if driver.ImageID.Has(k.Driver) {
+		id, err := driver.ImageID.Do(ctx, k.Driver, k.Cfg.Image)
 		if err != nil {
 			return false, err
 		}
@@ -454,8 +452,7 @@ func (k Keeper) probe(ctx context.Context) (int, error) {
 // one is said when the box becomes ready (its readiness probe may have
 // had it started: keepWarm), and after that only when one was started.
 func (k Keeper) warmExec(ctx context.Context, key string, becameReady bool) {
-	w, ok := k.Driver.(driver.ExecWarmer)
-	if !ok {
+	if !driver.WarmExec.Has(k.Driver) {
 		return
 	}
 	k.Cold.mu.Lock()
@@ -465,7 +462,7 @@ func (k Keeper) warmExec(ctx context.Context, key string, becameReady bool) {
 		return
 	}
 	// Its readiness probe may have had one started already (keepWarm).
-	started, err := w.WarmExec(ctx, key)
+	started, err := driver.WarmExec.Do(ctx, k.Driver, key)
 	if err == nil && (started || becameReady) {
 		k.Log.Info("warm pool box: the process that starts its commands started ahead", "key", key)
 	}

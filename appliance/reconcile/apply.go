@@ -538,11 +538,10 @@ func startMark(o driver.BoxState) string { return fmt.Sprintf("%s/%d", o.ID, o.P
 // setHostname gives running box b (observed as o) its own hostname. Under
 // liveMu.
 func (r *Reconciler) setHostname(ctx context.Context, b store.Box, o driver.BoxState) error {
-	hn, ok := r.Driver.(driver.Hostnamer)
-	if !ok {
+	if !driver.SetHostname.Has(r.Driver) {
 		return fmt.Errorf("the engine's driver cannot set a box's hostname")
 	}
-	if err := hn.SetHostname(ctx, b.Key(), b.Name); err != nil {
+	if _, err := driver.SetHostname.Do(ctx, r.Driver, driver.BoxHostname{Box: b.Key(), Hostname: b.Name}); err != nil {
 		return err
 	}
 	if r.named == nil {
@@ -660,9 +659,9 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 			r.Store.SetSnapshotState(c.Snapshot, "failed", err.Error())
 			return err
 		}
-		if sz, ok := d.(driver.SnapshotSizer); ok {
+		if driver.SnapshotSize.Has(d) {
 			// The size is for people to read: not knowing it fails nothing.
-			if n, err := sz.SnapshotSize(ctx, c.Snapshot); err == nil {
+			if n, err := driver.SnapshotSize.Do(ctx, d, c.Snapshot); err == nil {
 				r.Store.SetSnapshotSize(c.Snapshot, n)
 			}
 		}

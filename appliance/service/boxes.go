@@ -634,8 +634,7 @@ func diskGrace(cfg config.Config) time.Duration { return max(5*cfg.DiskCheckInte
 // snapshot: what the box wrote stays in the stopped box, and a commit
 // would write all of it a second time on a disk that is filling.
 func (s *Service) CheckDisk(ctx context.Context) error {
-	meter, ok := s.Driver.(driver.DiskMeter)
-	if !ok {
+	if !driver.DiskUsage.Has(s.Driver) {
 		return nil
 	}
 	boxes, err := s.Store.ListBoxes()
@@ -659,7 +658,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 		if grace {
 			continue
 		}
-		used, err := meter.DiskUsage(ctx, b.Key())
+		used, err := driver.DiskUsage.Do(ctx, s.Driver, b.Key())
 		if err == nil {
 			s.noteDisk(b.Name, used)
 		}
@@ -681,7 +680,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, s.checkDrives(ctx, meter))
+	errs = append(errs, s.checkDrives(ctx))
 	return errors.Join(errs...)
 }
 
@@ -690,7 +689,7 @@ func (s *Service) CheckDisk(ctx context.Context) error {
 // of them (out of a start's grace), with a note that says why: a drive
 // is written only through a box, so this is what stops it growing. It
 // takes no snapshot, as for a box's own disk.
-func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error {
+func (s *Service) checkDrives(ctx context.Context) error {
 	users, err := s.Store.Users()
 	if err != nil {
 		return err
@@ -716,7 +715,7 @@ func (s *Service) checkDrives(ctx context.Context, meter driver.DiskMeter) error
 			continue
 		}
 		ownerOf[d.Name] = d.Owner
-		if n, err := meter.VolumeUsage(ctx, driver.VolumeRef{Kind: driver.KindDrive, Name: d.Name}); err == nil {
+		if n, err := driver.VolumeUsage.Do(ctx, s.Driver, driver.VolumeRef{Kind: driver.KindDrive, Name: d.Name}); err == nil {
 			held[d.Owner] += n
 		}
 	}

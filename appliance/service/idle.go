@@ -148,7 +148,7 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	meter, _ := s.Driver.(driver.Meter)
+	meter := driver.BoxUsage.Has(s.Driver)
 	// The use of boxes that are gone is forgotten.
 	declared := map[string]bool{}
 	for _, b := range boxes {
@@ -176,9 +176,9 @@ func (s *Service) CheckIdle(ctx context.Context) error {
 			continue
 		}
 		cpu, cpuErr := time.Duration(0), errors.ErrUnsupported
-		if meter != nil {
+		if meter {
 			var u driver.Usage
-			u, cpuErr = meter.BoxUsage(ctx, b.Key())
+			u, cpuErr = driver.BoxUsage.Do(ctx, s.Driver, b.Key())
 			cpu = u.CPU
 		}
 		s.memMu.Lock()

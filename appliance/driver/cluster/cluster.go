@@ -33,8 +33,8 @@ import (
 
 // Object kinds Where is asked about.
 const (
-	KindBox      = "box"
-	KindSnapshot = "snapshot"
+	KindBox      = driver.KindBox
+	KindSnapshot = driver.KindSnapshot
 	// Volumes are asked about by their own kind (driver.KindDrive,
 	// driver.KindBoxData).
 )
@@ -104,16 +104,12 @@ func (c *Driver) saw(kind, name, node string) {
 	c.seen[[2]string{kind, name}] = node
 }
 
+// The driver's own methods, the files as a box's user, and every op
+// (driver.Op), carried by Send.
 var (
-	_ driver.Driver        = (*Driver)(nil)
-	_ driver.PathStater    = (*Driver)(nil)
-	_ driver.DiskMeter     = (*Driver)(nil)
-	_ driver.Hostnamer     = (*Driver)(nil)
-	_ driver.ExecWarmer    = (*Driver)(nil)
-	_ driver.SnapshotSizer = (*Driver)(nil)
-	_ driver.ImageIDer     = (*Driver)(nil)
-	_ driver.UserFiles     = (*Driver)(nil)
-	_ driver.Meter         = (*Driver)(nil)
+	_ driver.Driver    = (*Driver)(nil)
+	_ driver.UserFiles = (*Driver)(nil)
+	_ driver.Sender    = (*Driver)(nil)
 )
 
 // ErrNoSuchNode is an object placed on a node the cluster does not have.
@@ -483,129 +479,23 @@ func (c *Driver) CleanVolume(ctx context.Context, v driver.VolumeRef, image stri
 // errNo is a call whose node's driver lacks an optional interface.
 func errNo(what string) error { return fmt.Errorf("the node's driver has no %s", what) }
 
-// StatPath says what a path in a box is, on its node.
-func (c *Driver) StatPath(ctx context.Context, box, path string) (bool, error) {
-	d, err := c.node(KindBox, box)
-	if err != nil {
-		return false, err
-	}
-	st, ok := d.(driver.PathStater)
-	if !ok {
-		return false, errNo("StatPath")
-	}
-	return st.StatPath(ctx, box, path)
-}
-
-// DiskUsage is what a box has written, on its node.
-func (c *Driver) DiskUsage(ctx context.Context, box string) (int64, error) {
-	d, err := c.node(KindBox, box)
-	if err != nil {
-		return 0, err
-	}
-	m, ok := d.(driver.DiskMeter)
-	if !ok {
-		return 0, errNo("DiskUsage")
-	}
-	return m.DiskUsage(ctx, box)
-}
-
-// BoxUsage is what a box uses, on its node.
-func (c *Driver) BoxUsage(ctx context.Context, box string) (driver.Usage, error) {
-	d, err := c.node(KindBox, box)
-	if err != nil {
-		return driver.Usage{}, err
-	}
-	m, ok := d.(driver.Meter)
-	if !ok {
-		return driver.Usage{}, fmt.Errorf("the node's driver has no BoxUsage: %w", errors.ErrUnsupported)
-	}
-	return m.BoxUsage(ctx, box)
-}
-
-// VolumeUsage is what a volume holds, on its node.
-func (c *Driver) VolumeUsage(ctx context.Context, v driver.VolumeRef) (int64, error) {
-	d, err := c.volume(v)
-	if err != nil {
-		return 0, err
-	}
-	m, ok := d.(driver.DiskMeter)
-	if !ok {
-		return 0, errNo("VolumeUsage")
-	}
-	return m.VolumeUsage(ctx, v)
-}
-
-// SetHostname renames a running box, on its node.
-func (c *Driver) SetHostname(ctx context.Context, box, hostname string) error {
-	return c.box(box, func(d driver.Driver) error {
-		h, ok := d.(driver.Hostnamer)
+// Send carries an op (driver.Op) to the server of what it is about: a
+// box's, a snapshot's, a volume's, or ("" kind) the control plane's own.
+func (c *Driver) Send(ctx context.Context, op, kind, name string, args, reply any) error {
+	var d driver.Driver
+	if kind == "" {
+		n, ok := c.Node("")
 		if !ok {
-			return errNo("SetHostname")
+			return fmt.Errorf("%s: %w", errNo(op), errors.ErrUnsupported)
 		}
-		return h.SetHostname(ctx, box, hostname)
-	})
-}
-
-// Foreground gives a box made in the background a box's CPU share, on
-// its node.
-func (c *Driver) Foreground(ctx context.Context, box string) error {
-	return c.box(box, func(d driver.Driver) error {
-		f, ok := d.(driver.Foregrounder)
-		if !ok {
-			return errNo("Foreground")
-		}
-		return f.Foreground(ctx, box)
-	})
-}
-
-// WarmExec starts a box's warm exec, on its node.
-func (c *Driver) WarmExec(ctx context.Context, box string) (bool, error) {
-	d, err := c.node(KindBox, box)
-	if err != nil {
-		return false, err
-	}
-	w, ok := d.(driver.ExecWarmer)
-	if !ok {
-		return false, errNo("WarmExec")
-	}
-	return w.WarmExec(ctx, box)
-}
-
-// DropWarm ends a box's warm exec, on its node.
-func (c *Driver) DropWarm(box string) {
-	if d, err := c.node(KindBox, box); err == nil {
-		if w, ok := d.(driver.ExecWarmer); ok {
-			w.DropWarm(box)
+		d = n
+	} else {
+		var err error
+		if d, err = c.node(kind, name); err != nil {
+			return err
 		}
 	}
-}
-
-// SnapshotSize is what a snapshot adds, on its node.
-func (c *Driver) SnapshotSize(ctx context.Context, id string) (int64, error) {
-	d, err := c.node(KindSnapshot, id)
-	if err != nil {
-		return 0, err
-	}
-	sz, ok := d.(driver.SnapshotSizer)
-	if !ok {
-		return 0, errNo("SnapshotSize")
-	}
-	return sz.SnapshotSize(ctx, id)
-}
-
-// ImageID is what ref is on the control plane's own node (""): the name
-// pool boxes are kept against. Nodes are expected to hold the same
-// images (see the README on loading images into nodes).
-func (c *Driver) ImageID(ctx context.Context, ref string) (string, error) {
-	d, ok := c.Node("")
-	if !ok {
-		return "", errNo("ImageID")
-	}
-	ider, ok := d.(driver.ImageIDer)
-	if !ok {
-		return "", errNo("ImageID")
-	}
-	return ider.ImageID(ctx, ref)
+	return driver.Run(ctx, d, op, args, reply)
 }
 
 // userFiles is the driver.UserFiles of a box's node.

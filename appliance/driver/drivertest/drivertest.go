@@ -274,15 +274,15 @@ func (w *readyWriter) String() string {
 // (137); the processes of its group go with it.
 func signals(t *testing.T, d driver.Driver) {
 	ctx := context.Background()
-	wd, hasWarm := d.(driver.ExecWarmer)
+	hasWarm := driver.WarmExec.Has(d)
 	for _, warm := range []bool{false, true} {
 		if warm && !hasWarm {
 			continue
 		}
 		if hasWarm {
-			wd.DropWarm("ct-run")
+			driver.DropWarm.Do(ctx, d, "ct-run")
 			if warm {
-				_, err := wd.WarmExec(ctx, "ct-run")
+				_, err := driver.WarmExec.Do(ctx, d, "ct-run")
 				must(t, err)
 			}
 		}
@@ -365,19 +365,18 @@ cat; exit 3`
 // the usual way (same errors), that a timeout ends it, and that a box
 // whose image has no python3 has none.
 func warmExec(t *testing.T, d driver.Driver) {
-	wd, ok := d.(driver.ExecWarmer)
-	if !ok {
+	if !driver.WarmExec.Has(d) {
 		return
 	}
 	ctx := context.Background()
 	run := func(spec driver.ExecSpec, warm bool) string {
 		t.Helper()
-		wd.DropWarm("ct-run")
+		driver.DropWarm.Do(ctx, d, "ct-run")
 		if warm {
-			if started, err := wd.WarmExec(ctx, "ct-run"); !started || err != nil {
+			if started, err := driver.WarmExec.Do(ctx, d, "ct-run"); !started || err != nil {
 				t.Fatalf("WarmExec: %v, %v", started, err)
 			}
-			if started, err := wd.WarmExec(ctx, "ct-run"); started || err != nil {
+			if started, err := driver.WarmExec.Do(ctx, d, "ct-run"); started || err != nil {
 				t.Fatalf("WarmExec again: %v, %v; want a no-op", started, err)
 			}
 			time.Sleep(500 * time.Millisecond)
@@ -435,9 +434,9 @@ func warmExec(t *testing.T, d driver.Driver) {
 	sh := rootShell(t, d, "ct-run")
 	for _, script := range []string{"sleep 300 & sleep 301", "sleep 302 &"} {
 		for _, warm := range []bool{false, true} {
-			wd.DropWarm("ct-run")
+			driver.DropWarm.Do(ctx, d, "ct-run")
 			if warm {
-				_, err := wd.WarmExec(ctx, "ct-run")
+				_, err := driver.WarmExec.Do(ctx, d, "ct-run")
 				must(t, err)
 			}
 			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -453,8 +452,8 @@ func warmExec(t *testing.T, d driver.Driver) {
 	}
 	// No python3, no warm exec; commands run as before.
 	sh("mv /usr/bin/python3 /usr/bin/python3.off")
-	wd.DropWarm("ct-run")
-	_, err := wd.WarmExec(ctx, "ct-run")
+	driver.DropWarm.Do(ctx, d, "ct-run")
+	_, err := driver.WarmExec.Do(ctx, d, "ct-run")
 	sh("mv /usr/bin/python3.off /usr/bin/python3")
 	if err == nil {
 		t.Fatal("WarmExec in a box without python3 said nothing")
@@ -548,16 +547,15 @@ func boxUser(t *testing.T, d driver.Driver) {
 // the processes; the kernel's kill of a process past the bound is
 // counted; a box that does not exist is an error.
 func usage(t *testing.T, d driver.Driver) {
-	m, ok := d.(driver.Meter)
-	if !ok {
+	if !driver.BoxUsage.Has(d) {
 		return
 	}
 	ctx := context.Background()
 	sh := rootShell(t, d, "ct-run")
-	before, err := m.BoxUsage(ctx, "ct-run")
+	before, err := driver.BoxUsage.Do(ctx, d, "ct-run")
 	must(t, err)
 	sh("i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done")
-	after, err := m.BoxUsage(ctx, "ct-run")
+	after, err := driver.BoxUsage.Do(ctx, d, "ct-run")
 	must(t, err)
 	if after.CPU-before.CPU < time.Millisecond {
 		t.Fatalf("CPU before and after a loop of 200,000 steps in the box: %v, %v", before.CPU, after.CPU)
@@ -571,7 +569,7 @@ b = b"x" * (32 << 20)
 open("/tmp/held", "w").close()
 while not os.path.exists("/tmp/free"): time.sleep(0.05)' >/dev/null 2>&1 &
 while [ ! -e /tmp/held ]; do sleep 0.05; done`)
-	held, err := m.BoxUsage(ctx, "ct-run")
+	held, err := driver.BoxUsage.Do(ctx, d, "ct-run")
 	must(t, err)
 	sh("touch /tmp/free")
 	if held.Memory-after.Memory < 30<<20 {
@@ -587,12 +585,12 @@ while [ ! -e /tmp/held ]; do sleep 0.05; done`)
 	if code != 137 {
 		t.Fatalf("a process that writes 400 MiB in a box of 256: code %d, %s", code, out.String())
 	}
-	killed, err := m.BoxUsage(ctx, "ct-run")
+	killed, err := driver.BoxUsage.Do(ctx, d, "ct-run")
 	must(t, err)
 	if killed.OOMKills <= held.OOMKills {
 		t.Fatalf("OOM kills before and after a process was killed for the box's bound: %d, %d", held.OOMKills, killed.OOMKills)
 	}
-	if _, err := m.BoxUsage(ctx, "ct-none"); err == nil {
+	if _, err := driver.BoxUsage.Do(ctx, d, "ct-none"); err == nil {
 		t.Fatal("BoxUsage of a box that does not exist: no error")
 	}
 }
@@ -699,12 +697,12 @@ func userFiles(t *testing.T, d driver.Driver) {
 // kernel, /etc/hostname and /etc/hosts say in the box, and that the box
 // answers to the new name and no longer to the old one.
 func hostname(t *testing.T, d driver.Driver) {
-	hn, ok := d.(driver.Hostnamer)
-	if !ok {
+	if !driver.SetHostname.Has(d) {
 		return
 	}
 	ctx := context.Background()
-	must(t, hn.SetHostname(ctx, "ct-run", "renamed"))
+	_, err := driver.SetHostname.Do(ctx, d, driver.BoxHostname{Box: "ct-run", Hostname: "renamed"})
+	must(t, err)
 	var out, errb bytes.Buffer
 	code, err := d.Exec(ctx, "ct-run", driver.ExecSpec{
 		Cmd:    []string{"sh", "-c", `hostname; cat /etc/hostname; grep -c -w renamed /etc/hosts; grep -c -w ct-run /etc/hosts; getent hosts renamed >/dev/null && echo resolves`},
@@ -714,7 +712,7 @@ func hostname(t *testing.T, d driver.Driver) {
 	if want := "renamed\nrenamed\n1\n0\nresolves\n"; out.String() != want {
 		t.Fatalf("after SetHostname: exit %d, %q (stderr %q), want %q", code, out.String(), errb.String(), want)
 	}
-	if err := hn.SetHostname(ctx, "ct-none", "x"); err == nil {
+	if _, err := driver.SetHostname.Do(ctx, d, driver.BoxHostname{Box: "ct-none", Hostname: "x"}); err == nil {
 		t.Fatal("SetHostname of a box that does not exist: no error")
 	}
 }
