@@ -141,6 +141,21 @@ func Bearer(st *store.Store, r *http.Request, now time.Time) (store.Token, store
 	return t, u, err
 }
 
+type accessKey struct{}
+
+// WithAccess is ctx with the caller's access to the box its request is
+// about (a box route's check found it).
+func WithAccess(ctx context.Context, a string) context.Context {
+	return context.WithValue(ctx, accessKey{}, a)
+}
+
+// AccessIn is the caller's access to the box of a box route's request
+// (WithAccess); ok is false outside one.
+func AccessIn(ctx context.Context) (a string, ok bool) {
+	a, ok = ctx.Value(accessKey{}).(string)
+	return a, ok
+}
+
 // Session finds who the session in a request's cookie named cookie acts
 // as, at now: a live token of the session kind, as the dashboard's
 // sign-in made it. The dashboard's pages and the API's requests from

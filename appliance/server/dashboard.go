@@ -144,16 +144,3 @@ func (w *wsWriter) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// listDir lists a directory of a box.
-func (s *Server) setTTL(w http.ResponseWriter, r *http.Request) error {
-	var p api.TTLPut
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	b, err := s.Svc.SetTTL(r.Context(), r.PathValue("name"), p.TTL)
-	if err != nil {
-		return err
-	}
-	return s.boxJSON(w, r, b)
-}

@@ -313,6 +313,19 @@ func TestSharedBoxesAllowWhatTheirShareSays(t *testing.T) {
 			t.Errorf("a grantee's list lacks %s: %s", want, body)
 		}
 	}
+	// One box: a grantee's says their access; the owner's says none.
+	for tok, want := range map[string]string{vic: `"access":"viewer"`, mel: `"access":"member"`, val: `"access":"viewer"`} {
+		req, _ := http.NewRequest("GET", ts.URL+"/v1/boxes/bossbox", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		if _, body, _ := do(t, req); !strings.Contains(body, want) {
+			t.Errorf("a grantee's box lacks %s: %s", want, body)
+		}
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/v1/boxes/bossbox", nil)
+	req.Header.Set("Authorization", "Bearer "+owner)
+	if _, body, _ := do(t, req); strings.Contains(body, `"access"`) {
+		t.Errorf("the owner's box says an access: %s", body)
+	}
 	need := func(pattern string) string {
 		switch {
 		case ViewerRoutes[pattern]:

@@ -30,6 +30,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/boxes"
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/computer"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
@@ -130,7 +131,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
-		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store)}
+		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store), boxes.New(svc)}
 }
 
 // Handler returns the API's routes behind token authentication.
@@ -153,20 +154,8 @@ func (s *Server) Handler() http.Handler {
 	}
 	p := "/" + api.Version
 	add("GET "+p+"/whoami", s.whoami)
-	add("GET "+p+"/boxes", s.listBoxes)
-	add("POST "+p+"/boxes", s.createBox)
-	add("GET "+p+"/boxes/{name}", s.getBox)
-	add("DELETE "+p+"/boxes/{name}", s.removeBox)
-	add("POST "+p+"/boxes/{name}/stop", s.stopBox)
-	add("POST "+p+"/boxes/{name}/start", s.startBox)
-	add("GET "+p+"/boxes/{name}/snapshots", s.listSnapshots)
-	add("POST "+p+"/boxes/{name}/snapshots", s.snapshot)
-	add("POST "+p+"/boxes/{name}/restore", s.restore)
-	add("POST "+p+"/boxes/{name}/fork", s.fork)
 	add("POST "+p+"/boxes/{name}/exec", s.exec)
 	add("POST "+p+"/reconcile", s.reconcile)
-	add("PUT "+p+"/boxes/{name}/ttl", s.setTTL)
-	add("GET "+p+"/boxes/{name}/ports", s.boxPorts)
 	add("POST "+p+"/logout", s.logout)
 	add("POST "+p+"/signin-links", s.signInLink)
 	add("GET "+p+"/openapi.json", s.openapiDoc)
@@ -178,6 +167,9 @@ func (s *Server) Handler() http.Handler {
 		s.Capabilities = Capabilities(s.Svc)
 	}
 	for _, c := range s.Capabilities {
+		if bx, ok := c.(*boxes.Boxes); ok && s.Preview != nil && bx.PreviewURL == nil {
+			bx.PreviewURL = s.Preview.URL
+		}
 		if a, ok := c.(*access.Access); ok {
 			s.access = a
 			if a.URL == "" {
@@ -379,7 +371,7 @@ func (s *Server) boxRoute(pattern string, h handler) handler {
 			}
 			return &api.Error{Code: api.CodeForbidden, Message: msg}
 		}
-		ctx := context.WithValue(context.WithValue(r.Context(), accessKey{}, a), routeBoxKey{}, rb)
+		ctx := context.WithValue(caller.WithAccess(r.Context(), a), routeBoxKey{}, rb)
 		return h(w, r.WithContext(ctx))
 	}
 }
@@ -408,10 +400,6 @@ func (s *Server) readBox(r *http.Request, name string) (*routeBox, error) {
 	}
 	return &routeBox{name: name, box: b, ok: ok}, nil
 }
-
-// accessKey holds, in a box route's request, the caller's access to the
-// box (boxRoute's).
-type accessKey struct{}
 
 // seesBox answers "not found" for a box that does not exist or that the
 // caller may not see, alike.
@@ -512,146 +500,6 @@ func (s *Server) deviceToken(w http.ResponseWriter, r *http.Request) error {
 	return route.WriteJSON(w, http.StatusOK, api.DeviceToken{Token: tok})
 }
 
-func (s *Server) listBoxes(w http.ResponseWriter, r *http.Request) error {
-	want, err := labelQuery(r.URL.Query()["label"])
-	if err != nil {
-		return err
-	}
-	bs, err := s.Svc.ListBoxes(r.Context())
-	if err != nil {
-		return err
-	}
-	out := bs[:0]
-	for _, b := range bs {
-		if api.HasLabels(b.Labels, want) {
-			out = append(out, b)
-		}
-	}
-	return route.WriteJSON(w, http.StatusOK, out)
-}
-
-// labelQuery reads label=KEY=VALUE parameters (a box must have all).
-func labelQuery(vs []string) (map[string]string, error) {
-	want := map[string]string{}
-	for _, v := range vs {
-		k, val, ok := strings.Cut(v, "=")
-		if !ok || k == "" {
-			return nil, &api.Error{Code: api.CodeInvalid, Field: "label", Message: fmt.Sprintf("label %q: give KEY=VALUE", v)}
-		}
-		want[k] = val
-	}
-	return want, nil
-}
-
-func (s *Server) createBox(w http.ResponseWriter, r *http.Request) error {
-	var p api.BoxPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	rec := audit.From(r.Context())
-	if u, ok := caller.From(r.Context()); ok {
-		rec.About(p.Name, u.Name)
-	}
-	b, err := s.Svc.CreateBox(r.Context(), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, b)
-}
-
-func (s *Server) getBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Svc.GetBox(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	if b.Broker, err = s.Svc.BrokerUses(b.Name); err != nil {
-		return err
-	}
-	if r.URL.Query().Get("detail") == "1" {
-		b.Docker = s.Svc.BoxDocker(r.Context(), b) // a command in the box: asked for only
-		b.DesktopState = s.Svc.BoxDesktop(r.Context(), b)
-	}
-	return s.boxJSON(w, r, b)
-}
-
-// boxJSON answers a box route with its box, saying how it is shared
-// with the caller when it is not theirs (as boxRoute found).
-func (s *Server) boxJSON(w http.ResponseWriter, r *http.Request, b api.Box) error {
-	if a, _ := r.Context().Value(accessKey{}).(string); a != caller.AccessAll {
-		b.Access = a
-	}
-	return route.WriteJSON(w, http.StatusOK, b)
-}
-
-func (s *Server) removeBox(w http.ResponseWriter, r *http.Request) error {
-	// What the box sent through the credential broker goes with it; its
-	// removal's entry in the audit log keeps the counts.
-	if uses, err := s.Svc.BrokerUses(r.PathValue("name")); err == nil && len(uses) > 0 {
-		audit.From(r.Context()).Note("broker", uses)
-	}
-	if err := s.Svc.RemoveBox(r.Context(), r.PathValue("name")); err != nil {
-		return err
-	}
-	w.WriteHeader(http.StatusNoContent)
-	return nil
-}
-
-func (s *Server) stopBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Svc.StopBox(r.Context(), r.PathValue("name"), "stop")
-	if err != nil {
-		return err
-	}
-	return s.boxJSON(w, r, b)
-}
-
-func (s *Server) startBox(w http.ResponseWriter, r *http.Request) error {
-	b, err := s.Svc.StartBox(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return s.boxJSON(w, r, b)
-}
-
-func (s *Server) listSnapshots(w http.ResponseWriter, r *http.Request) error {
-	sn, err := s.Svc.Snapshots(r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusOK, sn)
-}
-
-func (s *Server) snapshot(w http.ResponseWriter, r *http.Request) error {
-	sn, err := s.Svc.Snapshot(r.Context(), r.PathValue("name"))
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, sn)
-}
-
-func (s *Server) restore(w http.ResponseWriter, r *http.Request) error {
-	var p api.RestorePost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	b, err := s.Svc.Restore(r.Context(), r.PathValue("name"), p.Snapshot)
-	if err != nil {
-		return err
-	}
-	return s.boxJSON(w, r, b)
-}
-
-func (s *Server) fork(w http.ResponseWriter, r *http.Request) error {
-	var p api.ForkPost
-	if err := route.Decode(r, &p); err != nil {
-		return err
-	}
-	b, err := s.Svc.Fork(r.Context(), r.PathValue("name"), p)
-	if err != nil {
-		return err
-	}
-	return route.WriteJSON(w, http.StatusCreated, b)
-}
-
 func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 	res, err := s.Svc.Reconcile(r.Context())
 	if err != nil {
@@ -665,20 +513,4 @@ func (s *Server) reconcile(w http.ResponseWriter, r *http.Request) error {
 		out.Errors[a] = e.Error()
 	}
 	return route.WriteJSON(w, http.StatusOK, out)
-}
-
-// boxPorts lists what listens in a box, with each port's preview URL when
-// this server serves previews.
-func (s *Server) boxPorts(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	ps, err := s.Svc.BoxPorts(r.Context(), name)
-	if err != nil {
-		return err
-	}
-	for i := range ps {
-		if s.Preview != nil && ps[i].Note == "" {
-			ps[i].URL = s.Preview.URL(name, ps[i].Port)
-		}
-	}
-	return route.WriteJSON(w, http.StatusOK, ps)
 }
