@@ -375,35 +375,14 @@ func Snapshot(e *cmdenv.Env, args []string) error {
 }
 
 func Snapshots(e *cmdenv.Env, args []string) error {
-	fs := cmdenv.Flags("snapshots")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := cmdenv.Parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return cmdenv.Usagef("give one box name (or 'current')")
-	}
-	name, c, err := e.Connect(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	ss, err := c.Snapshots(e.Ctx, name)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return cmdenv.PrintJSON(e.Stdout, ss)
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tREASON\tSTATE\tCREATED\tSIZE")
-	for _, s := range ss {
+	fetch := func(c *client.Client, box string) ([]api.Snapshot, error) { return c.Snapshots(e.Ctx, box) }
+	return cmdenv.BoxListing(e, "snapshots", args, fetch, "ID\tREASON\tSTATE\tCREATED\tSIZE", func(s api.Snapshot) []string {
 		size := "-"
 		if s.Size > 0 {
 			size = fmt.Sprintf("%.1f MiB", float64(s.Size)/(1<<20))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339), size)
-	}
-	return tw.Flush()
+		return []string{s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339), size}
+	})
 }
 
 func Restore(e *cmdenv.Env, args []string) error {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/paddock-dev/paddock/appliance/client"
 	"golang.org/x/term"
 )
 
@@ -77,3 +78,26 @@ func OrDash(ok bool, s string) string {
 }
 
 func GiB(n int64) string { return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30)) }
+
+// BoxListing is a list command of one box's things ('paddock jobs BOX',
+// 'snapshots BOX'): --json and the box, then what fetch gives for it,
+// printed as Listing prints.
+func BoxListing[T any](e *Env, cmd string, args []string, fetch func(c *client.Client, box string) ([]T, error), header string, row func(T) []string) error {
+	fs := Flags(cmd)
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return Usagef("give one box name (or 'current')")
+	}
+	name, c, err := e.Connect(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	items, err := fetch(c, name)
+	if err != nil {
+		return err
+	}
+	return Listing(e.Stdout, *asJSON, items, header, row)
+}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -142,35 +141,14 @@ func Jobs(e *cmdenv.Env, args []string) error {
 			return jobsSend(e, args[1:])
 		}
 	}
-	fs := cmdenv.Flags("jobs")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if err := cmdenv.Parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return cmdenv.Usagef("give one box name (or 'current')")
-	}
-	name, c, err := e.Connect(fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	js, err := c.Jobs(e.Ctx, name)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return cmdenv.PrintJSON(e.Stdout, js)
-	}
-	tw := tabwriter.NewWriter(e.Stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tEXIT\tSTARTED\tCOMMAND")
-	for _, j := range js {
+	fetch := func(c *client.Client, box string) ([]api.Job, error) { return c.Jobs(e.Ctx, box) }
+	return cmdenv.BoxListing(e, "jobs", args, fetch, "ID\tSTATE\tEXIT\tSTARTED\tCOMMAND", func(j api.Job) []string {
 		code := "-"
 		if j.ExitCode != nil {
 			code = fmt.Sprint(*j.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%q\n", j.ID, jobState(j), code, j.Started.Local().Format(time.RFC3339), j.Cmd)
-	}
-	return tw.Flush()
+		return []string{j.ID, jobState(j), code, j.Started.Local().Format(time.RFC3339), fmt.Sprintf("%q", j.Cmd)}
+	})
 }
 
 func Logs(e *cmdenv.Env, args []string) error {
