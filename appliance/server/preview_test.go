@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/caller"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
@@ -250,6 +252,29 @@ func TestPreview(t *testing.T) {
 	prev.AskLimit = 3
 	if ask(more[0]) != 200 || ask(more[1]) != 200 || ask(more[2]) != 429 || ask(boxPort+"-web.pd.test") != 200 {
 		t.Errorf("the hourly limit of new preview names does not hold")
+	}
+
+	// A box's ports, through the API, carry their preview address: one on
+	// every address has one, one on the box's loopback says why not.
+	drv.ExecFunc = func(box string, spec driver.ExecSpec) (int, error) {
+		io.WriteString(spec.Stdout, "  sl  local_address rem_address   st\n"+
+			"   0: 00000000:1F90 00000000:0000 0A\n"+ // 0.0.0.0:8080
+			"   1: 0100007F:1435 00000000:0000 0A\n") // 127.0.0.1:5173
+		return 0, nil
+	}
+	resp, err = mb.Get("http://pd.test:" + srvPort + "/v1/boxes/web/ports")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ports []api.Port
+	json.NewDecoder(resp.Body).Decode(&ports)
+	resp.Body.Close()
+	urls := map[int]string{}
+	for _, p := range ports {
+		urls[p.Port] = p.URL
+	}
+	if want := "http://8080-web.pd.test:" + srvPort + "/"; len(ports) != 2 || urls[8080] != want || urls[5173] != "" {
+		t.Errorf("the box's ports through the API: %+v (want 8080 at %s, 5173 without)", ports, want)
 	}
 }
 

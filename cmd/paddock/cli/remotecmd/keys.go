@@ -87,14 +87,15 @@ func SSH(e *cmdenv.Env, args []string) error {
 	if _, err := c.Box(e.Ctx, name); err != nil {
 		return err
 	}
-	if err := checkKeys(e, c); err != nil {
+	ks := listKeys(e, c)
+	if err := checkKeys(ks); err != nil {
 		return err
 	}
 	// The gateway's host key, as the server says it over its API (whose
 	// connection is checked by TLS), is the only one ssh trusts for it,
 	// from a known_hosts file of the CLI's own: no question on a first
 	// connection, and no other key accepted later.
-	host, port, pin, err := gateway(e, c)
+	host, port, pin, err := gateway(e, c, ks)
 	if err != nil {
 		return err
 	}
@@ -117,13 +118,26 @@ func SSH(e *cmdenv.Env, args []string) error {
 	return err
 }
 
+// sshKeys is the user's SSH keys on the server, listed once for a
+// command: the hint when there are none (checkKeys) and the identity ssh
+// is given (gateway) both read it. ok is false when the listing failed:
+// ssh then says what it says.
+type sshKeys struct {
+	keys []api.Key
+	ok   bool
+}
+
+func listKeys(e *cmdenv.Env, c *client.Client) sshKeys {
+	ks, err := c.Keys(e.Ctx)
+	return sshKeys{keys: ks, ok: err == nil}
+}
+
 // checkKeys says, when the user has no SSH key on the server, how to add
 // one: the gateway takes keys only, and ssh's own refusal ("Permission
-// denied (publickey)") does not say so. A listing that fails leaves it
+// denied (publickey)") does not say so. A listing that failed leaves it
 // to ssh.
-func checkKeys(e *cmdenv.Env, c *client.Client) error {
-	ks, err := c.Keys(e.Ctx)
-	if err != nil || len(ks) > 0 {
+func checkKeys(ks sshKeys) error {
+	if !ks.ok || len(ks.keys) > 0 {
 		return nil
 	}
 	hint := "make one (ssh-keygen -t ed25519), then add it: paddock key add ~/.ssh/id_ed25519.pub"

@@ -32,7 +32,7 @@ const sshHostSuffix = ".paddock"
 
 // gateway is what ssh needs to reach the server's SSH gateway: its host
 // name, port, and the options that trust its pinned host key alone.
-func gateway(e *cmdenv.Env, c *client.Client) (host string, port int, pin []string, err error) {
+func gateway(e *cmdenv.Env, c *client.Client, ks sshKeys) (host string, port int, pin []string, err error) {
 	who, err := c.Whoami(e.Ctx)
 	if err != nil {
 		return "", 0, nil, err
@@ -55,9 +55,9 @@ func gateway(e *cmdenv.Env, c *client.Client) (host string, port int, pin []stri
 	}
 	// The private key of a registered public key in ~/.ssh, whatever its
 	// name: ssh itself offers only its default names (and an agent's).
-	if ks, err := c.Keys(e.Ctx); err == nil {
+	if ks.ok {
 		var fps []string
-		for _, k := range ks {
+		for _, k := range ks.keys {
 			fps = append(fps, k.Fingerprint)
 		}
 		if home, err := os.UserHomeDir(); err == nil {
@@ -146,20 +146,21 @@ func SSHConfig(e *cmdenv.Env, args []string) error {
 	if err != nil {
 		return err
 	}
+	ks := listKeys(e, c)
 	if !*install {
-		_, entries, err := sshEntriesOf(e, c, fs.Args())
+		_, entries, err := sshEntriesOf(e, c, fs.Args(), ks)
 		if err != nil {
 			return err
 		}
 		_, err = io.WriteString(e.Stdout, entries)
 		return err
 	}
-	path, names, err := installSSHConfig(e, c, fs.Args(), *file)
+	path, names, err := installSSHConfig(e, c, fs.Args(), *file, ks)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(e.Stdout, "%s: %s, as BOX%s (ssh web%s); run this again for boxes made later\n", path, cmdenv.Plural(int64(len(names)), "box", "boxes"), sshHostSuffix, sshHostSuffix)
-	if err := checkKeys(e, c); err != nil {
+	if err := checkKeys(ks); err != nil {
 		fmt.Fprintf(e.Stderr, "Note: %v\n", err)
 	}
 	return nil
@@ -167,12 +168,12 @@ func SSHConfig(e *cmdenv.Env, args []string) error {
 
 // sshEntriesOf is the boxes named (all the user's when none) and their
 // Host entries.
-func sshEntriesOf(e *cmdenv.Env, c *client.Client, named []string) ([]string, string, error) {
+func sshEntriesOf(e *cmdenv.Env, c *client.Client, named []string, ks sshKeys) ([]string, string, error) {
 	names, err := sshBoxes(e, c, named)
 	if err != nil {
 		return nil, "", err
 	}
-	host, port, pin, err := gateway(e, c)
+	host, port, pin, err := gateway(e, c, ks)
 	if err != nil {
 		return nil, "", err
 	}
@@ -182,8 +183,8 @@ func sshEntriesOf(e *cmdenv.Env, c *client.Client, named []string) ([]string, st
 // installSSHConfig writes the entries of the boxes named (all when none)
 // into the SSH config file (~/.ssh/config when ""), and says where and
 // which boxes.
-func installSSHConfig(e *cmdenv.Env, c *client.Client, named []string, file string) (string, []string, error) {
-	names, entries, err := sshEntriesOf(e, c, named)
+func installSSHConfig(e *cmdenv.Env, c *client.Client, named []string, file string, ks sshKeys) (string, []string, error) {
+	names, entries, err := sshEntriesOf(e, c, named, ks)
 	if err != nil {
 		return "", nil, err
 	}
@@ -285,7 +286,7 @@ func Code(e *cmdenv.Env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("VS Code's 'code' command is not on PATH (VS Code: Shell Command: Install 'code' command in PATH); or open %s%s from Remote-SSH after 'paddock ssh-config --install'", name, sshHostSuffix)
 	}
-	if _, _, err := installSSHConfig(e, c, nil, *file); err != nil {
+	if _, _, err := installSSHConfig(e, c, nil, *file, listKeys(e, c)); err != nil {
 		return err
 	}
 	cmd := exec.Command(code, "--remote", "ssh-remote+"+name+sshHostSuffix, dir)
