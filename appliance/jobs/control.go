@@ -37,6 +37,8 @@ type runningJob struct {
 	input    *io.PipeWriter
 	inputEnd *io.PipeReader
 	closed   bool
+
+	taps taps // its output as it comes
 }
 
 func newRunningJob(stdin bool) *runningJob {

@@ -78,11 +78,35 @@ func (jb *Jobs) Start(name string, p api.ExecPost) (api.Job, error) {
 // StartWith starts a job; secrets go into its environment only (never into
 // the box's declared state, the job record or a snapshot).
 func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string, label string) (job api.Job, err error) {
+	job, _, err = jb.StartWithOptions(name, p, StartOptions{Secrets: secrets, Label: label})
+	return job, err
+}
+
+// StartOptions are what a job's start may have beyond its request.
+type StartOptions struct {
+	// Secrets go into its environment only (never into the box's
+	// declared state, the job record or a snapshot).
+	Secrets map[string]string
+	// Label goes before its command in its record, in brackets.
+	Label string
+	// User is who it runs as in the box: "" is the box's user; "root"
+	// its root, whom the box's fence holds as it holds the box's user
+	// (who may sudo).
+	User string
+	// Tap: a tap has its output, stdout and stderr apart, from the first
+	// byte.
+	Tap bool
+}
+
+// StartWithOptions starts a job; with o.Tap, it returns a tap of its
+// output.
+func (jb *Jobs) StartWithOptions(name string, p api.ExecPost, o StartOptions) (job api.Job, tap *JobTap, err error) {
+	secrets, label := o.Secrets, o.Label
 	p.TTY = false
 	// A job is a use of its box until it ends (a sleeping box wakes).
 	used, _, err := jb.core.Use(context.Background(), name)
 	if err != nil {
-		return api.Job{}, err
+		return api.Job{}, nil, err
 	}
 	defer func() {
 		if err != nil {
@@ -91,19 +115,23 @@ func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string
 	}()
 	spec, err := jb.core.CheckExec(name, p)
 	if err != nil {
-		return api.Job{}, err
+		return api.Job{}, nil, err
 	}
 	if p.Desktop {
 		if _, err := jb.core.DesktopBox(name); err != nil {
-			return api.Job{}, err
+			return api.Job{}, nil, err
 		}
 		spec.Env = append(spec.Env, "DISPLAY="+driver.Display)
 	}
 	for k, v := range secrets {
 		spec.Env = append(spec.Env, k+"="+v)
 	}
+	if o.User != "" && o.User != "root" {
+		return api.Job{}, nil, api.Invalid("user", "user %q: a job runs as the box's user or as root", o.User)
+	}
+	spec.User = o.User
 	if err := os.MkdirAll(jb.jobsDir(), 0o700); err != nil {
-		return api.Job{}, err
+		return api.Job{}, nil, err
 	}
 	j := store.Job{ID: "j" + auth.RandomHex(4), Box: name, Cmd: p.Cmd, State: "running", Started: jb.core.Time()}
 	if label != "" {
@@ -111,14 +139,18 @@ func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string
 	}
 	f, err := newJobLogWriter(jb.jobLog(j.ID), jb.cfg.JobLogMaxMiB<<20)
 	if err != nil {
-		return api.Job{}, err
+		return api.Job{}, nil, err
 	}
 	if err := jb.core.AddJob(j); err != nil {
 		f.Close()
 		os.Remove(jb.jobLog(j.ID))
-		return api.Job{}, err
+		return api.Job{}, nil, err
 	}
 	rj := newRunningJob(p.Stdin)
+	if o.Tap {
+		tap = newTap()
+		rj.taps.add(tap)
+	}
 	done := rj.done
 	spec.Signals = rj.signals
 	if rj.input != nil {
@@ -132,7 +164,7 @@ func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string
 		defer close(done)
 		defer used()
 		w := f
-		spec.Stdout, spec.Stderr = w, w
+		spec.Stdout, spec.Stderr = tapWriter{log: w, taps: &rj.taps}, tapWriter{log: w, taps: &rj.taps, stderr: true}
 		code, err := jb.drv.Exec(jb.life, jb.core.EngineName(name), spec)
 		rj.end()
 		state, cp := jobEnd(code, err, jb.boxStopped(name))
@@ -146,6 +178,7 @@ func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string
 		if err := jb.store.EndJob(j.ID, state, cp, jb.core.Time()); err != nil {
 			jb.log.Error("recording job end", "job", j.ID, "err", err)
 		}
+		rj.taps.end()
 		jb.mu.Lock()
 		delete(jb.running, j.ID)
 		jb.mu.Unlock()
@@ -153,7 +186,7 @@ func (jb *Jobs) StartWith(name string, p api.ExecPost, secrets map[string]string
 			jb.pruneJobLogs(b.Owner)
 		}
 	}()
-	return j.API(), nil
+	return j.API(), tap, nil
 }
 
 // jobEnd is how a job ended, from what its exec returned and whether its

@@ -192,3 +192,13 @@ func (wr *Watcher) Watch(ctx context.Context, name, p string, recursive bool) (*
 		return nil, ctx.Err()
 	}
 }
+
+// WatchDir is Watch as its events and its end: end closes the watch and
+// says why it ended (nil when it was closed).
+func (wr *Watcher) WatchDir(ctx context.Context, name, p string, recursive bool) (<-chan api.WatchEvent, func() error, error) {
+	d, err := wr.Watch(ctx, name, p, recursive)
+	if err != nil {
+		return nil, nil, err
+	}
+	return d.C, func() error { d.Close(); return d.Err() }, nil
+}
