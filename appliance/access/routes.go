@@ -50,7 +50,7 @@ func (a *Access) createTokenRoute(w http.ResponseWriter, r *http.Request) error 
 		return err
 	}
 	audit.From(r.Context()).Object("tokens", p.Name)
-	t, err := a.CreateToken(r.Context(), p.Name)
+	t, err := a.CreateToken(r.Context(), p.Name, p.E2B)
 	if err != nil {
 		return err
 	}

@@ -13,9 +13,10 @@ import (
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
-// CreateToken makes an API token of the user for automation; its value
-// is returned once and only its hash is kept.
-func (a *Access) CreateToken(ctx context.Context, name string) (api.TokenCreated, error) {
+// CreateToken makes an API token of the user for automation (with e2b,
+// an E2B key: its value begins with "e2b_"); its value is returned once
+// and only its hash is kept.
+func (a *Access) CreateToken(ctx context.Context, name string, e2b bool) (api.TokenCreated, error) {
 	if err := api.ValidName("token", name); err != nil {
 		return api.TokenCreated{}, err
 	}
@@ -31,7 +32,11 @@ func (a *Access) CreateToken(ctx context.Context, name string) (api.TokenCreated
 	if err := a.mayMintToken(ctx, len(ts)); err != nil {
 		return api.TokenCreated{}, err
 	}
-	tok, hash := auth.NewToken()
+	prefix := auth.Prefix
+	if e2b {
+		prefix = auth.E2BPrefix
+	}
+	tok, hash := auth.NewTokenWith(prefix)
 	if err := a.store.AddToken(store.Token{Hash: hash, Name: name, UserID: caller.OwnerID(ctx), Kind: store.TokenAPI, Created: a.core.Time()}); err != nil {
 		return api.TokenCreated{}, err
 	}

@@ -67,6 +67,9 @@ type TokenInfo struct {
 // TokenPost asks for a token.
 type TokenPost struct {
 	Name string `json:"name"`
+	// E2B makes the token an E2B key: its value begins with "e2b_", the
+	// form E2B's SDKs take (E2B_API_KEY); it acts as any token does.
+	E2B bool `json:"e2b,omitempty"`
 }
 
 // User is a person who may use the server.

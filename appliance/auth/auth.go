@@ -19,11 +19,19 @@ import (
 // Prefix starts every token, so a leaked one is easy to recognise.
 const Prefix = "pdk_"
 
+// E2BPrefix starts a token made as an E2B key: E2B's SDKs take keys of
+// this form only.
+const E2BPrefix = "e2b_"
+
 // NewToken returns a fresh token and its hash.
-func NewToken() (token, hash string) {
+func NewToken() (token, hash string) { return NewTokenWith(Prefix) }
+
+// NewTokenWith returns a fresh token that begins with prefix, and its
+// hash.
+func NewTokenWith(prefix string) (token, hash string) {
 	b := make([]byte, 32)
 	rand.Read(b)
-	token = Prefix + hex.EncodeToString(b)
+	token = prefix + hex.EncodeToString(b)
 	return token, Hash(token)
 }
 

@@ -130,15 +130,32 @@ func AccessFor(st *store.Store, u store.User, b store.Box) (string, error) {
 // dashboard also take a session cookie (Session), previews their own
 // cookie for one preview host.
 func Bearer(st *store.Store, r *http.Request, now time.Time) (store.Token, store.User, error) {
-	tok, err := auth.FromHeader(r.Header.Get("Authorization"))
-	if err != nil {
-		return store.Token{}, store.User{}, err
+	tok := KeyHeader(r)
+	if tok == "" {
+		var err error
+		if tok, err = auth.FromHeader(r.Header.Get("Authorization")); err != nil {
+			return store.Token{}, store.User{}, err
+		}
 	}
 	t, u, err := st.LookupToken(auth.Hash(tok), now)
 	if errors.Is(err, store.ErrNotFound) {
 		err = errors.New("invalid token: log in again with 'paddock login'")
 	}
 	return t, u, err
+}
+
+// KeyHeader is a token in the headers E2B's clients send it in: their
+// key as X-API-KEY to the control API, a sandbox's access token as
+// X-Access-Token to envd (whose Authorization header then names a user
+// in the box, not a token), and its traffic token as
+// E2B-Traffic-Access-Token to its interpreter. "" when there is none.
+func KeyHeader(r *http.Request) string {
+	for _, h := range []string{"X-API-KEY", "X-Access-Token", "E2B-Traffic-Access-Token"} {
+		if k := r.Header.Get(h); k != "" {
+			return strings.TrimSpace(k)
+		}
+	}
+	return ""
 }
 
 type accessKey struct{}

@@ -122,3 +122,9 @@ func (c *Client) DeviceWait(ctx context.Context, d api.DeviceCode) (string, erro
 		}
 	}
 }
+
+// CreateE2BKey makes an E2B key: a token whose value begins with "e2b_".
+func (c *Client) CreateE2BKey(ctx context.Context, name string) (api.TokenCreated, error) {
+	var t api.TokenCreated
+	return t, c.do(ctx, "POST", "/tokens", api.TokenPost{Name: name, E2B: true}, &t)
+}

@@ -251,11 +251,11 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 		t.Fatalf("another user's sign-in link: %v", err)
 	}
 	for i := range access.MintsPerHour {
-		if _, err := accessOf(s).CreateToken(asMia, fmt.Sprintf("t%d", i)); err != nil {
+		if _, err := accessOf(s).CreateToken(asMia, fmt.Sprintf("t%d", i), false); err != nil {
 			t.Fatalf("token %d: %v", i, err)
 		}
 	}
-	_, err = accessOf(s).CreateToken(asMia, "one-more")
+	_, err = accessOf(s).CreateToken(asMia, "one-more", false)
 	tooMany("one token past the hour's", err)
 	// A device login's approval makes a token too: the same bounds.
 	dc, err := accessOf(s).DeviceStart("laptop", "127.0.0.1")
@@ -269,7 +269,7 @@ func TestMintsAreBoundedPerUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, err = accessOf(s).CreateToken(asOlga, "one-more")
+	_, err = accessOf(s).CreateToken(asOlga, "one-more", false)
 	tooMany("one token past the most held", err)
 	tooMany("a device login approved past the most held", accessOf(s).DeviceApprove(asOlga, dc.UserCode, true))
 }

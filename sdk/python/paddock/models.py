@@ -525,7 +525,12 @@ TokenCreated = TypedDict("TokenCreated", {"name": "str", "token": "str"})
 TokenInfo = TypedDict("TokenInfo", {"created": "str", "name": "str"})
 
 
-TokenPost = TypedDict("TokenPost", {"name": "str"})
+_TokenPostRequired = TypedDict("_TokenPostRequired", {"name": "str"})
+_TokenPostOptional = TypedDict("_TokenPostOptional", {"e2b": "bool"}, total=False)
+
+
+class TokenPost(_TokenPostRequired, _TokenPostOptional):
+    pass
 
 
 _UserRequired = TypedDict("_UserRequired", {"created": "str", "name": "str", "role": "str"})

@@ -708,6 +708,7 @@ export interface TokenInfo {
 }
 
 export interface TokenPost {
+  e2b?: boolean;
   name: string;
 }
 
