@@ -34,6 +34,15 @@ type Capability interface {
 	Routes(api API)
 }
 
+// ErrorWriter is a capability whose routes' errors have a shape of
+// their own (another system's protocol): the server writes every error
+// of its routes through WriteError, its own refusals before the route
+// too (no credentials, a viewer's change, a rate limit). status and
+// body are route.Status's.
+type ErrorWriter interface {
+	WriteError(w http.ResponseWriter, r *http.Request, status int, body api.Error)
+}
+
 // Recovering is a capability that finishes, once as paddockd starts and
 // before anything is served, what the last stop cut off of its work.
 type Recovering interface {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/e2b"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -100,6 +101,12 @@ var auditActions = map[string]string{
 	"POST /signin/{token}":                         "signin",
 	"POST /setup/{token}":                          "user.setup",
 	"POST /invite/{token}":                         "user.join",
+}
+
+func init() {
+	for p, a := range e2b.Actions {
+		auditActions[p] = a
+	}
 }
 
 // AuditActions is the table above (for tests).

@@ -36,6 +36,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/desktop"
 	"github.com/paddock-dev/paddock/appliance/drives"
+	"github.com/paddock-dev/paddock/appliance/e2b"
 	"github.com/paddock-dev/paddock/appliance/events"
 	"github.com/paddock-dev/paddock/appliance/files"
 	"github.com/paddock-dev/paddock/appliance/grants"
@@ -87,6 +88,7 @@ type Server struct {
 
 	deviceLimit auth.Limiter
 	table       *route.Table
+	errorShapes map[string]route.ErrorWriter // by pattern: routes whose errors have their own shape
 	doc         openapiState
 }
 
@@ -126,18 +128,44 @@ func Capabilities(svc *service.Service) []route.Capability {
 		n = nodes.New(svc, svc.Store, svc.Rec, svc.Cluster, svc.Net.Subnet, &svc.Cfg, svc.Log)
 		svc.Moves = n
 	}
-	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), kernel.New(svc), computer.New(svc), watch.New(svc),
+	// E2B's API speaks through the jobs, the files, file watch and the
+	// interpreter.
+	f, w := files.New(svc, svc.Driver, &svc.Cfg, svc.Log), watch.New(svc)
+	k := kernel.New(svc)
+	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), k, computer.New(svc), w,
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
-		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), files.New(svc, svc.Driver, &svc.Cfg, svc.Log), j,
+		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), f, j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
-		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store), boxes.New(svc)}
+		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store), boxes.New(svc),
+		e2b.New(svc, svc.Driver, e2bJobs{j}, f, w, k, svc.Log)}
+}
+
+// e2bJobs is the jobs as E2B's processes take them (their taps as
+// e2b.Tap).
+type e2bJobs struct{ *jobs.Jobs }
+
+func (j e2bJobs) StartTapped(name string, p api.ExecPost, user string) (api.Job, e2b.Tap, error) {
+	job, tap, err := j.StartWithOptions(name, p, jobs.StartOptions{User: user, Tap: true})
+	if err != nil {
+		return job, nil, err
+	}
+	return job, tap, nil
+}
+
+func (j e2bJobs) Tap(name, id string) (e2b.Tap, error) {
+	tap, err := j.Jobs.Tap(name, id)
+	if err != nil {
+		return nil, err
+	}
+	return tap, nil
 }
 
 // Handler returns the API's routes behind token authentication.
 func (s *Server) Handler() http.Handler {
 	mux := route.New()
 	s.table = mux
+	s.errorShapes = map[string]route.ErrorWriter{}
 	if s.Heavy == nil {
 		s.Heavy = &auth.Limiter{Every: HeavyEvery, Burst: HeavyBurst}
 	}
@@ -199,7 +227,14 @@ func (s *Server) Handler() http.Handler {
 		s.CLI.Routes(mux)
 	}
 	for _, c := range s.Capabilities {
-		c.Routes(apiFunc(add))
+		reg := apiFunc(add)
+		if ew, ok := c.(route.ErrorWriter); ok {
+			reg = func(pattern string, h handler) {
+				s.errorShapes[pattern] = ew
+				add(pattern, h)
+			}
+		}
+		c.Routes(reg)
 		if pg, ok := c.(route.Pages); ok {
 			pg.Pages(mux)
 		}
@@ -237,6 +272,15 @@ var heavy = map[string]bool{
 	"POST /v1/apply": true,
 }
 
+func init() {
+	for _, p := range e2b.Heavy {
+		heavy[p] = true
+	}
+	for p := range e2b.Reads {
+		ViewerRoleRoutes[p] = true
+	}
+}
+
 // foreground marks a request people wait on while it runs: background
 // work waits for a lull in them (service.Foreground).
 func (s *Server) foreground(h handler) handler {
@@ -269,7 +313,7 @@ type tokenKey struct{}
 // caller finds who a request acts as: a bearer token, or a session cookie
 // with (for anything but a read) its CSRF value and this server's origin.
 func (s *Server) caller(r *http.Request) (store.Token, store.User, error) {
-	if r.Header.Get("Authorization") != "" || s.Pages == nil {
+	if r.Header.Get("Authorization") != "" || caller.KeyHeader(r) != "" || s.Pages == nil {
 		return caller.Bearer(s.Store, r, time.Now())
 	}
 	t, u, ok := s.Pages.Session(r)
@@ -438,6 +482,12 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	audit.From(r.Context()).Result(body.Message)
 	if code >= 500 {
 		s.Log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if len(s.errorShapes) > 0 {
+		if _, pattern := s.table.Handler(r); s.errorShapes[pattern] != nil {
+			s.errorShapes[pattern].WriteError(w, r, code, body)
+			return
+		}
 	}
 	route.WriteJSON(w, code, body)
 }

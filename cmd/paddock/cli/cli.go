@@ -56,6 +56,7 @@ func init() {
 		{"user", "ls [--json] | invite [--role member|viewer|admin|owner] | invites [--json] | revoke ID | rm NAME | quota [NAME] [--boxes N] [--running N] [--drives N] [--drive-gib G] [--jobs N] [--types T,...] [--default FIELD,...] [--json]", "users of the server (the owner and admins invite them, list and revoke invitations not used yet, remove users, and set each member's quota)", accesscmd.User},
 		{"group", "ls [--json] | add GROUP USER | rm GROUP USER | quota GROUP [--boxes N] [--running N] [--drives N] [--drive-gib G] [--jobs N] [--types T,...] [--default FIELD,...] [--json]", "groups of users: their members (by hand, or a sign-in provider's groups) and their quota, which holds for members unless set for them (the owner and admins); share a box with one as @GROUP", accesscmd.Group},
 		{"token", "create NAME | ls [--json] | revoke NAME", "API tokens for automation (the value is shown once)", accesscmd.Token},
+		{"e2b", "env [--name NAME]", "print the settings that point E2B's SDKs (e2b, @e2b/code-interpreter) at this server, with a new E2B key (a token named NAME, e2b by default)", accesscmd.E2B},
 		{"new", "[--type T] [--ttl D] [--name N] [--image I] [--drive D:/mnt/P] [--env K=V] [--policy P] [--desktop] [--node N] [--node-label K=V] [--label K=V]", "create a box; it becomes current", boxcmd.New},
 		{"ls", "[--label K=V] [--json]", "list boxes (with --label, those with every label given)", boxcmd.Ls},
 		{"show", "[BOX] [--json]", "show one box (the current box when none is given)", boxcmd.Show},

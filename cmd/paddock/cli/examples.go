@@ -11,6 +11,7 @@ var examples = map[string][]string{
 	"node":       {"paddock node add", "paddock node label n2 ssd=yes", "paddock node pool n2 small=2", "paddock node drain n2", "paddock node rm n2"},
 	"group":      {"paddock group add eng mia", "paddock group quota eng --boxes 10 --running 4", "paddock group ls --json", "paddock group rm eng mia"},
 	"token":      {"paddock token create ci", "paddock token ls --json", "paddock token revoke ci"},
+	"e2b":        {"paddock e2b env", "paddock e2b env --name agents"},
 	"new":        {"paddock new --type small --ttl 1h", "paddock new --name web --drive cache:/mnt/cache --policy deny-all --desktop"},
 	"ls":         {"paddock ls", "paddock ls --json"},
 	"show":       {"paddock show web", "paddock show web --json"},

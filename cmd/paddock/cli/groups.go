@@ -78,6 +78,7 @@ var helpGroups = []struct {
 		{"user", "users: invite, remove, set quotas"},
 		{"group", "groups of users and their quotas"},
 		{"token", "API tokens for automation"},
+		{"e2b", "point E2B's SDKs at this server"},
 		{"key", "SSH public keys"},
 		{"audit", "who did what: the audit log"},
 	}},

@@ -27,7 +27,7 @@ func TestReadmeListsEveryCommand(t *testing.T) {
 		if !strings.HasPrefix(line, "| `") || len(cells) < 2 {
 			continue
 		}
-		for _, m := range regexp.MustCompile("`([a-z][a-z-]*)").FindAllStringSubmatch(cells[0], -1) {
+		for _, m := range regexp.MustCompile("`([a-z][a-z0-9-]*)").FindAllStringSubmatch(cells[0], -1) {
 			listed[m[1]] = true
 		}
 	}
@@ -68,7 +68,7 @@ func TestReadmeMapsEveryCommand(t *testing.T) {
 			continue
 		}
 		rows++
-		for _, m := range regexp.MustCompile("`([a-z][a-z-]*)`").FindAllStringSubmatch(cells[0], -1) {
+		for _, m := range regexp.MustCompile("`([a-z][a-z0-9-]*)`").FindAllStringSubmatch(cells[0], -1) {
 			listed[m[1]]++
 			rowOf[m[1]] = cells[1]
 		}

@@ -1,0 +1,167 @@
+package e2b
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/route"
+)
+
+// patterns are the routes Routes registers.
+type patterns map[string]bool
+
+func (p patterns) Handle(pattern string, _ route.Handler) { p[pattern] = true }
+
+// The tables of E2B's routes (their audit actions, the heavy ones, those
+// a viewer may call) name routes that are registered, and the paths say
+// the same as the API's constants the CLI prints.
+func TestTablesNameRoutes(t *testing.T) {
+	ps := patterns{}
+	(&E2B{}).Routes(ps)
+	for p := range Actions {
+		if !ps[p] {
+			t.Errorf("Actions names %q, which is not registered", p)
+		}
+	}
+	for _, p := range Heavy {
+		if !ps[p] {
+			t.Errorf("Heavy names %q, which is not registered", p)
+		}
+	}
+	for p := range Reads {
+		if !ps[p] {
+			t.Errorf("Reads names %q, which is not registered", p)
+		}
+		if Actions[p] == "" {
+			t.Errorf("%s reaches into a box and has no audit action", p)
+		}
+	}
+	if Prefix+EnvdPath != api.E2BEnvdPath || Prefix != api.E2BPath {
+		t.Errorf("the paths are %s and %s, the API's %s and %s", Prefix, Prefix+EnvdPath, api.E2BPath, api.E2BEnvdPath)
+	}
+}
+
+func TestPidsNameJobs(t *testing.T) {
+	for _, id := range []string{"j00000001", "j7f3a9c2e", "jffffffff"} {
+		if got := jobOf(pidOf(id)); got != id {
+			t.Errorf("job %s: pid %d names %s", id, pidOf(id), got)
+		}
+	}
+}
+
+// The SDKs encode a metadata filter's pairs, then the pairs as a query.
+func TestMetadataQuery(t *testing.T) {
+	got, err := metadataQuery("team=web%2520one&env=prod")
+	if err != nil || len(got) != 2 || got["team"] != "web one" || got["env"] != "prod" {
+		t.Fatalf("got %v, %v", got, err)
+	}
+	if _, err := metadataQuery("nopair"); err == nil {
+		t.Error("a filter without = was taken")
+	}
+}
+
+// What Paddock does not do is refused by name, never dropped; templates
+// name types, images or E2B's own.
+func TestBoxPost(t *testing.T) {
+	e := &E2B{}
+	yes, no, ten := true, false, 10
+	for _, tc := range []struct {
+		b     createBody
+		field string
+	}{
+		{createBody{MCP: json.RawMessage(`{"x":{}}`)}, "mcp"},
+		{createBody{Network: json.RawMessage(`{"allowOut":["a"]}`)}, "network"},
+		{createBody{VolumeMounts: json.RawMessage(`[{"name":"v","path":"/v"}]`)}, "volumeMounts"},
+		{createBody{AutoPauseMemory: &yes}, "autoPauseMemory"},
+		{createBody{AutoResume: json.RawMessage(`{"enabled":true}`)}, "autoResume"},
+		{createBody{Metadata: map[string]string{"userId": "1"}}, "metadata"},
+		{createBody{Timeout: &[]int{0}[0]}, "timeout"},
+		{createBody{TemplateID: "no good"}, "templateID"},
+	} {
+		_, err := e.boxPost(tc.b)
+		var ae *api.Error
+		if !errors.As(err, &ae) || ae.Field != tc.field || ae.Code != api.CodeInvalid {
+			t.Errorf("%+v: %v, want a refusal of %s", tc.b, err, tc.field)
+		}
+	}
+	p, err := e.boxPost(createBody{TemplateID: "desktop", Timeout: &ten, AllowInternetAccess: &no, Metadata: map[string]string{"team": "web"}})
+	if err != nil || p.Desktop == nil || !*p.Desktop || p.TTL != "10s" || p.Policy != "deny-all" || p.Labels["team"] != "web" || p.Labels["e2b-template"] != "desktop" {
+		t.Errorf("desktop: %+v %v", p, err)
+	}
+	if p, _ := e.boxPost(createBody{}); p.Desktop == nil || *p.Desktop || p.TTL != "300s" || p.Labels["e2b-template"] != "base" {
+		t.Errorf("base: %+v", p)
+	}
+	if p, _ := e.boxPost(createBody{TemplateID: "large"}); p.Type != "large" || p.Image != "" {
+		t.Errorf("a type: %+v", p)
+	}
+	if p, _ := e.boxPost(createBody{TemplateID: "mine:v1"}); p.Image != "mine:v1" || p.Type != "" {
+		t.Errorf("an image: %+v", p)
+	}
+}
+
+// Each route's errors reach its client in the shape it reads: E2B's on
+// the control API, Connect's on envd's services, a stream's as its end
+// after a 200.
+func TestWriteErrorShapes(t *testing.T) {
+	e := &E2B{}
+	body := api.Error{Code: api.CodeNotFound, Message: "sandbox x not found"}
+	write := func(path string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		e.WriteError(w, httptest.NewRequest("POST", path, nil), http.StatusNotFound, body)
+		return w
+	}
+	w := write(Prefix + "/sandboxes/x")
+	if w.Code != 404 || strings.TrimSpace(w.Body.String()) != `{"code":404,"message":"sandbox x not found"}` {
+		t.Errorf("control: %d %s", w.Code, w.Body)
+	}
+	w = write(Prefix + EnvdPath + "/filesystem.Filesystem/Stat")
+	if w.Code != 404 || strings.TrimSpace(w.Body.String()) != `{"code":"not_found","message":"sandbox x not found"}` {
+		t.Errorf("unary: %d %s", w.Code, w.Body)
+	}
+	w = write(Prefix + EnvdPath + "/process.Process/Start")
+	b := w.Body.Bytes()
+	if w.Code != 200 || w.Header().Get("Content-Type") != "application/connect+json" || len(b) < 5 || b[0] != flagEndStream ||
+		int(binary.BigEndian.Uint32(b[1:5])) != len(b)-5 || string(b[5:]) != `{"error":{"code":"not_found","message":"sandbox x not found"}}` {
+		t.Errorf("stream: %d %q", w.Code, b)
+	}
+	w = write(Prefix + EnvdPath + "/contexts/c1/restart")
+	if w.Code != 404 || !strings.Contains(w.Body.String(), `"code":404`) {
+		t.Errorf("interpreter: %d %s", w.Code, w.Body)
+	}
+}
+
+// A stream reads its one request envelope and answers envelopes, ended
+// by the call's error.
+func TestServerStream(t *testing.T) {
+	h := serverStream(func(r *http.Request, in *struct{ Path string }, s *stream) error {
+		s.send(map[string]string{"got": in.Path})
+		return &api.Error{Code: api.CodeInvalid, Message: "no"}
+	})
+	msg := []byte(`{"Path":"/x"}`)
+	req := append([]byte{0, 0, 0, 0, byte(len(msg))}, msg...)
+	w := httptest.NewRecorder()
+	if err := h(w, httptest.NewRequest("POST", "/", bytes.NewReader(req))); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for b := w.Body.Bytes(); len(b) >= 5; {
+		n := int(binary.BigEndian.Uint32(b[1:5]))
+		got = append(got, string(b[0]+'0')+string(b[5:5+n]))
+		b = b[5+n:]
+	}
+	want := []string{`0{"got":"/x"}`, `2{"error":{"code":"invalid_argument","message":"no"}}`}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	w = httptest.NewRecorder()
+	if err := h(w, httptest.NewRequest("POST", "/", bytes.NewReader([]byte{1, 0, 0, 0, 2, '{', '}'}))); err == nil {
+		t.Error("a compressed message was taken")
+	}
+}
