@@ -15,6 +15,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/api"
 	"github.com/paddock-dev/paddock/appliance/audit"
 	"github.com/paddock-dev/paddock/appliance/caller"
+	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/route"
 )
 
@@ -147,11 +148,7 @@ func (e *E2B) createRoute(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	audit.From(r.Context()).About(box.Name, "")
-	// E2B's SDKs write to /home/user: the box's user's home is
-	// linked there.
-	if _, err := e.sh(r.Context(), box.Name, "root", linkHome); err != nil {
-		e.log.Warn("linking /home/user", "box", box.Name, "err", err)
-	}
+	e.ready(r.Context(), box.Name)
 	return route.WriteJSON(w, http.StatusCreated, e.view(box, key(r)))
 }
 
@@ -452,11 +449,23 @@ func (e *E2B) resume(ctx context.Context, id string, b connectBody) (api.Box, bo
 			return api.Box{}, false, err
 		}
 	}
-	// A box made otherwise gets E2B's home of its user too.
-	if _, err := e.sh(ctx, id, "root", linkHome); err != nil {
-		e.log.Warn("linking /home/user", "box", id, "err", err)
-	}
+	e.ready(ctx, id) // a box made otherwise gets E2B's home too
 	return bx, started, nil
+}
+
+// ready readies a running box for E2B's SDKs, which write to
+// /home/user: the box's user's home is linked there. Its warm exec is
+// started first (where the engine has them), so that this command and
+// the SDK's first do not each pay an exec's start.
+func (e *E2B) ready(ctx context.Context, box string) {
+	if b, err := e.core.RunningBox(box); err == nil && driver.WarmExec.Has(e.drv) {
+		if _, err := driver.WarmExec.Do(ctx, e.drv, b.Key()); err != nil {
+			e.log.Debug("warm exec", "box", box, "err", err)
+		}
+	}
+	if _, err := e.sh(ctx, box, "root", linkHome); err != nil {
+		e.log.Warn("linking /home/user", "box", box, "err", err)
+	}
 }
 
 // unsupportedRoutes are E2B's control routes that Paddock does not
