@@ -201,6 +201,21 @@ test("a viewer's key reads and changes nothing", async () => {
   assert.equal(await sbx.files.exists('/home/user/kept.txt'), true)
 })
 
+// The testbed's internet (a namespace that owns 198.18.0.0/16 and
+// 169.254.169.254): no packet of this test leaves the machine.
+test('egress: Paddock policies hold for sandboxes made through the SDK', async () => {
+  const open = await create()
+  const shut = await create({ allowInternetAccess: false })
+  const curl = (s, url) => s.commands.run(`curl -sS -m 3 ${url}`)
+  assert.equal((await curl(open, 'http://198.18.2.2/')).stdout.trim(), 'hello from 198.18.2.2')
+  await assert.rejects(curl(open, 'http://169.254.169.254/'), CommandExitError, 'the metadata server')
+  await assert.rejects(curl(shut, 'http://198.18.2.2/'), CommandExitError, 'allowInternetAccess: false')
+  const res = await fetch(`${process.env.PADDOCK_URL}/v1/boxes/${shut.sandboxId}`, { headers: { Authorization: `Bearer ${process.env.PADDOCK_TOKEN}` } })
+  assert.equal((await res.json()).policy, 'deny-all')
+  await open.kill()
+  await shut.kill()
+})
+
 test('kill removes the sandbox', async () => {
   assert.equal(await sbx.kill().then(() => true), true)
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId), SandboxNotFoundError)
