@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -694,6 +695,18 @@ func TestDashboard(t *testing.T) {
 		t.Fatal("no client")
 	} else if who, err := tc.Whoami(ctx); err != nil || who.Token != "dashtoken" {
 		t.Fatalf("the token the page showed: %+v %v", who, err)
+	}
+	// An E2B key: the lines that point E2B's SDKs at this server.
+	b.do(chromedp.SendKeys(chromedp.CSS("#t-name"), "dashe2b"), chromedp.Click(chromedp.CSS("#t-e2b")), chromedp.Click(chromedp.CSS("#t-create")))
+	e2bEnv := poll[string](b, "the E2B settings shown once", `document.querySelector("#e2b-once:not([hidden]) #e2b-env")?.textContent || ""`, 10*time.Second)
+	e2bKey := regexp.MustCompile(`^export E2B_API_URL=` + regexp.QuoteMeta(base) + `/e2b\nexport E2B_SANDBOX_URL=` + regexp.QuoteMeta(base) + `/e2b/envd\nexport E2B_API_KEY=(e2b_[0-9a-f]{64})$`).FindStringSubmatch(e2bEnv)
+	if e2bKey == nil || eval[bool](b, `!document.querySelector("#token-once").hidden`) {
+		t.Fatalf("the E2B settings the page showed: %q", e2bEnv)
+	}
+	if tc, _ := client.New(base, e2bKey[1]); tc == nil {
+		t.Fatal("no client")
+	} else if who, err := tc.Whoami(ctx); err != nil || who.Token != "dashe2b" {
+		t.Fatalf("the E2B key the page showed: %+v %v", who, err)
 	}
 	// An invitation made on the page is listed as pending, and its Revoke
 	// takes it back (the API's list says so too).

@@ -19,9 +19,14 @@ document.getElementById("token-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
   const f = ev.currentTarget;
   busy(document.getElementById("t-create"), async () => {
-    const t = await api("POST", "/tokens", { name: document.getElementById("t-name").value.trim() });
+    const e2b = document.getElementById("t-e2b").checked;
+    const t = await api("POST", "/tokens", { name: document.getElementById("t-name").value.trim(), e2b });
     document.getElementById("token-value").textContent = t.token;
-    document.getElementById("token-once").hidden = false;
+    document.getElementById("token-once").hidden = e2b;
+    // An E2B key: the lines 'paddock e2b env' prints, for this server.
+    document.getElementById("e2b-env").textContent = e2b ? [`export E2B_API_URL=${location.origin}/e2b`,
+      `export E2B_SANDBOX_URL=${location.origin}/e2b/envd`, `export E2B_API_KEY=${t.token}`].join("\n") : "";
+    document.getElementById("e2b-once").hidden = !e2b;
     f.reset();
     tokens();
   }, f);
