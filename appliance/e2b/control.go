@@ -138,6 +138,12 @@ func (e *E2B) createRoute(w http.ResponseWriter, r *http.Request) error {
 	if err := route.Decode(r, &b); err != nil {
 		return err
 	}
+	// A snapshot's id is a template: the sandbox is a fork of it.
+	if box, err := e.findSnapshot(r.Context(), b.TemplateID); err != nil {
+		return err
+	} else if box != "" {
+		return e.createFromSnapshot(w, r, box, b)
+	}
 	p, err := e.boxPost(b)
 	if err != nil {
 		return err
@@ -471,11 +477,8 @@ func (e *E2B) ready(ctx context.Context, box string) {
 // unsupportedRoutes are E2B's control routes that Paddock does not
 // serve yet, each answered with E2B's error shape and why.
 var unsupportedRoutes = []struct{ pattern, why string }{
-	{"POST " + Prefix + "/sandboxes/{sandboxID}/fork", "forking a sandbox through E2B's API is not supported by Paddock yet: 'paddock fork' does it"},
-	{"POST " + Prefix + "/sandboxes/{sandboxID}/snapshots", "snapshots through E2B's API are not supported by Paddock yet: 'paddock snapshot' takes one"},
-	{"GET " + Prefix + "/snapshots", "snapshots through E2B's API are not supported by Paddock yet: 'paddock snapshots BOX' lists them"},
-	{"GET " + Prefix + "/sandboxes/{sandboxID}/metrics", "a sandbox's metrics through E2B's API are not supported by Paddock yet: 'paddock top' shows them"},
 	{"PUT " + Prefix + "/sandboxes/{sandboxID}/network", "network rules through E2B's API are not supported by Paddock: give the box a Paddock egress policy"},
+	{"DELETE " + Prefix + "/templates/{templateID}", "removing one snapshot is not supported by Paddock: a box's snapshots go with it ('paddock rm BOX')"},
 }
 
 func (e *E2B) refuse(why string) route.Handler {

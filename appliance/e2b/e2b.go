@@ -47,6 +47,9 @@ type Core interface {
 	StopBox(ctx context.Context, name, reason string) (api.Box, error)
 	StartBox(ctx context.Context, name string) (api.Box, error)
 	SetTTL(ctx context.Context, name, ttl string) (api.Box, error)
+	Snapshot(ctx context.Context, name string) (api.Snapshot, error)
+	Snapshots(name string) ([]api.Snapshot, error)
+	Fork(ctx context.Context, src string, p api.ForkPost) (api.Box, error)
 	AccessOf(ctx context.Context, name string) (string, error)
 	RunningBox(name string) (store.Box, error)
 	Use(ctx context.Context, name string) (done func(), woke bool, err error)
@@ -87,19 +90,20 @@ type Watcher interface {
 
 // E2B is E2B's API over one server's capabilities.
 type E2B struct {
-	core   Core
-	drv    driver.Driver
-	jobs   Jobs
-	files  Files
-	watch  Watcher
-	interp Interpreter
-	log    *slog.Logger
+	core    Core
+	drv     driver.Driver
+	jobs    Jobs
+	files   Files
+	watch   Watcher
+	interp  Interpreter
+	metrics Metrics
+	log     *slog.Logger
 }
 
 // New is E2B's API over the core, the engine's driver, and the jobs,
-// files, file watch and interpreter capabilities.
-func New(core Core, drv driver.Driver, j Jobs, f Files, w Watcher, k Interpreter, log *slog.Logger) *E2B {
-	return &E2B{core: core, drv: drv, jobs: j, files: f, watch: w, interp: k, log: log}
+// files, file watch, interpreter and metrics capabilities.
+func New(core Core, drv driver.Driver, j Jobs, f Files, w Watcher, k Interpreter, m Metrics, log *slog.Logger) *E2B {
+	return &E2B{core: core, drv: drv, jobs: j, files: f, watch: w, interp: k, metrics: m, log: log}
 }
 
 // Where E2B's API is served (api.E2BPath): E2B_API_URL is the server's
@@ -127,6 +131,10 @@ func (e *E2B) Routes(a route.API) {
 	a.Handle("POST "+p+"/sandboxes/{sandboxID}/pause", e.pauseRoute)
 	a.Handle("POST "+p+"/v2/sandboxes/{sandboxID}/connect", e.connectRoute)
 	a.Handle("POST "+p+"/sandboxes/{sandboxID}/resume", e.resumeRoute)
+	a.Handle("POST "+p+"/sandboxes/{sandboxID}/fork", e.forkRoute)
+	a.Handle("POST "+p+"/sandboxes/{sandboxID}/snapshots", e.createSnapshotRoute)
+	a.Handle("GET "+p+"/snapshots", e.listSnapshotsRoute)
+	a.Handle("GET "+p+"/sandboxes/{sandboxID}/metrics", e.metricsRoute)
 	for _, u := range unsupportedRoutes {
 		a.Handle(u.pattern, e.refuse(u.why))
 	}
@@ -160,7 +168,7 @@ var Reads = map[string]bool{
 // Heavy are E2B's routes that make or copy much: rate limited as /v1's
 // heavy routes are.
 var Heavy = []string{
-	"POST " + Prefix + "/v2/sandboxes", "POST " + Prefix + EnvdPath + "/files", "GET " + Prefix + EnvdPath + "/files",
+	"POST " + Prefix + "/v2/sandboxes", "POST " + Prefix + "/sandboxes/{sandboxID}/fork", "POST " + Prefix + "/sandboxes/{sandboxID}/snapshots", "POST " + Prefix + EnvdPath + "/files", "GET " + Prefix + EnvdPath + "/files",
 	"POST " + Prefix + EnvdPath + "/process.Process/Start",
 }
 
@@ -198,8 +206,9 @@ var Actions = map[string]string{
 	"POST " + Prefix + EnvdPath + "/process.Process/List":                   "job.list",
 	"POST " + Prefix + EnvdPath + "/process.Process/StreamInput":            "job.input",
 	"POST " + Prefix + EnvdPath + "/process.Process/Update":                 "job.resize",
+	"POST " + Prefix + "/sandboxes/{sandboxID}/fork":                        "box.fork",
+	"POST " + Prefix + "/sandboxes/{sandboxID}/snapshots":                   "box.snapshot",
 	// Refused (not supported yet), recorded as what they ask.
-	"POST " + Prefix + "/sandboxes/{sandboxID}/fork":      "box.fork",
-	"POST " + Prefix + "/sandboxes/{sandboxID}/snapshots": "box.snapshot",
-	"PUT " + Prefix + "/sandboxes/{sandboxID}/network":    "box.policy",
+	"PUT " + Prefix + "/sandboxes/{sandboxID}/network": "box.policy",
+	"DELETE " + Prefix + "/templates/{templateID}":     "snapshot.remove",
 }

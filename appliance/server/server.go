@@ -138,7 +138,7 @@ func Capabilities(svc *service.Service) []route.Capability {
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
 		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store), boxes.New(svc),
-		e2b.New(svc, svc.Driver, e2bJobs{j}, f, w, k, svc.Log)}
+		e2b.New(svc, svc.Driver, e2bJobs{j}, f, w, k, m, svc.Log)}
 }
 
 // e2bJobs is the jobs as E2B's processes take them (their taps as

@@ -145,6 +145,34 @@ test('timeout, pause and connect (files survive, processes do not)', async () =>
   sbx = back
 })
 
+test('fork, snapshots, a sandbox from a snapshot, metrics', async () => {
+  await sbx.files.write('/home/user/forked.txt', 'from the parent')
+  const forks = await sbx.fork({ count: 2, timeoutMs: 600_000 })
+  assert.equal(forks.length, 2)
+  for (const f of forks) {
+    assert.ok(!(f instanceof Error), String(f))
+    made.push(f.sandboxId)
+    assert.equal(await f.files.read('/home/user/forked.txt'), 'from the parent')
+  }
+  assert.notEqual(forks[0].sandboxId, forks[1].sandboxId)
+  await forks[0].files.write('/home/user/forked.txt', 'changed in a fork')
+  assert.equal(await sbx.files.read('/home/user/forked.txt'), 'from the parent')
+  assert.equal(await forks[1].files.read('/home/user/forked.txt'), 'from the parent')
+
+  const snap = await sbx.createSnapshot()
+  assert.ok(snap.snapshotId.startsWith(sbx.sandboxId + '-'), snap.snapshotId)
+  const listed = await Sandbox.listSnapshots({ sandboxId: sbx.sandboxId }).nextItems()
+  assert.ok(listed.some((s) => s.snapshotId === snap.snapshotId), JSON.stringify(listed))
+  const fromSnap = await Sandbox.create(snap.snapshotId, { timeoutMs: 600_000 })
+  made.push(fromSnap.sandboxId)
+  assert.equal(await fromSnap.files.read('/home/user/forked.txt'), 'from the parent')
+  assert.equal((await fromSnap.commands.run('pwd')).stdout, '/home/user\n')
+
+  const metrics = await sbx.getMetrics()
+  assert.ok(Array.isArray(metrics))
+  for (const m of metrics) assert.ok(m.timestamp instanceof Date && m.cpuCount >= 1 && m.memUsed > 0, JSON.stringify(m))
+})
+
 test('errors in E2B shapes', async () => {
   await assert.rejects(Sandbox.connect('no-such-sandbox'), (e) => e instanceof SandboxNotFoundError || e instanceof NotFoundError)
   await assert.rejects(Sandbox.getInfo('no-such-sandbox'), SandboxNotFoundError)
@@ -152,7 +180,8 @@ test('errors in E2B shapes', async () => {
   await assert.rejects(Sandbox.create({ timeoutMs: 10 * 86_400_000 }), (e) => e.statusCode === 400 && /give 1 to 86400 seconds/.test(e.message))
   await assert.rejects(Sandbox.create({ metadata: { userId: 'x' } }), (e) => e.statusCode === 400 && /lower-case/.test(e.message))
   await assert.rejects(Sandbox.create({ apiKey: 'e2b_' + '0'.repeat(64) }), AuthenticationError)
-  await assert.rejects(sbx.createSnapshot(), (e) => /not supported by Paddock/.test(e.message))
+  await assert.rejects(sbx.createSnapshot({ name: 'mine' }), (e) => /named snapshots are not supported by Paddock/.test(e.message))
+  await assert.rejects(Sandbox.deleteSnapshot(`${sbx.sandboxId}-20260101-000000`), (e) => /not supported by Paddock/.test(e.message))
 })
 
 test("another user's sandbox is invisible and untouchable", async () => {
@@ -162,6 +191,9 @@ test("another user's sandbox is invisible and untouchable", async () => {
   await assert.rejects(Sandbox.getInfo(sbx.sandboxId, other), SandboxNotFoundError)
   assert.equal(await Sandbox.kill(sbx.sandboxId, other), false)
   await assert.rejects(Sandbox.connect(sbx.sandboxId, other), (e) => e instanceof SandboxNotFoundError || e instanceof NotFoundError)
+  await assert.rejects(Sandbox.fork(sbx.sandboxId, other), (e) => e instanceof SandboxNotFoundError || e instanceof NotFoundError)
+  await assert.rejects(Sandbox.getMetrics(sbx.sandboxId, other), SandboxNotFoundError)
+  assert.equal((await Sandbox.listSnapshots({ ...other, sandboxId: undefined }).nextItems()).length, 0, 'mia lists no snapshot of ours')
   // envd with mia's key as the access token reaches nothing either.
   const asMia = new Sandbox({ sandboxId: sbx.sandboxId, envdAccessToken: process.env.MIA_KEY, envdVersion: '0.5.7', apiKey: process.env.MIA_KEY })
   await assert.rejects(asMia.commands.run('id'), (e) => /not found/i.test(e.message))
