@@ -47,9 +47,12 @@ func abs(p, user string) string {
 	return path.Clean(p)
 }
 
-// linkHome makes E2B's home of the box's user in a box made through
-// E2B: /home/user, a link to the box user's own home.
-const linkHome = `[ -e /home/user ] || [ -L /home/user ] || { mkdir -p /home && ln -s "$(getent passwd 1000 | cut -d: -f6)" /home/user; }`
+// linkHome makes what code written for E2B expects of a box: E2B's home
+// of its user, /home/user, a link to the box user's own home; and
+// /workspace, the box user's, where agent frameworks (the OpenAI Agents
+// SDK's E2B client) make their workspace.
+const linkHome = `[ -e /home/user ] || [ -L /home/user ] || { mkdir -p /home && ln -s "$(getent passwd 1000 | cut -d: -f6)" /home/user; }
+[ -e /workspace ] || [ -L /workspace ] || install -d -o 1000 -g "$(id -g 1000)" /workspace`
 
 func (e *E2B) healthRoute(w http.ResponseWriter, r *http.Request) error {
 	id := sandboxOf(r)

@@ -15,12 +15,13 @@ import (
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
-// E2B's official SDK from npm (pinned in testbed/e2b's lock file),
+// E2B's official SDKs from npm (pinned in testbed/e2b's lock file),
 // unchanged, against a real paddockd on the real engine: pointed at it
-// by what 'paddock e2b env' prints, it makes, uses, pauses, resumes and
-// kills sandboxes (Paddock boxes), with another member's key and a
-// viewer's refused what Paddock refuses them; the audit log holds what
-// it did under its user.
+// by what 'paddock e2b env' prints, they make, use, pause, resume, fork
+// and kill sandboxes (Paddock boxes) and run code in them, with another
+// member's key and a viewer's refused what Paddock refuses them; the
+// OpenAI Agents SDK's E2B client runs a task in one; the audit log
+// holds what they did under their user.
 func TestE2BSDK(t *testing.T) {
 	npm := harness.Tool(t, "npm")
 	node := harness.Tool(t, "node")
@@ -69,7 +70,7 @@ func TestE2BSDK(t *testing.T) {
 		"E2B_API_KEY="+settings["E2B_API_KEY"], "E2B_DOMAIN=", "E2B_DEBUG=",
 		"MIA_KEY="+key(memberToken(t, d, "mia"), "e2b"), "VIC_KEY="+key(userToken(t, d, "vic", "viewer"), "e2b"),
 		"PADDOCK_URL=http://"+d.Listen, "PADDOCK_TOKEN="+d.Token)
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "sdk.test.mjs", "interp.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "sdk.test.mjs", "interp.test.mjs", "agents.test.mjs")
 	cmd.Dir, cmd.Env = dir, env
 	res, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", res)
