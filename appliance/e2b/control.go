@@ -51,9 +51,11 @@ type sandbox struct {
 }
 
 // Templates names what E2B's templates are in Paddock: each a box of
-// the server's default type, base without a desktop, desktop with one.
-// Any other template is a Paddock box type, or else an image.
-var Templates = map[string]bool{"base": false, "code-interpreter-v1": false, "desktop": true}
+// the server's default type without Paddock's own desktop (E2B's
+// desktop SDK starts its own X server and XFCE on display :0, from the
+// box image's Xvfb, as in E2B's desktop template). Any other template is
+// a Paddock box type, or else an image.
+var Templates = map[string]bool{"base": false, "code-interpreter-v1": false, "desktop": false}
 
 func (e *E2B) view(b api.Box, token string) sandbox {
 	template := b.Labels["e2b-template"]

@@ -92,7 +92,7 @@ func TestBoxPost(t *testing.T) {
 		}
 	}
 	p, err := e.boxPost(createBody{TemplateID: "desktop", Timeout: &ten, AllowInternetAccess: &no, Metadata: map[string]string{"team": "web"}})
-	if err != nil || p.Desktop == nil || !*p.Desktop || p.TTL != "10s" || p.Policy != "deny-all" || p.Labels["team"] != "web" || p.Labels["e2b-template"] != "desktop" {
+	if err != nil || p.Desktop == nil || *p.Desktop || p.TTL != "10s" || p.Policy != "deny-all" || p.Labels["team"] != "web" || p.Labels["e2b-template"] != "desktop" {
 		t.Errorf("desktop: %+v %v", p, err)
 	}
 	if p, _ := e.boxPost(createBody{}); p.Desktop == nil || *p.Desktop || p.TTL != "300s" || p.Labels["e2b-template"] != "base" {

@@ -42,7 +42,7 @@ main() {
     bash ca-certificates coreutils curl dnsutils git iputils-ping less \
     netcat-openbsd procps rsync sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
-    xdotool x11-apps x11-utils xterm imagemagick mousepad docker.io \
+    xdotool x11-apps x11-utils xterm imagemagick mousepad docker.io xvfb scrot \
     inotify-tools python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas
   # Debian 13 ships the docker client apart from the engine (a
   # recommendation of docker.io); Ubuntu's docker.io has it inside.

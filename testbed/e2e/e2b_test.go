@@ -70,7 +70,7 @@ func TestE2BSDK(t *testing.T) {
 		"E2B_API_KEY="+settings["E2B_API_KEY"], "E2B_DOMAIN=", "E2B_DEBUG=",
 		"MIA_KEY="+key(memberToken(t, d, "mia"), "e2b"), "VIC_KEY="+key(userToken(t, d, "vic", "viewer"), "e2b"),
 		"PADDOCK_URL=http://"+d.Listen, "PADDOCK_TOKEN="+d.Token)
-	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "sdk.test.mjs", "interp.test.mjs", "agents.test.mjs")
+	cmd := exec.CommandContext(ctx, node, "--test", "--test-concurrency=1", "--test-reporter=spec", "sdk.test.mjs", "interp.test.mjs", "agents.test.mjs", "desktop.test.mjs")
 	cmd.Dir, cmd.Env = dir, env
 	res, err := cmd.CombinedOutput()
 	t.Logf("node --test:\n%s", res)
