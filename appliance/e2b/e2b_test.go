@@ -1,17 +1,25 @@
 package e2b
 
 import (
+	"archive/tar"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver"
+	"github.com/paddock-dev/paddock/appliance/driver/fake"
 	"github.com/paddock-dev/paddock/appliance/route"
+	"github.com/paddock-dev/paddock/appliance/store"
 )
 
 // patterns are the routes Routes registers.
@@ -163,5 +171,81 @@ func TestServerStream(t *testing.T) {
 	w = httptest.NewRecorder()
 	if err := h(w, httptest.NewRequest("POST", "/", bytes.NewReader([]byte{1, 0, 0, 0, 2, '{', '}'}))); err == nil {
 		t.Error("a compressed message was taken")
+	}
+}
+
+// fakeCore is the core as putOnePart uses it (the rest panics).
+type fakeCore struct{ Core }
+
+func (fakeCore) Time() time.Time { return time.Unix(0, 0) }
+func (fakeCore) Use(context.Context, string) (func(), bool, error) {
+	return func() {}, false, nil
+}
+func (fakeCore) RunningBox(name string) (store.Box, error) { return store.Box{Name: name}, nil }
+
+// pushes records what package files is asked to push.
+type pushes struct {
+	Files
+	got []string // dir/name: content
+}
+
+func (p *pushes) Push(_ context.Context, _, dir string, body io.Reader) error {
+	tr := tar.NewReader(body)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			return err
+		}
+		p.got = append(p.got, dir+"/"+h.Name+": "+string(b))
+	}
+}
+
+// One large file of a multipart body is streamed with the size its
+// length leaves, to a name of its own, then moved onto its path; a body
+// of another shape (two parts) leaves the path as it was, the partial
+// file removed, and is refused.
+func TestPutOnePart(t *testing.T) {
+	drv := fake.New()
+	var ran []string
+	drv.ExecFunc = func(_ string, spec driver.ExecSpec) (int, error) {
+		ran = append(ran, spec.User+" "+spec.Cmd[2])
+		return 0, nil
+	}
+	files := &pushes{}
+	e := &E2B{core: fakeCore{}, drv: drv, files: files}
+	form := func(parts ...string) []byte {
+		var b bytes.Buffer
+		for _, p := range parts {
+			fmt.Fprintf(&b, "--XB\r\nContent-Disposition: form-data; name=\"file\"; filename=\"/home/user/f\"\r\nContent-Type: application/octet-stream\r\n\r\n%s\r\n", p)
+		}
+		b.WriteString("--XB--\r\n")
+		return b.Bytes()
+	}
+	data := strings.Repeat("0123456789", 1<<20)
+	body := form(data)
+	if err := e.putOnePart(t.Context(), "b", "/home/user/f", bytes.NewReader(body), int64(len(body)), "XB"); err != nil {
+		t.Fatal(err)
+	}
+	if len(files.got) != 1 || !strings.HasPrefix(files.got[0], "/home/user/.e2b-upload-") || !strings.HasSuffix(files.got[0], ": "+data) {
+		t.Fatalf("pushed %.80q", files.got)
+	}
+	if len(ran) != 1 || !strings.HasPrefix(ran[0], ` mv -f -- "$1" "$2"`) {
+		t.Fatalf("then ran %q (as the box's user)", ran)
+	}
+	files.got, ran = nil, nil
+	body = form(data, "second")
+	err := e.putOnePart(t.Context(), "b", "/home/user/f", bytes.NewReader(body), int64(len(body)), "XB")
+	if err == nil || !strings.Contains(err.Error(), "more follows the file") {
+		t.Fatalf("two parts: %v", err)
+	}
+	if len(ran) != 1 || !strings.HasPrefix(ran[0], ` rm -f -- "$1"`) {
+		t.Fatalf("two parts: then ran %q", ran)
 	}
 }
