@@ -28,6 +28,16 @@ type RunError struct {
 	Traceback []string `json:"traceback"`
 }
 
+// RunEvent is what a run says as it runs, to a caller that follows it:
+// that the code was handed to the kernel (Started, first), a piece of
+// its output, or a display.
+type RunEvent struct {
+	Started bool           `json:"started,omitempty"`
+	Stdout  string         `json:"stdout,omitempty"`
+	Stderr  string         `json:"stderr,omitempty"`
+	Display map[string]any `json:"display,omitempty"`
+}
+
 // RunResult is what a run of code gave.
 type RunResult struct {
 	Context string `json:"context"`

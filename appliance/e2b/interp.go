@@ -16,16 +16,18 @@ import (
 // kernel): its runs and contexts, reached at the sandbox's address with
 // the port header 49999. A run's answer is E2B's: JSON lines of its
 // stdout, stderr, results (the last expression's and each display, in
-// every form the kernel gave), error and count of runs. Paddock's
-// interpreter answers when the run ends: the lines come then, not as the
-// code prints them.
+// every form the kernel gave), error and count of runs: output and
+// displays as the code prints them, once the kernel has the code (an
+// error before, such as a context that is not there, is an HTTP error),
+// the rest when it ends. A run whose caller goes away (the SDK's
+// timeoutMs) is interrupted; its context keeps its state.
 
 // JupyterPort is the port E2B's interpreter SDK names.
 const JupyterPort = "49999"
 
 // Interpreter is what E2B's interpreter needs of package kernel.
 type Interpreter interface {
-	RunCode(ctx context.Context, name string, p api.RunPost) (api.RunResult, error)
+	RunCodeEach(ctx context.Context, name string, p api.RunPost, each func(api.RunEvent)) (api.RunResult, error)
 	Contexts(ctx context.Context, name string) ([]api.CodeContext, error)
 	CreateContext(ctx context.Context, name string, p api.ContextPost) (api.CodeContext, error)
 	RestartContext(ctx context.Context, name, cname string) (api.CodeContext, error)
@@ -112,12 +114,6 @@ func (e *E2B) executeRoute(w http.ResponseWriter, r *http.Request) error {
 		}
 	}
 	audit.From(r.Context()).Note("context", p.Context)
-	res, err := e.interp.RunCode(r.Context(), box, p)
-	if err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/x-ndjson")
-	w.WriteHeader(http.StatusOK)
 	enc := json.NewEncoder(w)
 	lines := func(kind, text string) {
 		for _, l := range strings.SplitAfter(text, "\n") {
@@ -126,10 +122,40 @@ func (e *E2B) executeRoute(w http.ResponseWriter, r *http.Request) error {
 			}
 		}
 	}
-	lines("stdout", res.Stdout)
-	lines("stderr", res.Stderr)
-	for _, d := range res.Display {
-		enc.Encode(result(d, false))
+	streamed := false
+	begin := func() {
+		if !streamed {
+			streamed = true
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			w.WriteHeader(http.StatusOK)
+		}
+	}
+	rc := http.NewResponseController(w)
+	res, err := e.interp.RunCodeEach(r.Context(), box, p, func(ev api.RunEvent) {
+		begin()
+		lines("stdout", ev.Stdout)
+		lines("stderr", ev.Stderr)
+		if ev.Display != nil {
+			enc.Encode(result(ev.Display, false))
+		}
+		rc.Flush()
+	})
+	if err != nil && !streamed {
+		return err
+	}
+	if err != nil {
+		// Past the status: the error is the run's, as E2B's lines say one.
+		enc.Encode(map[string]any{"type": "error", "name": "PaddockError", "value": err.Error(), "traceback": ""})
+		enc.Encode(map[string]any{"type": "end_of_execution"})
+		return nil
+	}
+	if !streamed {
+		begin()
+		lines("stdout", res.Stdout)
+		lines("stderr", res.Stderr)
+		for _, d := range res.Display {
+			enc.Encode(result(d, false))
+		}
 	}
 	if res.Result != nil {
 		enc.Encode(result(res.Result, true))

@@ -15,6 +15,9 @@
 // error and its traceback) until the kernel is idle again. Past the
 // run's timeout it interrupts the kernel (SIGINT, the kernelspec's
 // interrupt mode) and waits for it to say it is idle: the state stays.
+// A run whose caller goes away is interrupted so too (an operation of
+// its own), and a run may be followed as it goes (Op.Stream: each
+// output and display printed as the kernel publishes it).
 //
 // A run without a context uses the language's own (named after it),
 // started on first use and again when its kernel is gone (the answer
@@ -89,6 +92,7 @@ type Op struct {
 	Timeout float64 `json:"timeout,omitempty"` // seconds
 	Auto    bool    `json:"auto,omitempty"`    // run: start the context if it is not running
 	Max     int     `json:"max,omitempty"`     // start: at most this many contexts
+	Stream  bool    `json:"stream,omitempty"`  // run: print each api.RunEvent as it comes, {"event": …} a line
 }
 
 // Outcome is what Script printed.
@@ -169,6 +173,21 @@ op = json.load(sys.stdin)
 def done(o):
     sys.stdout.write(json.dumps(o))
     sys.exit(0)
+def event(e):
+    if op.get('stream'):
+        sys.stdout.write(json.dumps({'event': e}) + '\n')
+        sys.stdout.flush()
+def interrupt(m, kc=None):
+    if m.get('interrupt') != 'message':
+        os.kill(m['pid'], signal.SIGINT)
+        return
+    own = kc is None
+    kc = kc or client(m['name'])
+    try:
+        kc.control_channel.send(kc.session.msg('interrupt_request', {}))
+    finally:
+        if own:
+            kc.stop_channels()
 def fail(kind, msg):
     done({'error': msg, 'kind': kind})
 from jupyter_client import BlockingKernelClient
@@ -272,6 +291,7 @@ def run(m, code, timeout):
     out = {'context': m['name'], 'lang': m['lang'], 'stdout': '', 'stderr': '', 'execution_count': 0}
     try:
         msg_id = kc.execute(code, store_history=True, allow_stdin=False, stop_on_error=False)
+        event({'started': True})
         deadline = time.time() + timeout
         interrupted = False
         while True:
@@ -282,10 +302,7 @@ def run(m, code, timeout):
                     break
                 interrupted = True
                 out['timed_out'] = True
-                if m.get('interrupt') == 'message':
-                    kc.control_channel.send(kc.session.msg('interrupt_request', {}))
-                else:
-                    os.kill(m['pid'], signal.SIGINT)
+                interrupt(m, kc)
                 deadline = time.time() + 20
                 continue
             try:
@@ -296,12 +313,15 @@ def run(m, code, timeout):
                 continue
             t, c = msg['msg_type'], msg['content']
             if t == 'stream':
-                out['std' + ('err' if c.get('name') == 'stderr' else 'out')] += c.get('text', '')
+                k = 'std' + ('err' if c.get('name') == 'stderr' else 'out')
+                out[k] += c.get('text', '')
+                event({k: c.get('text', '')})
             elif t == 'execute_result':
                 out['result'] = c.get('data', {})
                 out['execution_count'] = c.get('execution_count') or 0
             elif t in ('display_data', 'update_display_data'):
                 out.setdefault('display', []).append(c.get('data', {}))
+                event({'display': c.get('data', {})})
             elif t == 'error':
                 out['error'] = {'name': c.get('ename', ''), 'value': c.get('evalue', ''),
                                 'traceback': [ANSI.sub('', l) for l in c.get('traceback', [])]}
@@ -346,6 +366,10 @@ if o == 'run':
     done({'run': r})
 if not m:
     fail('notfound', '')
+if o == 'interrupt':
+    if m and alive(m):
+        interrupt(m)
+    done({})
 if o == 'restart':
     done({'context': info(start(name, m['lang']))})
 if o == 'remove':

@@ -40,3 +40,26 @@ func TestRunOp(t *testing.T) {
 		t.Fatalf("a run in a named context: %+v %v", op, err)
 	}
 }
+
+// A streamed run's output is event lines, however its writes cut them,
+// then the outcome: the events go to each in order, the outcome alone to
+// the buffer.
+func TestEvents(t *testing.T) {
+	var got []api.RunEvent
+	var out strings.Builder
+	e := &events{out: &out, each: func(ev api.RunEvent) { got = append(got, ev) }}
+	all := `{"event": {"started": true}}` + "\n" + `{"event": {"stdout": "a\n"}}` + "\n" + `{"event": {"display": {"text/plain": "x"}}}` + "\n" + `{"run": {"stdout": "a\n"}}`
+	for i := 0; i < len(all); i += 7 {
+		e.Write([]byte(all[i:min(i+7, len(all))]))
+	}
+	if len(got) != 3 || out.Len() != 0 {
+		t.Fatalf("before the end: %+v, %q", got, out.String())
+	}
+	e.flush()
+	if len(got) != 3 || !got[0].Started || got[1].Stdout != "a\n" || got[2].Display["text/plain"] != "x" {
+		t.Fatalf("events: %+v", got)
+	}
+	if out.String() != `{"run": {"stdout": "a\n"}}` {
+		t.Fatalf("outcome: %q", out.String())
+	}
+}

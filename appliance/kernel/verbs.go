@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -33,8 +34,9 @@ type Interpreter struct {
 // New is the interpreter over core.
 func New(core Core) *Interpreter { return &Interpreter{Core: core} }
 
-// do runs one operation in a box's interpreter.
-func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Duration) (Outcome, error) {
+// do runs one operation in a box's interpreter; each, when not nil, has
+// a streamed run's events as they come.
+func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Duration, each func(api.RunEvent)) (Outcome, error) {
 	used, _, err := k.Core.Use(ctx, name)
 	if err != nil {
 		return Outcome{}, err
@@ -50,9 +52,22 @@ func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Dur
 	}
 	out := &capped.Buffer{Max: MaxOutput}
 	errb := &capped.Buffer{Max: 64 << 10}
+	stdout := io.Writer(out)
+	if each != nil {
+		stdout = &events{out: out, each: each}
+	}
+	if op.Op == "run" {
+		// A run whose caller went away is interrupted, as one past its
+		// timeout is: the kernel keeps its state and is free for the
+		// next run, not busy with code no one waits for.
+		defer context.AfterFunc(ctx, func() { k.interrupt(context.WithoutCancel(ctx), name, op.Name) })()
+	}
 	code, err := k.Core.RunIn(ctx, b, driver.ExecSpec{
-		Cmd: []string{"python3", "-c", Script}, Stdin: bytes.NewReader(in), Stdout: out, Stderr: errb, Timeout: bound,
+		Cmd: []string{"python3", "-c", Script}, Stdin: bytes.NewReader(in), Stdout: stdout, Stderr: errb, Timeout: bound,
 	})
+	if each != nil {
+		stdout.(*events).flush()
+	}
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -62,13 +77,64 @@ func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Dur
 	return Answer(name, op, out.Bytes(), code, errb.String(), bound)
 }
 
+// interrupt interrupts the kernel of a box's context, if it runs.
+func (k *Interpreter) interrupt(ctx context.Context, name, cname string) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	k.do(ctx, name, Op{Op: "interrupt", Name: cname}, time.Minute, nil)
+}
+
+// events passes the lines of a streamed run's output that are events to
+// each, as they come, and the rest (the outcome) to out.
+type events struct {
+	out  io.Writer
+	each func(api.RunEvent)
+	line []byte
+}
+
+func (e *events) Write(p []byte) (int, error) {
+	e.line = append(e.line, p...)
+	for {
+		i := bytes.IndexByte(e.line, '\n')
+		if i < 0 {
+			break
+		}
+		var l struct {
+			Event *api.RunEvent `json:"event"`
+		}
+		if json.Unmarshal(e.line[:i], &l) == nil && l.Event != nil {
+			e.each(*l.Event)
+		} else {
+			e.out.Write(e.line[:i+1])
+		}
+		e.line = e.line[i+1:]
+	}
+	if len(e.line) > MaxOutput {
+		e.flush() // no event is that long: the buffer says over
+	}
+	return len(p), nil
+}
+
+// flush passes what is left to out.
+func (e *events) flush() {
+	e.out.Write(e.line)
+	e.line = nil
+}
+
 // RunCode runs code in a context of a box's interpreter.
 func (k *Interpreter) RunCode(ctx context.Context, name string, p api.RunPost) (api.RunResult, error) {
+	return k.RunCodeEach(ctx, name, p, nil)
+}
+
+// RunCodeEach is RunCode that calls each, when not nil, with what the
+// run says as it runs (api.RunEvent), in order, before it returns.
+func (k *Interpreter) RunCodeEach(ctx context.Context, name string, p api.RunPost, each func(api.RunEvent)) (api.RunResult, error) {
 	op, bound, err := RunOp(p)
 	if err != nil {
 		return api.RunResult{}, err
 	}
-	o, err := k.do(ctx, name, op, bound)
+	op.Stream = each != nil
+	o, err := k.do(ctx, name, op, bound, each)
 	if err != nil {
 		return api.RunResult{}, err
 	}
@@ -80,7 +146,7 @@ func (k *Interpreter) RunCode(ctx context.Context, name string, p api.RunPost) (
 
 // Contexts lists the contexts of a box's interpreter.
 func (k *Interpreter) Contexts(ctx context.Context, name string) ([]api.CodeContext, error) {
-	o, err := k.do(ctx, name, Op{Op: "list"}, time.Minute)
+	o, err := k.do(ctx, name, Op{Op: "list"}, time.Minute, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -104,7 +170,7 @@ func (k *Interpreter) CreateContext(ctx context.Context, name string, p api.Cont
 		rand.Read(b)
 		p.Name = lang + "-" + hex.EncodeToString(b)
 	}
-	o, err := k.do(ctx, name, Op{Op: "start", Name: p.Name, Lang: lang, Max: MaxContexts}, 2*time.Minute)
+	o, err := k.do(ctx, name, Op{Op: "start", Name: p.Name, Lang: lang, Max: MaxContexts}, 2*time.Minute, nil)
 	if err != nil {
 		return api.CodeContext{}, err
 	}
@@ -116,7 +182,7 @@ func (k *Interpreter) RestartContext(ctx context.Context, name, cname string) (a
 	if err := CheckName(cname); err != nil {
 		return api.CodeContext{}, err
 	}
-	o, err := k.do(ctx, name, Op{Op: "restart", Name: cname}, 2*time.Minute)
+	o, err := k.do(ctx, name, Op{Op: "restart", Name: cname}, 2*time.Minute, nil)
 	if err != nil {
 		return api.CodeContext{}, err
 	}
@@ -128,6 +194,6 @@ func (k *Interpreter) RemoveContext(ctx context.Context, name, cname string) err
 	if err := CheckName(cname); err != nil {
 		return err
 	}
-	_, err := k.do(ctx, name, Op{Op: "remove", Name: cname}, time.Minute)
+	_, err := k.do(ctx, name, Op{Op: "remove", Name: cname}, time.Minute, nil)
 	return err
 }

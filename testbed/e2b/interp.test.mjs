@@ -33,6 +33,31 @@ test('runs keep their state; output, results, charts and errors come back', asyn
   assert.match(failed.error.traceback, /ZeroDivisionError/)
 })
 
+test('output comes as the code prints it; a run cut by its timeout is interrupted, its state kept', async () => {
+  // The code waits for a file the test writes only once the first line
+  // has reached it: a run whose output came only at its end would wait
+  // until its own timeout.
+  const seen = []
+  const run = await sbx.runCode(
+    'import os, time\nprint("waiting", flush=True)\nwhile not os.path.exists("/tmp/go"): time.sleep(0.05)\nprint("done")\nx',
+    {
+      timeoutMs: 120_000,
+      onStdout: async (m) => {
+        seen.push(m.line)
+        if (m.line === 'waiting\n') await sbx.files.write('/tmp/go', '')
+      },
+    },
+  )
+  assert.deepEqual(seen, ['waiting\n', 'done\n'])
+  assert.equal(run.text, '41')
+
+  // E2B's timeoutMs ends the request; the kernel is interrupted, so the
+  // next run in the same context answers, with the state it had.
+  await assert.rejects(sbx.runCode('z = 1\nwhile True: pass', { timeoutMs: 3000 }), (e) => e.name === 'TimeoutError')
+  const after = await sbx.runCode('(x, z)', { timeoutMs: 120_000 })
+  assert.equal(after.text, '(41, 1)')
+})
+
 test('contexts: made, listed, apart, restarted, removed', async () => {
   const ctx = await sbx.createCodeContext({ language: 'python' })
   assert.ok(ctx.id)
