@@ -59,7 +59,11 @@ type Core interface {
 // with a tap on its output (as the box's user, or as root), a tap on one
 // that runs, its record, those that run, its input and its signals.
 type Jobs interface {
-	StartTapped(name string, p api.ExecPost, user string) (api.Job, Tap, error)
+	// StartTapped starts a job as user, in a terminal of p's size with
+	// tty.
+	StartTapped(name string, p api.ExecPost, user string, tty bool) (api.Job, Tap, error)
+	Terminal(name, id string) bool
+	Resize(name, id string, rows, cols uint16) error
 	Tap(name, id string) (Tap, error)
 	Get(name, id string) (api.Job, error)
 	Running(name string) ([]api.Job, error)

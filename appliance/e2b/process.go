@@ -21,7 +21,8 @@ import (
 )
 
 // envd's process service over Paddock's jobs: a process is a job (its
-// output kept in the job's log as well, its input, its signals), and
+// output kept in the job's log as well, its input, its signals; a pty is
+// a job in a terminal, its size changed by Update), and
 // its pid is the job's id read as a number (a job's id is "j" and eight
 // hex digits), so that a pid names one job of one box for as long as
 // the job's record lasts.
@@ -123,22 +124,18 @@ func (e *E2B) processMethods() map[string]route.Handler {
 		"SendInput": unary(func(r *http.Request, in *struct {
 			selector
 			Input struct {
-				Stdin []byte  `json:"stdin"`
-				Pty   *string `json:"pty"`
+				Stdin []byte `json:"stdin"`
+				Pty   []byte `json:"pty"`
 			} `json:"input"`
 		}) (*empty, error) {
-			if in.Input.Pty != nil {
-				return nil, unsupported("terminals (pty) through E2B's API are not supported by Paddock yet")
-			}
-			return e.input(r, in.selector, in.Input.Stdin, false)
+			// A terminal's keys go to its input as a command's do.
+			return e.input(r, in.selector, append(in.Input.Stdin, in.Input.Pty...), false)
 		}),
 		"CloseStdin": unary(func(r *http.Request, in *selector) (*empty, error) {
 			return e.input(r, *in, nil, true)
 		}),
 		"SendSignal": unary(e.signal),
-		"Update": unary(func(r *http.Request, in *json.RawMessage) (*empty, error) {
-			return nil, unsupported("terminals (pty) through E2B's API are not supported by Paddock yet")
-		}),
+		"Update":     unary(e.update),
 		"StreamInput": unary(func(r *http.Request, in *json.RawMessage) (*empty, error) {
 			return nil, unsupported("streamed input is not supported by Paddock: send input with SendInput")
 		}),
@@ -146,10 +143,27 @@ func (e *E2B) processMethods() map[string]route.Handler {
 }
 
 type startRequest struct {
-	Process processConfig    `json:"process"`
-	Pty     *json.RawMessage `json:"pty"`
-	Tag     *string          `json:"tag"`
-	Stdin   *bool            `json:"stdin"`
+	Process processConfig `json:"process"`
+	Pty     *pty          `json:"pty"`
+	Tag     *string       `json:"tag"`
+	Stdin   *bool         `json:"stdin"`
+}
+
+// pty is envd's terminal: its size.
+type pty struct {
+	Size struct {
+		Cols uint32 `json:"cols"`
+		Rows uint32 `json:"rows"`
+	} `json:"size"`
+}
+
+// size is a terminal's rows and columns, checked.
+func (p *pty) size() (rows, cols uint16, err error) {
+	r, c := p.Size.Rows, p.Size.Cols
+	if r == 0 || c == 0 || r > 1000 || c > 1000 {
+		return 0, 0, api.Invalid("pty", "a terminal of %d rows and %d columns: give 1 to 1000 of each", r, c)
+	}
+	return uint16(r), uint16(c), nil
 }
 
 func (e *E2B) start(r *http.Request, in *startRequest, s *stream) error {
@@ -161,9 +175,6 @@ func (e *E2B) start(r *http.Request, in *startRequest, s *stream) error {
 	if err != nil {
 		return err
 	}
-	if in.Pty != nil {
-		return unsupported("terminals (pty) through E2B's API are not supported by Paddock yet: run commands without one, or use 'paddock ssh'")
-	}
 	if in.Tag != nil {
 		return unsupported("tagged processes are not supported by Paddock: select processes by pid")
 	}
@@ -171,6 +182,11 @@ func (e *E2B) start(r *http.Request, in *startRequest, s *stream) error {
 		return api.Invalid("request", "no command: give process.cmd")
 	}
 	p := api.ExecPost{Cmd: append([]string{in.Process.Cmd}, in.Process.Args...), Env: in.Process.Envs, Stdin: in.Stdin != nil && *in.Stdin}
+	if in.Pty != nil {
+		if p.Rows, p.Cols, err = in.Pty.size(); err != nil {
+			return err
+		}
+	}
 	p.WorkDir = homes[user] // envd's processes start in their user's home
 	if in.Process.Cwd != nil && *in.Process.Cwd != "" {
 		p.WorkDir = abs(*in.Process.Cwd, user)
@@ -185,12 +201,12 @@ func (e *E2B) start(r *http.Request, in *startRequest, s *stream) error {
 		p.Env["PWD"] = p.WorkDir
 	}
 	audit.From(r.Context()).Note("argv", p.Cmd)
-	j, tap, err := e.jobs.StartTapped(box, p, user)
+	j, tap, err := e.jobs.StartTapped(box, p, user, in.Pty != nil)
 	if err != nil {
 		return err
 	}
 	audit.From(r.Context()).Note("job", j.ID)
-	return e.follow(r, s, box, j.ID, tap)
+	return e.follow(r, s, box, j.ID, tap, in.Pty != nil)
 }
 
 func (e *E2B) connect(r *http.Request, in *selector, s *stream) error {
@@ -206,7 +222,7 @@ func (e *E2B) connect(r *http.Request, in *selector, s *stream) error {
 	if err != nil {
 		return notFound("process %d not found: %v", pidOf(id), err)
 	}
-	return e.follow(r, s, box, id, tap)
+	return e.follow(r, s, box, id, tap, e.jobs.Terminal(box, id))
 }
 
 // keepaliveEvery is how often a quiet process's stream says it is
@@ -214,10 +230,10 @@ func (e *E2B) connect(r *http.Request, in *selector, s *stream) error {
 // seconds).
 const keepaliveEvery = 50 * time.Second
 
-// follow streams a job's tap: its start, its output, keepalives while
-// it is quiet, and its end. A client that goes away leaves the job
-// running, as envd leaves a process.
-func (e *E2B) follow(r *http.Request, s *stream, box, id string, tap Tap) error {
+// follow streams a job's tap: its start, its output (a terminal's as
+// pty), keepalives while it is quiet, and its end. A client that goes
+// away leaves the job running, as envd leaves a process.
+func (e *E2B) follow(r *http.Request, s *stream, box, id string, tap Tap, tty bool) error {
 	defer tap.Close()
 	ctx := r.Context()
 	every := keepaliveEvery
@@ -235,7 +251,10 @@ func (e *E2B) follow(r *http.Request, s *stream, box, id string, tap Tap) error 
 		switch {
 		case err == nil:
 			out := "stdout"
-			if stderr {
+			switch {
+			case tty:
+				out = "pty"
+			case stderr:
 				out = "stderr"
 			}
 			if err := send(map[string]any{"data": map[string][]byte{out: data}}); err != nil {
@@ -267,6 +286,31 @@ func (e *E2B) follow(r *http.Request, s *stream, box, id string, tap Tap) error 
 		}
 		return send(map[string]any{"end": end})
 	}
+}
+
+func (e *E2B) update(r *http.Request, in *struct {
+	selector
+	Pty *pty `json:"pty"`
+}) (*empty, error) {
+	box, err := e.envdBox(r, caller.AccessMember)
+	if err != nil {
+		return nil, err
+	}
+	if in.Pty == nil {
+		return &empty{}, nil
+	}
+	rows, cols, err := in.Pty.size()
+	if err != nil {
+		return nil, err
+	}
+	id, err := e.job(box, in.selector)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.jobs.Resize(box, id, rows, cols); err != nil {
+		return nil, err
+	}
+	return &empty{}, nil
 }
 
 func (e *E2B) list(r *http.Request, _ *empty) (*map[string]any, error) {

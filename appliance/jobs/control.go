@@ -39,12 +39,21 @@ type runningJob struct {
 	closed   bool
 
 	taps taps // its output as it comes
+
+	// resize carries a terminal's new sizes (nil: no terminal), the
+	// latest one waiting; it is closed once the command has ended.
+	resizeMu  sync.Mutex
+	resize    chan [2]uint16
+	resizeEnd bool
 }
 
-func newRunningJob(stdin bool) *runningJob {
+func newRunningJob(stdin, tty bool) *runningJob {
 	j := &runningJob{done: make(chan struct{}), signals: make(chan syscall.Signal), ended: make(chan struct{})}
 	if stdin {
 		j.inputEnd, j.input = io.Pipe()
+	}
+	if tty {
+		j.resize = make(chan [2]uint16, 1)
 	}
 	return j
 }
@@ -56,6 +65,12 @@ func (j *runningJob) end() {
 		close(j.ended)
 		if j.inputEnd != nil {
 			j.inputEnd.CloseWithError(errJobEnded)
+		}
+		if j.resize != nil {
+			j.resizeMu.Lock()
+			j.resizeEnd = true
+			close(j.resize)
+			j.resizeMu.Unlock()
 		}
 	})
 }
@@ -123,6 +138,39 @@ func (jb *Jobs) Signal(ctx context.Context, name, id, signal string) (api.Job, e
 		return api.Job{}, ctx.Err()
 	}
 	return jb.Get(name, id)
+}
+
+// Terminal says whether a running job has a terminal.
+func (jb *Jobs) Terminal(name, id string) bool {
+	rj, err := jb.runningJobOf(name, id)
+	return err == nil && rj.resize != nil
+}
+
+// Resize sets the size of a running job's terminal: the command sees
+// it (and a SIGWINCH) as from a terminal window made that size.
+func (jb *Jobs) Resize(name, id string, rows, cols uint16) error {
+	rj, err := jb.runningJobOf(name, id)
+	if err != nil {
+		return err
+	}
+	if rj.resize == nil {
+		return api.Conflict("job %s of box %s has no terminal to resize", id, name)
+	}
+	if rows == 0 || cols == 0 {
+		return api.Invalid("size", "a terminal of %d rows and %d columns: give both", rows, cols)
+	}
+	rj.resizeMu.Lock()
+	defer rj.resizeMu.Unlock()
+	if rj.resizeEnd {
+		return api.Conflict("job %s of box %s ended before its terminal was resized", id, name)
+	}
+	// The latest size is the one that counts: one still waiting goes.
+	select {
+	case <-rj.resize:
+	default:
+	}
+	rj.resize <- [2]uint16{rows, cols}
+	return nil
 }
 
 // Input writes body to a running job's input; with eof, the input

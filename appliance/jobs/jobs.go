@@ -96,13 +96,20 @@ type StartOptions struct {
 	// Tap: a tap has its output, stdout and stderr apart, from the first
 	// byte.
 	Tap bool
+	// TTY runs it in a terminal (of the request's Rows and Cols), its
+	// input open: its output is the terminal's, all of it stdout; its
+	// size may change (Resize).
+	TTY bool
 }
 
 // StartWithOptions starts a job; with o.Tap, it returns a tap of its
 // output.
 func (jb *Jobs) StartWithOptions(name string, p api.ExecPost, o StartOptions) (job api.Job, tap *JobTap, err error) {
 	secrets, label := o.Secrets, o.Label
-	p.TTY = false
+	p.TTY = o.TTY
+	if o.TTY {
+		p.Stdin = true
+	}
 	// A job is a use of its box until it ends (a sleeping box wakes).
 	used, _, err := jb.core.Use(context.Background(), name)
 	if err != nil {
@@ -146,13 +153,14 @@ func (jb *Jobs) StartWithOptions(name string, p api.ExecPost, o StartOptions) (j
 		os.Remove(jb.jobLog(j.ID))
 		return api.Job{}, nil, err
 	}
-	rj := newRunningJob(p.Stdin)
+	rj := newRunningJob(p.Stdin, o.TTY)
 	if o.Tap {
 		tap = newTap()
 		rj.taps.add(tap)
 	}
 	done := rj.done
 	spec.Signals = rj.signals
+	spec.Resize = rj.resize
 	if rj.input != nil {
 		spec.Stdin = rj.inputEnd
 	}

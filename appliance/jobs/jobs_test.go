@@ -107,3 +107,63 @@ func TestJobEnd(t *testing.T) {
 		}
 	}
 }
+
+// A job in a terminal runs with one, of the size asked, its input open;
+// a resize reaches its command while it runs, and is refused once it has
+// ended, as it is for a job without a terminal.
+func TestTerminalJob(t *testing.T) {
+	jb, s, drv := withCore(t)
+	s.Cfg.StateDir = t.TempDir()
+	if _, err := s.CreateBox(context.Background(), api.BoxPost{Name: "b"}); err != nil {
+		t.Fatal(err)
+	}
+	sizes := make(chan [2]uint16)
+	drv.ExecFunc = func(_ string, spec driver.ExecSpec) (int, error) {
+		if !spec.TTY || spec.Stdin == nil || spec.Rows != 30 || spec.Cols != 100 || spec.Resize == nil {
+			return 1, nil
+		}
+		for sz := range spec.Resize {
+			sizes <- sz
+			if sz == [2]uint16{1, 1} {
+				return 0, nil
+			}
+		}
+		return 2, nil
+	}
+	j, _, err := jb.StartWithOptions("b", api.ExecPost{Cmd: []string{"bash"}, Rows: 30, Cols: 100}, StartOptions{TTY: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !jb.Terminal("b", j.ID) {
+		t.Fatal("a job started in a terminal says it has none")
+	}
+	if err := jb.Resize("b", j.ID, 40, 120); err != nil {
+		t.Fatal(err)
+	}
+	if sz := <-sizes; sz != [2]uint16{40, 120} {
+		t.Fatalf("the command saw %v", sz)
+	}
+	if err := jb.Resize("b", j.ID, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	<-sizes
+	for deadline := time.Now().Add(10 * time.Second); jb.Terminal("b", j.ID); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the job did not end")
+		}
+	}
+	if got, _ := jb.Get("b", j.ID); got.ExitCode == nil || *got.ExitCode != 0 {
+		t.Fatalf("the terminal's command was not run as asked: %+v", got)
+	}
+	if err := jb.Resize("b", j.ID, 40, 120); err == nil || !strings.Contains(err.Error(), "not running") {
+		t.Fatalf("a resize after the end: %v", err)
+	}
+	drv.ExecFunc = func(string, driver.ExecSpec) (int, error) { <-t.Context().Done(); return -1, t.Context().Err() }
+	plain, err := jb.Start("b", api.ExecPost{Cmd: []string{"sleep", "1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jb.Resize("b", plain.ID, 40, 120); err == nil || !strings.Contains(err.Error(), "no terminal") {
+		t.Fatalf("a resize of a job without a terminal: %v", err)
+	}
+}

@@ -145,8 +145,8 @@ func Capabilities(svc *service.Service) []route.Capability {
 // e2b.Tap).
 type e2bJobs struct{ *jobs.Jobs }
 
-func (j e2bJobs) StartTapped(name string, p api.ExecPost, user string) (api.Job, e2b.Tap, error) {
-	job, tap, err := j.StartWithOptions(name, p, jobs.StartOptions{User: user, Tap: true})
+func (j e2bJobs) StartTapped(name string, p api.ExecPost, user string, tty bool) (api.Job, e2b.Tap, error) {
+	job, tap, err := j.StartWithOptions(name, p, jobs.StartOptions{User: user, Tap: true, TTY: tty})
 	if err != nil {
 		return job, nil, err
 	}

@@ -72,6 +72,38 @@ test('commands: output, exit codes, env, cwd, stdin, background, kill', async ()
   assert.equal(await sbx.commands.kill(sleeper.pid), false, 'a process that ended is not found')
 })
 
+test('a terminal (pty): typed input runs in it, at its size, resized, reached again', async () => {
+  let shown = ''
+  const dec = new TextDecoder()
+  const keys = (s) => new TextEncoder().encode(s)
+  // Waits for what the terminal shows to match re: the bound is for a
+  // failure's sake, not a measure.
+  const shows = async (re) => {
+    for (let i = 0; i < 600 && !re.test(shown); i++) await new Promise((r) => setTimeout(r, 50))
+    assert.match(shown, re)
+  }
+  const term = await sbx.pty.create({ cols: 100, rows: 30, onData: (d) => { shown += dec.decode(d, { stream: true }) } })
+  await sbx.pty.sendInput(term.pid, keys('tty; stty size; echo "[$TERM]"\n'))
+  await shows(/\/dev\/pts\/\d+\r?\n30 100\r?\n\[xterm-256color\]/)
+
+  await sbx.pty.resize(term.pid, { cols: 120, rows: 40 })
+  await sbx.pty.sendInput(term.pid, keys('stty size\n'))
+  await shows(/40 120/)
+
+  // A second client of the same terminal sees what it shows next.
+  let also = ''
+  const again = await sbx.pty.connect(term.pid, { onData: (d) => { also += dec.decode(d, { stream: true }) } })
+  await sbx.pty.sendInput(term.pid, keys('echo second-$((40+2))\n'))
+  await shows(/second-42/)
+  for (let i = 0; i < 600 && !/second-42/.test(also); i++) await new Promise((r) => setTimeout(r, 50))
+  assert.match(also, /second-42/)
+
+  await sbx.pty.sendInput(term.pid, keys('exit 5\n'))
+  await assert.rejects(term.wait(), (e) => e instanceof CommandExitError && e.exitCode === 5)
+  await again.wait().catch(() => {})
+  await assert.rejects(sbx.pty.resize(term.pid, { cols: 80, rows: 24 }), NotFoundError, 'an ended terminal is not found')
+})
+
 test('files: text, binary, large, many, list, stat, rename, remove, watch', async () => {
   const info = await sbx.files.write('notes/hello.txt', 'hello from the SDK\n')
   assert.equal(info.path, '/home/user/notes/hello.txt')
