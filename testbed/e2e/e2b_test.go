@@ -15,6 +15,23 @@ import (
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
+// e2bSDKs is node and testbed/e2b, with E2B's SDKs installed there from
+// its lock file.
+func e2bSDKs(t *testing.T) (node, dir string) {
+	t.Helper()
+	npm := harness.Tool(t, "npm")
+	node = harness.Tool(t, "node")
+	dir, _ = filepath.Abs("../e2b")
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "e2b")); err != nil {
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm ci: %v\n%s", err, out)
+		}
+	}
+	return node, dir
+}
+
 // E2B's official SDKs from npm (pinned in testbed/e2b's lock file),
 // unchanged, against a real paddockd on the real engine: pointed at it
 // by what 'paddock e2b env' prints, they make, use, pause, resume, fork
@@ -23,16 +40,7 @@ import (
 // OpenAI Agents SDK's E2B client runs a task in one; the audit log
 // holds what they did under their user.
 func TestE2BSDK(t *testing.T) {
-	npm := harness.Tool(t, "npm")
-	node := harness.Tool(t, "node")
-	dir, _ := filepath.Abs("../e2b")
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "e2b")); err != nil {
-		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("npm ci: %v\n%s", err, out)
-		}
-	}
+	node, dir := e2bSDKs(t)
 	d := startDaemon(t, t.TempDir())
 	t.Cleanup(d.Cleanup)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

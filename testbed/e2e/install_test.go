@@ -325,6 +325,36 @@ func TestInstall(t *testing.T) {
 		t.Fatalf("exec: %v %s", err, out)
 	}
 
+	// E2B's SDK through the front door, over HTTPS, with the settings
+	// 'paddock e2b env' prints for this server: a sandbox made, a
+	// command and a file through envd, the sandbox killed. (The SDK's own
+	// proxy option reaches the server's address, as DNS would.)
+	envOut, err := cli(ciEnv, "e2b", "env")
+	if err != nil {
+		t.Fatalf("paddock e2b env: %v %s", err, envOut)
+	}
+	e2bEnv := append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile, "E2B_TEST_PROXY="+proxy, "E2B_DOMAIN=", "E2B_DEBUG=")
+	for _, m := range regexp.MustCompile(`(?m)^export (E2B_[A-Z_]+)=(\S+)$`).FindAllStringSubmatch(envOut, -1) {
+		e2bEnv = append(e2bEnv, m[1]+"="+m[2])
+	}
+	if !strings.Contains(envOut, "export E2B_API_URL="+base+"/e2b\n") || !strings.Contains(envOut, "export E2B_SANDBOX_URL="+base+"/e2b/envd\n") {
+		t.Fatalf("paddock e2b env printed:\n%s", envOut)
+	}
+	node, e2bDir := e2bSDKs(t)
+	e2bRun := exec.Command(node, "--input-type=module", "-e", `
+import { Sandbox } from 'e2b'
+const sbx = await Sandbox.create({ proxy: process.env.E2B_TEST_PROXY, timeoutMs: 300_000 })
+const r = await sbx.commands.run('echo over https as $(whoami)')
+await sbx.files.write('/home/user/door.txt', 'through the front door')
+const back = await sbx.files.read('/home/user/door.txt')
+await sbx.kill()
+console.log(JSON.stringify({ out: r.stdout, back, gone: !(await Sandbox.list({ proxy: process.env.E2B_TEST_PROXY }).nextItems()).some((x) => x.sandboxId === sbx.sandboxId) }))
+`)
+	e2bRun.Dir, e2bRun.Env = e2bDir, e2bEnv
+	if out, err := e2bRun.CombinedOutput(); err != nil || !strings.Contains(string(out), `{"out":"over https as paddock\n","back":"through the front door","gone":true}`) {
+		t.Fatalf("E2B's SDK through the front door: %v\n%s", err, out)
+	}
+
 	// A preview URL reaches a port inside the box through Caddy, with a
 	// certificate made on demand: for the token's user, and for the owner's
 	// browser session (through /preview and a ticket).
