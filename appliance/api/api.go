@@ -34,6 +34,20 @@ func Conflict(format string, args ...any) *Error {
 	return &Error{Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
 }
 
+// ErrOverQuota marks a refusal by a user's quota (errors.Is): a conflict
+// on Paddock's API, which E2B's API answers as its own limits are (429).
+var ErrOverQuota = errors.New("over quota")
+
+// OverQuota is a conflict that a quota refused.
+func OverQuota(format string, args ...any) error {
+	return quotaError{Conflict(format, args...)}
+}
+
+type quotaError struct{ e *Error }
+
+func (q quotaError) Error() string   { return q.e.Error() }
+func (q quotaError) Unwrap() []error { return []error{q.e, ErrOverQuota} }
+
 // NotFound is the answer for a kind of thing named name that does not
 // exist, or that the caller may not see (the same answer).
 func NotFound(kind, name string) *Error {

@@ -25,8 +25,10 @@ package e2b
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -124,7 +126,8 @@ const (
 const EnvdVersion = "0.5.7"
 
 // Routes registers E2B's routes.
-func (e *E2B) Routes(a route.API) {
+func (e *E2B) Routes(api route.API) {
+	a := limits{api}
 	p := Prefix
 	a.Handle("POST "+p+"/v2/sandboxes", e.createRoute)
 	a.Handle("GET "+p+"/v2/sandboxes", e.listRoute)
@@ -157,6 +160,22 @@ func (e *E2B) Routes(a route.API) {
 	for m, h := range e.filesystemMethods() {
 		a.Handle("POST "+v+"/filesystem.Filesystem/"+m, h)
 	}
+}
+
+// limits registers routes whose quota refusals are E2B's limits: 429
+// on the control API (the SDKs' RateLimitError), resource_exhausted on
+// envd's, with the quota's message.
+type limits struct{ route.API }
+
+func (l limits) Handle(pattern string, h route.Handler) {
+	l.API.Handle(pattern, func(w http.ResponseWriter, r *http.Request) error {
+		err := h(w, r)
+		var ae *api.Error
+		if errors.Is(err, api.ErrOverQuota) && errors.As(err, &ae) {
+			return &api.Error{Code: api.CodeTooMany, Message: ae.Message}
+		}
+		return err
+	})
 }
 
 // Reads are E2B's routes that change nothing: a user of the viewer role

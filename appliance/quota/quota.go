@@ -169,7 +169,7 @@ func (q Quota) Over(field string, n, limit int, what string) error {
 	if n == 1 {
 		what = strings.NewReplacer("boxes", "box", "drives", "drive", "jobs", "job").Replace(what)
 	}
-	return api.Conflict("%s has %d %s, the most allowed (%s): %s, or %s", q.Name, n, what, q.Source(field, limit), q.relief(field), q.Raise(field))
+	return api.OverQuota("%s has %d %s, the most allowed (%s): %s, or %s", q.Name, n, what, q.Source(field, limit), q.relief(field), q.Raise(field))
 }
 
 func (q Quota) relief(field string) string {

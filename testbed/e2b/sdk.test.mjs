@@ -233,6 +233,21 @@ test("another user's sandbox is invisible and untouchable", async () => {
   assert.ok(await sbx.isRunning(), 'still running')
 })
 
+test("a user's quota holds: past it, E2B's limit error with the quota's words", async () => {
+  const quota = (body) => fetch(`${process.env.PADDOCK_URL}/v1/users/mia/quota`, {
+    method: 'PUT', headers: { Authorization: `Bearer ${process.env.PADDOCK_TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body),
+  })
+  const set = await quota({ running: 1 })
+  assert.equal(set.status, 200, await set.text())
+  const asMia = { apiKey: process.env.MIA_KEY }
+  const first = await create(asMia)
+  await assert.rejects(Sandbox.create({ ...asMia, timeoutMs: 600_000 }), (e) => e.name === 'RateLimitError' && /mia has 1 box running, the most allowed/.test(e.message))
+  assert.equal((await Sandbox.list(asMia).nextItems()).length, 1, 'nothing made past the quota')
+  await first.kill()
+  const reset = await quota({ default: ['running'] })
+  assert.equal(reset.status, 200, await reset.text())
+})
+
 test("a viewer's key reads and changes nothing", async () => {
   const res = await fetch(`${process.env.PADDOCK_URL}/v1/boxes/${sbx.sandboxId}/grants/vic`, {
     method: 'PUT', headers: { Authorization: `Bearer ${process.env.PADDOCK_TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ access: 'viewer' }),
