@@ -59,6 +59,10 @@ import (
 type Site struct {
 	// Hostname is the server's public name.
 	Hostname string
+	// Names are other names of the server, served as Hostname is, each
+	// given its certificate on demand (when AskURL approves it): E2B's
+	// api.HOSTNAME.
+	Names []string
 	// HTTPSListen and HTTPListen are host:port addresses (":443", ":80").
 	HTTPSListen string
 	HTTPListen  string
@@ -145,7 +149,7 @@ func Config(s Site) ([]byte, error) {
 		"stream_close_delay": streamCloseDelay,
 	}
 	routes := []obj{
-		{"match": []obj{{"host": []string{s.Hostname}}}, "handle": []obj{proxy}, "terminal": true},
+		{"match": []obj{{"host": append([]string{s.Hostname}, s.Names...)}}, "handle": []obj{proxy}, "terminal": true},
 		{"match": []obj{{"header_regexp": obj{"Host": obj{"name": "preview", "pattern": PreviewPattern(s.Hostname)}}}}, "handle": []obj{proxy}, "terminal": true},
 		{"handle": []obj{{"handler": "static_response", "status_code": 404, "body": "No such site on this server.\n"}}},
 	}

@@ -35,6 +35,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/e2b"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/service"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -374,7 +375,7 @@ func startFront(cfg config.Config, prev *preview.Handler, log *slog.Logger) (*ca
 	if cfg.Socket != "" {
 		upstream = "unix/" + cfg.Socket
 	}
-	site := caddy.Site{Hostname: cfg.Hostname, HTTPSListen: cfg.HTTPSListen, HTTPListen: cfg.HTTPListen, TLS: cfg.TLS,
+	site := caddy.Site{Hostname: cfg.Hostname, Names: []string{e2b.APIHost(cfg.Hostname)}, HTTPSListen: cfg.HTTPSListen, HTTPListen: cfg.HTTPListen, TLS: cfg.TLS,
 		Email: cfg.ACMEEmail, StorageDir: filepath.Join(cfg.StateDir, "caddy"), Upstream: upstream,
 		AskURL: "http://" + al.Addr().String() + "/ask"}
 	front := &caddy.Front{}

@@ -22,6 +22,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/driver/cluster"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/e2b"
 	"github.com/paddock-dev/paddock/appliance/jobs"
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/node"
@@ -285,7 +286,8 @@ func (d *started) frontEnds(sshPort int, sshHostKey string) (*http.Server, *prev
 	pages := dashboard.New(svc, st, log, cfg.Hostname, cfg.Hostname != "")
 	var prev *preview.Handler
 	if cfg.Hostname != "" {
-		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox, Use: svc.Use}
+		prev = &preview.Handler{Store: st, Pages: pages, Hostname: cfg.Hostname, Scheme: "https", Port: httpsPort(cfg), Dial: svc.DialBox, Use: svc.Use,
+			Served: e2b.ServedPort, Names: []string{e2b.APIHost(cfg.Hostname)}}
 	} else if host, port, err := net.SplitHostPort(cfg.Listen); err == nil && port != "" {
 		// Local mode: previews at http://PORT-BOX.localhost:PORT, which
 		// browsers send to the loopback address; a browser without a

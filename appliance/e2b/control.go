@@ -78,7 +78,11 @@ func (e *E2B) view(b api.Box, token string) sandbox {
 			meta[k] = v
 		}
 	}
-	return sandbox{TemplateID: template, SandboxID: b.Name, ClientID: "paddock", EnvdVersion: EnvdVersion, EnvdAccessToken: token, TrafficAccessToken: token,
+	var domain *string
+	if e.Domain != "" {
+		domain = &e.Domain
+	}
+	return sandbox{TemplateID: template, SandboxID: b.Name, ClientID: "paddock", EnvdVersion: EnvdVersion, EnvdAccessToken: token, TrafficAccessToken: token, Domain: domain,
 		StartedAt: b.Created, EndAt: end, CPUCount: max(1, int(b.CPUs+0.5)), MemoryMB: b.MemoryMiB, Metadata: meta, State: state,
 		VolumeMounts: []any{}}
 }

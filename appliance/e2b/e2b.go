@@ -104,6 +104,12 @@ type E2B struct {
 	interp  Interpreter
 	metrics Metrics
 	log     *slog.Logger
+
+	// Domain is the server's host name, where E2B's host names are
+	// (APIHost, a sandbox's PORT-ID.Domain): a sandbox's answer says it,
+	// and the SDKs build the addresses of its ports from it (the desktop
+	// SDK's stream). "": none (local mode).
+	Domain string
 }
 
 // New is E2B's API over the core, the engine's driver, and the jobs,

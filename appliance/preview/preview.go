@@ -26,6 +26,7 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -96,6 +97,12 @@ type Handler struct {
 	// Use marks a box in use for a request, waking it if it sleeps
 	// (Service.Use); nil: requests are no use.
 	Use func(ctx context.Context, box string) (done func(), woke bool, err error)
+	// Served says which ports of every box paddockd answers itself at
+	// their preview names (E2B's envd, package e2b): Ask approves their
+	// names for a running box without asking the box. Names are other
+	// names of the server that Ask approves (E2B's api.HOST).
+	Served func(port int) bool
+	Names  []string
 
 	once     sync.Once
 	approved map[string]bool
@@ -172,7 +179,7 @@ func (h *Handler) Routes(t *route.Table) {
 // *.HOST (the README says how) needs no on-demand orders at all.
 func (h *Handler) Ask(w http.ResponseWriter, r *http.Request) {
 	d := strings.ToLower(r.URL.Query().Get("domain"))
-	if d == h.Hostname {
+	if d == h.Hostname || slices.Contains(h.Names, d) {
 		return
 	}
 	port, box, ok := h.Match(d)
@@ -189,7 +196,8 @@ func (h *Handler) Ask(w http.ResponseWriter, r *http.Request) {
 	b, err := h.Store.GetBox(box)
 	// A box on another server is not asked whether it listens: a name
 	// for it is approved while it runs (AskLimit still bounds them).
-	if err != nil || b.IP == "" || b.Observed != "running" || (b.Node == "" && !listening(b.IP, port)) {
+	served := h.Served != nil && h.Served(port)
+	if err != nil || b.IP == "" || b.Observed != "running" || (b.Node == "" && !served && !listening(b.IP, port)) {
 		http.Error(w, "not a name of this server", http.StatusNotFound)
 		return
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -132,13 +133,15 @@ func Capabilities(svc *service.Service) []route.Capability {
 	// interpreter.
 	f, w := files.New(svc, svc.Driver, &svc.Cfg, svc.Log), watch.New(svc)
 	k := kernel.New(svc)
+	e2bAPI := e2b.New(svc, svc.Driver, e2bJobs{j}, f, w, k, m, svc.Log)
+	e2bAPI.Domain = svc.Cfg.Hostname
 	return []route.Capability{access.New(svc, svc.Store, &svc.Cfg, svc.Log), k, computer.New(svc), w,
 		desktop.New(svc, svc.Log, filepath.Join(svc.Cfg.StateDir, "screenshots")), m,
 		n, images.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), f, j,
 		secrets.New(svc, svc.Store, svc.Log), agents.New(svc, svc.Store, j, &svc.Cfg),
 		project.New(svc, svc.Store, svc.Rec, svc.Driver, &svc.Cfg), policy.New(svc, svc.Store, svc.Rec, svc.Firewall),
 		drives.New(svc, svc.Store, svc.Driver, &svc.Cfg, svc.Log), events.New(svc, svc.Store, m), grants.New(svc, svc.Store), boxes.New(svc),
-		e2b.New(svc, svc.Driver, e2bJobs{j}, f, w, k, m, svc.Log)}
+		e2bAPI}
 }
 
 // e2bJobs is the jobs as E2B's processes take them (their taps as
@@ -247,8 +250,22 @@ func (s *Server) Handler() http.Handler {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, _, ok := s.Preview.Match(r.Host); ok {
+		if port, box, ok := s.Preview.Match(r.Host); ok {
+			if e2b.ServedPort(port) {
+				// E2B's envd and interpreter at a sandbox's own name.
+				h.ServeHTTP(w, e2b.AtSandboxHost(r, port, box))
+				return
+			}
 			s.Preview.ServeHTTP(w, r)
+			return
+		}
+		host := r.Host
+		if hp, _, err := net.SplitHostPort(r.Host); err == nil {
+			host = hp
+		}
+		if strings.EqualFold(host, e2b.APIHost(s.Preview.Hostname)) {
+			// E2B's control API at its own name (E2B_DOMAIN alone).
+			h.ServeHTTP(w, e2b.AtAPIHost(r))
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -63,6 +63,18 @@ func TestE2BSDK(t *testing.T) {
 		settings["E2B_SANDBOX_URL"] != "http://"+d.Listen+"/e2b/envd" {
 		t.Fatalf("paddock e2b env printed:\n%s", out)
 	}
+	// E2B_DOMAIN is for a server behind the front door: in local mode it
+	// is refused, and no key is made.
+	domCmd := exec.Command(bins.Paddock, "e2b", "env", "--domain", "--name", "e2b-domain")
+	domCmd.Env = cliLoginEnv(t, d)
+	if out, err := domCmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "not a server behind the front door") {
+		t.Fatalf("paddock e2b env --domain in local mode: %v\n%s", err, out)
+	}
+	listCmd := exec.Command(bins.Paddock, "token", "ls")
+	listCmd.Env = cliLoginEnv(t, d)
+	if out, err := listCmd.CombinedOutput(); err != nil || strings.Contains(string(out), "e2b-domain") {
+		t.Fatalf("a refused --domain made a key: %v\n%s", err, out)
+	}
 	key := func(tok, name string) string {
 		c, err := client.New("http://"+d.Listen, tok)
 		if err != nil {

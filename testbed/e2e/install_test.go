@@ -354,6 +354,30 @@ console.log(JSON.stringify({ out: r.stdout, back, gone: !(await Sandbox.list({ p
 	if out, err := e2bRun.CombinedOutput(); err != nil || !strings.Contains(string(out), `{"out":"over https as paddock\n","back":"through the front door","gone":true}`) {
 		t.Fatalf("E2B's SDK through the front door: %v\n%s", err, out)
 	}
+	// E2B's own form, E2B_DOMAIN alone: the control API at api.HOST, the
+	// sandbox's envd at 49983-ID.HOST, each with a certificate made on
+	// demand. (The URLs the SDK would take over the domain are unset.)
+	domOut, err := cli(ciEnv, "e2b", "env", "--domain", "--name", "e2b-domain")
+	if err != nil || !strings.Contains(domOut, "unset E2B_API_URL E2B_SANDBOX_URL\nexport E2B_DOMAIN=paddock.test\n") {
+		t.Fatalf("paddock e2b env --domain: %v\n%s", err, domOut)
+	}
+	domEnv := append(os.Environ(), "NODE_EXTRA_CA_CERTS="+caFile, "E2B_TEST_PROXY="+proxy, "E2B_API_URL=", "E2B_SANDBOX_URL=", "E2B_DEBUG=")
+	for _, m := range regexp.MustCompile(`(?m)^export (E2B_[A-Z_]+)=(\S+)$`).FindAllStringSubmatch(domOut, -1) {
+		domEnv = append(domEnv, m[1]+"="+m[2])
+	}
+	e2bRun = exec.Command(node, "--input-type=module", "-e", `
+import { Sandbox } from 'e2b'
+const sbx = await Sandbox.create({ proxy: process.env.E2B_TEST_PROXY, timeoutMs: 300_000 })
+const r = await sbx.commands.run('echo at 49983-' + sbx.sandboxId)
+await sbx.files.write('/home/user/door.txt', 'by its own name')
+const back = await sbx.files.read('/home/user/door.txt')
+await sbx.kill()
+console.log(JSON.stringify({ out: r.stdout === 'at 49983-' + sbx.sandboxId + '\n', back, domain: sbx.sandboxDomain }))
+`)
+	e2bRun.Dir, e2bRun.Env = e2bDir, domEnv
+	if out, err := e2bRun.CombinedOutput(); err != nil || !strings.Contains(string(out), `{"out":true,"back":"by its own name","domain":"paddock.test"}`) {
+		t.Fatalf("E2B's SDK with E2B_DOMAIN: %v\n%s", err, out)
+	}
 
 	// A preview URL reaches a port inside the box through Caddy, with a
 	// certificate made on demand: for the token's user, and for the owner's
