@@ -43,6 +43,7 @@ main() {
     netcat-openbsd procps rsync sudo tar nodejs npm python3 openssh-client openssh-sftp-server \
     xfce4 xfce4-terminal tigervnc-standalone-server tigervnc-tools dbus-x11 \
     xdotool x11-apps x11-utils xterm imagemagick mousepad docker.io xvfb scrot \
+    x11vnc novnc python3-websockify net-tools iproute2 \
     inotify-tools python3-ipykernel python3-jupyter-client python3-matplotlib python3-pandas
   # Debian 13 ships the docker client apart from the engine (a
   # recommendation of docker.io); Ubuntu's docker.io has it inside.
@@ -50,6 +51,9 @@ main() {
     apt-get install -y --no-install-recommends docker-cli
   fi
   rm -rf /var/lib/apt/lists/*
+  # E2B's desktop SDK streams its display with x11vnc and noVNC, which it
+  # runs from /opt/noVNC (its own template's place for it).
+  ln -sfn /usr/share/novnc /opt/noVNC
 
   # The box user comes first: the agents' own installers run as it.
   if ! id paddock >/dev/null 2>&1; then
