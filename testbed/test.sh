@@ -71,5 +71,6 @@ noskips=()
 [ "${PADDOCK_NO_SKIPS:-}" = 1 ] && noskips=(-no-skips)
 # The timeout stops a hung test, not a slow machine: the e2e package took
 # 16 minutes on a settled machine and 20.3 on a fresh one (its test images
-# built on first use), where 20m failed the run.
-go test -json -count=1 -timeout 40m ./... 2>&1 | "$xdir/testlog" "${noskips[@]}" | tee /tmp/paddock-test.log
+# built on first use), where 20m failed the run; 31.5 on a machine whose
+# box operations ran twice as long, close to the 40m it then had.
+go test -json -count=1 -timeout 60m ./... 2>&1 | "$xdir/testlog" "${noskips[@]}" | tee /tmp/paddock-test.log
