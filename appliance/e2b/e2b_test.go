@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/iotest"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -247,5 +248,23 @@ func TestPutOnePart(t *testing.T) {
 	}
 	if len(ran) != 1 || !strings.HasPrefix(ran[0], ` rm -f -- "$1"`) {
 		t.Fatalf("two parts: then ran %q", ran)
+	}
+}
+
+// A part's boundary inside what was taken for one file is seen however
+// the reads cut it, byte by byte too; a file without one passes clean.
+func TestDelimScan(t *testing.T) {
+	for _, c := range []struct {
+		data string
+		want bool
+	}{
+		{"abc\r\n--XBdef", true}, {"\r\n--XB", true}, {"abc\r\n--XAdef\r\n-", false}, {"plain", false},
+	} {
+		for _, r := range []io.Reader{strings.NewReader(c.data), iotest.OneByteReader(strings.NewReader(c.data)), iotest.HalfReader(strings.NewReader(c.data))} {
+			d := &delimScan{r: r, delim: []byte("\r\n--XB")}
+			if b, err := io.ReadAll(d); err != nil || string(b) != c.data || d.found != c.want {
+				t.Errorf("%q through %T: found %v, want %v (%q, %v)", c.data, r, d.found, c.want, b, err)
+			}
+		}
 	}
 }

@@ -344,12 +344,13 @@ func (d *delimScan) Read(p []byte) (int, error) {
 		// Where the last read and this one meet, then this one.
 		joint := append(append([]byte(nil), d.carry...), p[:min(n, k)]...)
 		d.found = bytes.Contains(joint, d.delim) || bytes.Contains(p[:n], d.delim)
-		if n >= k {
-			d.carry = append(d.carry[:0], p[n-k:n]...)
-		} else {
-			joint = append(append([]byte(nil), d.carry...), p[:n]...)
-			d.carry = append(d.carry[:0], joint[max(0, len(joint)-k):]...)
+		// The last k bytes read: of this read, or of the joint when it
+		// is shorter (the joint is then the carry and all of it).
+		tail := p[:n]
+		if n < k {
+			tail = joint
 		}
+		d.carry = append(d.carry[:0], tail[max(0, len(tail)-k):]...)
 	}
 	return n, err
 }

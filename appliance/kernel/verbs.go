@@ -53,8 +53,10 @@ func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Dur
 	out := &capped.Buffer{Max: MaxOutput}
 	errb := &capped.Buffer{Max: 64 << 10}
 	stdout := io.Writer(out)
+	var ev *events
 	if each != nil {
-		stdout = &events{out: out, each: each}
+		ev = &events{out: out, each: each}
+		stdout = ev
 	}
 	if op.Op == "run" {
 		// A run whose caller went away is interrupted, as one past its
@@ -65,8 +67,8 @@ func (k *Interpreter) do(ctx context.Context, name string, op Op, bound time.Dur
 	code, err := k.Core.RunIn(ctx, b, driver.ExecSpec{
 		Cmd: []string{"python3", "-c", Script}, Stdin: bytes.NewReader(in), Stdout: stdout, Stderr: errb, Timeout: bound,
 	})
-	if each != nil {
-		stdout.(*events).flush()
+	if ev != nil {
+		ev.flush()
 	}
 	if err != nil {
 		return Outcome{}, err

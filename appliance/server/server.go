@@ -249,6 +249,7 @@ func (s *Server) Handler() http.Handler {
 	if s.Preview == nil {
 		return h
 	}
+	apiHost := e2b.APIHost(s.Preview.Hostname)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if port, box, ok := s.Preview.Match(r.Host); ok {
 			if e2b.ServedPort(port) {
@@ -263,7 +264,7 @@ func (s *Server) Handler() http.Handler {
 		if hp, _, err := net.SplitHostPort(r.Host); err == nil {
 			host = hp
 		}
-		if strings.EqualFold(host, e2b.APIHost(s.Preview.Hostname)) {
+		if strings.EqualFold(host, apiHost) {
 			// E2B's control API at its own name (E2B_DOMAIN alone).
 			h.ServeHTTP(w, e2b.AtAPIHost(r))
 			return
