@@ -16,6 +16,7 @@ command -v systemd-analyze >/dev/null || need+=(systemd)
 command -v shellcheck >/dev/null || need+=(shellcheck)
 command -v file >/dev/null || need+=(file)
 command -v rsync >/dev/null || need+=(rsync)
+command -v rclone >/dev/null || need+=(rclone)
 if [ ${#need[@]} -gt 0 ]; then
   echo "testbed: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

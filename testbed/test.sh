@@ -9,8 +9,9 @@ cd "$root"
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "engine and test images"
+step "engine, S3 server and test images"
 bash testbed/engine.sh
+bash testbed/s3.sh
 PADDOCK_TEST_IMAGE=$(bash testbed/images.sh)
 export PADDOCK_TEST_IMAGE
 echo "box image: $PADDOCK_TEST_IMAGE"

@@ -38,7 +38,8 @@ type Box struct {
 	IP string `json:"ip,omitempty"`
 	// Note says why the box was stopped when its user did not stop it:
 	// its disk use passed its type's disk_gib, or it went unused for its
-	// idle stop. Cleared when it starts.
+	// idle stop; or that it lost its container and was made again from a
+	// snapshot, losing what it wrote after. Cleared when it starts by hand.
 	Note string `json:"note,omitempty"`
 	// IdleStop is how long the box may go unused before it is stopped
 	// (its own, or its type's; empty: never).

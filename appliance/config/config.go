@@ -27,6 +27,8 @@ import (
 	"github.com/knadh/koanf/providers/posflag"
 	"github.com/knadh/koanf/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/paddock-dev/paddock/appliance/objstore"
 )
 
 // DefaultPath is the configuration file read when none is named.
@@ -155,6 +157,13 @@ type Config struct {
 	Images []string `koanf:"images"`
 	// Builds bound users' own image builds (package images).
 	Builds Builds `koanf:"builds"`
+	// ObjectStore is the S3-compatible store that boxes' snapshots are
+	// shipped to, so that they outlive this server's disk (package
+	// shipping); empty endpoint: none. Its keys stay in paddockd.
+	ObjectStore objstore.Config `koanf:"object_store"`
+	// ShipInterval is how often snapshots not yet in the object store are
+	// looked for (each is shipped once it is taken, too).
+	ShipInterval time.Duration `koanf:"ship_interval"`
 	// BoxUser runs commands in boxes; BoxUID owns pushed files.
 	BoxUser string `koanf:"box_user"`
 	BoxUID  int    `koanf:"box_uid"`
@@ -385,6 +394,7 @@ func Defaults() map[string]any {
 		"link_ttl":                    "24h",
 		"desktop_default":             true,
 		"snapshot_keep":               5,
+		"ship_interval":               "1m",
 		"agents.claude.command":       []string{"claude", "-p"},
 		"agents.claude.secrets":       []string{"ANTHROPIC_API_KEY"},
 		"agents.claude.logins":        []string{".claude/.credentials.json"},
@@ -586,6 +596,12 @@ func (c Config) Validate() error {
 	}
 	if c.SnapshotKeep < 0 {
 		return errors.New("config: snapshot_keep must be 0 (keep all) or more")
+	}
+	if err := c.ObjectStore.Check(); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	if c.ObjectStore.Enabled() && c.ShipInterval <= 0 {
+		return errors.New("config: ship_interval must be positive")
 	}
 	return nil
 }

@@ -27,12 +27,14 @@ import (
 	"github.com/paddock-dev/paddock/appliance/metrics"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/appliance/nodes"
+	"github.com/paddock-dev/paddock/appliance/objstore"
 	"github.com/paddock-dev/paddock/appliance/preview"
 	"github.com/paddock-dev/paddock/appliance/reconcile"
 	"github.com/paddock-dev/paddock/appliance/route"
 	"github.com/paddock-dev/paddock/appliance/secrets"
 	"github.com/paddock-dev/paddock/appliance/server"
 	"github.com/paddock-dev/paddock/appliance/service"
+	"github.com/paddock-dev/paddock/appliance/shipping"
 	"github.com/paddock-dev/paddock/appliance/sshgate"
 	"github.com/paddock-dev/paddock/appliance/sso"
 	"github.com/paddock-dev/paddock/appliance/store"
@@ -56,6 +58,10 @@ type started struct {
 	svc    *service.Service
 	caps   []route.Capability
 	undo   []func()
+	// ship ships snapshots to the object store (nil: none configured);
+	// shipKick has it look now.
+	ship     *shipping.Shipper
+	shipKick <-chan struct{}
 }
 
 // onClose has f run when serve returns.
@@ -164,6 +170,9 @@ func (d *started) buildCore(life context.Context) error {
 	}
 	rules.SetNode("", d.boxNet.Subnet, clusterIP, d.fw)
 	d.rec = &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
+	if err := d.shipping(life, nodes); err != nil {
+		return err
+	}
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
 	if err != nil {
 		return err
@@ -195,6 +204,37 @@ func (d *started) buildCore(life context.Context) error {
 	d.caps = server.Capabilities(svc)
 	d.rec.Yield = svc.Fore.Busy
 	d.rec.Restoring = svc.DriveRestoring
+	return nil
+}
+
+// shipping sets up the shipping of snapshots to the object store, when
+// one is configured. A store that does not answer now does not stop
+// paddockd: the shipping says so, and tries again.
+func (d *started) shipping(ctx context.Context, nodes *cluster.Driver) error {
+	if !d.cfg.ObjectStore.Enabled() {
+		return nil
+	}
+	bucket, err := objstore.Open(d.cfg.ObjectStore, d.cfg.Instance)
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := bucket.Check(cctx); err != nil {
+		d.log.Warn("the object store does not answer now: snapshots are shipped once it does", "err", err)
+	}
+	st := d.st
+	d.ship = &shipping.Shipper{Store: st, Engines: nodes, Bucket: bucket, Log: d.log}
+	kick, kickFn := kicker()
+	d.shipKick = kick
+	d.rec.Taken = func(string) { kickFn() }
+	d.rec.Fetch = func(ctx context.Context, snapshot, box string) error {
+		node := ""
+		if b, err := st.GetBox(box); err == nil {
+			node = b.Node
+		}
+		return d.ship.Fetch(ctx, snapshot, node)
+	}
 	return nil
 }
 
@@ -396,6 +436,9 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 	}
 	if cfg.DiskCheckInterval > 0 {
 		go loop(ctx, cfg.DiskCheckInterval, nil, logged("disk check", svc.CheckDisk))
+	}
+	if d.ship != nil {
+		go loop(ctx, cfg.ShipInterval, d.shipKick, logged("shipping snapshots", d.ship.Pass))
 	}
 }
 

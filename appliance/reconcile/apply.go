@@ -50,6 +50,14 @@ type Reconciler struct {
 	// pass making pool boxes lets go of the engine and of the run lock
 	// for the request's own.
 	Yield func() bool
+	// Fetch, when set, makes sure the server of box has a snapshot's
+	// image before the box is made from it (loading it from the object
+	// store if it is not there); Taken hears of each snapshot that
+	// became ready (to ship it). With Fetch, a box that lost its
+	// container is made again from its newest snapshot even if the
+	// engine lost its image too, once that snapshot was shipped.
+	Fetch func(ctx context.Context, snapshot, box string) error
+	Taken func(snapshot string)
 
 	mu sync.Mutex
 	// liveMu guards what runs share with claims and policy changes, which
@@ -579,7 +587,7 @@ func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, er
 		}
 		var newest *store.Snapshot
 		for i := range snaps { // oldest first
-			if snaps[i].State == "ready" && images[snaps[i].ID] {
+			if snaps[i].State == "ready" && (images[snaps[i].ID] || (r.Fetch != nil && snaps[i].Shipped == "shipped")) {
 				newest = &snaps[i]
 			}
 		}
@@ -598,6 +606,9 @@ func (r *Reconciler) recoverLost(boxes []store.Box, observed Observed) (bool, er
 				}
 			}
 			cur.From, moved = newest.ID, true
+			// Said where its user looks: what it wrote after then is gone.
+			cur.Note = fmt.Sprintf("its container was lost at %s: made again from snapshot %s, taken %s; what it wrote after that is lost",
+				time.Now().UTC().Format(time.RFC3339), newest.ID, newest.Created.UTC().Format(time.RFC3339))
 			return tx.UpdateBox(cur)
 		})
 		if err != nil {
@@ -665,19 +676,25 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 				r.Store.SetSnapshotSize(c.Snapshot, n)
 			}
 		}
-		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")
+		return r.ready(c.Snapshot)
 	case MarkSnapshot:
-		return r.Store.SetSnapshotState(c.Snapshot, "ready", "")
+		return r.ready(c.Snapshot)
 	case FailSnapshot:
 		return r.Store.SetSnapshotState(c.Snapshot, "failed", c.Reason)
 	case RemoveBox:
 		return ignoreNotFound(d.RemoveBox(ctx, key))
 	case ReplaceBox:
+		if err := r.fetch(ctx, c); err != nil {
+			return err
+		}
 		if err := ignoreNotFound(d.RemoveBox(ctx, key)); err != nil {
 			return err
 		}
 		return d.CreateBox(ctx, *c.Spec)
 	case CreateBox:
+		if err := r.fetch(ctx, c); err != nil {
+			return err
+		}
 		if err := d.CreateBox(ctx, *c.Spec); err != nil {
 			return err
 		}
@@ -713,6 +730,26 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 		return r.Store.ForgetSnapshot(c.Snapshot)
 	}
 	return fmt.Errorf("unknown action %q", c.Action)
+}
+
+// ready records a snapshot taken.
+func (r *Reconciler) ready(id string) error {
+	if err := r.Store.SetSnapshotState(id, "ready", ""); err != nil {
+		return err
+	}
+	if r.Taken != nil {
+		r.Taken(id)
+	}
+	return nil
+}
+
+// fetch brings the snapshot a box is to be made from to its server, when
+// it is not there (Fetch).
+func (r *Reconciler) fetch(ctx context.Context, c Change) error {
+	if r.Fetch == nil || c.Spec.Snapshot == "" {
+		return nil
+	}
+	return r.Fetch(ctx, c.Spec.Snapshot, c.Box)
 }
 
 // buryRemoved frees the names of removed boxes whose container and

@@ -102,6 +102,11 @@ type Snapshot struct {
 	Size int64
 	// Node is the server its image is on (its box's when it was taken).
 	Node string
+	// Shipped says where it stands with the object store: "" or "local"
+	// (on its server only), "shipping", "shipped"; ShipError is why the
+	// last shipping failed.
+	Shipped   string
+	ShipError string
 }
 
 // AddSnapshot declares a snapshot.
@@ -114,7 +119,7 @@ func (t *Tx) AddSnapshot(s Snapshot) error {
 
 // GetSnapshot reads one snapshot in the transaction.
 func (t *Tx) GetSnapshot(id string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node FROM snapshots WHERE id=?`, id))
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node, shipped, ship_error FROM snapshots WHERE id=?`, id))
 }
 
 // MarkSnapshotsDeleting turns every snapshot of a box into a tombstone.
@@ -140,14 +145,14 @@ func (t *Tx) PruneSnapshots(box string, keep int) error {
 // restore's default is the newest point the box was saved at, not the
 // state the last restore left behind.
 func (t *Tx) NewestSnapshot(box string) (Snapshot, error) {
-	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node FROM snapshots
+	return scanSnapshot(t.tx.QueryRow(`SELECT id, box, reason, state, error, created, size, node, shipped, ship_error FROM snapshots
 		WHERE box=? AND state IN ('ready','pending') AND reason != 'restore' ORDER BY created DESC, id DESC LIMIT 1`, box))
 }
 
 func scanSnapshot(r scanner) (Snapshot, error) {
 	var s Snapshot
 	var c int64
-	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c, &s.Size, &s.Node)
+	err := r.Scan(&s.ID, &s.Box, &s.Reason, &s.State, &s.Error, &c, &s.Size, &s.Node, &s.Shipped, &s.ShipError)
 	if errors.Is(err, sql.ErrNoRows) {
 		return s, ErrNotFound
 	}
@@ -169,7 +174,7 @@ func (t *Tx) ListSnapshots(box string) ([]Snapshot, error) {
 }
 
 func listSnapshots(box string) (string, []any) {
-	q := `SELECT id, box, reason, state, error, created, size, node FROM snapshots`
+	q := `SELECT id, box, reason, state, error, created, size, node, shipped, ship_error FROM snapshots`
 	var args []any
 	if box != "" {
 		q += ` WHERE box=?`
@@ -188,6 +193,13 @@ func (s *Store) SetSnapshotState(id, state, errMsg string) error {
 // serial does not move).
 func (s *Store) SetSnapshotSize(id string, size int64) error {
 	_, err := s.q.Exec(`UPDATE snapshots SET size=? WHERE id=?`, size, id)
+	return err
+}
+
+// SetSnapshotShipped records where a snapshot stands with the object
+// store (observed state: the serial does not move).
+func (s *Store) SetSnapshotShipped(id, shipped, errMsg string) error {
+	_, err := s.q.Exec(`UPDATE snapshots SET shipped=?, ship_error=? WHERE id=?`, shipped, errMsg, id)
 	return err
 }
 
@@ -212,7 +224,8 @@ type Job struct {
 
 // API is the snapshot as the API shows it.
 func (sn Snapshot) API() api.Snapshot {
-	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created, Size: sn.Size}
+	return api.Snapshot{ID: sn.ID, Box: sn.Box, Reason: sn.Reason, State: sn.State, Error: sn.Error, Created: sn.Created, Size: sn.Size,
+		Shipped: sn.Shipped, ShipError: sn.ShipError}
 }
 
 // API is the job as the API shows it.

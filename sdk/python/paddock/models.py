@@ -509,7 +509,7 @@ SignalPost = TypedDict("SignalPost", {"signal": "str"}, total=False)
 
 
 _SnapshotRequired = TypedDict("_SnapshotRequired", {"box": "str", "created": "str", "id": "str", "reason": "str", "state": "str"})
-_SnapshotOptional = TypedDict("_SnapshotOptional", {"error": "str", "size": "int"}, total=False)
+_SnapshotOptional = TypedDict("_SnapshotOptional", {"error": "str", "ship_error": "str", "shipped": "str", "size": "int"}, total=False)
 
 
 class Snapshot(_SnapshotRequired, _SnapshotOptional):

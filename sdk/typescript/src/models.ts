@@ -689,6 +689,8 @@ export interface Snapshot {
   error?: string;
   id: string;
   reason: string;
+  ship_error?: string;
+  shipped?: string;
   size?: number;
   state: string;
 }

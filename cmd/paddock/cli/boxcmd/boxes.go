@@ -4,6 +4,7 @@
 package boxcmd
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -376,12 +377,17 @@ func Snapshot(e *cmdenv.Env, args []string) error {
 
 func Snapshots(e *cmdenv.Env, args []string) error {
 	fetch := func(c *client.Client, box string) ([]api.Snapshot, error) { return c.Snapshots(e.Ctx, box) }
-	return cmdenv.BoxListing(e, "snapshots", args, fetch, "ID\tREASON\tSTATE\tCREATED\tSIZE", func(s api.Snapshot) []string {
+	return cmdenv.BoxListing(e, "snapshots", args, fetch, "ID\tREASON\tSTATE\tCREATED\tSIZE\tSHIPPED", func(s api.Snapshot) []string {
 		size := "-"
 		if s.Size > 0 {
 			size = fmt.Sprintf("%.1f MiB", float64(s.Size)/(1<<20))
 		}
-		return []string{s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339), size}
+		// Where it stands with the object store ("-": none configured).
+		shipped := cmp.Or(s.Shipped, "-")
+		if s.ShipError != "" {
+			shipped += " (last try failed: " + s.ShipError + ")"
+		}
+		return []string{s.ID, s.Reason, s.State, s.Created.Local().Format(time.RFC3339), size, shipped}
 	})
 }
 

@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/client"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/testbed/harness"
+)
+
+// Snapshots are shipped to a real S3 server once taken, and outlive the
+// engine's copy of them: with the box's container and every snapshot
+// image gone from the engine (a disk lost), the box is made again from
+// its newest shipped snapshot, fetched from the store, with the files it
+// had then; what it wrote after is said to be lost, on the box. A fork
+// and a restore of a snapshot the engine lost work the same way. A store
+// cut off while a snapshot ships leaves it local with the error, and it
+// ships once the store is back.
+func TestSnapshotsInObjectStore(t *testing.T) {
+	s3 := harness.StartS3(t)
+	d := newDaemon(t, t.TempDir())
+	d.Config = harness.TestConfig + "\n" + s3.Config()
+	d.Env = append(d.Env, "PADDOCK_SHIP_INTERVAL=2s")
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(d.Cleanup)
+	t.Cleanup(func() {
+		// What the shipping and fetching said, with their figures.
+		b, _ := os.ReadFile(d.LogPath())
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.Contains(l, "shipped") || strings.Contains(l, "fetched") || strings.Contains(l, "lost its container") {
+				t.Log(l)
+			}
+		}
+	})
+	ctx := context.Background()
+	c := d.Client()
+	inBox := func(box, script string) string {
+		t.Helper()
+		var out, errb strings.Builder
+		code, err := c.Exec(ctx, box, api.ExecPost{Cmd: []string{"sh", "-c", script}}, client.ExecIO{Stdout: &out, Stderr: &errb})
+		if err != nil || code != 0 {
+			t.Fatalf("%s in %s: exit %d, %v: %s", script, box, code, err, errb.String())
+		}
+		return strings.TrimSpace(out.String())
+	}
+	shipped := func(box, id string) func() bool {
+		return func() bool {
+			sns, err := c.Snapshots(ctx, box)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, sn := range sns {
+				if sn.ID == id {
+					return sn.Shipped == "shipped"
+				}
+			}
+			t.Fatalf("snapshot %s is gone", id)
+			return false
+		}
+	}
+
+	if _, err := c.CreateBox(ctx, api.BoxPost{Name: "kept"}); err != nil {
+		t.Fatal(err)
+	}
+	inBox("kept", "echo before > ~/before.txt && head -c 5000000 /dev/urandom > ~/blob && sha256sum ~/blob > ~/blob.sum")
+	first, err := c.Snapshot(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "the first snapshot to ship", shipped("kept", first.ID))
+
+	// Cut off: the next snapshot cannot ship, and says why.
+	s3.Stop()
+	inBox("kept", "echo second > ~/second.txt")
+	second, err := c.Snapshot(ctx, "kept")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the snapshot's shipping to fail", func() bool {
+		sns, _ := c.Snapshots(ctx, "kept")
+		for _, sn := range sns {
+			if sn.ID == second.ID {
+				return sn.Shipped == "local" && sn.ShipError != ""
+			}
+		}
+		return false
+	})
+	if err := s3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "the second snapshot to ship once the store is back", shipped("kept", second.ID))
+	inBox("kept", "echo after > ~/after.txt")
+
+	// The engine loses the box's container and every snapshot image.
+	out, err := exec.Command("sh", "-c", "docker rm -f $(docker ps -aq --filter label="+docker.LabelInstance+"="+d.Instance+
+		" --filter label="+docker.LabelBox+"=kept) && docker rmi -f $(docker images -q --filter label="+docker.LabelInstance+"="+d.Instance+
+		" --filter label="+docker.LabelKind+"=snapshot)").CombinedOutput()
+	if err != nil {
+		t.Fatalf("removing the box and its snapshots from the engine: %v\n%s", err, out)
+	}
+	var b api.Box
+	waitFor(t, 5*time.Minute, "the box to run again", func() bool {
+		b, err = c.Box(ctx, "kept")
+		if err != nil || !strings.Contains(b.Note, second.ID) {
+			return false
+		}
+		code, err := c.Exec(ctx, "kept", api.ExecPost{Cmd: []string{"true"}}, clientIO())
+		return err == nil && code == 0
+	})
+	if !strings.Contains(b.Note, "what it wrote after that is lost") {
+		t.Fatalf("the box's note does not say what was lost: %q", b.Note)
+	}
+	if got := inBox("kept", "cat ~/before.txt ~/second.txt; sha256sum -c ~/blob.sum >/dev/null && echo blob-ok; ls ~/after.txt 2>/dev/null || echo no-after"); got != "before\nsecond\nblob-ok\nno-after" {
+		t.Fatalf("the box made again from its shipped snapshot holds %q", got)
+	}
+
+	// A fork of the first snapshot, whose image the engine lost too.
+	exec.Command("sh", "-c", "docker rmi -f $(docker images -q --filter label="+docker.LabelInstance+"="+d.Instance+
+		" --filter label="+docker.LabelKind+"=snapshot)").Run()
+	if _, err := c.Fork(ctx, "kept", api.ForkPost{Name: "forked", Snapshot: first.ID}); err != nil {
+		t.Fatalf("a fork of a snapshot in the store only: %v", err)
+	}
+	if got := inBox("forked", "cat ~/before.txt; ls ~/second.txt 2>/dev/null || echo no-second"); got != "before\nno-second" {
+		t.Fatalf("the fork holds %q", got)
+	}
+	// And a restore of it.
+	if _, err := c.Restore(ctx, "kept", first.ID); err != nil {
+		t.Fatalf("a restore of a snapshot in the store only: %v", err)
+	}
+	if got := inBox("kept", "cat ~/before.txt; ls ~/second.txt 2>/dev/null || echo no-second"); got != "before\nno-second" {
+		t.Fatalf("the restored box holds %q", got)
+	}
+}
