@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/ssh"
@@ -62,6 +63,8 @@ type started struct {
 	// shipKick has it look now.
 	ship     *shipping.Shipper
 	shipKick <-chan struct{}
+	// serving is set once the first reconcile is done.
+	serving atomic.Bool
 }
 
 // onClose has f run when serve returns.
@@ -228,12 +231,18 @@ func (d *started) shipping(ctx context.Context, nodes *cluster.Driver) error {
 	kick, kickFn := kicker()
 	d.shipKick = kick
 	d.rec.Taken = func(string) { kickFn() }
-	d.rec.Fetch = func(ctx context.Context, snapshot, box string) error {
+	d.rec.Fetch = func(fctx context.Context, snapshot, box string) error {
 		node := ""
 		if b, err := st.GetBox(box); err == nil {
 			node = b.Node
 		}
-		return d.ship.Fetch(ctx, snapshot, node)
+		if !d.serving.Load() {
+			// The first reconcile, before paddockd says it is ready:
+			// a fetch goes on in the background, and the box is made
+			// by the pass that follows it.
+			return d.ship.Begin(ctx, snapshot, node, func() { d.rec.Run(ctx) })
+		}
+		return d.ship.Fetch(fctx, snapshot, node)
 	}
 	return nil
 }
@@ -276,6 +285,7 @@ func (d *started) catchUp(ctx context.Context) error {
 	// A box claimed just before the last stop may still have a pool
 	// box's CPU share.
 	go d.svc.ForegroundClaimed(ctx)
+	d.serving.Store(true)
 	return nil
 }
 

@@ -291,6 +291,36 @@ type SnapshotShipper interface {
 	LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error
 }
 
+// ImageParts are an image as the engine keeps it: its config's bytes
+// (whose SHA-256 is the image's ID) and its layers' diff IDs, bottom first.
+type ImageParts struct {
+	Config []byte
+	Layers []string
+}
+
+// LayerSource is one layer of an image to load: its tar's length, and
+// how to read it.
+type LayerSource struct {
+	Size int64
+	Open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// LayerShipper is a driver that hands snapshots' images out layer by
+// layer, read from the engine's own disk (so that a layer another
+// snapshot or the box image already shipped is not read again), and
+// loads one back from its parts.
+type LayerShipper interface {
+	// SnapshotParts is a snapshot image's config and layers.
+	SnapshotParts(ctx context.Context, id string) (ImageParts, error)
+	// OpenLayer reads the tar of the last of a chain of layers (diff
+	// IDs, bottom first), byte for byte as the engine made it: its
+	// SHA-256 is its diff ID.
+	OpenLayer(ctx context.Context, chain []string) (io.ReadCloser, error)
+	// LoadSnapshotParts loads a snapshot's image from its parts, checked
+	// as LoadSnapshots checks an archive.
+	LoadSnapshotParts(ctx context.Context, id string, config []byte, layers []LayerSource) error
+}
+
 // SnapshotSizer is a driver that can tell the bytes a snapshot adds to
 // what its box was made from.
 type SnapshotSizer interface {

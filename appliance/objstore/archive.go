@@ -81,8 +81,9 @@ const uploaders = 4
 
 // PutArchive stores what r holds as the archive name, cut into chunks;
 // chunks the store already has are not sent again. The manifest is
-// written last, once every chunk it names is stored.
-func (s *Store) PutArchive(ctx context.Context, name string, r io.Reader) (Manifest, Sent, error) {
+// written last, once every chunk it names is stored, and only if the
+// whole's SHA-256 is want (hex; "" takes any).
+func (s *Store) PutArchive(ctx context.Context, name string, r io.Reader, want string) (Manifest, Sent, error) {
 	m := Manifest{Version: 1, Name: name}
 	var sent Sent
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -165,6 +166,9 @@ func (s *Store) PutArchive(ctx context.Context, name string, r io.Reader) (Manif
 		return m, sent, err
 	}
 	m.SHA256 = hex.EncodeToString(whole.Sum(nil))
+	if want != "" && m.SHA256 != want {
+		return m, sent, fmt.Errorf("%s: what was read is not what it should be (sha256 %s, want %s)", name, m.SHA256, want)
+	}
 	m.Made = time.Now().UTC()
 	sent.Bytes, sent.Chunks = m.Size, int64(len(m.Chunks))
 	js, err := json.Marshal(m)

@@ -55,7 +55,7 @@ func TestArchiveSendsWhatChanged(t *testing.T) {
 	st, _ := open(t)
 	ctx := context.Background()
 	first := randomBytes(1, 40<<20)
-	_, sent, err := st.PutArchive(ctx, "a", bytes.NewReader(first))
+	_, sent, err := st.PutArchive(ctx, "a", bytes.NewReader(first), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestArchiveSendsWhatChanged(t *testing.T) {
 	second := bytes.Clone(first)
 	copy(second[10<<20:], randomBytes(2, 3<<20))
 	second = append(second[:30<<20:30<<20], append(randomBytes(3, 100), second[30<<20:]...)...)
-	_, sent, err = st.PutArchive(ctx, "b", bytes.NewReader(second))
+	_, sent, err = st.PutArchive(ctx, "b", bytes.NewReader(second), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,7 +85,7 @@ func TestArchiveSendsWhatChanged(t *testing.T) {
 		t.Fatalf("read back %d bytes (err %v), want the %d stored", len(got), err, len(second))
 	}
 	// The same again sends nothing.
-	if _, sent, err = st.PutArchive(ctx, "c", bytes.NewReader(second)); err != nil || sent.NewBytes != 0 {
+	if _, sent, err = st.PutArchive(ctx, "c", bytes.NewReader(second), ""); err != nil || sent.NewBytes != 0 {
 		t.Fatalf("the same bytes again sent %d (err %v)", sent.NewBytes, err)
 	}
 }
@@ -96,7 +96,7 @@ func TestArchiveReadChecksChunks(t *testing.T) {
 	st, srv := open(t)
 	ctx := context.Background()
 	data := randomBytes(4, 6<<20)
-	m, _, err := st.PutArchive(ctx, "a", bytes.NewReader(data))
+	m, _, err := st.PutArchive(ctx, "a", bytes.NewReader(data), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +139,7 @@ func TestArchiveCutOff(t *testing.T) {
 	r := &slowReader{r: bytes.NewReader(data), at: 20 << 20, then: srv.Stop}
 	tctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if _, _, err := st.PutArchive(tctx, "a", r); err == nil {
+	if _, _, err := st.PutArchive(tctx, "a", r, ""); err == nil {
 		t.Fatal("a put whose store went away succeeded")
 	} else {
 		t.Logf("the put failed: %v", err)
@@ -150,7 +150,14 @@ func TestArchiveCutOff(t *testing.T) {
 	if ok, err := st.HasArchive(ctx, "a"); err != nil || ok {
 		t.Fatalf("after the failed put the archive is there: %v %v", ok, err)
 	}
-	if _, _, err := st.PutArchive(ctx, "a", bytes.NewReader(data)); err != nil {
+	// Bytes that are not what the caller said they are: no archive either.
+	if _, _, err := st.PutArchive(ctx, "a", bytes.NewReader(data), strings.Repeat("0", 64)); err == nil || !strings.Contains(err.Error(), "not what it should be") {
+		t.Fatalf("a put of other bytes than wanted: %v", err)
+	}
+	if ok, err := st.HasArchive(ctx, "a"); err != nil || ok {
+		t.Fatalf("after a put of other bytes the archive is there: %v %v", ok, err)
+	}
+	if _, _, err := st.PutArchive(ctx, "a", bytes.NewReader(data), ""); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := readAll(t, st, "a"); err != nil || !bytes.Equal(got, data) {
@@ -181,10 +188,10 @@ func TestSweep(t *testing.T) {
 	st, _ := open(t)
 	ctx := context.Background()
 	a, b := randomBytes(6, 5<<20), randomBytes(7, 5<<20)
-	if _, _, err := st.PutArchive(ctx, "a", bytes.NewReader(a)); err != nil {
+	if _, _, err := st.PutArchive(ctx, "a", bytes.NewReader(a), ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := st.PutArchive(ctx, "b", bytes.NewReader(b)); err != nil {
+	if _, _, err := st.PutArchive(ctx, "b", bytes.NewReader(b), ""); err != nil {
 		t.Fatal(err)
 	}
 	n, err := st.Sweep(ctx, func(name string) bool { return name == "a" }, 0)
@@ -198,7 +205,7 @@ func TestSweep(t *testing.T) {
 		t.Fatal("the archive not wanted is still there")
 	}
 	// What is left is what a names.
-	if _, sent, err := st.PutArchive(ctx, "b2", bytes.NewReader(b)); err != nil || sent.NewBytes != int64(len(b)) {
+	if _, sent, err := st.PutArchive(ctx, "b2", bytes.NewReader(b), ""); err != nil || sent.NewBytes != int64(len(b)) {
 		t.Fatalf("b's chunks after the sweep: sent %d of %d (err %v)", sent.NewBytes, len(b), err)
 	}
 }

@@ -21,11 +21,15 @@
 package shipping
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +69,8 @@ type Shipper struct {
 	mu        sync.Mutex // one pass at a time
 	lastSweep time.Time
 	fetching  sync.Mutex
+	begunMu   sync.Mutex
+	begun     map[string]bool // fetches under way in the background, by node and snapshot
 }
 
 // sweepGrace is how long a chunk no archive names is kept.
@@ -111,7 +117,7 @@ func (s *Shipper) ship(ctx context.Context, sn store.Snapshot) error {
 		return err
 	}
 	start := time.Now()
-	_, sent, err := s.put(ctx, sh, sn.ID)
+	sent, err := s.put(ctx, sh, sn.ID)
 	if err != nil {
 		err = fmt.Errorf("shipping snapshot %s: %w", sn.ID, err)
 		s.Store.SetSnapshotShipped(sn.ID, Local, err.Error())
@@ -123,13 +129,72 @@ func (s *Shipper) ship(ctx context.Context, sn store.Snapshot) error {
 	return s.Store.SetSnapshotShipped(sn.ID, Shipped, "")
 }
 
-func (s *Shipper) put(ctx context.Context, sh driver.SnapshotShipper, id string) (objstore.Manifest, objstore.Sent, error) {
+// put stores a snapshot: layer by layer where its engine's layers can be
+// read from its disk (a layer the store has is not read), else as one
+// archive of the engine's save.
+func (s *Shipper) put(ctx context.Context, sh driver.SnapshotShipper, id string) (objstore.Sent, error) {
+	if ls, ok := sh.(driver.LayerShipper); ok {
+		parts, err := ls.SnapshotParts(ctx, id)
+		if err == nil {
+			return s.putLayers(ctx, ls, id, parts)
+		}
+		s.Log.Debug("snapshot shipped whole: its layers cannot be read", "snapshot", id, "err", err)
+	}
 	rc, err := sh.SaveSnapshots(ctx, []string{id})
 	if err != nil {
-		return objstore.Manifest{}, objstore.Sent{}, err
+		return objstore.Sent{}, err
 	}
 	defer rc.Close()
-	return s.Bucket.PutArchive(ctx, id, rc)
+	_, sent, err := s.Bucket.PutArchive(ctx, id, rc, "")
+	return sent, err
+}
+
+// layered is a snapshot shipped layer by layer: its image's config, as
+// the engine keeps it, and its layers' diff IDs, each an archive named
+// layerArchive(diff ID).
+type layered struct {
+	Version int      `json:"version"`
+	ID      string   `json:"id"`
+	Config  []byte   `json:"config"`
+	Layers  []string `json:"layers"`
+}
+
+func layeredKey(id string) string { return "snapshots/" + id + ".json" }
+
+// layerArchive names a layer's archive by its diff ID.
+func layerArchive(diffID string) string { return "layer-" + strings.TrimPrefix(diffID, "sha256:") }
+
+func (s *Shipper) putLayers(ctx context.Context, ls driver.LayerShipper, id string, parts driver.ImageParts) (objstore.Sent, error) {
+	var all objstore.Sent
+	for i, l := range parts.Layers {
+		name := layerArchive(l)
+		if len(name) != len("layer-")+64 {
+			return all, fmt.Errorf("snapshot %s: a bad layer %q", id, l)
+		}
+		if have, err := s.Bucket.HasArchive(ctx, name); err != nil {
+			return all, err
+		} else if have {
+			continue
+		}
+		rc, err := ls.OpenLayer(ctx, parts.Layers[:i+1])
+		if err != nil {
+			return all, err
+		}
+		_, sent, err := s.Bucket.PutArchive(ctx, name, rc, strings.TrimPrefix(l, "sha256:"))
+		rc.Close()
+		if err != nil {
+			return all, err
+		}
+		all.Bytes += sent.Bytes
+		all.Chunks += sent.Chunks
+		all.New += sent.New
+		all.NewBytes += sent.NewBytes
+	}
+	js, err := json.Marshal(layered{Version: 2, ID: id, Config: parts.Config, Layers: parts.Layers})
+	if err != nil {
+		return all, err
+	}
+	return all, s.Bucket.Put(ctx, layeredKey(id), bytes.NewReader(js), int64(len(js)))
 }
 
 // shipper is the engine of a node, as a shipper of snapshots.
@@ -170,19 +235,95 @@ func (s *Shipper) Fetch(ctx context.Context, id, node string) error {
 		return err
 	}
 	start := time.Now()
-	rc, m, err := s.Bucket.OpenArchive(ctx, id)
+	size, err := s.load(ctx, sh, id, node)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("snapshot %s: its image is not on this server and it is %w", id, ErrNotShipped)
 	}
 	if err != nil {
-		return fmt.Errorf("fetching snapshot %s: %w", id, err)
-	}
-	defer rc.Close()
-	if err := sh.LoadSnapshots(ctx, []string{id}, rc); err != nil {
 		return fmt.Errorf("fetching snapshot %s from the object store: %w", id, err)
 	}
-	s.Log.Info("snapshot fetched from the object store", "snapshot", id, "node", node, "bytes", m.Size, "took", time.Since(start).Round(time.Millisecond))
+	s.Log.Info("snapshot fetched from the object store", "snapshot", id, "node", node, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
 	return nil
+}
+
+// ErrFetching is a snapshot being fetched in the background (Begin).
+var ErrFetching = errors.New("being fetched from the object store")
+
+// Begin is Fetch in the background: nil when the engine of node has the
+// snapshot's image, else an error wrapping ErrFetching while it is
+// fetched (then is called once the fetch ended, whatever its outcome; a
+// failure is logged, and the next Begin tries again).
+func (s *Shipper) Begin(ctx context.Context, id, node string, then func()) error {
+	d, ok := s.Engines.Node(node)
+	if !ok {
+		return fmt.Errorf("server %q is not known", node)
+	}
+	have, err := d.Snapshots(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(have, func(x driver.SnapshotState) bool { return x.ID == id }) {
+		return nil
+	}
+	key := node + "/" + id
+	s.begunMu.Lock()
+	defer s.begunMu.Unlock()
+	if !s.begun[key] {
+		if s.begun == nil {
+			s.begun = map[string]bool{}
+		}
+		s.begun[key] = true
+		go func() {
+			if err := s.Fetch(ctx, id, node); err != nil {
+				s.Log.Warn("snapshot not fetched", "snapshot", id, "node", node, "err", err)
+			}
+			s.begunMu.Lock()
+			delete(s.begun, key)
+			s.begunMu.Unlock()
+			then()
+		}()
+	}
+	return fmt.Errorf("snapshot %s is %w: the box is made once it is here", id, ErrFetching)
+}
+
+// load loads a shipped snapshot into an engine: from its layers, or its
+// one archive.
+func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node string) (int64, error) {
+	b, err := s.Bucket.Get(ctx, layeredKey(id))
+	if errors.Is(err, objstore.ErrNotFound) {
+		rc, m, err := s.Bucket.OpenArchive(ctx, id)
+		if err != nil {
+			return 0, err
+		}
+		defer rc.Close()
+		return m.Size, sh.LoadSnapshots(ctx, []string{id}, rc)
+	}
+	if err != nil {
+		return 0, err
+	}
+	var l layered
+	if err := json.Unmarshal(b, &l); err != nil || l.Version != 2 || l.ID != id {
+		return 0, fmt.Errorf("its description in the store cannot be read (version %d): %v", l.Version, err)
+	}
+	ls, ok := sh.(driver.LayerShipper)
+	if !ok {
+		return 0, fmt.Errorf("server %q cannot load a snapshot shipped layer by layer", node)
+	}
+	var size int64
+	sources := make([]driver.LayerSource, len(l.Layers))
+	for i, diff := range l.Layers {
+		name := layerArchive(diff)
+		m, err := s.Bucket.Archive(ctx, name)
+		if err != nil {
+			return 0, err
+		}
+		size += m.Size
+		sources[i] = driver.LayerSource{Size: m.Size, Open: func(ctx context.Context) (io.ReadCloser, error) {
+			rc, _, err := s.Bucket.OpenArchive(ctx, name)
+			return rc, err
+		}}
+	}
+	return size, ls.LoadSnapshotParts(ctx, id, l.Config, sources)
 }
 
 // sweep removes the archives of snapshots that are gone, then the chunks
@@ -196,6 +337,34 @@ func (s *Shipper) sweep(ctx context.Context) error {
 	for _, sn := range all {
 		if sn.State != "deleting" {
 			live[sn.ID] = true
+		}
+	}
+	// The layers the live snapshots shipped layer by layer name.
+	metas, err := s.Bucket.List(ctx, "snapshots/")
+	if err != nil {
+		return err
+	}
+	for _, o := range metas {
+		id, ok := strings.CutSuffix(strings.TrimPrefix(o.Key, "snapshots/"), ".json")
+		if !ok {
+			continue
+		}
+		if !live[id] {
+			if err := s.Bucket.Delete(ctx, o.Key); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := s.Bucket.Get(ctx, o.Key)
+		if err != nil {
+			return err
+		}
+		var l layered
+		if err := json.Unmarshal(b, &l); err != nil {
+			return fmt.Errorf("%s in the object store: %w", o.Key, err)
+		}
+		for _, diff := range l.Layers {
+			live[layerArchive(diff)] = true
 		}
 	}
 	n, err := s.Bucket.Sweep(ctx, func(name string) bool { return live[name] }, sweepGrace)

@@ -14,6 +14,7 @@
 //	go run ./testbed/bench -section first -n 3  # new + push on a server just started, beside the same settled
 //	go run ./testbed/bench -section files -log-level debug  # the copies; paddockd logs their phases
 //	go run ./testbed/bench -section e2b -n 10  # E2B's SDK from npm beside Paddock's TypeScript SDK
+//	go run ./testbed/bench -section ship -n 3   # snapshots shipped to an S3 server beside rclone copy
 //
 // It needs root and the testbed engine and image (it makes them if missing),
 // sends traffic only to loopback and the local engine, and removes what it
@@ -204,7 +205,7 @@ func makeTrees(dir string) (small, big string) {
 func main() {
 	n := flag.Int("n", 5, "runs of each quick operation (median reported)")
 	bigN := flag.Int("big-n", 7, "runs of each copy, a side (the disk moves one run by more than a row's difference: 3 could not call rows within 0.3 of 1.0)")
-	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), cluster (a box on a second server, not in all), images (users' image builds beside docker build, not in all), docker (Docker in a box: its first command, not in all), capacity (three servers against one, not in all), or e2b (E2B's SDK beside Paddock's TypeScript SDK, not in all)")
+	section := flag.String("section", "all", "boxes, files (the copy rows only), policies, pool, all, load (the mixed load, not in all), first (a first request on a server just started, not in all), cluster (a box on a second server, not in all), images (users' image builds beside docker build, not in all), docker (Docker in a box: its first command, not in all), capacity (three servers against one, not in all), e2b (E2B's SDK beside Paddock's TypeScript SDK, not in all), or ship (snapshots shipped to an S3 server beside rclone, not in all)")
 	logLevel := flag.String("log-level", "warn", "paddockd's log level (debug logs each push's and claim's phases; the log's path is printed)")
 	policyBoxes := flag.Int("policy-boxes", 50, "boxes in the policy benchmark")
 	poolIdle := flag.Int("pool-idle", 0, "with the pool section: boxes running beside it while it is measured")
@@ -241,6 +242,10 @@ func main() {
 	}
 	if *section == "docker" {
 		printRows(benchDocker(bins, image, work, *n), image, *n, *bigN)
+		return
+	}
+	if *section == "ship" {
+		printRows(benchShip(bins, image, work, *n), image, *n, *bigN)
 		return
 	}
 	if *section == "cluster" {

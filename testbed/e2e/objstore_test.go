@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +23,8 @@ import (
 // had then; what it wrote after is said to be lost, on the box. A fork
 // and a restore of a snapshot the engine lost work the same way. A store
 // cut off while a snapshot ships leaves it local with the error, and it
-// ships once the store is back.
+// ships once the store is back; a fork whose snapshot cannot be fetched
+// says why, and is made once the store is back.
 func TestSnapshotsInObjectStore(t *testing.T) {
 	s3 := harness.StartS3(t)
 	d := newDaemon(t, t.TempDir())
@@ -97,14 +100,28 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Minute, "the second snapshot to ship once the store is back", shipped("kept", second.ID))
+	// Shipped layer by layer: the box image's layers went with the first,
+	// and the second sends what changed (a few small files; the 5 MB blob
+	// is in chunks the first sent).
+	if n := sentBytes(t, d, second.ID); n > 8<<20 {
+		t.Fatalf("the second snapshot sent %d bytes, want what changed (a few small files)", n)
+	}
 	inBox("kept", "echo after > ~/after.txt")
 
-	// The engine loses the box's container and every snapshot image.
+	// The engine loses the box's container and every snapshot image,
+	// while paddockd is down (else it would make the box again at once,
+	// from the image still there).
+	if err := d.Stop(); err != nil {
+		t.Fatal(err)
+	}
 	out, err := exec.Command("sh", "-c", "docker rm -f $(docker ps -aq --filter label="+docker.LabelInstance+"="+d.Instance+
 		" --filter label="+docker.LabelBox+"=kept) && docker rmi -f $(docker images -q --filter label="+docker.LabelInstance+"="+d.Instance+
 		" --filter label="+docker.LabelKind+"=snapshot)").CombinedOutput()
 	if err != nil {
 		t.Fatalf("removing the box and its snapshots from the engine: %v\n%s", err, out)
+	}
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
 	}
 	var b api.Box
 	waitFor(t, 5*time.Minute, "the box to run again", func() bool {
@@ -125,9 +142,19 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 	// A fork of the first snapshot, whose image the engine lost too.
 	exec.Command("sh", "-c", "docker rmi -f $(docker images -q --filter label="+docker.LabelInstance+"="+d.Instance+
 		" --filter label="+docker.LabelKind+"=snapshot)").Run()
-	if _, err := c.Fork(ctx, "kept", api.ForkPost{Name: "forked", Snapshot: first.ID}); err != nil {
-		t.Fatalf("a fork of a snapshot in the store only: %v", err)
+	// The store cut off: the fork says why it is not made yet, and is
+	// made once the store is back.
+	s3.Stop()
+	if _, err := c.Fork(ctx, "kept", api.ForkPost{Name: "forked", Snapshot: first.ID}); err == nil || !strings.Contains(err.Error(), "object store") {
+		t.Fatalf("a fork of a snapshot in the store only, the store cut off: %v", err)
 	}
+	if err := s3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Minute, "the fork to be made once the store is back", func() bool {
+		code, err := c.Exec(ctx, "forked", api.ExecPost{Cmd: []string{"true"}}, clientIO())
+		return err == nil && code == 0
+	})
 	if got := inBox("forked", "cat ~/before.txt; ls ~/second.txt 2>/dev/null || echo no-second"); got != "before\nno-second" {
 		t.Fatalf("the fork holds %q", got)
 	}
@@ -138,4 +165,24 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 	if got := inBox("kept", "cat ~/before.txt; ls ~/second.txt 2>/dev/null || echo no-second"); got != "before\nno-second" {
 		t.Fatalf("the restored box holds %q", got)
 	}
+}
+
+// sentBytes is what paddockd's log says a snapshot's shipping sent to the
+// store.
+func sentBytes(t *testing.T, d *harness.Daemon, id string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(d.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `msg="snapshot shipped"`) && strings.Contains(l, "snapshot="+id+" ") {
+			if m := regexp.MustCompile(` sent=(\d+) `).FindStringSubmatch(l); m != nil {
+				n, _ := strconv.ParseInt(m[1], 10, 64)
+				return n
+			}
+		}
+	}
+	t.Fatalf("the log does not say what snapshot %s sent", id)
+	return 0
 }

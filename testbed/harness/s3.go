@@ -34,30 +34,55 @@ type S3 struct {
 // StartS3 starts an S3 server for the test, stopped at its end.
 func StartS3(t testing.TB) *S3 {
 	t.Helper()
-	bin := Tool(t, "versitygw")
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	Tool(t, "versitygw")
+	s, err := NewS3(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// NewS3 starts an S3 server over a folder in dir (its log beside it) with
+// its bucket made; Close stops it.
+func NewS3(dir string) (*S3, error) {
+	bin, err := exec.LookPath("versitygw")
+	if err != nil {
+		return nil, fmt.Errorf("no versitygw (testbed/s3.sh installs it): %w", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
 	}
 	addr := l.Addr().String()
 	l.Close()
 	s := &S3{Endpoint: "http://" + addr, Bucket: "paddock-test", AccessKey: "testbed-" + randHex(4),
-		SecretKey: randHex(16), Dir: t.TempDir(), addr: addr, bin: bin}
-	if s.log, err = os.Create(filepath.Join(t.TempDir(), "versitygw.log")); err != nil {
-		t.Fatal(err)
+		SecretKey: randHex(16), Dir: filepath.Join(dir, "s3"), addr: addr, bin: bin}
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	if s.log, err = os.Create(filepath.Join(dir, "versitygw.log")); err != nil {
+		return nil, err
 	}
 	if err := s.Start(); err != nil {
-		t.Fatal(err)
+		s.Close()
+		return nil, err
 	}
-	t.Cleanup(func() { s.Stop(); s.log.Close() })
 	c, err := s.Client()
+	if err == nil {
+		err = c.MakeBucket(context.Background(), s.Bucket, minio.MakeBucketOptions{})
+	}
 	if err != nil {
-		t.Fatal(err)
+		s.Close()
+		return nil, fmt.Errorf("making the test bucket: %w", err)
 	}
-	if err := c.MakeBucket(context.Background(), s.Bucket, minio.MakeBucketOptions{}); err != nil {
-		t.Fatalf("making the test bucket: %v", err)
-	}
-	return s
+	return s, nil
+}
+
+// Close stops the server for good.
+func (s *S3) Close() {
+	s.Stop()
+	s.log.Close()
 }
 
 // Start starts the server (again, after Stop) on its address and folder,

@@ -1,0 +1,200 @@
+package docker
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/moby/moby/client"
+	"github.com/vbatts/tar-split/tar/asm"
+	"github.com/vbatts/tar-split/tar/storage"
+
+	"github.com/paddock-dev/paddock/appliance/driver"
+)
+
+var _ driver.LayerShipper = (*Driver)(nil)
+
+// ErrNoLayerStore is an engine whose layers this driver cannot read from
+// its disk (not overlay2, or not on this machine): its snapshots ship
+// whole, as SaveSnapshots gives them.
+var ErrNoLayerStore = errors.New("the engine's layers cannot be read from this machine")
+
+// layerStore is where the engine keeps images and layers on this
+// machine's disk (overlay2's layout).
+func (d *Driver) layerStore(ctx context.Context) (string, error) {
+	r, err := d.c.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return "", wrap(err)
+	}
+	if r.Info.Driver != "overlay2" {
+		return "", fmt.Errorf("%w (its storage driver is %s)", ErrNoLayerStore, r.Info.Driver)
+	}
+	if _, err := os.Stat(filepath.Join(r.Info.DockerRootDir, "image", "overlay2", "layerdb")); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrNoLayerStore, err)
+	}
+	return r.Info.DockerRootDir, nil
+}
+
+func hexOf(digest string) (string, error) {
+	h, ok := strings.CutPrefix(digest, "sha256:")
+	if !ok || len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		return "", fmt.Errorf("%q is not a sha256 digest", digest)
+	}
+	return h, nil
+}
+
+// SnapshotParts reads a snapshot image's config from the engine's disk
+// (checked against the image's ID) and its layers' diff IDs.
+func (d *Driver) SnapshotParts(ctx context.Context, id string) (driver.ImageParts, error) {
+	root, err := d.layerStore(ctx)
+	if err != nil {
+		return driver.ImageParts{}, err
+	}
+	ins, err := d.c.ImageInspect(ctx, d.snapshotRef(id))
+	if err != nil {
+		return driver.ImageParts{}, wrap(err)
+	}
+	h, err := hexOf(ins.ID)
+	if err != nil {
+		return driver.ImageParts{}, err
+	}
+	cfg, err := os.ReadFile(filepath.Join(root, "image", "overlay2", "imagedb", "content", "sha256", h))
+	if err != nil {
+		return driver.ImageParts{}, fmt.Errorf("%w: %v", ErrNoLayerStore, err)
+	}
+	if sum := sha256.Sum256(cfg); hex.EncodeToString(sum[:]) != h {
+		return driver.ImageParts{}, fmt.Errorf("the config of snapshot %s on disk is not its image's", id)
+	}
+	return driver.ImageParts{Config: cfg, Layers: ins.RootFS.Layers}, nil
+}
+
+// chainID is the engine's name of a chain of layers.
+func chainID(chain []string) string {
+	id := chain[0]
+	for _, d := range chain[1:] {
+		sum := sha256.Sum256([]byte(id + " " + d))
+		id = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return id
+}
+
+// OpenLayer rebuilds a layer's tar as the engine does for docker save:
+// from the tar headers it kept when the layer was made (tar-split) and
+// the files of the layer's folder. The caller checks its digest.
+func (d *Driver) OpenLayer(ctx context.Context, chain []string) (io.ReadCloser, error) {
+	if len(chain) == 0 {
+		return nil, errors.New("no layer")
+	}
+	root, err := d.layerStore(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range chain {
+		if _, err := hexOf(c); err != nil {
+			return nil, err
+		}
+	}
+	ch, _ := hexOf(chainID(chain))
+	dir := filepath.Join(root, "image", "overlay2", "layerdb", "sha256", ch)
+	cache, err := os.ReadFile(filepath.Join(dir, "cache-id"))
+	if err != nil {
+		return nil, fmt.Errorf("layer %s: %w", chain[len(chain)-1], err)
+	}
+	cid := strings.TrimSpace(string(cache))
+	if cid == "" || strings.ContainsAny(cid, "/.") {
+		return nil, fmt.Errorf("layer %s: a bad cache id %q", chain[len(chain)-1], cid)
+	}
+	f, err := os.Open(filepath.Join(dir, "tar-split.json.gz"))
+	if err != nil {
+		return nil, fmt.Errorf("layer %s: %w", chain[len(chain)-1], err)
+	}
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("layer %s's tar headers: %w", chain[len(chain)-1], err)
+	}
+	rc := asm.NewOutputTarStream(storage.NewPathFileGetter(filepath.Join(root, "overlay2", cid, "diff")), storage.NewJSONUnpacker(gz))
+	return closers{rc, []io.Closer{rc, f}}, nil
+}
+
+type closers struct {
+	io.Reader
+	all []io.Closer
+}
+
+func (c closers) Close() error {
+	var errs []error
+	for _, x := range c.all {
+		errs = append(errs, x.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// LoadSnapshotParts writes the parts as docker save's archive and loads
+// it through LoadSnapshots (and so its checks).
+func (d *Driver) LoadSnapshotParts(ctx context.Context, id string, config []byte, layers []driver.LayerSource) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
+	}()
+	err := d.LoadSnapshots(ctx, []string{id}, pr)
+	pr.CloseWithError(errors.New("load ended"))
+	return err
+}
+
+// writeSaveArchive writes an image as docker save does (its legacy
+// layout: config, a folder per layer, manifest.json).
+func writeSaveArchive(ctx context.Context, w io.Writer, ref string, config []byte, layers []driver.LayerSource) error {
+	tw := tar.NewWriter(w)
+	sum := sha256.Sum256(config)
+	cfgName := hex.EncodeToString(sum[:]) + ".json"
+	file := func(name string, size int64) error {
+		return tw.WriteHeader(&tar.Header{Name: name, Size: size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	}
+	if err := file(cfgName, int64(len(config))); err != nil {
+		return err
+	}
+	if _, err := tw.Write(config); err != nil {
+		return err
+	}
+	var names []string
+	for i, l := range layers {
+		name := fmt.Sprintf("layer%03d/layer.tar", i)
+		names = append(names, name)
+		if err := file(name, l.Size); err != nil {
+			return err
+		}
+		rc, err := l.Open(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(tw, rc)
+		rc.Close()
+		if err == nil && n != l.Size {
+			err = fmt.Errorf("layer %d: %d bytes, %d said", i, n, l.Size)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	man, err := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{ref}, "Layers": names}})
+	if err != nil {
+		return err
+	}
+	if err := file("manifest.json", int64(len(man))); err != nil {
+		return err
+	}
+	if _, err := tw.Write(man); err != nil {
+		return err
+	}
+	return tw.Close()
+}
