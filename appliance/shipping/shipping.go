@@ -219,16 +219,8 @@ var ErrNotShipped = errors.New("not in the object store")
 func (s *Shipper) Fetch(ctx context.Context, id, node string) error {
 	s.fetching.Lock()
 	defer s.fetching.Unlock()
-	d, ok := s.Engines.Node(node)
-	if !ok {
-		return fmt.Errorf("server %q is not known", node)
-	}
-	have, err := d.Snapshots(ctx)
-	if err != nil {
+	if has, err := s.has(ctx, id, node); err != nil || has {
 		return err
-	}
-	if slices.ContainsFunc(have, func(x driver.SnapshotState) bool { return x.ID == id }) {
-		return nil
 	}
 	sh, err := s.shipper(node)
 	if err != nil {
@@ -246,6 +238,19 @@ func (s *Shipper) Fetch(ctx context.Context, id, node string) error {
 	return nil
 }
 
+// has says whether the engine of node has a snapshot's image.
+func (s *Shipper) has(ctx context.Context, id, node string) (bool, error) {
+	d, ok := s.Engines.Node(node)
+	if !ok {
+		return false, fmt.Errorf("server %q is not known", node)
+	}
+	have, err := d.Snapshots(ctx)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(have, func(x driver.SnapshotState) bool { return x.ID == id }), nil
+}
+
 // ErrFetching is a snapshot being fetched in the background (Begin).
 var ErrFetching = errors.New("being fetched from the object store")
 
@@ -254,16 +259,8 @@ var ErrFetching = errors.New("being fetched from the object store")
 // fetched (then is called once the fetch ended, whatever its outcome; a
 // failure is logged, and the next Begin tries again).
 func (s *Shipper) Begin(ctx context.Context, id, node string, then func()) error {
-	d, ok := s.Engines.Node(node)
-	if !ok {
-		return fmt.Errorf("server %q is not known", node)
-	}
-	have, err := d.Snapshots(ctx)
-	if err != nil {
+	if has, err := s.has(ctx, id, node); err != nil || has {
 		return err
-	}
-	if slices.ContainsFunc(have, func(x driver.SnapshotState) bool { return x.ID == id }) {
-		return nil
 	}
 	key := node + "/" + id
 	s.begunMu.Lock()

@@ -80,6 +80,24 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 	}
 	waitFor(t, 3*time.Minute, "the first snapshot to ship", shipped("kept", first.ID))
 
+	// The store's keys are paddockd's: nothing of them is in the box's
+	// environment, its processes' or its files, and the store's address
+	// (this machine's) is closed to it like any of the host's services.
+	t.Run("AttackStoreKeysFromBox", func(t *testing.T) {
+		out := inBox("kept", "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; "+
+			"grep -rIho -e '"+s3.SecretKey+"' -e '"+s3.AccessKey+"' /etc /home /root /run /tmp /opt /var /mnt 2>/dev/null; "+
+			"gw=$(ip route | awk '/default/ {print $3}'); port="+s3.Endpoint[strings.LastIndexByte(s3.Endpoint, ':')+1:]+"; "+
+			"timeout 3 bash -c \"exec 3<>/dev/tcp/$gw/$port\" 2>/dev/null && echo store at gateway: open || echo store at gateway: closed; "+
+			// The same probe sees a port of the host's that boxes may reach.
+			"b=${PADDOCK_BROKER#http://}; timeout 3 bash -c \"exec 3<>/dev/tcp/${b%:*}/${b#*:}\" 2>/dev/null && echo broker: open")
+		if strings.Contains(out, s3.SecretKey) || strings.Contains(out, s3.AccessKey) {
+			t.Fatalf("the box sees the store's keys:\n%s", out)
+		}
+		if !strings.Contains(out, "store at gateway: closed") || !strings.Contains(out, "broker: open") {
+			t.Fatalf("the box reaches the store's port on the host, or cannot reach the broker's (the probe is blind): %s", out)
+		}
+	})
+
 	// Cut off: the next snapshot cannot ship, and says why.
 	s3.Stop()
 	inBox("kept", "echo second > ~/second.txt")

@@ -88,7 +88,10 @@ func (s *S3) Close() {
 // Start starts the server (again, after Stop) on its address and folder,
 // and waits until it answers.
 func (s *S3) Start() error {
-	s.cmd = exec.Command(s.bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", s.addr, "posix", s.Dir)
+	// On every address of this machine: the box network's gateway too,
+	// where a box would look for it (and must find it closed).
+	_, port, _ := net.SplitHostPort(s.addr)
+	s.cmd = exec.Command(s.bin, "--access", s.AccessKey, "--secret", s.SecretKey, "--port", ":"+port, "posix", s.Dir)
 	s.cmd.Stdout, s.cmd.Stderr = s.log, s.log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
