@@ -25,15 +25,18 @@ import (
 // The shipping's time is paddockd's own (its log: from the snapshot's
 // layers read to its description stored).
 func benchShip(bins harness.Bins, image, work string, n int) []row {
+	// check, not fatal: a run that fails leaves no server or box behind.
 	s3, err := harness.NewS3(work)
-	fatal(err)
+	check(err)
 	defer s3.Close()
+	onError(s3.Close)
 	d, err := harness.NewDaemon(bins, image, work)
-	fatal(err)
+	check(err)
 	d.Config = harness.TestConfig + "\n" + s3.Config()
 	d.Env = []string{"PADDOCK_SHIP_INTERVAL=1h"} // shipped when taken only
-	fatal(d.Start())
+	check(d.Start())
 	defer d.Cleanup()
+	onError(d.Cleanup)
 	r := &runner{env: append(d.CLIEnv(), "PADDOCK_CONFIG_DIR="+filepath.Join(work, "cli-ship"),
 		"RCLONE_CONFIG_BENCH_TYPE=s3", "AWS_CA_BUNDLE=", // the store is plain HTTP; a bundle set for other tools makes rclone 1.60 fail
 		"RCLONE_CONFIG_BENCH_PROVIDER=Other", "RCLONE_CONFIG_BENCH_ENDPOINT="+s3.Endpoint,
@@ -45,16 +48,18 @@ func benchShip(bins harness.Bins, image, work string, n int) []row {
 			for _, l := range strings.Split(string(b), "\n") {
 				if strings.Contains(l, `msg="snapshot shipped"`) && strings.Contains(l, "snapshot="+id+" ") {
 					m := regexp.MustCompile(` sent=(\d+) .* took=(\S+)`).FindStringSubmatch(l)
-					fatal(map[bool]error{true: fmt.Errorf("cannot read %q", l)}[m == nil])
+					if m == nil {
+						check(fmt.Errorf("cannot read %q", l))
+					}
 					sent, _ = strconv.ParseInt(m[1], 10, 64)
 					took, err = time.ParseDuration(m[2])
-					fatal(err)
+					check(err)
 					return took, sent
 				}
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		fatal(fmt.Errorf("snapshot %s did not ship in 10 minutes", id))
+		check(fmt.Errorf("snapshot %s did not ship in 10 minutes", id))
 		return 0, 0
 	}
 	snapshot := func(box string) string { return strings.TrimSpace(r.paddock("snapshot", box)) }
@@ -63,7 +68,7 @@ func benchShip(bins harness.Bins, image, work string, n int) []row {
 	shipped(snapshot("ship-warm"))
 
 	local := filepath.Join(work, "ship-bytes")
-	fatal(os.MkdirAll(local, 0o755))
+	check(os.MkdirAll(local, 0o755))
 	var big, bigRaw, small, smallRaw []time.Duration
 	var smallSent []int64
 	home := strings.TrimSpace(r.paddock("exec", "ship-warm", "--", "sh", "-c", "echo $HOME"))
@@ -87,7 +92,7 @@ func benchShip(bins harness.Bins, image, work string, n int) []row {
 		smallRaw = append(smallRaw, time.Since(start))
 		r.paddock("rm", "--force", box)
 		os.RemoveAll(local)
-		fatal(os.MkdirAll(local, 0o755))
+		check(os.MkdirAll(local, 0o755))
 	}
 	fmt.Printf("the next snapshot after 20 MB more sent: %s MB\n", mbs(smallSent))
 	return []row{

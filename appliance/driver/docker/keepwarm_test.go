@@ -145,7 +145,11 @@ exec /usr/bin/python3.real "$@"
 		pair()
 	}
 	// Both up before starts are counted, however long a start takes here.
-	settles(2, "after rounds of two side by side to warm them")
+	// Two, or three: a spare started for a command that ran beside the
+	// other may come up as that command's own program is handed back (the
+	// machine's speed decides; a box keeps up to maxSpare). Never one warm
+	// and one cold for good: the rounds below run both warm.
+	settlesWithin(2, 3, "after rounds of two side by side to warm them")
 	raw(t, "docker", "exec", ctr, "mv", "/usr/bin/python3.real", "/usr/bin/python3")
 	raw(t, "docker", "exec", ctr, "sh", "-c", `rm -f /tmp/starts; mv /usr/bin/python3 /usr/bin/python3.real && printf '#!/bin/sh\necho x >>/tmp/starts\nexec /usr/bin/python3.real "$@"\n' >/usr/bin/python3 && chmod 755 /usr/bin/python3`)
 	for i := 0; i < 5; i++ {
@@ -157,7 +161,7 @@ exec /usr/bin/python3.real "$@"
 		t.Fatalf("warm execs started by five rounds of two side by side: %q, want none", got)
 	}
 	raw(t, "docker", "exec", ctr, "mv", "/usr/bin/python3.real", "/usr/bin/python3")
-	settles(2, "after rounds of two side by side")
+	settlesWithin(2, 3, "after rounds of two side by side")
 
 	// A box where the program cannot start is tried once, not after
 	// every command.
