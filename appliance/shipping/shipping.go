@@ -62,9 +62,6 @@ type Shipper struct {
 	Engines Engines
 	Bucket  *objstore.Store
 	Log     *slog.Logger
-	// SweepEvery is how often the store is swept of what no snapshot
-	// needs (default: an hour).
-	SweepEvery time.Duration
 
 	mu        sync.Mutex // one pass at a time
 	lastSweep time.Time
@@ -72,6 +69,9 @@ type Shipper struct {
 	begunMu   sync.Mutex
 	begun     map[string]bool // fetches under way in the background, by node and snapshot
 }
+
+// sweepEvery is how often the store is swept of what no snapshot needs.
+const sweepEvery = time.Hour
 
 // sweepGrace is how long a chunk no archive names is kept.
 const sweepGrace = time.Hour
@@ -95,11 +95,7 @@ func (s *Shipper) Pass(ctx context.Context) error {
 			first = err
 		}
 	}
-	every := s.SweepEvery
-	if every <= 0 {
-		every = time.Hour
-	}
-	if time.Since(s.lastSweep) >= every {
+	if time.Since(s.lastSweep) >= sweepEvery {
 		if err := s.sweep(ctx); err != nil && first == nil {
 			first = err
 		}

@@ -87,9 +87,10 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 		out := inBox("kept", "env; cat /proc/*/environ 2>/dev/null | tr '\\0' '\\n'; "+
 			"grep -rIho -e '"+s3.SecretKey+"' -e '"+s3.AccessKey+"' /etc /home /root /run /tmp /opt /var /mnt 2>/dev/null; "+
 			"gw=$(ip route | awk '/default/ {print $3}'); port="+s3.Endpoint[strings.LastIndexByte(s3.Endpoint, ':')+1:]+"; "+
-			"timeout 3 bash -c \"exec 3<>/dev/tcp/$gw/$port\" 2>/dev/null && echo store at gateway: open || echo store at gateway: closed; "+
-			// The same probe sees a port of the host's that boxes may reach.
-			"b=${PADDOCK_BROKER#http://}; timeout 3 bash -c \"exec 3<>/dev/tcp/${b%:*}/${b#*:}\" 2>/dev/null && echo broker: open")
+			"timeout 10 bash -c \"exec 3<>/dev/tcp/$gw/$port\" 2>/dev/null && echo store at gateway: open || echo store at gateway: closed; "+
+			// The same probe sees a port of the host's that boxes may reach
+			// (10 s: long enough for a busy machine's connect).
+			"b=${PADDOCK_BROKER#http://}; timeout 10 bash -c \"exec 3<>/dev/tcp/${b%:*}/${b#*:}\" 2>/dev/null && echo broker: open")
 		if strings.Contains(out, s3.SecretKey) || strings.Contains(out, s3.AccessKey) {
 			t.Fatalf("the box sees the store's keys:\n%s", out)
 		}
