@@ -19,6 +19,32 @@ type MovedBox struct {
 	To    string `json:"to"`
 }
 
+// NodeLost is what 'paddock node lost' (POST /v1/nodes/NAME/lost) did: a
+// server the owner says is gone is forgotten, and what it held is
+// declared on the others.
+type NodeLost struct {
+	Node  string    `json:"node"`
+	Boxes []LostBox `json:"boxes"`
+	// Drives were on it: each is declared, empty, where its boxes went
+	// (or where a new drive would go); what it held is lost.
+	Drives []MovedBox `json:"drives"`
+	// Snapshots were on it and never shipped to the object store: they
+	// are lost, and forgotten.
+	Snapshots []string `json:"snapshots"`
+}
+
+// LostBox is a box of a lost server, declared on another: made there
+// from its newest shipped snapshot (From, taken at Taken), or from its
+// image when it has none (From empty); Lost says, in words, what of it
+// is gone (its note says the same).
+type LostBox struct {
+	Box   string     `json:"box"`
+	To    string     `json:"to"`
+	From  string     `json:"from,omitempty"`
+	Taken *time.Time `json:"taken,omitempty"`
+	Lost  string     `json:"lost"`
+}
+
 // MovePost moves a box, with the drives it mounts, to another server
 // (POST /v1/boxes/NAME/move), or a drive (POST /v1/drives/NAME/move).
 type MovePost struct {

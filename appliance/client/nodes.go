@@ -57,3 +57,10 @@ func (c *Client) SetNodePool(ctx context.Context, name string, pool map[string]i
 func (c *Client) RemoveNode(ctx context.Context, name string) error {
 	return c.do(ctx, "DELETE", "/nodes/"+esc(name), nil, nil)
 }
+
+// LoseNode declares a server that is gone for good lost: its boxes are
+// made again on the others, and it is forgotten.
+func (c *Client) LoseNode(ctx context.Context, name string) (api.NodeLost, error) {
+	var l api.NodeLost
+	return l, c.do(ctx, "POST", "/nodes/"+esc(name)+"/lost", nil, &l)
+}

@@ -11,9 +11,11 @@
 package driver
 
 import (
+	"archive/tar"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -296,6 +298,10 @@ type SnapshotShipper interface {
 type ImageParts struct {
 	Config []byte
 	Layers []string
+	// Ref is the name the snapshot's image has on every server of this
+	// Paddock (they share its instance name): the tag an archive made
+	// of the parts must carry for another server's LoadSnapshots.
+	Ref string
 }
 
 // LayerSource is one layer of an image to load: its tar's length, and
@@ -303,6 +309,56 @@ type ImageParts struct {
 type LayerSource struct {
 	Size int64
 	Open func(ctx context.Context) (io.ReadCloser, error)
+}
+
+// WriteSaveArchive writes an image, from its config and layers, as
+// docker save does (its legacy layout: config, a folder per layer,
+// manifest.json), tagged ref: what LoadSnapshots takes, for an engine
+// that loads no parts.
+func WriteSaveArchive(ctx context.Context, w io.Writer, ref string, config []byte, layers []LayerSource) error {
+	tw := tar.NewWriter(w)
+	sum := sha256.Sum256(config)
+	cfgName := hex.EncodeToString(sum[:]) + ".json"
+	file := func(name string, size int64) error {
+		return tw.WriteHeader(&tar.Header{Name: name, Size: size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	}
+	if err := file(cfgName, int64(len(config))); err != nil {
+		return err
+	}
+	if _, err := tw.Write(config); err != nil {
+		return err
+	}
+	var names []string
+	for i, l := range layers {
+		name := fmt.Sprintf("layer%03d/layer.tar", i)
+		names = append(names, name)
+		if err := file(name, l.Size); err != nil {
+			return err
+		}
+		rc, err := l.Open(ctx)
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(tw, rc)
+		rc.Close()
+		if err == nil && n != l.Size {
+			err = fmt.Errorf("layer %d: %d bytes, %d said", i, n, l.Size)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	man, err := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{ref}, "Layers": names}})
+	if err != nil {
+		return err
+	}
+	if err := file("manifest.json", int64(len(man))); err != nil {
+		return err
+	}
+	if _, err := tw.Write(man); err != nil {
+		return err
+	}
+	return tw.Close()
 }
 
 // LayerShipper is a driver that hands snapshots' images out layer by

@@ -19,6 +19,7 @@ func (nd *Nodes) Routes(a route.API) {
 	a.Handle("DELETE "+p+"/nodes/{name}", nd.removeNode)
 	a.Handle("POST "+p+"/nodes/{name}/drain", nd.drainNode)
 	a.Handle("DELETE "+p+"/nodes/{name}/drain", nd.undrainNode)
+	a.Handle("POST "+p+"/nodes/{name}/lost", nd.lostNode)
 }
 
 func (nd *Nodes) listNodes(w http.ResponseWriter, r *http.Request) error {
@@ -75,6 +76,14 @@ func (nd *Nodes) undrainNode(w http.ResponseWriter, r *http.Request) error {
 	}
 	w.WriteHeader(http.StatusNoContent)
 	return nil
+}
+
+func (nd *Nodes) lostNode(w http.ResponseWriter, r *http.Request) error {
+	l, err := nd.Lost(r.Context(), r.PathValue("name"))
+	if err != nil {
+		return err
+	}
+	return route.WriteJSON(w, http.StatusOK, l)
 }
 
 func (nd *Nodes) removeNode(w http.ResponseWriter, r *http.Request) error {

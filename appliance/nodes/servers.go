@@ -300,6 +300,16 @@ func (nd *Nodes) Remove(ctx context.Context, name string) error {
 			return err
 		}
 	}
+	if err := nd.forget(ctx, name); err != nil {
+		return err
+	}
+	nd.log.Info("node removed", "node", name)
+	return nil
+}
+
+// forget forgets a server (Remove, Lost): it is told to leave, out of the
+// swarm, and out of the state and the cluster's drivers.
+func (nd *Nodes) forget(ctx context.Context, name string) error {
 	// The server leaves by itself when it answers: its engine out of the
 	// swarm, its join forgotten, its agent stopped (for good, under
 	// paddock-node.service). One that does not answer is forgotten all
@@ -348,7 +358,6 @@ func (nd *Nodes) Remove(ctx context.Context, name string) error {
 		nd.cluster.Driver.RemoveNode(name)
 		nd.cluster.Firewall.RemoveNode(name)
 	}
-	nd.log.Info("node removed", "node", name)
 	return nil
 }
 

@@ -88,6 +88,7 @@ var auditActions = map[string]string{
 	"DELETE /v1/nodes/{name}":                      "node.remove",
 	"POST /v1/nodes/{name}/drain":                  "node.drain",
 	"DELETE /v1/nodes/{name}/drain":                "node.undrain",
+	"POST /v1/nodes/{name}/lost":                   "node.lost",
 	"POST /v1/nodes/joins":                         "node.join-token",
 	"POST /login":                                  "login",
 	"PUT /v1/boxes/{name}/grants/{user}":           "box.share",

@@ -283,7 +283,7 @@ const (
 )
 
 var heavy = map[string]bool{
-	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/nodes/{name}/drain": true, "POST /v1/boxes/{name}/snapshots": true,
+	"POST /v1/boxes": true, "POST /v1/boxes/{name}/fork": true, "POST /v1/nodes/{name}/drain": true, "POST /v1/nodes/{name}/lost": true, "POST /v1/boxes/{name}/snapshots": true,
 	"POST /v1/boxes/{name}/restore": true, "POST /v1/boxes/{name}/move": true, "POST /v1/drives/{name}/move": true, "GET /v1/boxes/{name}/screenshot": true, "POST /v1/boxes/{name}/screenshots": true, "POST /v1/boxes/{name}/desktop/actions": true,
 	"PUT /v1/boxes/{name}/files": true, "GET /v1/boxes/{name}/files": true, "PUT /v1/drives/{name}/archive": true,
 	"GET /v1/drives/{name}/archive": true, "POST /v1/boxes/{name}/prompt": true, "POST /v1/boxes/{name}/jobs": true,

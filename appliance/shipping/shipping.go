@@ -153,6 +153,8 @@ type layered struct {
 	ID      string   `json:"id"`
 	Config  []byte   `json:"config"`
 	Layers  []string `json:"layers"`
+	// Ref is the image's name on the servers (ImageParts.Ref).
+	Ref string `json:"ref,omitempty"`
 }
 
 func layeredKey(id string) string { return "snapshots/" + id + ".json" }
@@ -186,7 +188,7 @@ func (s *Shipper) putLayers(ctx context.Context, ls driver.LayerShipper, id stri
 		all.New += sent.New
 		all.NewBytes += sent.NewBytes
 	}
-	js, err := json.Marshal(layered{Version: 2, ID: id, Config: parts.Config, Layers: parts.Layers})
+	js, err := json.Marshal(layered{Version: 2, ID: id, Config: parts.Config, Layers: parts.Layers, Ref: parts.Ref})
 	if err != nil {
 		return all, err
 	}
@@ -298,10 +300,6 @@ func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node 
 	if err := json.Unmarshal(b, &l); err != nil || l.Version != 2 || l.ID != id {
 		return 0, fmt.Errorf("its description in the store cannot be read (version %d): %v", l.Version, err)
 	}
-	ls, ok := sh.(driver.LayerShipper)
-	if !ok {
-		return 0, fmt.Errorf("server %q cannot load a snapshot shipped layer by layer", node)
-	}
 	var size int64
 	sources := make([]driver.LayerSource, len(l.Layers))
 	for i, diff := range l.Layers {
@@ -316,7 +314,21 @@ func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node 
 			return rc, err
 		}}
 	}
-	return size, ls.LoadSnapshotParts(ctx, id, l.Config, sources)
+	if ls, ok := sh.(driver.LayerShipper); ok {
+		return size, ls.LoadSnapshotParts(ctx, id, l.Config, sources)
+	}
+	// An engine that loads only whole archives (another server's,
+	// through its agent): the parts as one, made as it is read.
+	if l.Ref == "" {
+		return 0, fmt.Errorf("server %q loads whole archives, and the snapshot's description in the store names no image", node)
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, l.Ref, l.Config, sources))
+	}()
+	err = sh.LoadSnapshots(ctx, []string{id}, pr)
+	pr.CloseWithError(errors.New("load ended"))
+	return size, err
 }
 
 // sweep removes the archives of snapshots that are gone, then the chunks

@@ -412,3 +412,32 @@ func HasLabels(ns []Node, name string, labels map[string]string) bool {
 	}
 	return false
 }
+
+// LoseNode forgets what a server the owner says is gone held that was
+// only there, once its boxes and drives are declared elsewhere (MoveBox,
+// SetDriveNode): its snapshots that never reached the object store
+// (their ids are returned: they are lost), those being removed, its
+// removed boxes' tombstones (and their jobs) and its pool boxes. Its
+// shipped snapshots that no moved box took with it stay, on the control
+// plane's server ("": fetched from the store where a box needs one).
+func (t *Tx) LoseNode(name string) (lost []string, err error) {
+	lost, err = listAll(t.tx, `SELECT id FROM snapshots WHERE node=? AND state!='deleting' AND shipped!='shipped' ORDER BY created`, func(r scanner) (string, error) {
+		var id string
+		return id, r.Scan(&id)
+	}, name)
+	if err != nil {
+		return nil, err
+	}
+	for _, q := range []string{
+		`DELETE FROM snapshots WHERE node=?1 AND (state='deleting' OR shipped!='shipped')`,
+		`UPDATE snapshots SET node='' WHERE node=?1`,
+		`DELETE FROM jobs WHERE box IN (SELECT name FROM tombstones WHERE node=?1)`,
+		`DELETE FROM tombstones WHERE node=?1`,
+		`DELETE FROM pool WHERE node=?1`,
+	} {
+		if _, err := t.tx.Exec(q, name); err != nil {
+			return nil, err
+		}
+	}
+	return lost, nil
+}

@@ -86,3 +86,73 @@ func TestJoinTokensAndWhere(t *testing.T) {
 		t.Errorf("n2 holds %d boxes, %d snapshots (%v)", b, sn, err)
 	}
 }
+
+// A lost server's snapshots that were never shipped are forgotten (and
+// named), its shipped ones that no box took along go to the control
+// plane's server, the snapshots a box took along stay with it; nothing
+// is left counted on it but its own row.
+func TestLoseNode(t *testing.T) {
+	s, err := Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.AddJoinToken("h", time.Now().Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.JoinNode("h", Node{Name: "n2", Addr: "10.0.0.2:7443", Subnet: "10.214.0.0/24", Joined: time.Now(), Cert: "pem"}); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	err = s.Declare(func(tx *Tx) error {
+		for _, b := range []string{"web", "old"} {
+			if err := tx.CreateBox(Box{Name: b, Type: "small", Image: "i", Desired: "running", Created: t0, Node: "n2"}); err != nil {
+				return err
+			}
+		}
+		for i, id := range []string{"local1", "shipped1", "shipped2", "other1"} {
+			box := "web"
+			if id == "other1" {
+				box = "old"
+			}
+			if err := tx.AddSnapshot(Snapshot{ID: id, Box: box, State: "ready", Created: t0.Add(time.Duration(i) * time.Second)}); err != nil {
+				return err
+			}
+		}
+		return tx.DeleteBox("old") // a tombstone on n2
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"shipped1", "shipped2", "other1"} {
+		if err := s.SetSnapshotShipped(id, "shipped", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var lost []string
+	err = s.Declare(func(tx *Tx) error {
+		if err := tx.MoveBox("web", "n3", "10.214.1.9", "shipped2", []string{"shipped2"}); err != nil {
+			return err
+		}
+		lost, err = tx.LoseNode("n2")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 1 || lost[0] != "local1" {
+		t.Fatalf("lost snapshots: %v, want [local1]", lost)
+	}
+	for id, want := range map[string]string{"shipped1": "", "shipped2": "n3", "other1": ""} {
+		if got, err := s.Where("snapshot", id); err != nil || got != want {
+			t.Errorf("snapshot %s on %q (%v), want %q", id, got, err, want)
+		}
+	}
+	if _, err := s.Where("snapshot", "local1"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("the unshipped snapshot of the lost server is still declared: %v", err)
+	}
+	boxes, pool, drives, snaps, err := s.NodeObjects("n2")
+	if err != nil || boxes+pool+drives+snaps != 0 {
+		t.Fatalf("left on the lost server: %d boxes, %d pool, %d drives, %d snapshots (%v)", boxes, pool, drives, snaps, err)
+	}
+}

@@ -76,7 +76,13 @@ func TestCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Snapshots are shipped to an object store (a real S3 server of the
+	// test's own), so that a server declared lost takes no shipped
+	// snapshot with it (NodeLost, at the end).
+	s3 := harness.StartS3(t)
 	d, cli, must := daemonReconcilingEvery(t, "3s", func(d *harness.Daemon) {
+		d.Config += "\n" + s3.Config()
+		d.Env = append(d.Env, "PADDOCK_SHIP_INTERVAL=2s")
 		d.Image, d.Images, d.Engine = mini, []string{desk}, servers.Engine.Host
 		d.Env = append(d.Env, "PADDOCK_CLUSTER_LISTEN="+clusterAddr, "PADDOCK_HOSTNAME=paddock.test", "PADDOCK_TLS=internal",
 			"PADDOCK_HTTPS_LISTEN="+httpsAddr, "PADDOCK_HTTP_LISTEN="+httpAddr)
@@ -1088,6 +1094,90 @@ func TestCluster(t *testing.T) {
 	must("node", "rm", "n4")
 	if code, ended := n4.AgentExit(30 * time.Second); !ended || code != units.ExitRemoved {
 		t.Fatalf("n4's agent after node rm: ended %v, status %d", ended, code)
+	}
+
+	t.Run("NodeLost", func(t *testing.T) { testNodeLost(t, d, cli, nodes, n3) })
+}
+
+// testNodeLost loses server sv for good (engine and agent killed, its
+// disk removed) holding box "far", with files written before and after
+// its last shipped snapshot, and drive "fardata". The owner says so
+// ('paddock node lost'), and far is made again on another server from
+// that snapshot, fetched from the object store: the files from before
+// are there (a blob checked by its sha256), the file from after is not,
+// and its note, like the command's answer, names the snapshot, its time
+// and the drive as lost. The server is forgotten.
+func testNodeLost(t *testing.T, d *harness.Daemon, cli func(...string) (string, error), nodes func() map[string]api.Node, sv *harness.Server) {
+	ctx := context.Background()
+	c := d.Client()
+	must := mustOf(t, cli)
+	dr, err := c.CreateDrive(ctx, "fardata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dr.Node != sv.Name {
+		must("drive", "move", "fardata", "--to", sv.Name)
+	}
+	must("new", "--name", "far", "--drive", "fardata:/mnt/far")
+	var fb api.Box
+	if err := json.Unmarshal([]byte(must("show", "far", "--json")), &fb); err != nil || fb.Node != sv.Name {
+		t.Fatalf("far is on %q (%v), not on %s with its drive", fb.Node, err, sv.Name)
+	}
+	must("exec", "far", "--", "sh", "-c", "echo before > ~/before.txt && head -c 3000000 /dev/urandom > ~/blob && sha256sum ~/blob > ~/blob.sum && echo on-drive > /mnt/far/f")
+	sn, err := c.Snapshot(ctx, "far")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "far's snapshot to ship", func() bool {
+		sns, err := c.Snapshots(ctx, "far")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range sns {
+			if x.ID == sn.ID {
+				return x.Shipped == "shipped"
+			}
+		}
+		t.Fatalf("snapshot %s is gone", sn.ID)
+		return false
+	})
+	must("exec", "far", "--", "sh", "-c", "echo after > ~/after.txt")
+
+	// A server that answers is not lost.
+	if out, err := cli("node", "lost", sv.Name); err == nil || !strings.Contains(out, "answers") {
+		t.Fatalf("node lost on a server that answers: %v\n%s", err, out)
+	}
+	if err := sv.Destroy(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, sv.Name+" to be down", func() bool { return nodes()[sv.Name].State == "down" })
+	out := must("node", "lost", sv.Name)
+	t.Logf("node lost %s:\n%s", sv.Name, out)
+	for _, want := range []string{"far: made again on ", "from snapshot " + sn.ID, "what it wrote after snapshot " + sn.ID, "drive fardata: declared again on", "drive(s) fardata"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("node lost does not say %q:\n%s", want, out)
+		}
+	}
+	if _, ok := nodes()[sv.Name]; ok {
+		t.Fatalf("paddock nodes lists %s after node lost", sv.Name)
+	}
+	var b api.Box
+	waitFor(t, 5*time.Minute, "far to run on another server", func() bool {
+		out, err := cli("show", "far", "--json")
+		if err != nil || json.Unmarshal([]byte(out), &b) != nil {
+			return false
+		}
+		return b.Status == "running"
+	})
+	if b.Node == sv.Name {
+		t.Fatalf("far runs on the lost server %s", sv.Name)
+	}
+	if !strings.Contains(b.Note, "declared lost") || !strings.Contains(b.Note, sn.ID) || !strings.Contains(b.Note, "fardata") {
+		t.Fatalf("far's note does not say what is lost: %q", b.Note)
+	}
+	got := must("exec", "far", "--", "sh", "-c", "cat ~/before.txt; sha256sum -c ~/blob.sum >/dev/null && echo blob ok; test -e ~/after.txt && echo after is there; ls -A /mnt/far")
+	if got != "before\nblob ok\n" {
+		t.Fatalf("far on %s after its server was lost: %q (want the files of its snapshot, not after.txt, and an empty drive)", b.Node, got)
 	}
 }
 

@@ -190,7 +190,12 @@ func daemonReconcilingEvery(t *testing.T, interval string, opts ...func(*harness
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	must := func(args ...string) string {
+	return d, cli, mustOf(t, cli)
+}
+
+// mustOf is cli that ends test t when the command fails.
+func mustOf(t *testing.T, cli func(...string) (string, error)) func(...string) string {
+	return func(args ...string) string {
 		t.Helper()
 		out, err := cli(args...)
 		if err != nil {
@@ -198,7 +203,6 @@ func daemonReconcilingEvery(t *testing.T, interval string, opts ...func(*harness
 		}
 		return out
 	}
-	return d, cli, must
 }
 
 // containerState is what the engine says of a box's container: its

@@ -404,6 +404,26 @@ func (sv *Server) AgentExit(d time.Duration) (code int, ok bool) {
 	return code, true
 }
 
+// Destroy is the server gone for good, as when its machine or disk is
+// lost: its agent killed, its containers gone (their processes with
+// them), its engine killed, and its engine's data and Paddock's state
+// removed. Nothing of it answers again.
+func (sv *Server) Destroy() error {
+	sv.KillAgent()
+	if sv.engine != nil {
+		if ids, err := sv.Docker("ps", "-aq"); err == nil && strings.TrimSpace(ids) != "" {
+			sv.Docker(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+		}
+		sv.engine.Process.Kill()
+		<-sv.done
+		sv.engine = nil
+	}
+	exec.Command("umount", "-R", sv.dir+"/data").Run()
+	// The exec root (sockets, network namespaces' mounts) is not data,
+	// and goes when the servers stop.
+	return errors.Join(os.RemoveAll(sv.dir+"/data"), os.RemoveAll(sv.StateDir()))
+}
+
 // Docker runs the docker CLI against the server's engine.
 func (sv *Server) Docker(args ...string) (string, error) {
 	out, err := exec.Command("docker", append([]string{"-H", sv.Engine}, args...)...).CombinedOutput()

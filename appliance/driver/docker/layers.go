@@ -1,12 +1,10 @@
 package docker
 
 import (
-	"archive/tar"
 	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +72,7 @@ func (d *Driver) SnapshotParts(ctx context.Context, id string) (driver.ImagePart
 	if sum := sha256.Sum256(cfg); hex.EncodeToString(sum[:]) != h {
 		return driver.ImageParts{}, fmt.Errorf("the config of snapshot %s on disk is not its image's", id)
 	}
-	return driver.ImageParts{Config: cfg, Layers: ins.RootFS.Layers}, nil
+	return driver.ImageParts{Config: cfg, Layers: ins.RootFS.Layers, Ref: d.snapshotRef(id)}, nil
 }
 
 // chainID is the engine's name of a chain of layers.
@@ -144,57 +142,9 @@ func (c closers) Close() error {
 func (d *Driver) LoadSnapshotParts(ctx context.Context, id string, config []byte, layers []driver.LayerSource) error {
 	pr, pw := io.Pipe()
 	go func() {
-		pw.CloseWithError(writeSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
+		pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
 	}()
 	err := d.LoadSnapshots(ctx, []string{id}, pr)
 	pr.CloseWithError(errors.New("load ended"))
 	return err
-}
-
-// writeSaveArchive writes an image as docker save does (its legacy
-// layout: config, a folder per layer, manifest.json).
-func writeSaveArchive(ctx context.Context, w io.Writer, ref string, config []byte, layers []driver.LayerSource) error {
-	tw := tar.NewWriter(w)
-	sum := sha256.Sum256(config)
-	cfgName := hex.EncodeToString(sum[:]) + ".json"
-	file := func(name string, size int64) error {
-		return tw.WriteHeader(&tar.Header{Name: name, Size: size, Mode: 0o644, Typeflag: tar.TypeReg, Format: tar.FormatPAX})
-	}
-	if err := file(cfgName, int64(len(config))); err != nil {
-		return err
-	}
-	if _, err := tw.Write(config); err != nil {
-		return err
-	}
-	var names []string
-	for i, l := range layers {
-		name := fmt.Sprintf("layer%03d/layer.tar", i)
-		names = append(names, name)
-		if err := file(name, l.Size); err != nil {
-			return err
-		}
-		rc, err := l.Open(ctx)
-		if err != nil {
-			return err
-		}
-		n, err := io.Copy(tw, rc)
-		rc.Close()
-		if err == nil && n != l.Size {
-			err = fmt.Errorf("layer %d: %d bytes, %d said", i, n, l.Size)
-		}
-		if err != nil {
-			return err
-		}
-	}
-	man, err := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{ref}, "Layers": names}})
-	if err != nil {
-		return err
-	}
-	if err := file("manifest.json", int64(len(man))); err != nil {
-		return err
-	}
-	if _, err := tw.Write(man); err != nil {
-		return err
-	}
-	return tw.Close()
 }

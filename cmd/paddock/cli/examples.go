@@ -8,7 +8,7 @@ var examples = map[string][]string{
 	"whoami":     {"paddock whoami", "paddock whoami --json"},
 	"user":       {"paddock user ls", "paddock user invite --role member", "paddock user invites", "paddock user revoke 3f9a0c1d2b4e", "paddock user rm mia", "paddock user quota mia --boxes 5 --running 2", "paddock user quota mia --default boxes", "paddock user quota"},
 	"nodes":      {"paddock nodes", "paddock nodes --json"},
-	"node":       {"paddock node add", "paddock node label n2 ssd=yes", "paddock node pool n2 small=2", "paddock node drain n2", "paddock node rm n2"},
+	"node":       {"paddock node add", "paddock node label n2 ssd=yes", "paddock node pool n2 small=2", "paddock node drain n2", "paddock node lost n2", "paddock node rm n2"},
 	"group":      {"paddock group add eng mia", "paddock group quota eng --boxes 10 --running 4", "paddock group ls --json", "paddock group rm eng mia"},
 	"token":      {"paddock token create ci", "paddock token ls --json", "paddock token revoke ci"},
 	"e2b":        {"paddock e2b env", "paddock e2b env --name agents"},

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "AuditMark", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "Invite", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "AuditMark", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "Invite", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "LostBox", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodeLost", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -313,6 +313,14 @@ class KeyPost(_KeyPostRequired, _KeyPostOptional):
     pass
 
 
+_LostBoxRequired = TypedDict("_LostBoxRequired", {"box": "str", "lost": "str", "to": "str"})
+_LostBoxOptional = TypedDict("_LostBoxOptional", {"from": "str", "taken": "str"}, total=False)
+
+
+class LostBox(_LostBoxRequired, _LostBoxOptional):
+    pass
+
+
 _MountRequired = TypedDict("_MountRequired", {"drive": "str", "path": "str"})
 _MountOptional = TypedDict("_MountOptional", {"readonly": "bool"}, total=False)
 
@@ -349,6 +357,9 @@ NodeJoin = TypedDict("NodeJoin", {"ca_sha256": "str", "command": "str", "expires
 
 
 NodeLabels = TypedDict("NodeLabels", {"labels": "Optional[Dict[str, str]]"})
+
+
+NodeLost = TypedDict("NodeLost", {"boxes": "Optional[List[LostBox]]", "drives": "Optional[List[MovedBox]]", "node": "str", "snapshots": "Optional[List[str]]"})
 
 
 NodePool = TypedDict("NodePool", {"pool": "Optional[Dict[str, int]]"})

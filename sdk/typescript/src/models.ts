@@ -429,6 +429,14 @@ export interface KeyPost {
   name?: string;
 }
 
+export interface LostBox {
+  box: string;
+  from?: string;
+  lost: string;
+  taken?: string;
+  to: string;
+}
+
 export interface Mount {
   drive: string;
   path: string;
@@ -479,6 +487,13 @@ export interface NodeJoin {
 
 export interface NodeLabels {
   labels: Record<string, string> | null;
+}
+
+export interface NodeLost {
+  boxes: LostBox[] | null;
+  drives: MovedBox[] | null;
+  node: string;
+  snapshots: string[] | null;
 }
 
 export interface NodePool {

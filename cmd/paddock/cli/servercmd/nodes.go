@@ -17,7 +17,7 @@ import (
 
 func Node(e *cmdenv.Env, args []string) error {
 	if len(args) == 0 {
-		return cmdenv.Usagef("give add, label, pool, drain, undrain or rm")
+		return cmdenv.Usagef("give add, label, pool, drain, undrain, lost or rm")
 	}
 	switch {
 	case args[0] == "add":
@@ -117,6 +117,30 @@ func Node(e *cmdenv.Env, args []string) error {
 		}
 		fmt.Fprintf(e.Stdout, "node %s takes new boxes again\n", args[1])
 		return nil
+	case args[0] == "lost" && len(args) == 2:
+		c, err := e.Client()
+		if err != nil {
+			return err
+		}
+		l, err := c.LoseNode(e.Ctx, args[1])
+		if err != nil {
+			return err
+		}
+		for _, b := range l.Boxes {
+			from := "its image"
+			if b.From != "" {
+				from = "snapshot " + b.From
+			}
+			fmt.Fprintf(e.Stdout, "%s: made again on %s from %s; %s\n", b.Box, b.To, from, b.Lost)
+		}
+		for _, d := range l.Drives {
+			fmt.Fprintf(e.Stdout, "drive %s: declared again on %s, empty: what it held was on %s\n", d.Drive, d.To, l.Node)
+		}
+		if len(l.Snapshots) > 0 {
+			fmt.Fprintf(e.Stdout, "lost with it (never shipped to the object store): snapshot(s) %s\n", strings.Join(l.Snapshots, ", "))
+		}
+		fmt.Fprintf(e.Stdout, "node %s is forgotten: if it comes back, it touches none of these; it joins again with a new 'paddock node add' token\n", l.Node)
+		return nil
 	case args[0] == "rm" && len(args) == 2:
 		c, err := e.Client()
 		if err != nil {
@@ -128,7 +152,7 @@ func Node(e *cmdenv.Env, args []string) error {
 		fmt.Fprintf(e.Stdout, "removed node %s (its agent is no longer called; to join again it needs a new token)\n", args[1])
 		return nil
 	}
-	return cmdenv.Usagef("node add [--json] | node label NODE [KEY=VALUE...] | node pool NODE [TYPE=COUNT...] | node drain NODE | node undrain NODE | node rm NODE")
+	return cmdenv.Usagef("node add [--json] | node label NODE [KEY=VALUE...] | node pool NODE [TYPE=COUNT...] | node drain NODE | node undrain NODE | node lost NODE | node rm NODE")
 }
 
 func Nodes(e *cmdenv.Env, args []string) error {
