@@ -11,6 +11,10 @@
 // the owner gives (scrypt) or to age public keys, and restored only with
 // that passphrase or a matching identity. Without it the file reveals no
 // secret and no token. Every file inside is 0600.
+//
+// Schedule writes one every backup_every to a Place (the object store's
+// backups/, or a folder) and keeps the newest backup_keep; Latest and
+// the places' Open are what 'paddockd restore --from' reads.
 package backup
 
 import (

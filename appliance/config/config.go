@@ -16,6 +16,7 @@ import (
 	"net"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -164,6 +165,20 @@ type Config struct {
 	// ShipInterval is how often snapshots not yet in the object store are
 	// looked for (each is shipped once it is taken, too).
 	ShipInterval time.Duration `koanf:"ship_interval"`
+	// BackupTo is where paddockd writes backups of its own state on a
+	// schedule (package backup): "object_store" (the store above, under
+	// backups/), or an absolute folder; empty: none. Every BackupEvery,
+	// the newest BackupKeep kept, each encrypted to BackupRecipients (age
+	// public keys) or to the passphrase on BackupPassphraseFile's first
+	// line, as 'paddockd backup' encrypts.
+	// File is the configuration file the settings were read from (""
+	// when there was none), which backups keep.
+	File                 string        `koanf:"-"`
+	BackupTo             string        `koanf:"backup_to"`
+	BackupEvery          time.Duration `koanf:"backup_every"`
+	BackupKeep           int           `koanf:"backup_keep"`
+	BackupRecipients     []string      `koanf:"backup_recipients"`
+	BackupPassphraseFile string        `koanf:"backup_passphrase_file"`
 	// BoxUser runs commands in boxes; BoxUID owns pushed files.
 	BoxUser string `koanf:"box_user"`
 	BoxUID  int    `koanf:"box_uid"`
@@ -395,6 +410,8 @@ func Defaults() map[string]any {
 		"desktop_default":             true,
 		"snapshot_keep":               5,
 		"ship_interval":               "1m",
+		"backup_every":                "24h",
+		"backup_keep":                 7,
 		"agents.claude.command":       []string{"claude", "-p"},
 		"agents.claude.secrets":       []string{"ANTHROPIC_API_KEY"},
 		"agents.claude.logins":        []string{".claude/.credentials.json"},
@@ -460,10 +477,12 @@ func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
 		return Config{}, err
 	}
 	path, explicit := Path(fs, environ)
+	read := path
 	if err := k.Load(file.Provider(path), toml.Parser()); err != nil {
 		if !errors.Is(err, errNotExist) || explicit {
 			return Config{}, fmt.Errorf("reading %s: %w", path, err)
 		}
+		read = ""
 	}
 	err := k.Load(env.Provider(".", env.Opt{
 		Prefix: "PADDOCK_",
@@ -494,6 +513,7 @@ func Load(fs *pflag.FlagSet, environ []string) (Config, error) {
 	if err := k.UnmarshalWithConf("", &c, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		return Config{}, err
 	}
+	c.File = read
 	if c.Local && c.Listen == "" {
 		c.Listen = LocalListen
 	}
@@ -602,6 +622,30 @@ func (c Config) Validate() error {
 	}
 	if c.ObjectStore.Enabled() && c.ShipInterval <= 0 {
 		return errors.New("config: ship_interval must be positive")
+	}
+	return c.checkBackup()
+}
+
+// checkBackup checks the scheduled backups' settings.
+func (c Config) checkBackup() error {
+	switch {
+	case c.BackupTo == "":
+		return nil
+	case c.BackupTo == "object_store":
+		if !c.ObjectStore.Enabled() {
+			return errors.New(`config: backup_to = "object_store" needs an [object_store] with an endpoint`)
+		}
+	case !filepath.IsAbs(c.BackupTo):
+		return fmt.Errorf(`config: backup_to must be "object_store" or an absolute folder, not %q`, c.BackupTo)
+	}
+	if c.BackupEvery < time.Second {
+		return errors.New("config: backup_every must be a second or more")
+	}
+	if c.BackupKeep < 1 {
+		return errors.New("config: backup_keep must be 1 or more")
+	}
+	if len(c.BackupRecipients) == 0 && c.BackupPassphraseFile == "" {
+		return errors.New("config: backup_to needs backup_recipients (age public keys) or backup_passphrase_file: a backup holds the keys to the server, and is always encrypted")
 	}
 	return nil
 }

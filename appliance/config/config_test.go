@@ -99,3 +99,34 @@ func TestDockerStart(t *testing.T) {
 		t.Fatalf("a bad value: %v", err)
 	}
 }
+
+// backup_to is refused, naming what is missing, without a store to put
+// backups in, a key to encrypt them to, or with a relative folder; File
+// is the file the settings came from.
+func TestBackupTo(t *testing.T) {
+	dir := t.TempDir()
+	load := func(toml string) (Config, error) {
+		p := filepath.Join(dir, "paddock.toml")
+		if err := os.WriteFile(p, []byte(toml), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return Load(nil, []string{"PADDOCK_CONFIG=" + p, "PADDOCK_STATE_DIR=" + dir})
+	}
+	for toml, want := range map[string]string{
+		`backup_to = "object_store"` + "\nbackup_passphrase_file = \"/p\"\n":        "needs an [object_store]",
+		`backup_to = "/var/backups/paddock"` + "\n":                                 "always encrypted",
+		`backup_to = "backups"` + "\nbackup_passphrase_file = \"/p\"\n":             `absolute folder, not "backups"`,
+		`backup_to = "/b"` + "\nbackup_keep = 0\nbackup_passphrase_file = \"/p\"\n": "backup_keep",
+	} {
+		if _, err := load(toml); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error saying %q", toml, err, want)
+		}
+	}
+	c, err := load(`backup_to = "/b"` + "\nbackup_recipients = [\"age1x\"]\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BackupEvery != 24*time.Hour || c.BackupKeep != 7 || c.File != filepath.Join(dir, "paddock.toml") {
+		t.Fatalf("backup_every %v, backup_keep %d, file %q", c.BackupEvery, c.BackupKeep, c.File)
+	}
+}

@@ -1,6 +1,8 @@
 package daemon
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/backup"
 	"github.com/paddock-dev/paddock/appliance/config"
+	"github.com/paddock-dev/paddock/appliance/objstore"
 	"github.com/paddock-dev/paddock/appliance/store"
 )
 
@@ -102,11 +105,12 @@ func restoreCmd(args, environ []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "replace a state directory that holds a database")
 	pass := fs.String("passphrase-file", "", "the backup's passphrase, on this file's first line")
 	ident := fs.String("identity", "", "a file of age identities (AGE-SECRET-KEY-...) one of which opens the backup")
+	from := fs.String("from", "", `restore a scheduled backup (backup_to) from "object_store" (the configuration's) or a folder: NAME, or the newest when none is given`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintln(stderr, "usage: paddockd restore FILE (--passphrase-file F | --identity F) [--state-dir D] [--config F] [--force]")
+	if (*from == "" && fs.NArg() != 1) || (*from != "" && fs.NArg() > 1) {
+		fmt.Fprintln(stderr, "usage: paddockd restore (FILE | --from object_store|FOLDER [NAME]) (--passphrase-file F | --identity F) [--state-dir D] [--config F] [--force]")
 		return 2
 	}
 	key, err := backupKey(*pass, nil, "", *ident)
@@ -134,7 +138,13 @@ func restoreCmd(args, environ []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 	}
-	f, err := os.Open(fs.Arg(0))
+	var f io.ReadCloser
+	what := fs.Arg(0)
+	if *from != "" {
+		f, what, err = openScheduled(cfg, *from, fs.Arg(0))
+	} else {
+		f, err = os.Open(what)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "paddockd restore:", err)
 		return 1
@@ -145,8 +155,42 @@ func restoreCmd(args, environ []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "paddockd restore:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "restored %s into %s; start paddockd\n", fs.Arg(0), cfg.StateDir)
+	fmt.Fprintf(stdout, "restored %s into %s; start paddockd\n", what, cfg.StateDir)
 	return 0
+}
+
+// openScheduled opens a scheduled backup: name (the newest when "") in
+// the object store of cfg (from "object_store") or in folder from.
+func openScheduled(cfg config.Config, from, name string) (io.ReadCloser, string, error) {
+	ctx := context.Background()
+	var place backup.Place = backup.Folder(from)
+	if from == "object_store" {
+		if !cfg.ObjectStore.Enabled() {
+			return nil, "", errors.New("--from object_store: the configuration has no [object_store] (set it in paddock.toml, as on the server the backup came from)")
+		}
+		bucket, err := objstore.Open(cfg.ObjectStore, cfg.Instance)
+		if err != nil {
+			return nil, "", err
+		}
+		place = backup.Bucket{Store: bucket}
+	} else if !filepath.IsAbs(from) {
+		return nil, "", fmt.Errorf(`--from must be "object_store" or an absolute folder, not %q`, from)
+	}
+	if name == "" {
+		latest, err := backup.Latest(ctx, place)
+		if err != nil {
+			return nil, "", err
+		}
+		if latest == "" {
+			return nil, "", fmt.Errorf("no backup in %s", place)
+		}
+		name = latest
+	}
+	rc, err := place.Open(ctx, name)
+	if err != nil {
+		return nil, "", fmt.Errorf("backup %s in %s: %w", name, place, err)
+	}
+	return rc, name + " from " + place.String(), nil
 }
 
 // backupKey makes a backup's key from the flags: a passphrase (its file's

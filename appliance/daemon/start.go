@@ -18,6 +18,7 @@ import (
 
 	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/auth"
+	"github.com/paddock-dev/paddock/appliance/backup"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -63,6 +64,8 @@ type started struct {
 	// shipKick has it look now.
 	ship     *shipping.Shipper
 	shipKick <-chan struct{}
+	// backups writes backup_to's backups (nil: none configured).
+	backups *backup.Schedule
 	// serving is set once the first reconcile is done.
 	serving atomic.Bool
 }
@@ -173,7 +176,11 @@ func (d *started) buildCore(life context.Context) error {
 	}
 	rules.SetNode("", d.boxNet.Subnet, clusterIP, d.fw)
 	d.rec = &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
-	if err := d.shipping(life, nodes); err != nil {
+	bucket, err := d.shipping(life, nodes)
+	if err != nil {
+		return err
+	}
+	if err := d.scheduleBackups(bucket); err != nil {
 		return err
 	}
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
@@ -213,13 +220,13 @@ func (d *started) buildCore(life context.Context) error {
 // shipping sets up the shipping of snapshots to the object store, when
 // one is configured. A store that does not answer now does not stop
 // paddockd: the shipping says so, and tries again.
-func (d *started) shipping(ctx context.Context, nodes *cluster.Driver) error {
+func (d *started) shipping(ctx context.Context, nodes *cluster.Driver) (*objstore.Store, error) {
 	if !d.cfg.ObjectStore.Enabled() {
-		return nil
+		return nil, nil
 	}
 	bucket, err := objstore.Open(d.cfg.ObjectStore, d.cfg.Instance)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -244,6 +251,26 @@ func (d *started) shipping(ctx context.Context, nodes *cluster.Driver) error {
 		}
 		return d.ship.Fetch(fctx, snapshot, node)
 	}
+	return bucket, nil
+}
+
+// scheduleBackups sets up backup_to: the server's own state, encrypted,
+// to the object store (bucket) or a folder, every backup_every (run by
+// loops).
+func (d *started) scheduleBackups(bucket *objstore.Store) error {
+	cfg := d.cfg
+	if cfg.BackupTo == "" {
+		return nil
+	}
+	key, err := backupKey(cfg.BackupPassphraseFile, cfg.BackupRecipients, "", "")
+	if err != nil {
+		return fmt.Errorf("backup_to: %w", err)
+	}
+	var place backup.Place = backup.Folder(cfg.BackupTo)
+	if cfg.BackupTo == "object_store" {
+		place = backup.Bucket{Store: bucket}
+	}
+	d.backups = &backup.Schedule{Place: place, Key: key, Store: d.st, StateDir: cfg.StateDir, ConfigPath: cfg.File, Keep: cfg.BackupKeep, Log: d.log}
 	return nil
 }
 
@@ -449,6 +476,9 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 	}
 	if d.ship != nil {
 		go loop(ctx, cfg.ShipInterval, d.shipKick, logged("shipping snapshots", d.ship.Pass))
+	}
+	if d.backups != nil {
+		go d.backups.Run(ctx, cfg.BackupEvery)
 	}
 }
 

@@ -2,17 +2,24 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"filippo.io/age"
+	"github.com/minio/minio-go/v7"
+
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/backup"
 	"github.com/paddock-dev/paddock/appliance/client"
 	"github.com/paddock-dev/paddock/appliance/driver/docker"
+	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/testbed/harness"
 )
 
@@ -28,7 +35,14 @@ import (
 func TestSnapshotsInObjectStore(t *testing.T) {
 	s3 := harness.StartS3(t)
 	d := newDaemon(t, t.TempDir())
-	d.Config = harness.TestConfig + "\n" + s3.Config()
+	// The server's own state goes to the store too, every 5 s, the two
+	// newest kept, encrypted to an age key (ScheduledBackups, at the end).
+	ident, err := age.GenerateX25519Identity()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Config = fmt.Sprintf("backup_to = \"object_store\"\nbackup_every = \"5s\"\nbackup_keep = 2\nbackup_recipients = [%q]\n", ident.Recipient()) +
+		harness.TestConfig + "\n" + s3.Config()
 	d.Env = append(d.Env, "PADDOCK_SHIP_INTERVAL=2s")
 	if err := d.Start(); err != nil {
 		t.Fatal(err)
@@ -184,6 +198,85 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 	if got := inBox("kept", "cat ~/before.txt; ls ~/second.txt 2>/dev/null || echo no-second"); got != "before\nno-second" {
 		t.Fatalf("the restored box holds %q", got)
 	}
+
+	// backup_to: the server's state is in the store, the two newest
+	// backups and no more, and a fresh state directory is made from the
+	// newest (with the passphrase only) holding the boxes declared now.
+	t.Run("ScheduledBackups", func(t *testing.T) {
+		mc, err := s3.Client()
+		if err != nil {
+			t.Fatal(err)
+		}
+		backups := func() []string {
+			var out []string
+			for o := range mc.ListObjects(ctx, s3.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+				if o.Err != nil {
+					t.Fatal(o.Err)
+				}
+				if strings.Contains(o.Key, "/backups/") {
+					out = append(out, o.Key)
+				}
+			}
+			return out
+		}
+		var seen []string
+		waitFor(t, time.Minute, "a backup written after the fork", func() bool {
+			seen = backups()
+			return len(seen) > 0 && newestAfter(seen, time.Now().Add(-2*time.Second))
+		})
+		if len(seen) != 2 {
+			t.Fatalf("backup_keep = 2, and the store holds %d backups: %v", len(seen), seen)
+		}
+		conf := filepath.Join(t.TempDir(), "paddock.toml")
+		if err := os.WriteFile(conf, []byte(s3.Config()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		fresh := filepath.Join(t.TempDir(), "state")
+		restore := func(id *age.X25519Identity) (string, error) {
+			f := filepath.Join(t.TempDir(), "identity")
+			if err := os.WriteFile(f, []byte(id.String()+"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bins.Paddockd, "restore", "--from", "object_store", "--instance", d.Instance, "--config", conf,
+				"--state-dir", fresh, "--socket", filepath.Join(t.TempDir(), "none.sock"), "--identity", f).CombinedOutput()
+			return string(out), err
+		}
+		other, err := age.GenerateX25519Identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out, err := restore(other); err == nil || !strings.Contains(out, "wrong passphrase or key") {
+			t.Fatalf("a restore from the store with another key: %v %s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(fresh, "paddock.db")); !os.IsNotExist(err) {
+			t.Fatalf("a refused restore wrote the database: %v", err)
+		}
+		out, err := restore(ident)
+		if err != nil || !strings.Contains(out, "from the object store") {
+			t.Fatalf("paddockd restore --from object_store: %v\n%s", err, out)
+		}
+		st, err := store.Open(fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer st.Close()
+		for _, name := range []string{"kept", "forked"} {
+			if _, err := st.GetBox(name); err != nil {
+				t.Fatalf("box %s in the state restored from the store: %v", name, err)
+			}
+		}
+	})
+}
+
+// newestAfter says whether the newest of scheduled backups' object keys
+// (…/paddock-20261207T195300Z.age) was written after t (to the second).
+func newestAfter(keys []string, t time.Time) bool {
+	newest := ""
+	for _, k := range keys {
+		newest = max(newest, k[strings.LastIndexByte(k, '/')+1:])
+	}
+	at, err := time.Parse("20060102T150405Z", strings.TrimSuffix(strings.TrimPrefix(newest, backup.Prefix), backup.Suffix))
+	return err == nil && !at.Before(t.UTC().Truncate(time.Second))
 }
 
 // sentBytes is what paddockd's log says a snapshot's shipping sent to the
