@@ -53,6 +53,12 @@ type MovePost struct {
 	// With are other boxes of the same server that move in the same go:
 	// a drive moves with every box that mounts it, or not at all.
 	With []string `json:"with,omitempty"`
+	// FromStore makes the box on Node from its newest snapshot in the
+	// object store, for a box whose server is down ('paddock start BOX
+	// --node N'): what it wrote after that snapshot is lost (its note
+	// says so), and its container there is removed once that server
+	// answers again. Nothing else moves with it.
+	FromStore bool `json:"from_store,omitempty"`
 }
 
 // NodeJoin is a one-time join token for a server (POST /v1/nodes/joins,

@@ -22,6 +22,13 @@ func (c *Client) MoveBox(ctx context.Context, name, node string, with ...string)
 	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/move", api.MovePost{Node: node, With: with}, &b)
 }
 
+// StartElsewhere makes a box whose server is down on server node, from
+// its newest snapshot in the object store, and starts it.
+func (c *Client) StartElsewhere(ctx context.Context, name, node string) (api.Box, error) {
+	var b api.Box
+	return b, c.do(ctx, "POST", "/boxes/"+esc(name)+"/move", api.MovePost{Node: node, FromStore: true}, &b)
+}
+
 // MoveDrive moves a drive, and the boxes with (all those that mount it),
 // to another server.
 func (c *Client) MoveDrive(ctx context.Context, name, node string, with ...string) (api.Drive, error) {

@@ -447,7 +447,15 @@ func (d *started) startLoops(ctx context.Context, notify *units.Notifier) {
 			log.Error("warm pool", "err", err)
 		}
 	})
-	go loop(ctx, nodesEvery, nil, func() { svc.LookAtNodes(ctx) })
+	servers, _ := capability[*nodes.Nodes](d.caps)
+	go loop(ctx, nodesEvery, nil, func() {
+		svc.LookAtNodes(ctx)
+		// A box made elsewhere while its server was down: what it left
+		// there goes once that server answers.
+		if servers != nil {
+			servers.FinishMoves(ctx)
+		}
+	})
 	acc, _ := capability[*access.Access](d.caps)
 	acc.PruneAudit()
 	go loop(ctx, time.Hour, nil, acc.PruneAudit)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -101,7 +102,8 @@ func (nd *Nodes) Lost(ctx context.Context, name string) (api.NodeLost, error) {
 					out.Drives = append(out.Drives, api.MovedBox{Drive: d, To: nd.core.NodeDisplay(to)})
 				}
 				for _, b := range g.boxes {
-					lb, err := nd.relocate(tx, b, name, to, ns, g.drives, now, unlabelled)
+					why := fmt.Sprintf("its server %s was declared lost at %s", name, now.Format(time.RFC3339))
+					lb, err := nd.relocate(tx, b, name, to, ns, g.drives, why, unlabelled)
 					if err != nil {
 						return fmt.Errorf("%s: %w", b.Name, err)
 					}
@@ -126,11 +128,12 @@ func (nd *Nodes) Lost(ctx context.Context, name string) (api.NodeLost, error) {
 	return out, nil
 }
 
-// relocate declares box b, of lost server from, on server to: made from
+// relocate declares box b, of server from (lost, or down), on server to
+// (why says which, in its note): made from
 // its newest shipped snapshot (or the snapshot it was made from, when
 // that survives, or its image), with a note that says what is lost (and
 // also, when there is more to say).
-func (nd *Nodes) relocate(tx *store.Tx, b store.Box, from, to string, ns []store.Node, drives []string, now time.Time, also string) (api.LostBox, error) {
+func (nd *Nodes) relocate(tx *store.Tx, b store.Box, from, to string, ns []store.Node, drives []string, why, also string) (api.LostBox, error) {
 	snaps, err := tx.ListSnapshots(b.Name)
 	if err != nil {
 		return api.LostBox{}, err
@@ -184,7 +187,7 @@ func (nd *Nodes) relocate(tx *store.Tx, b store.Box, from, to string, ns []store
 	if err != nil {
 		return lb, err
 	}
-	cur.Note = fmt.Sprintf("its server %s was declared lost at %s: made again on %s; %s", from, now.Format(time.RFC3339), lb.To, lb.Lost)
+	cur.Note = fmt.Sprintf("%s: made again on %s; %s", why, lb.To, lb.Lost)
 	if err := tx.UpdateBox(cur); err != nil {
 		return lb, err
 	}
@@ -194,4 +197,143 @@ func (nd *Nodes) relocate(tx *store.Tx, b store.Box, from, to string, ns []store
 		return lb, err
 	}
 	return lb, tx.MoveBox(b.Name, to, nb.IP, fromID, carried)
+}
+
+// StartElsewhere is 'paddock start BOX --node N' (the owner's): a box
+// whose server is down is made on server to from its newest snapshot in
+// the object store, and started, as 'node lost' makes each box of a lost
+// server (relocate): its note says from which snapshot, and that what it
+// wrote after is lost. Its server is not forgotten: the move is written
+// down (store.Move), and once that server answers again its container,
+// its /var/lib/docker and the snapshot copies there are removed
+// (FinishMoves), so the box never runs twice. A box that mounts drives is
+// refused (they are on the down server: 'node lost' declares them again,
+// empty), and so is one whose server answers ('paddock move' takes every
+// file).
+func (nd *Nodes) StartElsewhere(ctx context.Context, name, to string) (api.Box, error) {
+	if err := caller.RequireOwner(ctx, "start boxes on another server"); err != nil {
+		return api.Box{}, err
+	}
+	ns, err := nd.store.ListNodes()
+	if err != nil {
+		return api.Box{}, err
+	}
+	if nd.cluster == nil || len(ns) == 0 {
+		return api.Box{}, api.Conflict("this Paddock has one server: there is nowhere else to start a box")
+	}
+	b, err := nd.store.GetBox(name)
+	if errors.Is(err, store.ErrNotFound) {
+		return api.Box{}, api.NotFound("box", name)
+	} else if err != nil {
+		return api.Box{}, err
+	}
+	source := b.Node
+	nd.core.LookAtNodes(ctx)
+	if seen, ok := nd.cluster.LastSeen(source); !ok || seen.Err == nil {
+		return api.Box{}, api.Conflict("%s's server %s answers: 'paddock move %s --to %s' moves it with every file", name, nd.core.NodeDisplay(source), name, to)
+	}
+	if len(b.Mounts) > 0 {
+		var ds []string
+		for _, m := range b.Mounts {
+			ds = append(ds, m.Drive)
+		}
+		return api.Box{}, api.Conflict("%s mounts drive(s) %s, on server %s, which is down: wait for it, or declare it lost ('paddock node lost %s': they are declared again, empty)",
+			name, strings.Join(ds, ", "), nd.core.NodeDisplay(source), source)
+	}
+	target, err := nd.core.Wanted(to, ns)
+	if err != nil {
+		return api.Box{}, err
+	}
+	if target == source {
+		return api.Box{}, api.Invalid("node", "%s is %s's own server", to, name)
+	}
+	// Its shipped snapshots go with it (relocate): their copies on its
+	// server are the move's, removed with its container.
+	snaps, err := nd.store.ListSnapshots(name)
+	if err != nil {
+		return api.Box{}, err
+	}
+	var carried []string
+	shipped := false
+	for _, sn := range snaps {
+		if sn.State == "ready" && sn.Shipped == "shipped" {
+			shipped = true
+			if sn.Node == source {
+				carried = append(carried, sn.ID)
+			}
+		}
+	}
+	if !shipped {
+		return api.Box{}, api.Conflict("no snapshot of %s is in the object store: elsewhere it could only be made from its image, empty; wait for server %s, or declare it lost ('paddock node lost %s')",
+			name, nd.core.NodeDisplay(source), source)
+	}
+	mv := store.Move{Source: source, Target: target, Boxes: []string{name}, Snaps: carried, Started: nd.core.Time()}
+	if mv.ID, err = nd.store.AddMove(mv); err != nil {
+		return api.Box{}, err
+	}
+	var lb api.LostBox
+	err = nd.rec.Hold(func() error {
+		return nd.store.Declare(func(tx *store.Tx) error {
+			cur, err := tx.GetBox(name)
+			if err != nil {
+				return err
+			}
+			if cur.Node != source {
+				return api.Conflict("%s moved meanwhile", name)
+			}
+			why := fmt.Sprintf("its server %s was down at %s", nd.core.NodeDisplay(source), nd.core.Time().UTC().Format(time.RFC3339))
+			lb, err = nd.relocate(tx, cur, source, target, ns, nil, why, "")
+			return err
+		})
+	})
+	if err != nil {
+		nd.store.DoneMove(mv.ID)
+		return api.Box{}, err
+	}
+	nd.finishLater(mv.ID)
+	nd.log.Warn("box made again on another server while its own is down", "box", name, "from", nd.core.NodeDisplay(source), "to", lb.To, "snapshot", lb.From, "lost", lb.Lost)
+	return nd.core.StartBox(ctx, name)
+}
+
+// finishLater has FinishMoves finish move id once its source answers.
+func (nd *Nodes) finishLater(id int64) {
+	nd.pendingMu.Lock()
+	defer nd.pendingMu.Unlock()
+	if nd.pending == nil {
+		nd.pending = map[int64]bool{}
+	}
+	nd.pending[id] = true
+}
+
+// FinishMoves finishes the moves that switched while their source was
+// down (StartElsewhere, and those Recover found so), once it answers:
+// what the box left there is removed. Run every few seconds.
+func (nd *Nodes) FinishMoves(ctx context.Context) {
+	nd.pendingMu.Lock()
+	ids := maps.Clone(nd.pending)
+	nd.pendingMu.Unlock()
+	if len(ids) == 0 || nd.cluster == nil {
+		return
+	}
+	mvs, err := nd.store.Moves()
+	if err != nil {
+		nd.log.Error("moves under way", "err", err)
+		return
+	}
+	for _, mv := range mvs {
+		if !ids[mv.ID] {
+			continue
+		}
+		if seen, ok := nd.cluster.LastSeen(mv.Source); ok && seen.Err != nil {
+			continue // still down
+		}
+		if src, ok := nd.cluster.Driver.Node(mv.Source); ok {
+			nd.finishMove(ctx, mv, src)
+			nd.log.Info("a box made elsewhere while its server was down: what it left there is removed", "boxes", mv.Boxes, "node", nd.core.NodeDisplay(mv.Source))
+		}
+		nd.store.DoneMove(mv.ID)
+		nd.pendingMu.Lock()
+		delete(nd.pending, mv.ID)
+		nd.pendingMu.Unlock()
+	}
 }

@@ -427,6 +427,17 @@ func (nd *Nodes) Recover(ctx context.Context) {
 			continue
 		}
 		if switched {
+			if seen, ok := nd.cluster.LastSeen(mv.Source); ok && seen.Err != nil {
+				// What it left on a server that is down goes once that
+				// server answers (FinishMoves); its boxes start now.
+				nd.finishLater(mv.ID)
+				for _, name := range mv.Running {
+					if _, err := nd.core.StartBox(ctx, name); err != nil && !api.IsNotFound(err) {
+						nd.log.Warn("a move cut off by the last stop: its boxes do not start yet", "boxes", mv.Running, "err", err)
+					}
+				}
+				continue
+			}
 			nd.finishMove(ctx, mv, src)
 		} else {
 			nd.undoMove(ctx, mv, dst)

@@ -16,6 +16,7 @@ import (
 	"context"
 	"log/slog"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
@@ -66,6 +67,11 @@ type Nodes struct {
 	subnet  netip.Prefix  // the control plane's own box network
 	cfg     *config.Config
 	log     *slog.Logger
+
+	// pending are the moves FinishMoves finishes once their source
+	// answers (by store.Move ID).
+	pendingMu sync.Mutex
+	pending   map[int64]bool
 }
 
 // New is the servers' verbs over core, the store and reconciler, the

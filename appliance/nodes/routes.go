@@ -99,6 +99,16 @@ func (nd *Nodes) moveBox(w http.ResponseWriter, r *http.Request) error {
 	if err := route.Decode(r, &p); err != nil {
 		return err
 	}
+	if p.FromStore {
+		if len(p.With) > 0 {
+			return api.Invalid("with", "a box is made from the store alone")
+		}
+		b, err := nd.StartElsewhere(r.Context(), r.PathValue("name"), p.Node)
+		if err != nil {
+			return err
+		}
+		return route.WriteJSON(w, http.StatusOK, b)
+	}
 	bs, err := nd.MoveBoxes(r.Context(), append([]string{r.PathValue("name")}, p.With...), nil, p.Node)
 	if err != nil {
 		return err

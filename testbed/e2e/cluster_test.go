@@ -24,6 +24,7 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/paddock-dev/paddock/appliance/api"
+	"github.com/paddock-dev/paddock/appliance/driver/docker"
 	"github.com/paddock-dev/paddock/appliance/node"
 	"github.com/paddock-dev/paddock/policies"
 	"github.com/paddock-dev/paddock/testbed/harness"
@@ -1096,7 +1097,74 @@ func TestCluster(t *testing.T) {
 		t.Fatalf("n4's agent after node rm: ended %v, status %d", ended, code)
 	}
 
+	t.Run("StartElsewhere", func(t *testing.T) { testStartElsewhere(t, d, cli, nodes, n2, agentEnv) })
 	t.Run("NodeLost", func(t *testing.T) { testNodeLost(t, d, cli, nodes, n3) })
+}
+
+// testStartElsewhere stops server sv's agent (the server is down, its
+// box runs on) and starts its box "elsewhere" on the control plane's
+// server ('paddock start --node') from its last shipped snapshot: the
+// files from before are there, the one from after is not, its note says
+// so. Once sv's agent is back, the box's old container there is removed:
+// it does not run twice.
+func testStartElsewhere(t *testing.T, d *harness.Daemon, cli func(...string) (string, error), nodes func() map[string]api.Node, sv *harness.Server, agentEnv []string) {
+	ctx := context.Background()
+	c := d.Client()
+	must := mustOf(t, cli)
+	local := ""
+	for name, n := range nodes() {
+		if n.ControlPlane {
+			local = name
+		}
+	}
+	must("new", "--name", "elsewhere", "--node", sv.Name)
+	must("exec", "elsewhere", "--", "sh", "-c", "echo before > ~/before.txt")
+	sn, err := c.Snapshot(ctx, "elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Minute, "elsewhere's snapshot to ship", func() bool {
+		sns, err := c.Snapshots(ctx, "elsewhere")
+		return err == nil && slices.ContainsFunc(sns, func(x api.Snapshot) bool { return x.ID == sn.ID && x.Shipped == "shipped" })
+	})
+	must("exec", "elsewhere", "--", "sh", "-c", "echo after > ~/after.txt")
+	// Its server answers: 'paddock move' is the way, with every file.
+	if out, err := cli("start", "elsewhere", "--node", local); err == nil || !strings.Contains(out, "answers") {
+		t.Fatalf("start --node while its server answers: %v\n%s", err, out)
+	}
+	oldContainer := func() string {
+		out, err := sv.Docker("ps", "-aq", "--filter", "label="+docker.LabelBox+"=elsewhere")
+		if err != nil {
+			t.Fatalf("docker ps on %s: %v\n%s", sv.Name, err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	if oldContainer() == "" {
+		t.Fatalf("no container of elsewhere on %s", sv.Name)
+	}
+	sv.KillAgent()
+	waitFor(t, 60*time.Second, sv.Name+" to be down", func() bool { return nodes()[sv.Name].State == "down" })
+	out := must("start", "elsewhere", "--node", local)
+	t.Logf("start elsewhere --node %s:\n%s", local, out)
+	var b api.Box
+	waitFor(t, 5*time.Minute, "elsewhere to run on "+local, func() bool {
+		out, err := cli("show", "elsewhere", "--json")
+		return err == nil && json.Unmarshal([]byte(out), &b) == nil && b.Status == "running" && b.Node == local
+	})
+	if !strings.Contains(b.Note, "was down") || !strings.Contains(b.Note, sn.ID) {
+		t.Fatalf("elsewhere's note: %q", b.Note)
+	}
+	if got := must("exec", "elsewhere", "--", "sh", "-c", "cat ~/before.txt; test -e ~/after.txt && echo after is there; true"); got != "before\n" {
+		t.Fatalf("elsewhere on %s: %q (want its snapshot's files only)", local, got)
+	}
+	if err := sv.StartAgent(bins.Paddockd, agentEnv); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, sv.Name+" up again", func() bool { return nodes()[sv.Name].State == "up" })
+	waitFor(t, 60*time.Second, "elsewhere's old container on "+sv.Name+" to be removed", func() bool { return oldContainer() == "" })
+	if b, err := c.Box(ctx, "elsewhere"); err != nil || b.Status != "running" || b.Node != local {
+		t.Fatalf("elsewhere after %s came back: %+v %v", sv.Name, b, err)
+	}
 }
 
 // testNodeLost loses server sv for good (engine and agent killed, its

@@ -64,7 +64,7 @@ func init() {
 		{"current", "", "print the current box", boxcmd.Current},
 		{"stop", "[BOX]", "snapshot the box's filesystem, then stop it (the current box when none is given)", boxcmd.Stop},
 		{"ttl", "BOX DURATION [--json]", "set how long a box runs before it stops with a snapshot: DURATION is counted from now (3h), added to what it has left with a + (+1h), or off (never)", boxcmd.TTL},
-		{"start", "[BOX]", "start a stopped box (the current box when none is given)", boxcmd.Start},
+		{"start", "[BOX] [--node NODE]", "start a stopped box (the current box when none is given); with --node, a box whose server is down, on another server from its newest shipped snapshot", boxcmd.Start},
 		{"resume", "[BOX]", "same as start", boxcmd.Start},
 		{"top", "[BOX] [--sort cpu|memory|disk|net|procs|name] [--since 1h] [--once] [--json]", "what running boxes use (CPU, memory, disk, network, processes), live; with a box, its samples since --since (default 15m)", boxcmd.Top},
 		{"share", "BOX [USER|@GROUP [--as viewer|member]] [--json]", "share a box with another user: a viewer reads it (state, jobs and logs, files, screenshots, metrics); a member works in it (all but removing, moving, forking, sharing it or changing its policy); without a user, list who it is shared with", boxcmd.Share},

@@ -22,7 +22,7 @@ var examples = map[string][]string{
 	"current":    {"paddock current"},
 	"stop":       {"paddock stop web"},
 	"ttl":        {"paddock ttl web 3h", "paddock ttl web +1h", "paddock ttl web off"},
-	"start":      {"paddock start web"},
+	"start":      {"paddock start web", "paddock start web --node n2"},
 	"resume":     {"paddock resume web"},
 	"snapshot":   {"paddock snapshot web"},
 	"snapshots":  {"paddock snapshots web --json"},

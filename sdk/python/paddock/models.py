@@ -330,7 +330,7 @@ class Mount(_MountRequired, _MountOptional):
 
 
 _MovePostRequired = TypedDict("_MovePostRequired", {"node": "str"})
-_MovePostOptional = TypedDict("_MovePostOptional", {"with": "Optional[List[str]]"}, total=False)
+_MovePostOptional = TypedDict("_MovePostOptional", {"from_store": "bool", "with": "Optional[List[str]]"}, total=False)
 
 
 class MovePost(_MovePostRequired, _MovePostOptional):

@@ -444,6 +444,7 @@ export interface Mount {
 }
 
 export interface MovePost {
+  from_store?: boolean;
   node: string;
   with?: string[] | null;
 }

@@ -354,8 +354,22 @@ func Stop(e *cmdenv.Env, args []string) error {
 }
 
 func Start(e *cmdenv.Env, args []string) error {
-	return boxVerb(e, args, func(c *client.Client, name string) (api.Box, error) {
-		return c.StartBox(e.Ctx, name)
+	fs := cmdenv.Flags("start")
+	node := fs.String("node", "", "start it on this server from its newest snapshot in the object store, when its own server is down (what it wrote after that snapshot is lost; the owner's)")
+	if err := cmdenv.Parse(fs, args); err != nil {
+		return err
+	}
+	if *node == "" {
+		return boxVerb(e, fs.Args(), func(c *client.Client, name string) (api.Box, error) {
+			return c.StartBox(e.Ctx, name)
+		})
+	}
+	return boxVerb(e, fs.Args(), func(c *client.Client, name string) (api.Box, error) {
+		b, err := c.StartElsewhere(e.Ctx, name, *node)
+		if err == nil {
+			fmt.Fprintf(e.Stderr, "%s: %s\n", name, b.Note)
+		}
+		return b, err
 	})
 }
 
