@@ -63,8 +63,8 @@ func (nd *Nodes) Lost(ctx context.Context, name string) (api.NodeLost, error) {
 	}
 	now := nd.core.Time().UTC()
 	err := nd.rec.Hold(func() error {
-		out = api.NodeLost{Node: name, Boxes: []api.LostBox{}, Drives: []api.MovedBox{}, Snapshots: []string{}}
 		return nd.store.Declare(func(tx *store.Tx) error {
+			out = api.NodeLost{Node: name, Boxes: []api.LostBox{}, Drives: []api.MovedBox{}, Snapshots: []string{}}
 			ns, err := tx.ListNodes()
 			if err != nil {
 				return err
