@@ -398,6 +398,12 @@ type ExecSpec struct {
 	Stderr io.Writer // ignored with a TTY
 	// Resize delivers terminal size changes (rows, cols) while a TTY exec runs.
 	Resize <-chan [2]uint16
+	// Resized, when set, is told each size from Resize once the terminal
+	// has it (or the engine refused it), without blocking: a caller that
+	// waits for it before sending more input knows the command reads that
+	// input at the new size. Give it room for one, and resize one at a
+	// time.
+	Resized chan<- [2]uint16
 	// Timeout, when set, ends the command's process group after this
 	// long (SIGTERM, then SIGKILL 5 s later); the exit code is then 124.
 	Timeout time.Duration

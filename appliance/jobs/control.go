@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/paddock-dev/paddock/appliance/api"
 )
@@ -40,10 +41,12 @@ type runningJob struct {
 
 	taps taps // its output as it comes
 
-	// resize carries a terminal's new sizes (nil: no terminal), the
-	// latest one waiting; it is closed once the command has ended.
+	// resize carries a terminal's new sizes (nil: no terminal), one at a
+	// time; it is closed once the command has ended. resized is told
+	// when the terminal has one.
 	resizeMu  sync.Mutex
 	resize    chan [2]uint16
+	resized   chan [2]uint16
 	resizeEnd bool
 }
 
@@ -54,6 +57,7 @@ func newRunningJob(stdin, tty bool) *runningJob {
 	}
 	if tty {
 		j.resize = make(chan [2]uint16, 1)
+		j.resized = make(chan [2]uint16, 1)
 	}
 	return j
 }
@@ -147,7 +151,8 @@ func (jb *Jobs) Terminal(name, id string) bool {
 }
 
 // Resize sets the size of a running job's terminal: the command sees
-// it (and a SIGWINCH) as from a terminal window made that size.
+// it (and a SIGWINCH) as from a terminal window made that size, by the
+// time Resize returns.
 func (jb *Jobs) Resize(name, id string, rows, cols uint16) error {
 	rj, err := jb.runningJobOf(name, id)
 	if err != nil {
@@ -164,14 +169,28 @@ func (jb *Jobs) Resize(name, id string, rows, cols uint16) error {
 	if rj.resizeEnd {
 		return api.Conflict("job %s of box %s ended before its terminal was resized", id, name)
 	}
-	// The latest size is the one that counts: one still waiting goes.
-	select {
+	select { // a size told after a wait given up
+	case <-rj.resized:
+	default:
+	}
+	select { // one not yet taken (a wait given up): the latest counts
 	case <-rj.resize:
 	default:
 	}
 	rj.resize <- [2]uint16{rows, cols}
+	// Input sent after the answer must find the terminal at its new size
+	// (envd answers a resize once it is done): wait until it has it, the
+	// command ended, or, at worst, a while (a driver that does not say).
+	select {
+	case <-rj.resized:
+	case <-rj.ended:
+	case <-time.After(resizeWait):
+	}
 	return nil
 }
+
+// resizeWait bounds a resize's wait for its terminal to have the size.
+const resizeWait = 30 * time.Second
 
 // Input writes body to a running job's input; with eof, the input
 // ends after it. A job started without its input open refuses it.

@@ -160,7 +160,7 @@ func (jb *Jobs) StartWithOptions(name string, p api.ExecPost, o StartOptions) (j
 	}
 	done := rj.done
 	spec.Signals = rj.signals
-	spec.Resize = rj.resize
+	spec.Resize, spec.Resized = rj.resize, rj.resized
 	if rj.input != nil {
 		spec.Stdin = rj.inputEnd
 	}

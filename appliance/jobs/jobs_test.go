@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -109,21 +110,26 @@ func TestJobEnd(t *testing.T) {
 }
 
 // A job in a terminal runs with one, of the size asked, its input open;
-// a resize reaches its command while it runs, and is refused once it has
-// ended, as it is for a job without a terminal.
+// a resize reaches its command while it runs (its answer waits until the
+// driver says the terminal has it: input sent next is read at that size),
+// and is refused once it has ended, as it is for a job without a
+// terminal.
 func TestTerminalJob(t *testing.T) {
 	jb, s, drv := withCore(t)
 	s.Cfg.StateDir = t.TempDir()
 	if _, err := s.CreateBox(context.Background(), api.BoxPost{Name: "b"}); err != nil {
 		t.Fatal(err)
 	}
-	sizes := make(chan [2]uint16)
+	sizes := make(chan [2]uint16, 2)
+	var has atomic.Value // the terminal's size, as the driver set it
 	drv.ExecFunc = func(_ string, spec driver.ExecSpec) (int, error) {
-		if !spec.TTY || spec.Stdin == nil || spec.Rows != 30 || spec.Cols != 100 || spec.Resize == nil {
+		if !spec.TTY || spec.Stdin == nil || spec.Rows != 30 || spec.Cols != 100 || spec.Resize == nil || spec.Resized == nil {
 			return 1, nil
 		}
 		for sz := range spec.Resize {
+			has.Store(sz)
 			sizes <- sz
+			spec.Resized <- sz
 			if sz == [2]uint16{1, 1} {
 				return 0, nil
 			}
@@ -139,6 +145,9 @@ func TestTerminalJob(t *testing.T) {
 	}
 	if err := jb.Resize("b", j.ID, 40, 120); err != nil {
 		t.Fatal(err)
+	}
+	if sz, _ := has.Load().([2]uint16); sz != [2]uint16{40, 120} {
+		t.Fatalf("the resize answered before the terminal had its size (it has %v)", sz)
 	}
 	if sz := <-sizes; sz != [2]uint16{40, 120} {
 		t.Fatalf("the command saw %v", sz)

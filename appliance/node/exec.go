@@ -91,9 +91,9 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 		pr, stdin = io.Pipe()
 		spec.Stdin = pr
 	}
-	resize := make(chan [2]uint16, 4)
+	resize, resized := make(chan [2]uint16, 4), make(chan [2]uint16, 1)
 	if in.TTY {
-		spec.Resize = resize
+		spec.Resize, spec.Resized = resize, resized
 	}
 	signals := make(chan syscall.Signal, 4)
 	if in.Signals {
@@ -133,9 +133,19 @@ func (a *Agent) serveExec(w http.ResponseWriter, r *http.Request) {
 					}
 				}
 			case frameResize:
-				if len(b) == 5 {
+				if len(b) == 5 && in.TTY {
+					select {
+					case <-resized:
+					default:
+					}
 					select {
 					case resize <- [2]uint16{binary.BigEndian.Uint16(b[1:3]), binary.BigEndian.Uint16(b[3:5])}:
+						// The frames after it (input) reach the command
+						// once its terminal has the size.
+						select {
+						case <-resized:
+						case <-ctx.Done():
+						}
 					default:
 					}
 				}
@@ -244,6 +254,14 @@ func (r *Remote) Exec(ctx context.Context, box string, spec driver.ExecSpec) (in
 					binary.BigEndian.PutUint16(b[0:2], sz[0])
 					binary.BigEndian.PutUint16(b[2:4], sz[1])
 					send(frameResize, b)
+					// The agent takes the frames after it (input) only
+					// once the terminal has the size.
+					if spec.Resized != nil {
+						select {
+						case spec.Resized <- sz:
+						default:
+						}
+					}
 				}
 			}
 		}()

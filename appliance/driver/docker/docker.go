@@ -959,6 +959,12 @@ func (d *Driver) attached(ctx context.Context, box, id string, att client.ExecAt
 		go func() {
 			for sz := range spec.Resize {
 				d.c.ExecResize(context.WithoutCancel(ctx), id, client.ExecResizeOptions{Height: uint(sz[0]), Width: uint(sz[1])})
+				if spec.Resized != nil {
+					select {
+					case spec.Resized <- sz:
+					default:
+					}
+				}
 			}
 		}()
 	}
