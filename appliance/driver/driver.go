@@ -307,8 +307,13 @@ type ImageParts struct {
 // LayerSource is one layer of an image to load: its tar's length, and
 // how to read it.
 type LayerSource struct {
+	Diff string // the layer's diff ID (sha256:…)
 	Size int64
 	Open func(ctx context.Context) (io.ReadCloser, error)
+	// Present says the engine has this layer (the chain up to it)
+	// already: the archive holds it empty and it is never opened (an
+	// engine's load takes a layer it has without reading its file).
+	Present bool
 }
 
 // WriteSaveArchive writes an image, from its config and layers, as
@@ -332,6 +337,12 @@ func WriteSaveArchive(ctx context.Context, w io.Writer, ref string, config []byt
 	for i, l := range layers {
 		name := fmt.Sprintf("layer%03d/layer.tar", i)
 		names = append(names, name)
+		if l.Present {
+			if err := file(name, 0); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := file(name, l.Size); err != nil {
 			return err
 		}

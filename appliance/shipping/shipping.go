@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -225,14 +226,15 @@ func (s *Shipper) Fetch(ctx context.Context, id, node string) error {
 		return err
 	}
 	start := time.Now()
-	size, err := s.load(ctx, sh, id, node)
+	var read int64
+	size, err := s.load(ctx, sh, id, node, &read)
 	if errors.Is(err, objstore.ErrNotFound) {
 		return fmt.Errorf("snapshot %s: its image is not on this server and it is %w", id, ErrNotShipped)
 	}
 	if err != nil {
 		return fmt.Errorf("fetching snapshot %s from the object store: %w", id, err)
 	}
-	s.Log.Info("snapshot fetched from the object store", "snapshot", id, "node", node, "bytes", size, "took", time.Since(start).Round(time.Millisecond))
+	s.Log.Info("snapshot fetched from the object store", "snapshot", id, "node", node, "bytes", size, "read", read, "took", time.Since(start).Round(time.Millisecond))
 	return nil
 }
 
@@ -282,8 +284,9 @@ func (s *Shipper) Begin(ctx context.Context, id, node string, then func()) error
 }
 
 // load loads a shipped snapshot into an engine: from its layers, or its
-// one archive.
-func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node string) (int64, error) {
+// one archive. Its size is the image's; fetched is set to the bytes read
+// from the store (the layers the engine has already are not).
+func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node string, fetched *int64) (int64, error) {
 	b, err := s.Bucket.Get(ctx, layeredKey(id))
 	if errors.Is(err, objstore.ErrNotFound) {
 		rc, m, err := s.Bucket.OpenArchive(ctx, id)
@@ -291,6 +294,7 @@ func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node 
 			return 0, err
 		}
 		defer rc.Close()
+		*fetched = m.Size
 		return m.Size, sh.LoadSnapshots(ctx, []string{id}, rc)
 	}
 	if err != nil {
@@ -301,6 +305,7 @@ func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node 
 		return 0, fmt.Errorf("its description in the store cannot be read (version %d): %v", l.Version, err)
 	}
 	var size int64
+	var read atomic.Int64
 	sources := make([]driver.LayerSource, len(l.Layers))
 	for i, diff := range l.Layers {
 		name := layerArchive(diff)
@@ -309,11 +314,15 @@ func (s *Shipper) load(ctx context.Context, sh driver.SnapshotShipper, id, node 
 			return 0, err
 		}
 		size += m.Size
-		sources[i] = driver.LayerSource{Size: m.Size, Open: func(ctx context.Context) (io.ReadCloser, error) {
+		sources[i] = driver.LayerSource{Diff: diff, Size: m.Size, Open: func(ctx context.Context) (io.ReadCloser, error) {
 			rc, _, err := s.Bucket.OpenArchive(ctx, name)
-			return rc, err
+			if err != nil {
+				return nil, err
+			}
+			return countedReader{rc, &read}, nil
 		}}
 	}
+	defer func() { *fetched = read.Load() }()
 	if ls, ok := sh.(driver.LayerShipper); ok {
 		return size, ls.LoadSnapshotParts(ctx, id, l.Config, sources)
 	}
@@ -381,4 +390,16 @@ func (s *Shipper) sweep(ctx context.Context) error {
 		s.Log.Info("object store swept", "chunks_removed", n)
 	}
 	return nil
+}
+
+// countedReader counts what is read through it.
+type countedReader struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (c countedReader) Read(p []byte) (int, error) {
+	n, err := c.ReadCloser.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

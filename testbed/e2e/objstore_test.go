@@ -168,6 +168,12 @@ func TestSnapshotsInObjectStore(t *testing.T) {
 	if !strings.Contains(b.Note, "what it wrote after that is lost") {
 		t.Fatalf("the box's note does not say what was lost: %q", b.Note)
 	}
+	// Fetched layer by layer: the box image's layers, which the engine
+	// has, are not read from the store; what the box wrote is (a 5 MB
+	// blob and small files).
+	if size, read := fetchedBytes(t, d, second.ID); read > 32<<20 || read == 0 || size < 4*read {
+		t.Fatalf("fetching the snapshot (%d bytes) read %d from the store, want only what the box wrote", size, read)
+	}
 	if got := inBox("kept", "cat ~/before.txt ~/second.txt; sha256sum -c ~/blob.sum >/dev/null && echo blob-ok; ls ~/after.txt 2>/dev/null || echo no-after"); got != "before\nsecond\nblob-ok\nno-after" {
 		t.Fatalf("the box made again from its shipped snapshot holds %q", got)
 	}
@@ -298,4 +304,26 @@ func sentBytes(t *testing.T, d *harness.Daemon, id string) int64 {
 	}
 	t.Fatalf("the log does not say what snapshot %s sent", id)
 	return 0
+}
+
+// fetchedBytes is what paddockd's log says of a snapshot's fetch: the
+// image's bytes, and those read from the store.
+func fetchedBytes(t *testing.T, d *harness.Daemon, id string) (size, read int64) {
+	t.Helper()
+	b, err := os.ReadFile(d.LogPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(` bytes=(\d+) read=(\d+) `)
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `msg="snapshot fetched from the object store"`) && strings.Contains(l, "snapshot="+id+" ") {
+			if m := re.FindStringSubmatch(l); m != nil {
+				size, _ = strconv.ParseInt(m[1], 10, 64)
+				read, _ = strconv.ParseInt(m[2], 10, 64)
+				return size, read
+			}
+		}
+	}
+	t.Fatalf("the log does not say what fetching snapshot %s read", id)
+	return 0, 0
 }

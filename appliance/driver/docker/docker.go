@@ -1214,6 +1214,13 @@ func (d *Driver) SaveSnapshots(ctx context.Context, ids []string) (io.ReadCloser
 // here, each image by the snapshot name the archive gave it, and only
 // names of the snapshots asked for.
 func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) error {
+	return d.loadSnapshots(ctx, ids, r, nil)
+}
+
+// loadSnapshots is LoadSnapshots; with has, a layer the engine has (has
+// says so of its chain) may be in the archive empty
+// (imagefmt.SanitizeHaving).
+func (d *Driver) loadSnapshots(ctx context.Context, ids []string, r io.Reader, has func(chain []string) bool) error {
 	max := d.cfg.LoadMax
 	if max <= 0 {
 		max = 64 << 30
@@ -1227,7 +1234,7 @@ func (d *Driver) LoadSnapshots(ctx context.Context, ids []string, r io.Reader) e
 	checked := make(chan error, 1)
 	go func() {
 		var err error
-		ims, err = imagefmt.SanitizeAll(pw, r, max)
+		ims, err = imagefmt.SanitizeHaving(pw, r, max, has)
 		if errors.Is(err, imagefmt.ErrTooBig) {
 			err = fmt.Errorf("the snapshots' archive is over move_max_gib (%d GiB, unpacked)", max>>30)
 		}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/moby/moby/client"
@@ -139,12 +140,55 @@ func (c closers) Close() error {
 
 // LoadSnapshotParts writes the parts as docker save's archive and loads
 // it through LoadSnapshots (and so its checks).
+// The layers the engine has already (the box image's, another
+// snapshot's: their chains are in its layer store) go empty and unread;
+// should one go away before the load takes it, the load fails and is
+// tried once more with every layer read.
 func (d *Driver) LoadSnapshotParts(ctx context.Context, id string, config []byte, layers []driver.LayerSource) error {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
-	}()
-	err := d.LoadSnapshots(ctx, []string{id}, pr)
-	pr.CloseWithError(errors.New("load ended"))
-	return err
+	load := func(layers []driver.LayerSource) error {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
+		}()
+		err := d.loadSnapshots(ctx, []string{id}, pr, func(chain []string) bool {
+			return d.presentLayers(ctx, chain) == len(chain)
+		})
+		pr.CloseWithError(errors.New("load ended"))
+		return err
+	}
+	diffs := make([]string, len(layers))
+	for i := range layers {
+		diffs[i] = layers[i].Diff
+	}
+	present := d.presentLayers(ctx, diffs)
+	if present == 0 {
+		return load(layers)
+	}
+	some := slices.Clone(layers)
+	for i := range present {
+		some[i].Present = true
+	}
+	if err := load(some); err == nil || ctx.Err() != nil {
+		return err
+	}
+	return load(layers)
+}
+
+// presentLayers is how many of a chain's first layers the engine has (0
+// when its layer store cannot be read from here).
+func (d *Driver) presentLayers(ctx context.Context, diffs []string) int {
+	root, err := d.layerStore(ctx)
+	if err != nil {
+		return 0
+	}
+	for i := range diffs {
+		if _, err := hexOf(diffs[i]); err != nil {
+			return i
+		}
+		ch, _ := hexOf(chainID(diffs[:i+1]))
+		if _, err := os.Stat(filepath.Join(root, "image", "overlay2", "layerdb", "sha256", ch, "cache-id")); err != nil {
+			return i
+		}
+	}
+	return len(diffs)
 }

@@ -317,7 +317,7 @@ type Image struct {
 // w, as the server's engine loads it, and returns the image's ID
 // (SanitizeAll).
 func Sanitize(w io.Writer, r io.Reader, max int64) (string, error) {
-	ims, err := sanitize(w, r, max, true)
+	ims, err := sanitize(w, r, max, true, nil)
 	if err != nil {
 		return "", err
 	}
@@ -348,8 +348,20 @@ func Sanitize(w io.Writer, r io.Reader, max int64) (string, error) {
 // names has been seen and checked: what was written of a refused archive
 // is no image the engine keeps.
 func SanitizeAll(w io.Writer, r io.Reader, max int64) ([]Image, error) {
-	return sanitize(w, r, max, false)
+	return sanitize(w, r, max, false, nil)
 }
+
+// SanitizeHaving is SanitizeAll for an engine that has some layers
+// already: a layer's entry may be empty where has says the engine holds
+// the chain of layers up to it (its config's diff IDs, the first to that
+// one). The engine's load takes such a layer without opening its file,
+// and the image is still the one its config (checked) names.
+func SanitizeHaving(w io.Writer, r io.Reader, max int64, has func(chain []string) bool) ([]Image, error) {
+	return sanitize(w, r, max, false, has)
+}
+
+// emptySum is the sha256 of no bytes.
+const emptySum = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 // metaMax bounds what is kept in memory of an archive's files that are
 // not layers (configs and docker save's per-layer json), for the checks.
@@ -367,7 +379,7 @@ func escapes(name string) bool {
 	return path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../")
 }
 
-func sanitize(w io.Writer, r io.Reader, max int64, one bool) ([]Image, error) {
+func sanitize(w io.Writer, r io.Reader, max int64, one bool, has func(chain []string) bool) ([]Image, error) {
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
 	var total, unpacked, kept int64
@@ -491,6 +503,8 @@ func sanitize(w io.Writer, r io.Reader, max int64, one bool) ([]Image, error) {
 			switch {
 			case e == nil:
 				return nil, fmt.Errorf("the image archive's layer %q is not in it", s)
+			case e.sum == emptySum && has != nil && has(c.RootFS.DiffIDs[:i+1]):
+				// The engine has it: its load does not read this file.
 			case !e.layer:
 				return nil, fmt.Errorf("the image archive's layer %q is not a plain tar stream (docker save writes them so; a compressed layer is not taken)", s)
 			case "sha256:"+e.sum != c.RootFS.DiffIDs[i]:

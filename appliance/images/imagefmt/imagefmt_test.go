@@ -375,3 +375,46 @@ func TestSanitizeRefuses(t *testing.T) {
 		t.Errorf("a link out: %v", err)
 	}
 }
+
+// A layer the engine has may come empty, and only where the engine has
+// the chain up to it: an empty layer it lacks, or one standing for
+// another chain, is refused as any layer that is not its config's.
+func TestSanitizeHaving(t *testing.T) {
+	base := layerTar(t, map[string]string{"etc/base": "base"})
+	top := layerTar(t, map[string]string{"home/top": "top"})
+	im := newImage(t, base, top)
+	diffs := []string{"sha256:" + sha(base), "sha256:" + sha(top)}
+	emptied := func(i int) []byte {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		names := []string{"l0/layer.tar", "l1/layer.tar"}
+		for j, l := range [][]byte{base, top} {
+			if j == i {
+				l = nil
+			}
+			tw.WriteHeader(&tar.Header{Name: names[j], Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(l))})
+			tw.Write(l)
+		}
+		tw.WriteHeader(&tar.Header{Name: im.cfgName, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(im.files[im.cfgName]))})
+		tw.Write(im.files[im.cfgName])
+		mb, _ := json.Marshal([]map[string]any{{"Config": im.cfgName, "RepoTags": []string{"x-snapshot:s1"}, "Layers": names}})
+		tw.WriteHeader(&tar.Header{Name: "manifest.json", Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(mb))})
+		tw.Write(mb)
+		tw.Close()
+		return buf.Bytes()
+	}
+	hasBase := func(chain []string) bool { return slices.Equal(chain, diffs[:1]) }
+	ims, err := SanitizeHaving(io.Discard, bytes.NewReader(emptied(0)), 1<<20, hasBase)
+	if err != nil || len(ims) != 1 || ims[0].ID != im.id() {
+		t.Fatalf("an archive without the layer the engine has: %+v %v", ims, err)
+	}
+	if _, err := SanitizeHaving(io.Discard, bytes.NewReader(emptied(1)), 1<<20, hasBase); err == nil || !strings.Contains(err.Error(), "not the one its config names") {
+		t.Errorf("an empty layer the engine lacks: %v", err)
+	}
+	if _, err := SanitizeHaving(io.Discard, bytes.NewReader(emptied(0)), 1<<20, func([]string) bool { return false }); err == nil {
+		t.Error("an empty layer taken with the engine having none")
+	}
+	if _, err := SanitizeAll(io.Discard, bytes.NewReader(emptied(0)), 1<<20); err == nil {
+		t.Error("SanitizeAll took an empty layer")
+	}
+}
