@@ -56,6 +56,11 @@ var mountSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "path"}, {Name: "readonly"}},
 }
 
+// bucketSchema is a mount block whose label is a bucket (s3://…).
+var bucketSchema = &hcl.BodySchema{
+	Attributes: []hcl.AttributeSchema{{Name: "to", Required: true}, {Name: "read_only"}, {Name: "secret", Required: true}, {Name: "endpoint"}, {Name: "region"}},
+}
+
 var pushSchema = &hcl.BodySchema{
 	Attributes: []hcl.AttributeSchema{{Name: "to", Required: true}},
 }
@@ -333,6 +338,74 @@ func (d *decoder) evalAs(expr hcl.Expression, ty cty.Type, what string, allowed 
 		}
 	}
 	return cv, nil
+}
+
+// decodeBucket reads a box's mount "s3://BUCKET/PREFIX" { to, secret,
+// read_only, endpoint, region } block; paths are where the box's mounts
+// so far are.
+func (d *decoder) decodeBucket(mb *hcl.Block, box *api.BoxSpec, addr string, paths map[string]hcl.Range) hcl.Diagnostics {
+	m := api.BucketMount{URL: mb.Labels[0]}
+	if _, _, err := api.BucketOf(m.URL); err != nil {
+		return hcl.Diagnostics{errAt(mb.LabelRanges[0], "Invalid bucket", err.Error())}
+	}
+	mc, diags := mb.Body.Content(bucketSchema)
+	if diags.HasErrors() {
+		return diags
+	}
+	var ta, sa, ea, ra *hcl.Attribute
+	var ds hcl.Diagnostics
+	m.To, ta, ds = d.str(mc.Attributes, "to", "to")
+	diags = append(diags, ds...)
+	m.Secret, sa, ds = d.str(mc.Attributes, "secret", "secret")
+	diags = append(diags, ds...)
+	m.Endpoint, ea, ds = d.str(mc.Attributes, "endpoint", "endpoint")
+	diags = append(diags, ds...)
+	m.Region, ra, ds = d.str(mc.Attributes, "region", "region")
+	diags = append(diags, ds...)
+	m.ReadOnly, ds = d.boolean(mc.Attributes, "read_only", "read_only")
+	diags = append(diags, ds...)
+	if diags.HasErrors() {
+		return diags
+	}
+	// Each check's error at the attribute it is about.
+	one := m
+	for _, c := range []struct {
+		a    *hcl.Attribute
+		what string
+		mod  func(*api.BucketMount)
+	}{
+		{ta, "Invalid mount path", func(x *api.BucketMount) { x.Secret, x.Endpoint, x.Region = "S", "", "" }},
+		{sa, "Invalid secret name", func(x *api.BucketMount) { x.To, x.Endpoint, x.Region = "/data", "", "" }},
+		{ea, "Invalid endpoint", func(x *api.BucketMount) { x.To, x.Secret, x.Region = "/data", "S", "" }},
+		{ra, "Invalid region", func(x *api.BucketMount) { x.To, x.Secret, x.Endpoint = "/data", "S", "" }},
+	} {
+		x := one
+		c.mod(&x)
+		if err := api.ValidBucketMount(x); err != nil {
+			return append(diags, errAt(c.a.Expr.Range(), c.what, apiMessage(err)))
+		}
+	}
+	if prev, dup := paths[m.To]; dup {
+		return append(diags, errAt(ta.Expr.Range(), "Duplicate mount path", fmt.Sprintf("%s is already mounted at %s.", m.To, prev)))
+	}
+	for p, prev := range paths {
+		if strings.HasPrefix(p, m.To+"/") || strings.HasPrefix(m.To, p+"/") {
+			return append(diags, errAt(ta.Expr.Range(), "Overlapping mount path", fmt.Sprintf("%s and %s (mounted at %s) are one inside the other.", m.To, p, prev)))
+		}
+	}
+	paths[m.To] = ta.Expr.Range()
+	d.cfg.Ranges[addr+".mount."+m.To] = mb.DefRange
+	box.Buckets = append(box.Buckets, m)
+	return diags
+}
+
+// apiMessage is an API error's message alone.
+func apiMessage(err error) string {
+	var e *api.Error
+	if errors.As(err, &e) {
+		return e.Message
+	}
+	return err.Error()
 }
 
 func (d *decoder) str(attrs hcl.Attributes, name, what string) (string, *hcl.Attribute, hcl.Diagnostics) {
@@ -654,6 +727,10 @@ func (d *decoder) decodeBox(b *hcl.Block) hcl.Diagnostics {
 	for _, mb := range content.Blocks {
 		switch mb.Type {
 		case "mount":
+			if strings.Contains(mb.Labels[0], "://") {
+				diags = append(diags, d.decodeBucket(mb, &box, addr, paths)...)
+				continue
+			}
 			drive := mb.Labels[0]
 			mc, ds := mb.Body.Content(mountSchema)
 			diags = append(diags, ds...)

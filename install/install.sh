@@ -309,6 +309,21 @@ install_sysbox() {
   apt_install "$work/$deb"
 }
 
+# Bucket mounts (a box's mount "s3://..."): rclone mounts them, through
+# FUSE. Without them Paddock runs on, and a box that mounts a bucket says
+# what is missing.
+install_mounts() {
+  if command -v rclone >/dev/null 2>&1 && command -v fusermount3 >/dev/null 2>&1; then
+    return 0
+  fi
+  if [ -n "$offline" ]; then
+    say "WARNING: rclone or fuse3 missing: boxes cannot mount buckets until they are installed (apt-get install rclone fuse3)"
+    return 0
+  fi
+  say "bucket mounts: installing rclone and fuse3"
+  apt_install rclone fuse3 || say "WARNING: rclone and fuse3 did not install: boxes cannot mount buckets until they are"
+}
+
 install_binaries() {
   changed=0
   for b in paddock paddockd; do
@@ -486,6 +501,7 @@ main() {
   fi
   install_docker
   install_sysbox
+  install_mounts
   install_binaries
   if [ -z "$join" ]; then install_clients; fi
   build_image

@@ -17,6 +17,7 @@ command -v shellcheck >/dev/null || need+=(shellcheck)
 command -v file >/dev/null || need+=(file)
 command -v rsync >/dev/null || need+=(rsync)
 command -v rclone >/dev/null || need+=(rclone)
+command -v fusermount3 >/dev/null || need+=(fuse3)
 if [ ${#need[@]} -gt 0 ]; then
   echo "testbed: installing ${need[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive

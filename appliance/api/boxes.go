@@ -6,13 +6,15 @@ import (
 
 // Box is a box as the API shows it: what is declared and what was observed.
 type Box struct {
-	Name       string            `json:"name"`
-	Type       string            `json:"type"`
-	Image      string            `json:"image"`
-	TTLSeconds int64             `json:"ttl_seconds,omitempty"`
-	ExpiresAt  *time.Time        `json:"expires_at,omitempty"`
-	Mounts     []Mount           `json:"mounts,omitempty"`
-	Env        map[string]string `json:"env,omitempty"`
+	Name       string     `json:"name"`
+	Type       string     `json:"type"`
+	Image      string     `json:"image"`
+	TTLSeconds int64      `json:"ttl_seconds,omitempty"`
+	ExpiresAt  *time.Time `json:"expires_at,omitempty"`
+	Mounts     []Mount    `json:"mounts,omitempty"`
+	// Buckets are the buckets of the user's own it mounts.
+	Buckets []BucketMount     `json:"buckets,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 	// Desired is the declared run state: "running" or "stopped".
 	Desired string `json:"desired"`
 	// Status is the observed state: "running", "stopped", "pending"
@@ -114,12 +116,14 @@ type TTLPut struct {
 
 // BoxPost creates a box.
 type BoxPost struct {
-	Name   string            `json:"name,omitempty"`
-	Type   string            `json:"type,omitempty"`
-	Image  string            `json:"image,omitempty"`
-	TTL    string            `json:"ttl,omitempty"`
-	Mounts []Mount           `json:"mounts,omitempty"`
-	Env    map[string]string `json:"env,omitempty"`
+	Name   string  `json:"name,omitempty"`
+	Type   string  `json:"type,omitempty"`
+	Image  string  `json:"image,omitempty"`
+	TTL    string  `json:"ttl,omitempty"`
+	Mounts []Mount `json:"mounts,omitempty"`
+	// Buckets are buckets of the user's own to mount (BucketMount).
+	Buckets []BucketMount     `json:"buckets,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
 	// Policy is "allow-all" (the default), "deny-all" or a policy's name.
 	Policy string `json:"policy,omitempty"`
 	// Desktop gives the box an XFCE desktop on display :1 (nil: the
@@ -144,6 +148,25 @@ type Mount struct {
 	Drive    string `json:"drive"`
 	Path     string `json:"path"`
 	ReadOnly bool   `json:"readonly,omitempty"`
+}
+
+// BucketMount is a bucket of the user's own, or a prefix of one, in an
+// S3-compatible store, mounted in a box by its server: the keys are a
+// Paddock secret the server uses, never seen in the box.
+type BucketMount struct {
+	// URL is s3://BUCKET or s3://BUCKET/PREFIX.
+	URL string `json:"url"`
+	// To is where the box sees it: an absolute path, not a system folder.
+	To       string `json:"to"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	// Secret names the box owner's secret that holds the keys, as
+	// ACCESS_KEY_ID:SECRET_ACCESS_KEY.
+	Secret string `json:"secret"`
+	// Endpoint is the store's address (http(s)://HOST[:PORT]); empty:
+	// Amazon S3.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Region is the bucket's region, where the store wants one.
+	Region string `json:"region,omitempty"`
 }
 
 // ForkPost makes a new box from a snapshot of another.

@@ -54,6 +54,8 @@ type BoxSpec struct {
 	Agent  string            `json:"agent,omitempty"`
 	Env    map[string]string `json:"env,omitempty"`
 	Mounts []Mount           `json:"mounts,omitempty"`
+	// Buckets are the buckets the box mounts (mount "s3://…" blocks).
+	Buckets []BucketMount `json:"buckets,omitempty"`
 	// Desktop is nil when the Boxfile does not say: the server's default.
 	Desktop *bool `json:"desktop,omitempty"`
 	// Push and Setup run once, after the box is made; the CLI carries

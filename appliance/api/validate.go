@@ -304,6 +304,9 @@ func ValidateProject(s ProjectSpec) error {
 			}
 			paths[m.Path] = true
 		}
+		if err := ValidBuckets(b.Buckets, paths); err != nil {
+			return at(addr, err)
+		}
 		for k := range b.Env {
 			if err := ValidEnvName(k); err != nil {
 				return at(addr, err)

@@ -83,9 +83,10 @@ func Run(args []string, environ []string, stdout, stderr io.Writer) int {
 }
 
 // engine connects to this server's Docker engine as the driver of the
-// boxes of boxNet (named by its table, the instance).
-func engine(ctx context.Context, cfg config.Config, boxNet policies.Network) (*docker.Driver, error) {
-	return docker.New(ctx, docker.Config{
+// boxes of boxNet (named by its table, the instance); bindsDir is where
+// boxes' binds are served ("" for none: a node's agent).
+func engine(ctx context.Context, cfg config.Config, boxNet policies.Network, bindsDir string) (*docker.Driver, error) {
+	return docker.New(ctx, docker.Config{BindsDir: bindsDir,
 		Host: cfg.DockerHost, Instance: boxNet.Table, Runtime: cfg.Runtime, User: cfg.BoxUser,
 		Bridge: boxNet.Bridge, Subnet: boxNet.Subnet, Gateway: boxNet.Gateway,
 		UnsafeDockerInRunc: cfg.UnsafeDockerInRuncBoxes, DockerWithBox: cfg.DockerStart == config.DockerWithBox, KeepWarm: cfg.WarmExec,

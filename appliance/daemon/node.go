@@ -119,7 +119,7 @@ func serveNode(ctx context.Context, cfg config.Config, id *node.Identity, dir st
 		return err
 	}
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	drv, err := engine(dctx, cfg, boxNet)
+	drv, err := engine(dctx, cfg, boxNet, "")
 	if err == nil {
 		err = drv.Prepare(dctx)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/paddock-dev/paddock/appliance/access"
 	"github.com/paddock-dev/paddock/appliance/auth"
 	"github.com/paddock-dev/paddock/appliance/backup"
+	"github.com/paddock-dev/paddock/appliance/buckets"
 	"github.com/paddock-dev/paddock/appliance/config"
 	"github.com/paddock-dev/paddock/appliance/dashboard"
 	"github.com/paddock-dev/paddock/appliance/driver"
@@ -64,6 +65,8 @@ type started struct {
 	// shipKick has it look now.
 	ship     *shipping.Shipper
 	shipKick <-chan struct{}
+	// buckets mounts boxes' buckets (nil: they cannot be, here).
+	buckets *buckets.Mounter
 	// backups writes backup_to's backups (nil: none configured).
 	backups *backup.Schedule
 	// serving is set once the first reconcile is done.
@@ -126,7 +129,7 @@ func (d *started) openEngine(ctx context.Context) error {
 	boxNet.BrokerPort = uint16(cfg.BrokerPort)
 	d.boxNet = boxNet
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	drv, err := engine(dctx, cfg, boxNet)
+	drv, err := engine(dctx, cfg, boxNet, bucketsDir(cfg))
 	if cfg.UnsafeDockerInRuncBoxes {
 		d.log.Warn("unsafe_docker_in_runc_boxes is on: root in any box owns this machine (a test setting)")
 	}
@@ -176,6 +179,7 @@ func (d *started) buildCore(life context.Context) error {
 	}
 	rules.SetNode("", d.boxNet.Subnet, clusterIP, d.fw)
 	d.rec = &reconcile.Reconciler{Store: st, Driver: nodes, Types: service.Types(cfg), Log: log, Firewall: rules}
+	d.mountBuckets()
 	bucket, err := d.shipping(life, nodes)
 	if err != nil {
 		return err
@@ -186,6 +190,15 @@ func (d *started) buildCore(life context.Context) error {
 	sealer, err := auth.LoadSealer(filepath.Join(cfg.StateDir, "secret.key"))
 	if err != nil {
 		return err
+	}
+	if d.buckets != nil {
+		d.buckets.Keys = func(owner int64, name string) ([]byte, error) {
+			row, err := st.SecretFor(owner, name)
+			if err != nil {
+				return nil, err
+			}
+			return sealer.Open(row.Name, row.Sealed)
+		}
 	}
 	auditor, err := openAudit(cfg)
 	if err != nil {
@@ -501,3 +514,33 @@ func capability[T route.Capability](caps []route.Capability) (T, bool) {
 	var none T
 	return none, false
 }
+
+// bucketsDir is where boxes' buckets are mounted (the engine's binds).
+func bucketsDir(cfg config.Config) string { return filepath.Join(cfg.StateDir, "buckets", "mnt") }
+
+// mountBuckets sets up the mounts of boxes' buckets (package buckets).
+// Where they cannot be (no nsenter, rclone or FUSE), paddockd runs on,
+// and a box with buckets is not made, its error saying why.
+func (d *started) mountBuckets() {
+	mt := &buckets.Mounter{Dir: bucketsDir(d.cfg), Cache: filepath.Join(d.cfg.StateDir, "buckets", "cache"),
+		UID: d.cfg.BoxUID, GID: d.cfg.BoxUID, Log: d.log}
+	if err := mt.Prepare(); err != nil {
+		d.log.Warn("bucket mounts cannot be served here: boxes that mount buckets are not made", "err", err)
+		d.rec.Binds = unserved{err}
+		return
+	}
+	d.buckets = mt
+	d.rec.Binds = mt
+	d.onClose(mt.Close)
+}
+
+// unserved refuses every box with binds, saying why.
+type unserved struct{ err error }
+
+func (u unserved) Ready(context.Context, store.Box) error {
+	return fmt.Errorf("bucket mounts cannot be served on this server: %w", u.err)
+}
+
+func (u unserved) Serve(ctx context.Context, b store.Box) error { return u.Ready(ctx, b) }
+
+func (unserved) Keep(context.Context, []store.Box, map[string]bool) {}

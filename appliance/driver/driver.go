@@ -102,6 +102,9 @@ type BoxSpec struct {
 	// new bound reaches a box when its container is next made.
 	Pids   int64
 	Mounts []Mount
+	// Binds are folders of the host's that the server serves itself (a
+	// bucket mounted there), seen in the box (Bind).
+	Binds []Bind
 	// Generation forces a new container when it changes.
 	Generation int
 	// IP is the box's fixed address on the box network.
@@ -114,6 +117,16 @@ type BoxSpec struct {
 	// Foregrounder.Foreground gives it a box's usual share. Not in the
 	// hash: a claimed pool box keeps its container.
 	Background bool
+}
+
+// Bind is a folder of the host's, in the engine's folder for such
+// (docker.Config.BindsDir), under Name: the server mounts something
+// there (a bucket), at any time, and again when it went; the box sees
+// it at Path, and what is mounted there after the box started too.
+type Bind struct {
+	Name     string
+	Path     string
+	ReadOnly bool
 }
 
 // Foregrounder is a driver that can give a box made in the background
@@ -129,7 +142,7 @@ func (s BoxSpec) Hash() string {
 		ms = append(ms, fmt.Sprintf("%s=%s:%v", m.Volume, m.Path, m.ReadOnly))
 	}
 	sort.Strings(ms)
-	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP) + desktopMark(s.Desktop) + uidMark(s.UID)))
+	h := sha256.Sum256([]byte(fmt.Sprintf("v1|%s|%s|%s|%g|%d|%s|%d|%s", s.Name, s.Image, s.Snapshot, s.CPUs, s.MemoryBytes, strings.Join(ms, ","), s.Generation, s.IP) + desktopMark(s.Desktop) + uidMark(s.UID) + bindsMark(s.Binds)))
 	return hex.EncodeToString(h[:8])
 }
 
@@ -475,6 +488,20 @@ func uidMark(uid string) string {
 		return "|uid=" + uid
 	}
 	return "" // boxes from before ids keep their hashes, and so their containers
+}
+
+// bindsMark is "" without binds: the hashes of boxes from before them
+// stay.
+func bindsMark(bs []Bind) string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, fmt.Sprintf("%s=%s:%v", b.Name, b.Path, b.ReadOnly))
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return ""
+	}
+	return "|binds=" + strings.Join(out, ",")
 }
 
 func desktopMark(d bool) string {

@@ -79,13 +79,13 @@ func (p Placer) Place(tx *store.Tx, b *store.Box, want string) error {
 			return api.Invalid("node", "server %s does not have the labels the box asks for (%s)", want, api.LabelsText(b.NodeLabels))
 		}
 		// Where its data is, if anywhere, must be the same server.
-		if (len(b.Mounts) > 0 || b.From != "") && len(ns) > 0 && p.Cluster != nil {
+		if (len(b.Mounts) > 0 || len(b.Buckets) > 0 || b.From != "") && len(ns) > 0 && p.Cluster != nil {
 			at, err := p.choose(tx, *b, ns)
 			if err != nil {
 				return err
 			}
 			if at != n {
-				return api.Conflict("box %q cannot be on %s: its drives or snapshot are on %s", b.Name, p.Display(n), p.Display(at))
+				return api.Conflict("box %q cannot be on %s: what it needs is on %s (its drives or snapshot; buckets are mounted by the control plane's server only, for now)", b.Name, p.Display(n), p.Display(at))
 			}
 		}
 		b.Node = n
@@ -178,6 +178,13 @@ func (p Placer) choose(tx *store.Tx, b store.Box, ns []store.Node) (string, erro
 			return "", api.Conflict("box %q mounts drives on two servers (%s on %s, %s on %s): a box and its drives are on one server", b.Name, why, p.Display(fixed), m.Drive, p.Display(d.Node))
 		}
 		fixed, why = d.Node, m.Drive
+	}
+	// Buckets are mounted by the control plane's server only (for now).
+	if len(b.Buckets) > 0 {
+		if why != "" && fixed != "" {
+			return "", api.Conflict("box %q mounts buckets, which only the control plane's server mounts (for now), and drive %s, which is on %s", b.Name, why, p.Display(fixed))
+		}
+		fixed, why = "", "buckets (only the control plane's server mounts them, for now)"
 	}
 	if b.From != "" {
 		sn, err := tx.GetSnapshot(b.From)

@@ -109,7 +109,7 @@ const poolProbeTimeout = 10 * time.Second
 // (Whether a pool box of its type is ready, here or on the server it
 // asks for, is the claim's to find.)
 func (k Keeper) Fits(b store.Box) bool {
-	return b.Image == k.Cfg.Image && b.Desktop == k.Cfg.DesktopDefault && len(b.Mounts) == 0 && b.From == ""
+	return b.Image == k.Cfg.Image && b.Desktop == k.Cfg.DesktopDefault && len(b.Mounts) == 0 && len(b.Buckets) == 0 && b.From == ""
 }
 
 // Take, in the transaction that declares b, gives b a ready pool

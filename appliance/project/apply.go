@@ -294,6 +294,10 @@ func specBox(b api.BoxSpec, into *store.Box) {
 	for _, m := range b.Mounts {
 		into.Mounts = append(into.Mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
 	}
+	into.Buckets = nil
+	for _, m := range b.Buckets {
+		into.Buckets = append(into.Buckets, store.BucketMount(m))
+	}
 }
 
 func hasSetup(b api.BoxSpec) bool { return len(b.Push) > 0 || len(b.Setup) > 0 }

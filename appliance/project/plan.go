@@ -8,7 +8,7 @@
 //
 // What updates in place: a box's ttl, policy, env (for the next exec) and
 // agent; a drive's size and labels; a policy's lists. What forces
-// replacement: a box's image, type, mounts and desktop, and a failed setup.
+// replacement: a box's image, type, mounts (drives' and buckets') and desktop, and a failed setup.
 // Objects belong to one project: a plan never touches another project's
 // objects, nor boxes made with 'paddock new', and a name already taken by
 // one of those is an error.
@@ -474,6 +474,47 @@ func boxAttrs(old *store.Box, b api.BoxSpec) []api.AttrChange {
 		}
 		out = attr(out, "mount."+k, bt, at, true)
 	}
+	// Buckets, by where the box sees them: a change makes the box again
+	// (its container is made with the mounts).
+	bb, ba := map[string]string{}, map[string]string{}
+	for _, m := range before.Buckets {
+		bb[m.To] = bucketText(api.BucketMount(m))
+	}
+	for _, m := range b.Buckets {
+		ba[m.To] = bucketText(m)
+	}
+	for _, k := range sortedUnion(bb, ba) {
+		out = attr(out, "mount."+k, bb[k], ba[k], true)
+	}
+	return out
+}
+
+// bucketText is a bucket mount as a plan shows it (its secret by name).
+func bucketText(m api.BucketMount) string {
+	s := fmt.Sprintf("%q at %s, secret %s", m.URL, m.To, m.Secret)
+	if m.ReadOnly {
+		s += ", read-only"
+	}
+	if m.Endpoint != "" {
+		s += ", endpoint " + m.Endpoint
+	}
+	if m.Region != "" {
+		s += ", region " + m.Region
+	}
+	return s
+}
+
+func sortedUnion(a, b map[string]string) []string {
+	var out []string
+	for k := range a {
+		out = append(out, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/paddock-dev/paddock/appliance/buckets"
 	"github.com/paddock-dev/paddock/appliance/driver"
 	"github.com/paddock-dev/paddock/appliance/store"
 	"github.com/paddock-dev/paddock/policies"
@@ -58,6 +59,13 @@ type Reconciler struct {
 	// engine lost its image too, once that snapshot was shipped.
 	Fetch func(ctx context.Context, snapshot, box string) error
 	Taken func(snapshot string)
+	// Binds, when set, serves what boxes bind from the host (their
+	// buckets, package buckets): readied before a box with binds is made
+	// or started (an error is the change's: the box is not made or
+	// started), served once it started, and kept after each pass, with
+	// the declared boxes and those running, to serve again what went and
+	// end what no running box has.
+	Binds Binds
 
 	mu sync.Mutex
 	// liveMu guards what runs share with claims and policy changes, which
@@ -211,6 +219,29 @@ func FirewallBoxes(boxes []store.Box, pols []store.Policy, observed []driver.Box
 	return out
 }
 
+// Binds serves boxes' binds (buckets.Mounter).
+type Binds interface {
+	Ready(ctx context.Context, b store.Box) error
+	Serve(ctx context.Context, b store.Box) error
+	Keep(ctx context.Context, boxes []store.Box, running map[string]bool)
+}
+
+// binds readies (serve false) or serves the binds of the box a change
+// makes or starts.
+func (r *Reconciler) binds(ctx context.Context, c Change, serve bool) error {
+	if r.Binds == nil || c.Box == "" || c.Pool || (c.Spec != nil && len(c.Spec.Binds) == 0) {
+		return nil
+	}
+	b, err := r.Store.GetBox(c.Box)
+	if err != nil || len(b.Buckets) == 0 {
+		return nil
+	}
+	if serve {
+		return r.Binds.Serve(ctx, b)
+	}
+	return r.Binds.Ready(ctx, b)
+}
+
 // SpecFor turns a declared box into the spec its container is made from.
 func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 	t := types[b.Type]
@@ -237,6 +268,7 @@ func SpecFor(b store.Box, types map[string]BoxType) driver.BoxSpec {
 		data = driver.VolumeRef{Kind: driver.KindBuildCache, Name: strconv.FormatInt(b.Owner, 10)}
 	}
 	spec.Mounts = append(spec.Mounts, driver.Mount{Volume: data, Path: BoxDataPath})
+	spec.Binds = buckets.Binds(b)
 	return spec
 }
 
@@ -509,6 +541,15 @@ func (r *Reconciler) run(ctx context.Context) (Result, error) {
 	r.observed = now
 	r.fixHostnames(ctx, boxes, now)
 	r.liveMu.Unlock()
+	if r.Binds != nil {
+		running := map[string]bool{}
+		for _, o := range now {
+			if o.Running {
+				running[o.Name] = true
+			}
+		}
+		r.Binds.Keep(ctx, boxes, running)
+	}
 	return res, nil
 }
 
@@ -687,12 +728,18 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 		if err := r.fetch(ctx, c); err != nil {
 			return err
 		}
+		if err := r.binds(ctx, c, false); err != nil {
+			return err
+		}
 		if err := ignoreNotFound(d.RemoveBox(ctx, key)); err != nil {
 			return err
 		}
 		return d.CreateBox(ctx, *c.Spec)
 	case CreateBox:
 		if err := r.fetch(ctx, c); err != nil {
+			return err
+		}
+		if err := r.binds(ctx, c, false); err != nil {
 			return err
 		}
 		if err := d.CreateBox(ctx, *c.Spec); err != nil {
@@ -706,7 +753,13 @@ func (r *Reconciler) do(ctx context.Context, c Change) error {
 		}
 		return nil
 	case StartBox:
-		return d.StartBox(ctx, key)
+		if err := r.binds(ctx, c, false); err != nil {
+			return err
+		}
+		if err := d.StartBox(ctx, key); err != nil {
+			return err
+		}
+		return r.binds(ctx, c, true)
 	case StopBox:
 		return d.StopBox(ctx, key)
 	case RemoveVolume:

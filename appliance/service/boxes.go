@@ -213,6 +213,9 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 		seen[m.Path] = true
 		mounts = append(mounts, store.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
 	}
+	if err := api.ValidBuckets(p.Buckets, seen); err != nil {
+		return store.Box{}, err
+	}
 	for k := range p.Env {
 		if err := api.ValidEnvName(k); err != nil {
 			return store.Box{}, err
@@ -227,7 +230,7 @@ func (s *Service) newBox(p api.BoxPost) (store.Box, error) {
 	}
 	now := s.now()
 	b := store.Box{
-		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Env: p.Env,
+		Name: p.Name, Type: p.Type, Image: p.Image, TTL: ttl, Mounts: mounts, Buckets: StoreBuckets(p.Buckets), Env: p.Env,
 		Desired: "running", Created: now, Policy: p.Policy, Desktop: s.Cfg.DesktopDefault, NodeLabels: p.NodeLabels,
 		Labels: p.Labels, IdleStop: idle,
 	}
@@ -564,6 +567,7 @@ func (s *Service) Fork(ctx context.Context, src string, p api.ForkPost) (api.Box
 	for _, m := range srcBox.Mounts {
 		post.Mounts = append(post.Mounts, api.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
 	}
+	post.Buckets = APIBuckets(srcBox.Buckets)
 	nb, err := s.newBox(post)
 	if err != nil {
 		return api.Box{}, err

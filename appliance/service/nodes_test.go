@@ -228,6 +228,21 @@ func TestNodeChosenAndRemoved(t *testing.T) {
 	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "y", Node: "n3", Mounts: []api.Mount{{Drive: "d", Path: "/mnt/d"}}}); err == nil || !strings.Contains(err.Error(), "on n2") {
 		t.Fatalf("a box on n3 with a drive of n2: %v", err)
 	}
+	// Buckets are mounted by the control plane's server only: a box that
+	// mounts one goes there, and is refused elsewhere.
+	bk := []api.BucketMount{{URL: "s3://team-data", To: "/data", Secret: "K"}}
+	for i := range 3 {
+		name := "bk" + string(rune('0'+i))
+		if _, err := s.CreateBox(ctx, api.BoxPost{Name: name, Buckets: bk}); err != nil {
+			t.Fatal(err)
+		}
+		if n := nodeOf(t, s, name); n != "" {
+			t.Fatalf("a box mounting a bucket is on %q", n)
+		}
+	}
+	if _, err := s.CreateBox(ctx, api.BoxPost{Name: "bkn", Node: "n2", Buckets: bk}); err == nil || !strings.Contains(err.Error(), "buckets") {
+		t.Fatalf("a box mounting a bucket asked for on n2: %v", err)
+	}
 
 	if err := servers(s).Remove(ctx, "n3"); err == nil || !strings.Contains(err.Error(), "1 box") {
 		t.Fatalf("removing a server that holds a box: %v", err)

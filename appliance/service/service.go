@@ -222,6 +222,7 @@ func toAPIBox(b store.Box, types map[string]config.BoxType) api.Box {
 	for _, m := range b.Mounts {
 		out.Mounts = append(out.Mounts, api.Mount{Drive: m.Drive, Path: m.Path, ReadOnly: m.ReadOnly})
 	}
+	out.Buckets = APIBuckets(b.Buckets)
 	return out
 }
 
@@ -282,3 +283,21 @@ func (s *Service) Providers() *sso.Set { return s.SSO }
 
 // ProvidersKey is the key that seals the providers' refresh tokens.
 func (s *Service) ProvidersKey() []byte { return s.SSOKey }
+
+// StoreBuckets are bucket mounts as the store keeps them.
+func StoreBuckets(bs []api.BucketMount) []store.BucketMount {
+	var out []store.BucketMount
+	for _, m := range bs {
+		out = append(out, store.BucketMount(m))
+	}
+	return out
+}
+
+// APIBuckets are bucket mounts as the API shows them.
+func APIBuckets(bs []store.BucketMount) []api.BucketMount {
+	var out []api.BucketMount
+	for _, m := range bs {
+		out = append(out, api.BucketMount(m))
+	}
+	return out
+}

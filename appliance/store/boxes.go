@@ -85,6 +85,20 @@ type Box struct {
 	// /var/lib/docker is its owner's build cache, kept after it goes, in
 	// place of its own.
 	Builder bool
+	// Buckets are the buckets (or prefixes of them) the box mounts, from
+	// S3-compatible stores, with its owner's keys (package buckets).
+	Buckets []BucketMount
+}
+
+// BucketMount is a bucket, or a prefix of one, mounted in a box by its
+// server (api.BucketMount).
+type BucketMount struct {
+	URL      string `json:"url"`
+	To       string `json:"to"`
+	ReadOnly bool   `json:"read_only,omitempty"`
+	Secret   string `json:"secret"`
+	Endpoint string `json:"endpoint,omitempty"`
+	Region   string `json:"region,omitempty"`
 }
 
 // Asleep says that the box's idle stop stopped it, and its next use
@@ -106,7 +120,7 @@ type Mount struct {
 	ReadOnly bool   `json:"readonly,omitempty"`
 }
 
-const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept, oom_kills, oom_at, oom_seen, builder, disk_stopped`
+const boxCols = `name, type, image, ttl_seconds, expires_at, mounts, env, desired, from_snapshot, created, observed, observed_error, project, policy, agent, desktop, setup, setup_error, generation, ip, owner, uid, note, engine, node, node_labels, labels, idle_stop_seconds, slept, oom_kills, oom_at, oom_seen, builder, disk_stopped, buckets`
 
 type scanner interface{ Scan(...any) error }
 
@@ -114,10 +128,10 @@ func scanBox(r scanner) (Box, error) {
 	var b Box
 	var ttl, idle int64
 	var exp, oomAt sql.NullInt64
-	var mounts, env, nodeLabels, labels string
+	var mounts, env, nodeLabels, labels, buckets string
 	var created int64
 	err := r.Scan(&b.Name, &b.Type, &b.Image, &ttl, &exp, &mounts, &env, &b.Desired, &b.From, &created, &b.Observed, &b.ObservedEr,
-		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept, &b.OOMKills, &oomAt, &b.OOMSeen, &b.Builder, &b.DiskStopped)
+		&b.Project, &b.Policy, &b.Agent, &b.Desktop, &b.Setup, &b.SetupError, &b.Generation, &b.IP, &b.Owner, &b.UID, &b.Note, &b.Engine, &b.Node, &nodeLabels, &labels, &idle, &b.Slept, &b.OOMKills, &oomAt, &b.OOMSeen, &b.Builder, &b.DiskStopped, &buckets)
 	if err != nil {
 		if errors.Is(err, sql.ErrNoRows) {
 			return b, ErrNotFound
@@ -147,7 +161,18 @@ func scanBox(r scanner) (Box, error) {
 	if err := json.Unmarshal([]byte(labels), &b.Labels); err != nil {
 		return b, err
 	}
+	if err := json.Unmarshal([]byte(buckets), &b.Buckets); err != nil {
+		return b, err
+	}
 	return b, nil
+}
+
+// bucketsJSON is a box's buckets as stored (none: an empty list).
+func bucketsJSON(bs []BucketMount) string {
+	if bs == nil {
+		bs = []BucketMount{}
+	}
+	return mustJSON(bs)
 }
 
 func expiresArg(t *time.Time) any {
@@ -193,10 +218,10 @@ func (t *Tx) CreateBox(b Box) error {
 	if b.Labels == nil {
 		b.Labels = map[string]string{}
 	}
-	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,NULL,0,?,?)`,
+	_, err := t.tx.Exec(`INSERT INTO boxes (`+boxCols+`) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,0,NULL,0,?,?,?)`,
 		b.Name, b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env),
 		b.Desired, b.From, unix(b.Created), "pending", "", b.Project, b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Owner, b.UID, b.Note, b.Engine, b.Node, mustJSON(b.NodeLabels), mustJSON(b.Labels),
-		int64(b.IdleStop/time.Second), b.Slept, b.Builder, b.DiskStopped)
+		int64(b.IdleStop/time.Second), b.Slept, b.Builder, b.DiskStopped, bucketsJSON(b.Buckets))
 	if err != nil && strings.Contains(err.Error(), "UNIQUE") {
 		return ErrConflict
 	}
@@ -223,10 +248,10 @@ func (t *Tx) UpdateBox(b Box) error {
 		b.Labels = map[string]string{}
 	}
 	res, err := t.tx.Exec(`UPDATE boxes SET type=?, image=?, ttl_seconds=?, expires_at=?, mounts=?, env=?, desired=?, from_snapshot=?,
-		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=?, idle_stop_seconds=?, slept=?, disk_stopped=? WHERE name=?`,
+		policy=?, agent=?, desktop=?, setup=?, setup_error=?, generation=?, ip=?, note=?, node_labels=?, labels=?, idle_stop_seconds=?, slept=?, disk_stopped=?, buckets=? WHERE name=?`,
 		b.Type, b.Image, int64(b.TTL/time.Second), expiresArg(b.ExpiresAt), mustJSON(b.Mounts), mustJSON(b.Env), b.Desired, b.From,
 		b.Policy, b.Agent, b.Desktop, b.Setup, b.SetupError, b.Generation, b.IP, b.Note, mustJSON(b.NodeLabels), mustJSON(b.Labels),
-		int64(b.IdleStop/time.Second), b.Slept, b.DiskStopped, b.Name)
+		int64(b.IdleStop/time.Second), b.Slept, b.DiskStopped, bucketsJSON(b.Buckets), b.Name)
 	if err != nil {
 		return err
 	}

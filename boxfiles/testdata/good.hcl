@@ -44,6 +44,16 @@ box "worker" {
   placement {
     labels = { ssd = "yes", zone = var.env == "prod" ? "b" : "a" }
   }
+  mount "s3://team-data/reports/2026" {
+    to        = "/data"
+    read_only = true
+    secret    = "REPORTS_KEYS"
+    endpoint  = "https://store.example.org:9000"
+  }
+  mount "s3://scratch" {
+    to     = "/mnt/scratch"
+    secret = "REPORTS_KEYS"
+  }
 }
 
 image "tools" {

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -559,6 +560,7 @@ func (d *Daemon) CLIEnv() []string {
 // and its nftables table (paddockd --cleanup).
 func (d *Daemon) Cleanup() {
 	d.Stop()
+	Unmount(d.StateDir)
 	Sweep(d.Instance)
 	os.Remove(d.Socket)
 	exec.Command(d.Bins.Paddockd, "--cleanup", "--config", os.DevNull, "--instance", d.Instance).Run()
@@ -674,4 +676,24 @@ func (d *Daemon) RSS() int64 {
 		}
 	}
 	return 0
+}
+
+// Unmount lets go of every mount under dir (the bucket mounts a killed
+// paddockd left), so that the test's folder can be removed.
+func Unmount(dir string) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil || dir == "" {
+		return
+	}
+	var under []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(l); len(f) > 4 && (f[4] == dir || strings.HasPrefix(f[4], dir+"/")) {
+			under = append(under, f[4])
+		}
+	}
+	// The deepest first.
+	sort.Slice(under, func(i, j int) bool { return len(under[i]) > len(under[j]) })
+	for _, mp := range under {
+		exec.Command("umount", "-l", mp).Run()
+	}
 }

@@ -81,6 +81,10 @@ type Config struct {
 	// LoadMax bounds what LoadSnapshots takes in: the archive, and what
 	// its layers unpack to (0: 64 GiB).
 	LoadMax int64
+	// BindsDir holds the folders of boxes' binds (driver.Bind), a shared
+	// mount (so that what is mounted in them reaches the boxes); empty:
+	// this engine's boxes have none (a box with binds is refused).
+	BindsDir string
 	// The box network: its bridge interface, subnet and gateway. The
 	// gateway is also the boxes' only DNS server.
 	Bridge  string
@@ -443,6 +447,15 @@ func (d *Driver) CreateBox(ctx context.Context, spec driver.BoxSpec) error {
 		mounts = append(mounts, mount.Mount{
 			Type: mount.TypeVolume, Source: d.volumeName(m.Volume), Target: m.Path, ReadOnly: m.ReadOnly,
 		})
+	}
+	for _, b := range spec.Binds {
+		if d.cfg.BindsDir == "" || b.Name == "" || strings.ContainsAny(b.Name, "/.") {
+			return fmt.Errorf("box %s: %s is served by the control plane's server only (not yet on other servers)", spec.Name, b.Path)
+		}
+		// rslave: a mount made there on the host later (made again after
+		// it went) reaches the box; nothing the box mounts goes back.
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: filepath.Join(d.cfg.BindsDir, b.Name), Target: b.Path, ReadOnly: b.ReadOnly,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRSlave}})
 	}
 	init := true
 	stop := 5

@@ -4,7 +4,7 @@ Regenerate: go test ./appliance/server -run TestSDKModels -update
 
 from typing import Any, Dict, List, Optional, TypedDict
 
-__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "AuditMark", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "Invite", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "LostBox", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodeLost", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
+__all__ = ["Agent", "ApplyRequest", "ApplyResult", "AttrChange", "AuditBreak", "AuditCheck", "AuditEntry", "AuditMark", "Box", "BoxAgent", "BoxMetrics", "BoxPost", "BoxSpec", "BrokerUse", "BucketMount", "BuildEvent", "Change", "CodeContext", "ContextPost", "DNSDecision", "DesktopAction", "DesktopActionResult", "DesktopActionsPost", "DesktopActionsResult", "DesktopTicket", "DesktopWindow", "DeviceCode", "DevicePost", "DeviceToken", "DeviceTokenPost", "Dir", "DirEntry", "Drained", "Drive", "DrivePost", "DriveSpec", "Error", "ExecPost", "ForkPost", "Grant", "GrantPut", "Group", "GroupMember", "Image", "ImageShares", "ImageSpec", "Invite", "InviteCreated", "InvitePost", "Job", "JobInput", "Key", "KeyPost", "LostBox", "Mount", "MovePost", "MovedBox", "Node", "NodeJoin", "NodeLabels", "NodeLost", "NodePool", "Plan", "PlanRequest", "Policy", "PolicyPut", "PolicyReport", "PolicySpec", "Port", "Project", "ProjectSpec", "PromptPost", "PushSpec", "QuotaLimits", "QuotaPut", "QuotaUse", "ReconcileResult", "RestorePost", "RunError", "RunPost", "RunResult", "Sample", "Screenshot", "Secret", "SecretBroker", "SecretSpec", "SetupPost", "SignInLink", "SignInPost", "SignalPost", "Snapshot", "TTLPut", "TokenCreated", "TokenInfo", "TokenPost", "User", "UserQuota", "WatchEvent", "Whoami"]
 
 
 _AgentRequired = TypedDict("_AgentRequired", {"command": "Optional[List[str]]", "name": "str"})
@@ -62,7 +62,7 @@ AuditMark = TypedDict("AuditMark", {"hash": "str", "seq": "int"})
 
 
 _BoxRequired = TypedDict("_BoxRequired", {"cpus": "float", "created": "str", "desired": "str", "image": "str", "memory_mib": "int", "name": "str", "status": "str", "type": "str"})
-_BoxOptional = TypedDict("_BoxOptional", {"access": "str", "agent": "str", "broker": "Optional[List[BrokerUse]]", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
+_BoxOptional = TypedDict("_BoxOptional", {"access": "str", "agent": "str", "broker": "Optional[List[BrokerUse]]", "buckets": "Optional[List[BucketMount]]", "desktop": "bool", "desktop_state": "str", "docker": "str", "env": "Optional[Dict[str, str]]", "error": "str", "expires_at": "str", "from": "str", "idle_stop": "str", "ip": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node": "str", "node_labels": "Optional[Dict[str, str]]", "note": "str", "oom_at": "str", "oom_kills": "int", "owner": "str", "policy": "str", "project": "str", "setup": "str", "sleeping": "bool", "ttl_seconds": "int"}, total=False)
 
 
 class Box(_BoxRequired, _BoxOptional):
@@ -80,11 +80,11 @@ class BoxAgent(_BoxAgentRequired, _BoxAgentOptional):
 BoxMetrics = TypedDict("BoxMetrics", {"box": "str", "interval": "str", "samples": "Optional[List[Sample]]"})
 
 
-BoxPost = TypedDict("BoxPost", {"desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "ttl": "str", "type": "str"}, total=False)
+BoxPost = TypedDict("BoxPost", {"buckets": "Optional[List[BucketMount]]", "desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "name": "str", "node": "str", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "ttl": "str", "type": "str"}, total=False)
 
 
 _BoxSpecRequired = TypedDict("_BoxSpecRequired", {"name": "str"})
-_BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "push": "Optional[List[PushSpec]]", "setup": "Optional[List[str]]", "ttl": "str", "type": "str"}, total=False)
+_BoxSpecOptional = TypedDict("_BoxSpecOptional", {"agent": "str", "buckets": "Optional[List[BucketMount]]", "desktop": "bool", "env": "Optional[Dict[str, str]]", "idle_stop": "str", "image": "str", "labels": "Optional[Dict[str, str]]", "mounts": "Optional[List[Mount]]", "node_labels": "Optional[Dict[str, str]]", "policy": "str", "push": "Optional[List[PushSpec]]", "setup": "Optional[List[str]]", "ttl": "str", "type": "str"}, total=False)
 
 
 class BoxSpec(_BoxSpecRequired, _BoxSpecOptional):
@@ -96,6 +96,14 @@ _BrokerUseOptional = TypedDict("_BrokerUseOptional", {"last": "str", "last_statu
 
 
 class BrokerUse(_BrokerUseRequired, _BrokerUseOptional):
+    pass
+
+
+_BucketMountRequired = TypedDict("_BucketMountRequired", {"secret": "str", "to": "str", "url": "str"})
+_BucketMountOptional = TypedDict("_BucketMountOptional", {"endpoint": "str", "read_only": "bool", "region": "str"}, total=False)
+
+
+class BucketMount(_BucketMountRequired, _BucketMountOptional):
     pass
 
 

@@ -71,6 +71,7 @@ export interface Box {
   access?: string;
   agent?: string;
   broker?: BrokerUse[] | null;
+  buckets?: BucketMount[] | null;
   cpus: number;
   created: string;
   desired: string;
@@ -118,6 +119,7 @@ export interface BoxMetrics {
 }
 
 export interface BoxPost {
+  buckets?: BucketMount[] | null;
   desktop?: boolean;
   env?: Record<string, string> | null;
   idle_stop?: string;
@@ -134,6 +136,7 @@ export interface BoxPost {
 
 export interface BoxSpec {
   agent?: string;
+  buckets?: BucketMount[] | null;
   desktop?: boolean;
   env?: Record<string, string> | null;
   idle_stop?: string;
@@ -158,6 +161,15 @@ export interface BrokerUse {
   requests: number;
   secret: string;
   status?: Record<string, number> | null;
+}
+
+export interface BucketMount {
+  endpoint?: string;
+  read_only?: boolean;
+  region?: string;
+  secret: string;
+  to: string;
+  url: string;
 }
 
 export interface BuildEvent {

@@ -27,6 +27,7 @@ func New(e *cmdenv.Env, args []string) error {
 	name := fs.String("name", "", "box name (default: generated)")
 	image := fs.String("image", "", "box image (default: the server's)")
 	drives := fs.StringArray("drive", nil, "mount a drive: NAME:/mnt/PATH (repeatable)")
+	bucketMounts := fs.StringArray("mount", nil, "mount a bucket of your own: s3://BUCKET[/PREFIX],to=PATH,secret=NAME[,ro][,endpoint=URL][,region=R] (repeatable; the secret holds ACCESS_KEY_ID:SECRET_ACCESS_KEY)")
 	envs := fs.StringArray("env", nil, "environment for commands in the box: KEY=VALUE (repeatable)")
 	policy := fs.String("policy", "", "egress policy: allow-all (default), deny-all or a policy's name")
 	node := fs.String("node", "", "put the box on this server ('paddock nodes'; default: where Paddock places it)")
@@ -83,6 +84,13 @@ func New(e *cmdenv.Env, args []string) error {
 			return cmdenv.Invalidf("%v", err)
 		}
 		post.Mounts = append(post.Mounts, m)
+	}
+	for _, b := range *bucketMounts {
+		m, err := api.ParseBucketMount(b)
+		if err != nil {
+			return cmdenv.Invalidf("--mount: %v", err)
+		}
+		post.Buckets = append(post.Buckets, m)
 	}
 	env, err := cmdenv.ParseEnv(*envs)
 	if err != nil {
@@ -293,6 +301,13 @@ func Show(e *cmdenv.Env, args []string) error {
 			ro = " (read-only)"
 		}
 		fmt.Fprintf(tw, "drive:\t%s at %s%s\n", m.Drive, m.Path, ro)
+	}
+	for _, m := range b.Buckets {
+		ro := ""
+		if m.ReadOnly {
+			ro = " (read-only)"
+		}
+		fmt.Fprintf(tw, "bucket:\t%s at %s%s, keys in secret %s\n", m.URL, m.To, ro, m.Secret)
 	}
 	for _, k := range cmdenv.SortedKeys(b.Env) {
 		fmt.Fprintf(tw, "env:\t%s=%s\n", k, b.Env[k])
