@@ -145,9 +145,6 @@ func (mt *Mounter) Prepare() error {
 			return err
 		}
 	}
-	if err := os.Chmod(mt.Dir, 0o755); err != nil {
-		return err
-	}
 	mps, err := mountPoints()
 	if err != nil {
 		return err
@@ -355,7 +352,9 @@ func (mt *Mounter) ready(ctx context.Context, b store.Box, i int, m store.Bucket
 // folders makes a mount's folder and cache, and the binds folder a
 // shared mount point.
 func (mt *Mounter) folders(name string) error {
-	if err := os.MkdirAll(filepath.Join(mt.Dir, name), 0o755); err != nil {
+	// Only root's: without its mount the box finds the folder shut, and
+	// writes nothing to the server's disk.
+	if err := os.MkdirAll(filepath.Join(mt.Dir, name), 0o700); err != nil {
 		return err
 	}
 	if err := mt.share(); err != nil {
