@@ -185,6 +185,25 @@ func TestBucketMounts(t *testing.T) {
 		return got == "hello from the bucket\nsame"
 	})
 
+	// The store cut off while the box writes: what the box wrote and
+	// closed (acknowledged) is kept in the mount's write cache, and
+	// reaches the bucket, byte for byte, once the store is back (rclone
+	// tries its uploads again).
+	s3.Stop()
+	cutSum, code := inBox("bk", "head -c 2000000 /dev/urandom > /data/cut.bin && sha256sum /data/cut.bin | cut -d' ' -f1")
+	if code != 0 {
+		t.Fatalf("a write with the store cut off (the mount's cache takes it): %s", cutSum)
+	}
+	if err := s3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	waitFor(t, 3*time.Minute, "a file written while the store was cut off to reach the bucket", func() bool {
+		b, err := get("work/cut.bin")
+		return err == nil && sha256Hex([]byte(b)) == cutSum
+	})
+	t.Logf("a 2 MB file written with the store cut off was in the bucket %s after it came back", time.Since(back).Round(100*time.Millisecond))
+
 	// Stopped: what it wrote just before reaches the bucket (rclone sends
 	// a file some seconds after it is closed: the mount is drained before
 	// it ends), and its mounts are ended; started: mounted again.
