@@ -496,6 +496,7 @@ func (mt *Mounter) Keep(ctx context.Context, boxes []store.Box, running map[stri
 		}
 	}
 	// What is kept of mounts whose box is gone (drained first, above).
+	var mps map[string]bool // read once, if anything is to go
 	for _, dir := range []string{mt.Dir, mt.Cache} {
 		ents, _ := os.ReadDir(dir)
 		for _, e := range ents {
@@ -503,7 +504,13 @@ func (mt *Mounter) Keep(ctx context.Context, boxes []store.Box, running map[stri
 			if !e.IsDir() || declared[name] || mt.live[name] != nil || mt.draining[name] != nil {
 				continue
 			}
-			if mps, err := mountPoints(); err == nil && mps[filepath.Join(mt.Dir, name)] {
+			if mps == nil {
+				var err error
+				if mps, err = mountPoints(); err != nil {
+					return
+				}
+			}
+			if mps[filepath.Join(mt.Dir, name)] {
 				continue
 			}
 			os.RemoveAll(filepath.Join(dir, name))

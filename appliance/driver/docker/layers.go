@@ -145,22 +145,24 @@ func (c closers) Close() error {
 // should one go away before the load takes it, the load fails and is
 // tried once more with every layer read.
 func (d *Driver) LoadSnapshotParts(ctx context.Context, id string, config []byte, layers []driver.LayerSource) error {
-	load := func(layers []driver.LayerSource) error {
-		pr, pw := io.Pipe()
-		go func() {
-			pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
-		}()
-		err := d.loadSnapshots(ctx, []string{id}, pr, func(chain []string) bool {
-			return d.presentLayers(ctx, chain) == len(chain)
-		})
-		pr.CloseWithError(errors.New("load ended"))
-		return err
-	}
 	diffs := make([]string, len(layers))
 	for i := range layers {
 		diffs[i] = layers[i].Diff
 	}
 	present := d.presentLayers(ctx, diffs)
+	// The chains found present above, and no other, may come empty.
+	has := func(chain []string) bool {
+		return len(chain) <= present && slices.Equal(chain, diffs[:len(chain)])
+	}
+	load := func(layers []driver.LayerSource) error {
+		pr, pw := io.Pipe()
+		go func() {
+			pw.CloseWithError(driver.WriteSaveArchive(ctx, pw, d.snapshotRef(id), config, layers))
+		}()
+		err := d.loadSnapshots(ctx, []string{id}, pr, has)
+		pr.CloseWithError(errors.New("load ended"))
+		return err
+	}
 	if present == 0 {
 		return load(layers)
 	}
